@@ -1,0 +1,188 @@
+"""`ScheduledJob`: the one way a handler becomes a scheduled job.
+
+A job takes effect once per tick however often the tick is delivered: Powertools idempotency on
+DynamoDB, keyed on job + scheduled time (never the execution id, which changes per attempt),
+with the Lambda context registered before the claim so an attempt that times out frees it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Protocol
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
+
+from clockless.config import env_int, env_str
+from clockless.tick import Tick
+
+# The idempotency key selects only the tick's identity from the data we hand Powertools.
+IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
+DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
+
+METRIC_SUCCEEDED: Final = "TickSucceeded"
+METRIC_DUPLICATE: Final = "DuplicateSuppressed"
+METRIC_FAILED: Final = "TickFailed"
+
+OUTCOME_EXECUTED: Final = "executed"
+OUTCOME_DUPLICATE: Final = "duplicate"
+OUTCOME_IN_PROGRESS: Final = "duplicate_in_progress"
+
+
+class LambdaContextLike(Protocol):
+    aws_request_id: str
+    function_name: str
+
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """What a job's logic is handed for one tick."""
+
+    tick: Tick
+    # The scheduled time of the last tick that succeeded, so range jobs can heal after a miss.
+    last_success: datetime | None = None
+
+
+JobFunction = Callable[[JobRun], Mapping[str, Any]]
+LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class KitSettings:
+    idempotency_table: str
+    idempotency_expiry_seconds: int
+    metrics_namespace: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> KitSettings:
+        namespace = (os.environ if environ is None else environ).get("POWERTOOLS_METRICS_NAMESPACE", "")
+        return cls(
+            idempotency_table=env_str("IDEMPOTENCY_TABLE_NAME", environ),
+            idempotency_expiry_seconds=env_int("IDEMPOTENCY_EXPIRY_SECONDS", environ, minimum=60),
+            metrics_namespace=namespace or DEFAULT_METRICS_NAMESPACE,
+        )
+
+
+class ScheduledJob:
+    """Declare a job once per function module and decorate its handler with `@job.handler`.
+
+    `persistence_store` is for tests that want to inject a store; by default a DynamoDB store
+    is built on first use from `IDEMPOTENCY_TABLE_NAME`, so importing a handler touches no AWS.
+    """
+
+    def __init__(self, name: str, *, persistence_store: BasePersistenceLayer | None = None) -> None:
+        self.name = name
+        self.logger = Logger(service=name)
+        self._store = persistence_store
+        self._settings: KitSettings | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def idempotency_key_prefix(self) -> str:
+        # Explicit, so renaming or moving the handler does not change every key.
+        return f"clockless#{self.name}"
+
+    def settings(self) -> KitSettings:
+        if self._settings is None:
+            self._settings = KitSettings.from_env()
+        return self._settings
+
+    def persistence_store(self) -> BasePersistenceLayer:
+        with self._lock:
+            if self._store is None:
+                self._store = DynamoDBPersistenceLayer(table_name=self.settings().idempotency_table)
+            return self._store
+
+    def handler(self, fn: JobFunction) -> LambdaHandler:
+        """Make `fn` the job's Lambda handler: parse the tick, claim it, run it once, report it."""
+
+        @functools.wraps(fn)
+        def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
+            tick = Tick.from_event(event, expected_job=self.name)
+            return self.deliver(tick, fn, context)
+
+        lambda_handler.clockless_job = self  # type: ignore[attr-defined]
+        return lambda_handler
+
+    def deliver(self, tick: Tick, fn: JobFunction, context: LambdaContextLike | None) -> dict[str, Any]:
+        settings = self.settings()
+        metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=self.name)
+        metrics.add_dimension(name="job", value=self.name)
+        self.logger.thread_safe_append_keys(
+            correlation_id=tick.key,
+            job=tick.job,
+            scheduled_time=tick.identity["scheduled_time"],
+            attempt=tick.attempt,
+            trigger=tick.trigger.value,
+            execution_id=tick.execution_id,
+            function_request_id=getattr(context, "aws_request_id", None),
+        )
+        duplicate = threading.local()
+        duplicate.seen = False
+
+        def on_duplicate(response: Any, record: DataRecord) -> Any:
+            duplicate.seen = True
+            return response
+
+        config = IdempotencyConfig(
+            event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,
+            raise_on_no_idempotency_key=True,
+            expires_after_seconds=settings.idempotency_expiry_seconds,
+            # Registered before the claim: the in-progress record then expires with this attempt.
+            lambda_context=context,  # type: ignore[arg-type]
+            response_hook=on_duplicate,
+        )
+        run_once = idempotent_function(
+            self._execute,
+            data_keyword_argument="tick_identity",
+            persistence_store=self.persistence_store(),
+            config=config,
+            key_prefix=self.idempotency_key_prefix,
+        )
+        try:
+            try:
+                result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn)
+            except IdempotencyAlreadyInProgressError:
+                # Another delivery of this tick holds the claim. Failing here would set off Lambda's
+                # async retries and end in the DLQ for a tick that is being handled.
+                self.logger.info("tick already in progress elsewhere; this delivery does nothing")
+                metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+                return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
+            except Exception:
+                metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
+                self.logger.exception("tick failed; the claim is released so a retry runs it again")
+                raise
+            if duplicate.seen:
+                self.logger.info("duplicate delivery; returning the first delivery's result")
+                metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+                return {**result, "outcome": OUTCOME_DUPLICATE}
+            # Last step of a successful run, so a failure can never be counted as a success.
+            metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
+            return result
+        finally:
+            metrics.flush_metrics()
+            self.logger.thread_safe_clear_keys()
+
+    def _execute(self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction) -> dict[str, Any]:
+        started = time.monotonic()
+        summary = dict(fn(JobRun(tick=tick)))
+        self.logger.info(
+            "tick executed", extra={"summary": summary, "duration_ms": round((time.monotonic() - started) * 1000)}
+        )
+        return {**tick_identity, "outcome": OUTCOME_EXECUTED, "summary": summary}
