@@ -195,7 +195,9 @@ def local_seed(
             windows_table=names.table_name("WindowsTable"),
             sessions_table=names.table_name("SessionsTable"),
         )
-    stdout.print(f"seeded {len(data.active_programs) + len(data.ended_programs)} programs, {len(data.sessions)} sessions")
+    stdout.print(
+        f"seeded {len(data.active_programs) + len(data.ended_programs)} programs, {len(data.sessions)} sessions"
+    )
 
 
 def main() -> None:

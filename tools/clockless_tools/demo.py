@@ -170,7 +170,8 @@ def run_demo(
                 effects_expected=sum(
                     1
                     for s in data.sessions
-                    if s.started_at.timestamp() <= cutoff and (s.tenant_id, s.session_id) not in data.sessions_with_exercise
+                    if s.started_at.timestamp() <= cutoff
+                    and (s.tenant_id, s.session_id) not in data.sessions_with_exercise
                 ),
             ),
         ]

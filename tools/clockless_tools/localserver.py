@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from clockless_tools.local import create_tables, dynamodb_client

@@ -3,6 +3,7 @@ as arithmetic from an anchor (Scheduler starts a rate at the schedule's creation
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -88,4 +89,4 @@ def nominal_period(expression: str) -> timedelta:
     ticks = ticks_between(expression, start, start + timedelta(days=366))
     if len(ticks) < 2:
         raise ScheduleExpressionError(f"{expression!r} fires fewer than twice a year; it has no period")
-    return min(b - a for a, b in zip(ticks, ticks[1:], strict=False))
+    return min(b - a for a, b in itertools.pairwise(ticks))

@@ -39,7 +39,7 @@ def windows_needed(program: Program, business_date: date) -> int:
 
 
 def plan_data(plan: SeedPlan, *, business_date: date, now: datetime) -> SeededData:
-    rng = random.Random(plan.seed)
+    rng = random.Random(plan.seed)  # noqa: S311 - reproducible demo data, not secrets
     active: list[Program] = []
     ended: list[Program] = []
     sessions: list[SessionRef] = []

@@ -92,7 +92,7 @@ class Schedule:
     def job(self) -> str:
         job = self.input().get("job")
         if not isinstance(job, str):
-            raise TemplateError(f"{self.function_id}.Events.{self.event_id}: Input has no \"job\"")
+            raise TemplateError(f'{self.function_id}.Events.{self.event_id}: Input has no "job"')
         return job
 
     @property
@@ -278,7 +278,7 @@ def resolve(value: Any, template: Template, names: LocalNames = LocalNames()) ->
     if isinstance(value, list):
         return [resolve(item, template, names) for item in value]
     if isinstance(value, Mapping) and len(value) == 1:
-        (name, argument), = value.items()
+        ((name, argument),) = value.items()
         if name == "Ref":
             return _resolve_ref(str(argument), template, names)
         if name == "Fn::GetAtt":

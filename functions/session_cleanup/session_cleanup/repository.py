@@ -62,9 +62,7 @@ class DynamoSessionStore:
 
     def delete_if_empty(self, session: SessionRef) -> bool:
         try:
-            SessionModel(session.tenant_id, session.session_id).delete(
-                condition=SessionModel.exercise_count == 0
-            )
+            SessionModel(session.tenant_id, session.session_id).delete(condition=SessionModel.exercise_count == 0)
         except DeleteError as error:
             if is_condition_failure(error):
                 return False

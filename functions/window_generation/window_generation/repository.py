@@ -71,9 +71,7 @@ class DynamoProgramStore:
     def find_due_programs(self, on_or_before: date) -> Iterator[Program]:
         cutoff = on_or_before.isoformat()
         for shard in range(DUE_INDEX_SHARDS):
-            for item in ProgramModel.due_index.query(
-                str(shard), ProgramModel.current_window_end <= cutoff
-            ):
+            for item in ProgramModel.due_index.query(str(shard), ProgramModel.current_window_end <= cutoff):
                 yield Program(
                     tenant_id=item.tenant_id,
                     program_id=item.program_id,

@@ -136,7 +136,7 @@ class ScheduledJob:
         duplicate = threading.local()
         duplicate.seen = False
 
-        def on_duplicate(response: Any, record: DataRecord) -> Any:
+        def on_duplicate(response: Any, idempotent_data: DataRecord) -> Any:
             duplicate.seen = True
             return response
 

@@ -1,0 +1,176 @@
+"""Empty-session cleanup takes effect once per tick and never deletes a session in use."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import time_machine
+
+from clockless import MalformedTickError
+from clockless_tools.requests import count_requests
+from clockless_tools.runtime import LocalLambdaRuntime
+from session_cleanup.logic import SessionRef
+from session_cleanup.repository import DynamoSessionStore
+from tests.conftest import load_event
+from tests.integration.conftest import scan_all
+
+FN = "SessionCleanupFunction"
+TICK = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)  # events/session_cleanup/tick.json; grace is 120 min
+
+
+def _delivery(attempt: int = 1) -> dict[str, Any]:
+    event = load_event("session_cleanup/tick.json")
+    event["attempt"] = str(attempt)
+    event["execution_id"] = str(uuid.uuid4())
+    return event
+
+
+def _session_ids(tables: Any) -> set[str]:
+    return {item["session_id"]["S"] for item in scan_all(tables, "SessionsTable")}
+
+
+@pytest.fixture
+def ready(tables: Any, function_env: Any) -> Any:
+    function_env(FN)
+    store = DynamoSessionStore("SessionsTable")
+    store.start_sessions(
+        [
+            SessionRef("tenant-a", "old-empty-1", TICK - timedelta(hours=5)),
+            SessionRef("tenant-b", "old-empty-2", TICK - timedelta(hours=2)),  # exactly at the grace limit
+            SessionRef("tenant-a", "old-in-use", TICK - timedelta(hours=4)),
+            SessionRef("tenant-b", "recent-empty", TICK - timedelta(minutes=30)),
+        ]
+    )
+    store.log_exercise("tenant-a", "old-in-use")
+    return tables
+
+
+def test_deletes_only_sessions_still_empty_after_the_grace_period(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    result = runtime.call(FN, _delivery())
+
+    assert result["outcome"] == "executed"
+    assert result["summary"] == {
+        "cutoff": "2026-11-29T07:00:00Z",
+        "candidates": 2,
+        "sessions_deleted": 2,
+        "kept_no_longer_empty": 0,
+    }
+    assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+
+
+def test_session_that_gets_its_first_exercise_after_listing_survives(
+    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_delete = DynamoSessionStore.delete_if_empty
+
+    def exercise_arrives_first(self: DynamoSessionStore, session: SessionRef) -> bool:
+        if session.session_id == "old-empty-1":
+            self.log_exercise(session.tenant_id, session.session_id)
+        return real_delete(self, session)
+
+    monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", exercise_arrives_first)
+    result = runtime.call(FN, _delivery())
+
+    assert result["summary"]["sessions_deleted"] == 1
+    assert result["summary"]["kept_no_longer_empty"] == 1
+    assert "old-empty-1" in _session_ids(ready)
+
+
+def test_duplicate_retry_and_burst_delete_each_session_once(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    first = runtime.call(FN, _delivery())
+    barrier = threading.Barrier(6)
+
+    def deliver(attempt: int) -> str:
+        event = _delivery(attempt)
+        barrier.wait()
+        return str(runtime.call(FN, event)["outcome"])
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(deliver, [1, 1, 2, 2, 3, 3]))
+
+    assert first["summary"]["sessions_deleted"] == 2
+    assert outcomes == ["duplicate"] * 6
+    assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+
+
+def test_concurrent_first_deliveries_execute_once(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    barrier = threading.Barrier(8)
+
+    def deliver(_: int) -> dict[str, Any]:
+        event = _delivery()
+        barrier.wait()
+        return dict(runtime.call(FN, event))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(deliver, range(8)))
+
+    executed = [r for r in results if r["outcome"] == "executed"]
+    assert len(executed) == 1
+    assert executed[0]["summary"]["sessions_deleted"] == 2
+    assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+
+
+def test_failure_mid_run_then_retry_completes_without_duplicate(
+    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_delete = DynamoSessionStore.delete_if_empty
+    calls = {"n": 0}
+
+    def fail_after_first_delete(self: DynamoSessionStore, session: SessionRef) -> bool:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise TimeoutError("injected: the function ran out of time after one delete")
+        return real_delete(self, session)
+
+    monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", fail_after_first_delete)
+    with pytest.raises(TimeoutError):
+        runtime.call(FN, _delivery(attempt=1))
+    assert len(_session_ids(ready)) == 3
+
+    monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", real_delete)
+    retry = runtime.call(FN, _delivery(attempt=2))
+
+    assert retry["outcome"] == "executed"
+    assert retry["summary"]["sessions_deleted"] == 1
+    assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+
+
+def test_redelivery_after_idempotency_record_expired_deletes_nothing_more(
+    ready: Any, runtime: LocalLambdaRuntime
+) -> None:
+    runtime.call(FN, _delivery())
+    DynamoSessionStore("SessionsTable").start_sessions(
+        [SessionRef("tenant-c", "started-after-the-tick", TICK + timedelta(minutes=10))]
+    )
+    expiry_seconds = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
+
+    with time_machine.travel(timedelta(seconds=expiry_seconds + 60), tick=True):
+        late = runtime.call(FN, _delivery(attempt=2))
+
+    assert late["outcome"] == "executed"
+    assert late["summary"]["sessions_deleted"] == 0
+    assert _session_ids(ready) == {"old-in-use", "recent-empty", "started-after-the-tick"}
+
+
+def test_malformed_tick_is_rejected_and_writes_nothing(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    before = {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]}
+
+    with pytest.raises(MalformedTickError, match="scheduled_time"):
+        runtime.call(FN, load_event("session_cleanup/malformed.json"))
+
+    assert {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]} == before
+
+
+def test_duplicate_delivery_costs_exactly_one_dynamodb_request(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    runtime.call(FN, _delivery())
+
+    with count_requests() as requests:
+        result = runtime.call(FN, _delivery(attempt=2))
+
+    assert result["outcome"] == "duplicate"
+    assert dict(requests.operations) == {"PutItem": 1}

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from clockless import MalformedTickError, Tick, Trigger
+from tests.conftest import load_event
+
+
+def test_scheduler_payload_parses_into_a_tick() -> None:
+    tick = Tick.from_event(load_event("window_generation/tick.json"), expected_job="window-generation")
+
+    assert tick.scheduled_time == datetime(2026, 11, 28, 14, 0, tzinfo=UTC)
+    assert tick.attempt == 1
+    assert tick.trigger is Trigger.SCHEDULE
+    assert tick.identity == {"job": "window-generation", "scheduled_time": "2026-11-28T14:00:00Z"}
+
+
+def test_retry_is_the_same_tick_with_a_new_attempt() -> None:
+    first = Tick.from_event(load_event("window_generation/tick.json"), expected_job="window-generation")
+    retry = Tick.from_event(load_event("window_generation/retry.json"), expected_job="window-generation")
+
+    assert retry.attempt == 2
+    assert retry.execution_id != first.execution_id
+    assert retry.identity == first.identity
+
+
+def test_an_offset_time_is_the_same_instant_as_its_utc_spelling() -> None:
+    event = load_event("session_cleanup/tick.json") | {"scheduled_time": "2026-11-29T04:00:00-05:00"}
+
+    tick = Tick.from_event(event, expected_job="session-cleanup")
+
+    assert tick.identity["scheduled_time"] == "2026-11-29T09:00:00Z"
+
+
+def test_round_trip_through_the_payload() -> None:
+    tick = Tick.from_event(load_event("session_cleanup/retry.json"), expected_job="session-cleanup")
+
+    assert Tick.from_event(tick.to_event(), expected_job="session-cleanup") == tick
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        ({"scheduled_time": None}, "scheduled_time", "non-empty string"),
+        ({"scheduled_time": "yesterday"}, "scheduled_time", "not an ISO-8601"),
+        ({"scheduled_time": "2026-11-29T09:00:00"}, "scheduled_time", "no time zone"),
+        ({"scheduled_time": "<aws.scheduler.scheduled-time>"}, "scheduled_time", "unsubstituted"),
+        ({"job": "session-cleanup"}, "job", "this function runs 'window-generation'"),
+        ({"attempt": "zero"}, "attempt", "positive integer"),
+        ({"attempt": "0"}, "attempt", "positive integer"),
+        ({"attempt": True}, "attempt", "positive integer"),
+        ({"trigger": "cron"}, "trigger", "must be one of"),
+        ({"execution_id": ""}, "execution_id", "non-empty"),
+    ],
+)
+def test_malformed_payload_names_the_field(change: dict[str, Any], field: str, problem: str) -> None:
+    event = load_event("window_generation/tick.json") | change
+
+    with pytest.raises(MalformedTickError) as raised:
+        Tick.from_event(event, expected_job="window-generation")
+
+    assert raised.value.field == field
+    assert problem in str(raised.value)
+
+
+def test_missing_fields_are_named() -> None:
+    with pytest.raises(MalformedTickError, match="'scheduled_time' is missing"):
+        Tick.from_event(load_event("session_cleanup/malformed.json"), expected_job="session-cleanup")
+    with pytest.raises(MalformedTickError, match="'job' is missing"):
+        Tick.from_event({"scheduled_time": "2026-11-29T09:00:00Z"}, expected_job="session-cleanup")
+
+
+@pytest.mark.parametrize("event", [[], "tick", None, 42])
+def test_a_payload_that_is_not_an_object_is_rejected(event: Any) -> None:
+    with pytest.raises(MalformedTickError, match="JSON object"):
+        Tick.from_event(event, expected_job="session-cleanup")
+
+
+def test_the_scheduler_default_envelope_is_rejected_because_it_names_no_job() -> None:
+    envelope = {
+        "version": "0",
+        "detail-type": "Scheduled Event",
+        "source": "aws.scheduler",
+        "time": "2026-11-29T09:00:00Z",
+        "resources": ["arn:aws:scheduler:us-east-1:123456789012:schedule/default/x"],
+        "detail": "{}",
+    }
+    with pytest.raises(MalformedTickError, match="'job' is missing"):
+        Tick.from_event(envelope, expected_job="session-cleanup")
