@@ -33,6 +33,8 @@ def _context(timeout_seconds: int = 60) -> LocalLambdaContext:
 def kit_env(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable")
     monkeypatch.setenv("IDEMPOTENCY_EXPIRY_SECONDS", "3600")
+    monkeypatch.setenv("LEDGER_TABLE_NAME", "LedgerTable")
+    monkeypatch.setenv("LEDGER_RETENTION_DAYS", "30")
     return tables
 
 

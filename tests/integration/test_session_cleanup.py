@@ -55,6 +55,7 @@ def test_deletes_only_sessions_still_empty_after_the_grace_period(ready: Any, ru
 
     assert result["outcome"] == "executed"
     assert result["summary"] == {
+        "since": None,
         "cutoff": "2026-11-29T07:00:00Z",
         "candidates": 2,
         "sessions_deleted": 2,
@@ -174,3 +175,23 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(ready: Any, runti
 
     assert result["outcome"] == "duplicate"
     assert dict(requests.operations) == {"PutItem": 1}
+
+
+def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    # Given the 09:00 tick succeeded and the 10:00 and 11:00 ticks never fired
+    runtime.call(FN, _delivery())
+    DynamoSessionStore("SessionsTable").start_sessions(
+        [SessionRef("tenant-c", "started-08:30", TICK - timedelta(minutes=30))]
+    )
+
+    # When the 12:00 tick runs
+    event = _delivery() | {"scheduled_time": "2026-11-29T12:00:00Z"}
+    result = runtime.call(FN, event)
+
+    # Then it knows the last success and covers everything since it (minus the late-arrival margin)
+    assert result["last_success"] == "2026-11-29T09:00:00Z"
+    late_arrival = int(runtime.environment(FN)["EMPTY_SESSION_LATE_ARRIVAL_MINUTES"])
+    expected_since = TICK - timedelta(hours=2) - timedelta(minutes=late_arrival)
+    assert result["summary"]["since"] == expected_since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert result["summary"]["sessions_deleted"] == 2
+    assert _session_ids(ready) == {"old-in-use"}

@@ -175,15 +175,11 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(ready: Any, runti
     assert dict(requests.operations) == {"PutItem": 1}
 
 
-def test_first_delivery_request_count_is_claim_reads_writes_and_completion(
-    ready: Any, runtime: LocalLambdaRuntime
-) -> None:
+def test_first_delivery_costs_four_kit_requests_plus_the_job_own(ready: Any, runtime: LocalLambdaRuntime) -> None:
     with count_requests() as requests:
         runtime.call(FN, _delivery())
 
-    # claim + one query per due-index shard + one transaction per window + completion
-    assert requests.of("PutItem") == 1
-    assert requests.of("Query") == 4
-    assert requests.of("TransactWriteItems") == 3
-    assert requests.of("UpdateItem") == 1
-    assert requests.total == 9
+    # kit: claim (PutItem), last success (Query), ledger started (UpdateItem),
+    #      completion + ledger succeeded (one TransactWriteItems)
+    # job: one Query per due-index shard, one TransactWriteItems per window
+    assert dict(requests.operations) == {"PutItem": 1, "Query": 1 + 4, "UpdateItem": 1, "TransactWriteItems": 1 + 3}

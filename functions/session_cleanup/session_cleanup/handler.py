@@ -24,8 +24,15 @@ def _store() -> DynamoSessionStore:
 
 
 @job.handler
-def lambda_handler(run: JobRun) -> dict[str, int | str]:
+def lambda_handler(run: JobRun) -> dict[str, int | str | None]:
+    settings = _settings()
     # The tick's scheduled time, not the wall clock: a late or replayed delivery cleans up
     # exactly what its tick would have.
-    result = clean_up_empty_sessions(_store(), now=run.tick.scheduled_time, grace=_settings().grace)
+    result = clean_up_empty_sessions(
+        _store(),
+        now=run.tick.scheduled_time,
+        grace=settings.grace,
+        last_success=run.last_success,
+        late_arrival=settings.late_arrival,
+    )
     return result.as_summary()

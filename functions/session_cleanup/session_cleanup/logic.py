@@ -19,8 +19,10 @@ class SessionRef:
 
 
 class SessionStore(Protocol):
-    def find_empty_sessions(self, started_at_or_before: datetime) -> Iterable[SessionRef]:
-        """Sessions with no logged exercise that started at or before the time."""
+    def find_empty_sessions(
+        self, *, started_after: datetime | None, started_at_or_before: datetime
+    ) -> Iterable[SessionRef]:
+        """Sessions with no logged exercise that started in (started_after, started_at_or_before]."""
         ...
 
     def delete_if_empty(self, session: SessionRef) -> bool:
@@ -31,12 +33,14 @@ class SessionStore(Protocol):
 @dataclass(frozen=True, slots=True)
 class CleanupResult:
     cutoff: datetime
+    since: datetime | None
     candidates: int
     sessions_deleted: int
     kept_no_longer_empty: int
 
-    def as_summary(self) -> dict[str, int | str]:
+    def as_summary(self) -> dict[str, int | str | None]:
         return {
+            "since": None if self.since is None else self.since.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "cutoff": self.cutoff.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "candidates": self.candidates,
             "sessions_deleted": self.sessions_deleted,
@@ -44,14 +48,30 @@ class CleanupResult:
         }
 
 
-def clean_up_empty_sessions(store: SessionStore, *, now: datetime, grace: timedelta) -> CleanupResult:
-    """Delete every session that started at least `grace` before `now` and is still empty."""
+def clean_up_empty_sessions(
+    store: SessionStore,
+    *,
+    now: datetime,
+    grace: timedelta,
+    last_success: datetime | None = None,
+    late_arrival: timedelta = timedelta(0),
+) -> CleanupResult:
+    """Delete every session still empty `grace` after it started, for the ticks since the last success.
+
+    The run covers sessions whose grace ended in (last_success, now]: after missed ticks the range
+    simply widens, so the next success heals the gap. `late_arrival` widens it further back for
+    sessions that reach the table after they started (offline clients). With no recorded success
+    (first run, or the ledger's retention passed) there is no lower bound.
+    """
     cutoff = now - grace
+    since = None if last_success is None else last_success - grace - late_arrival
     candidates = deleted = kept = 0
-    for session in store.find_empty_sessions(started_at_or_before=cutoff):
+    for session in store.find_empty_sessions(started_after=since, started_at_or_before=cutoff):
         candidates += 1
         if store.delete_if_empty(session):
             deleted += 1
         else:
             kept += 1
-    return CleanupResult(cutoff=cutoff, candidates=candidates, sessions_deleted=deleted, kept_no_longer_empty=kept)
+    return CleanupResult(
+        cutoff=cutoff, since=since, candidates=candidates, sessions_deleted=deleted, kept_no_longer_empty=kept
+    )

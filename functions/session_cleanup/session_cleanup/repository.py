@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -50,10 +50,18 @@ class DynamoSessionStore:
     def __init__(self, sessions_table: str) -> None:
         bind_table(SessionModel, sessions_table)
 
-    def find_empty_sessions(self, started_at_or_before: datetime) -> Iterator[SessionRef]:
+    def find_empty_sessions(
+        self, *, started_after: datetime | None, started_at_or_before: datetime
+    ) -> Iterator[SessionRef]:
         cutoff = _format(started_at_or_before)
+        condition = (
+            SessionModel.started_at <= cutoff
+            if started_after is None
+            # BETWEEN is inclusive; one second past the lower bound keeps the range half-open.
+            else SessionModel.started_at.between(_format(started_after + timedelta(seconds=1)), cutoff)
+        )
         for shard in range(EMPTY_INDEX_SHARDS):
-            for item in SessionModel.empty_index.query(str(shard), SessionModel.started_at <= cutoff):
+            for item in SessionModel.empty_index.query(str(shard), condition):
                 yield SessionRef(
                     tenant_id=item.tenant_id,
                     session_id=item.session_id,

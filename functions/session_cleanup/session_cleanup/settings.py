@@ -11,10 +11,12 @@ from clockless.config import env_int, env_str
 class SessionCleanupSettings:
     sessions_table: str
     grace: timedelta
+    late_arrival: timedelta
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SessionCleanupSettings:
         return cls(
             sessions_table=env_str("SESSIONS_TABLE_NAME", environ),
             grace=timedelta(minutes=env_int("EMPTY_SESSION_GRACE_MINUTES", environ, minimum=1)),
+            late_arrival=timedelta(minutes=env_int("EMPTY_SESSION_LATE_ARRIVAL_MINUTES", environ, minimum=0)),
         )

@@ -18,17 +18,14 @@ from typing import Any, Final, Protocol
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
-from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from clockless.config import env_int, env_str
-from clockless.tick import Tick
+from clockless.ledger import iso_now
+from clockless.persistence import LedgeredPersistenceLayer
+from clockless.tick import Tick, format_scheduled_time
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
 IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
@@ -67,6 +64,8 @@ LambdaHandler = Callable[[Any, Any], dict[str, Any]]
 class KitSettings:
     idempotency_table: str
     idempotency_expiry_seconds: int
+    ledger_table: str
+    ledger_retention_seconds: int
     metrics_namespace: str
 
     @classmethod
@@ -75,6 +74,8 @@ class KitSettings:
         return cls(
             idempotency_table=env_str("IDEMPOTENCY_TABLE_NAME", environ),
             idempotency_expiry_seconds=env_int("IDEMPOTENCY_EXPIRY_SECONDS", environ, minimum=60),
+            ledger_table=env_str("LEDGER_TABLE_NAME", environ),
+            ledger_retention_seconds=env_int("LEDGER_RETENTION_DAYS", environ, minimum=1) * 86400,
             metrics_namespace=namespace or DEFAULT_METRICS_NAMESPACE,
         )
 
@@ -82,11 +83,12 @@ class KitSettings:
 class ScheduledJob:
     """Declare a job once per function module and decorate its handler with `@job.handler`.
 
-    `persistence_store` is for tests that want to inject a store; by default a DynamoDB store
-    is built on first use from `IDEMPOTENCY_TABLE_NAME`, so importing a handler touches no AWS.
+    `persistence_store` is for tests that want to inject a store; by default one is built on
+    first use from `IDEMPOTENCY_TABLE_NAME` and `LEDGER_TABLE_NAME`, so importing a handler
+    touches no AWS.
     """
 
-    def __init__(self, name: str, *, persistence_store: BasePersistenceLayer | None = None) -> None:
+    def __init__(self, name: str, *, persistence_store: LedgeredPersistenceLayer | None = None) -> None:
         self.name = name
         self.logger = Logger(service=name)
         self._store = persistence_store
@@ -103,10 +105,15 @@ class ScheduledJob:
             self._settings = KitSettings.from_env()
         return self._settings
 
-    def persistence_store(self) -> BasePersistenceLayer:
+    def persistence_store(self) -> LedgeredPersistenceLayer:
         with self._lock:
             if self._store is None:
-                self._store = DynamoDBPersistenceLayer(table_name=self.settings().idempotency_table)
+                settings = self.settings()
+                self._store = LedgeredPersistenceLayer(
+                    table_name=settings.idempotency_table,
+                    ledger_table_name=settings.ledger_table,
+                    ledger_retention_seconds=settings.ledger_retention_seconds,
+                )
             return self._store
 
     def handler(self, fn: JobFunction) -> LambdaHandler:
@@ -180,9 +187,33 @@ class ScheduledJob:
             self.logger.thread_safe_clear_keys()
 
     def _execute(self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction) -> dict[str, Any]:
+        ledger = self.persistence_store().ledger
+        last_success = ledger.last_success_before(tick.job, tick.scheduled_time)
+        first_run = ledger.record_started(tick)
         started = time.monotonic()
-        summary = dict(fn(JobRun(tick=tick)))
-        self.logger.info(
-            "tick executed", extra={"summary": summary, "duration_ms": round((time.monotonic() - started) * 1000)}
-        )
-        return {**tick_identity, "outcome": OUTCOME_EXECUTED, "summary": summary}
+        try:
+            summary = dict(fn(JobRun(tick=tick, last_success=last_success)))
+        except Exception as error:
+            try:
+                ledger.record_failed(tick, error, duration_ms=_elapsed_ms(started))
+            except Exception:
+                # The job's own error is what Scheduler, Lambda and the DLQ must see.
+                self.logger.exception("could not record the failure in the run ledger")
+            raise
+        result: dict[str, Any] = {
+            **tick_identity,
+            "outcome": OUTCOME_EXECUTED,
+            "summary": summary,
+            "last_success": None if last_success is None else format_scheduled_time(last_success),
+            "finished_at": iso_now(),
+            "duration_ms": _elapsed_ms(started),
+        }
+        if not first_run:
+            result["rerun"] = True
+        self.logger.info("tick executed", extra={"summary": summary, "duration_ms": result["duration_ms"]})
+        # Powertools stores this as the tick's result; the completion writes the ledger with it.
+        return result
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)

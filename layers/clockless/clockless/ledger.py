@@ -1,0 +1,196 @@
+"""The run ledger: one item per (job, scheduled time) saying what happened to that tick.
+
+EventBridge Scheduler keeps no run history, so this is the history: status (started, succeeded,
+failed), attempts, trigger, timings and the job's summary. `clockless status` and
+`clockless backfill` read it to find ticks that never succeeded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from clockless.tick import Tick, format_scheduled_time, parse_scheduled_time
+
+STATUS_STARTED: Final = "started"
+STATUS_SUCCEEDED: Final = "succeeded"
+STATUS_FAILED: Final = "failed"
+# Sparse index: only succeeded ticks carry `succeeded_job`, so the last success is one query.
+SUCCEEDED_INDEX: Final = "succeeded-by-time"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    job: str
+    scheduled_time: datetime
+    status: str
+    attempts: int
+    trigger: str | None
+    started_at: str | None
+    finished_at: str | None
+    duration_ms: int | None
+    summary: Mapping[str, Any] | None
+    error: str | None
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
+        def text(name: str) -> str | None:
+            value = item.get(name)
+            return None if value is None else str(value.get("S", value.get("N")))
+
+        summary = text("summary")
+        duration = text("duration_ms")
+        return cls(
+            job=str(text("job")),
+            scheduled_time=parse_scheduled_time(str(text("scheduled_time"))),
+            status=str(text("status")),
+            attempts=int(text("attempts") or 0),
+            trigger=text("trigger"),
+            started_at=text("started_at"),
+            finished_at=text("finished_at"),
+            duration_ms=None if duration is None else int(duration),
+            summary=None if summary is None else json.loads(summary),
+            error=text("error"),
+        )
+
+
+def iso_now() -> str:
+    # time.time(), not datetime.now(): simulated clocks (time-machine) and the wall clock agree.
+    return format_scheduled_time(datetime.fromtimestamp(time.time(), UTC))
+
+
+class RunLedger:
+    """Ledger access over a low-level DynamoDB client (the kit's, so no second client is made)."""
+
+    def __init__(self, table_name: str, client: Any, *, retention_seconds: int) -> None:
+        self.table_name = table_name
+        self.client = client
+        self.retention_seconds = retention_seconds
+
+    @staticmethod
+    def key(job: str, scheduled_time: str) -> dict[str, Any]:
+        return {"job": {"S": job}, "scheduled_time": {"S": scheduled_time}}
+
+    def _expires_at(self) -> dict[str, str]:
+        return {"N": str(int(time.time()) + self.retention_seconds)}
+
+    def last_success_before(self, job: str, scheduled_time: datetime) -> datetime | None:
+        """The scheduled time of the job's latest succeeded tick before this one."""
+        response = self.client.query(
+            TableName=self.table_name,
+            IndexName=SUCCEEDED_INDEX,
+            KeyConditionExpression="succeeded_job = :job AND scheduled_time < :before",
+            ExpressionAttributeValues={
+                ":job": {"S": job},
+                ":before": {"S": format_scheduled_time(scheduled_time)},
+            },
+            ScanIndexForward=False,
+            Limit=1,
+        )
+        items = response.get("Items") or []
+        return parse_scheduled_time(items[0]["scheduled_time"]["S"]) if items else None
+
+    def record_started(self, tick: Tick) -> bool:
+        """Mark the tick started for this attempt. False if it had already succeeded (a re-run)."""
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self.key(tick.job, format_scheduled_time(tick.scheduled_time)),
+                UpdateExpression=(
+                    "SET #status = :started, attempt = :attempt, #trigger = :trigger, started_at = :now, "
+                    "execution_id = :execution_id, expires_at = :expires_at ADD attempts :one"
+                ),
+                ConditionExpression="attribute_not_exists(#status) OR #status <> :succeeded",
+                ExpressionAttributeNames={"#status": "status", "#trigger": "trigger"},
+                ExpressionAttributeValues={
+                    ":started": {"S": STATUS_STARTED},
+                    ":succeeded": {"S": STATUS_SUCCEEDED},
+                    ":attempt": {"N": str(tick.attempt)},
+                    ":trigger": {"S": tick.trigger.value},
+                    ":now": {"S": iso_now()},
+                    ":execution_id": {"S": tick.execution_id or "-"},
+                    ":expires_at": self._expires_at(),
+                    ":one": {"N": "1"},
+                },
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def succeeded_update(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        """The ledger half of the completion transaction, built from the job's stored result."""
+        key = self.key(str(result["job"]), str(result["scheduled_time"]))
+        summary = {"S": json.dumps(result.get("summary") or {}, sort_keys=True)}
+        if result.get("rerun"):
+            # The tick had succeeded before (its idempotency record expired): keep the first
+            # outcome and note the re-run beside it.
+            return {
+                "TableName": self.table_name,
+                "Key": key,
+                "UpdateExpression": "SET last_rerun_at = :now, last_rerun_summary = :summary",
+                "ExpressionAttributeValues": {":now": {"S": str(result["finished_at"])}, ":summary": summary},
+            }
+        return {
+            "TableName": self.table_name,
+            "Key": key,
+            "UpdateExpression": (
+                "SET #status = :succeeded, succeeded_job = :job, finished_at = :finished_at, "
+                "duration_ms = :duration, summary = :summary, expires_at = :expires_at REMOVE #error"
+            ),
+            "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
+            "ExpressionAttributeValues": {
+                ":succeeded": {"S": STATUS_SUCCEEDED},
+                ":job": {"S": str(result["job"])},
+                ":finished_at": {"S": str(result["finished_at"])},
+                ":duration": {"N": str(int(result["duration_ms"]))},
+                ":summary": summary,
+                ":expires_at": self._expires_at(),
+            },
+        }
+
+    def record_failed(self, tick: Tick, error: BaseException, *, duration_ms: int) -> None:
+        """Mark the attempt failed, unless the tick already succeeded once."""
+        with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self.key(tick.job, format_scheduled_time(tick.scheduled_time)),
+                UpdateExpression=(
+                    "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
+                    "expires_at = :expires_at"
+                ),
+                ConditionExpression="attribute_not_exists(#status) OR #status <> :succeeded",
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
+                ExpressionAttributeValues={
+                    ":failed": {"S": STATUS_FAILED},
+                    ":succeeded": {"S": STATUS_SUCCEEDED},
+                    ":now": {"S": iso_now()},
+                    ":duration": {"N": str(duration_ms)},
+                    ":error": {"S": f"{type(error).__name__}: {error}"[:1000]},
+                    ":expires_at": self._expires_at(),
+                },
+            )
+
+    def entries(self, job: str, start: datetime, end: datetime) -> list[LedgerEntry]:
+        """Every recorded tick of the job with start <= scheduled time < end, oldest first."""
+        entries: list[LedgerEntry] = []
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "job = :job AND scheduled_time BETWEEN :start AND :end",
+            "ExpressionAttributeValues": {
+                ":job": {"S": job},
+                ":start": {"S": format_scheduled_time(start)},
+                ":end": {"S": format_scheduled_time(end)},
+            },
+        }
+        while True:
+            response = self.client.query(**request)
+            entries.extend(LedgerEntry.from_item(item) for item in response.get("Items") or [])
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [entry for entry in entries if entry.scheduled_time < end]

@@ -1,0 +1,109 @@
+"""Every tick is accounted for in the run ledger, in step with its idempotency record."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import time_machine
+
+from clockless_tools.runtime import LocalLambdaRuntime
+from session_cleanup.repository import DynamoSessionStore
+from tests.conftest import load_event
+from tests.integration.conftest import scan_all
+
+FN = "SessionCleanupFunction"
+
+
+def _delivery(attempt: int = 1, **overrides: str) -> dict[str, Any]:
+    event = load_event("session_cleanup/tick.json") | {"attempt": str(attempt), "execution_id": str(uuid.uuid4())}
+    return event | overrides
+
+
+def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
+    return {item["scheduled_time"]["S"]: item for item in scan_all(tables, "LedgerTable")}
+
+
+@pytest.fixture
+def ready(tables: Any, function_env: Any) -> Any:
+    function_env(FN)
+    return tables
+
+
+def test_a_succeeded_tick_is_recorded_with_its_summary(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    result = runtime.call(FN, _delivery())
+
+    entry = _ledger(ready)["2026-11-29T09:00:00Z"]
+    assert entry["job"]["S"] == "session-cleanup"
+    assert entry["status"]["S"] == "succeeded"
+    assert entry["attempts"]["N"] == "1"
+    assert entry["trigger"]["S"] == "schedule"
+    assert json.loads(entry["summary"]["S"]) == result["summary"]
+    assert int(entry["duration_ms"]["N"]) == result["duration_ms"]
+    assert int(entry["expires_at"]["N"]) > 0
+    # the sparse index key that makes "last success" one query
+    assert entry["succeeded_job"]["S"] == "session-cleanup"
+
+
+def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
+    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("injected: table unavailable")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(DynamoSessionStore, "find_empty_sessions", broken)
+        with pytest.raises(RuntimeError):
+            runtime.call(FN, _delivery(attempt=1))
+    failed = _ledger(ready)["2026-11-29T09:00:00Z"]
+    assert failed["status"]["S"] == "failed"
+    assert "injected: table unavailable" in failed["error"]["S"]
+    assert "succeeded_job" not in failed
+
+    runtime.call(FN, _delivery(attempt=2))
+
+    entry = _ledger(ready)["2026-11-29T09:00:00Z"]
+    assert entry["status"]["S"] == "succeeded"
+    assert entry["attempts"]["N"] == "2"
+    assert entry["attempt"]["N"] == "2"
+    assert "error" not in entry
+
+
+def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    runtime.call(FN, _delivery())
+    before = _ledger(ready)
+
+    runtime.call(FN, _delivery(attempt=2))
+    runtime.call(FN, _delivery(attempt=3))
+
+    assert _ledger(ready) == before
+
+
+def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    first = runtime.call(FN, _delivery())
+    expiry = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
+
+    with time_machine.travel(timedelta(seconds=expiry + 60), tick=True):
+        rerun = runtime.call(FN, _delivery(attempt=2))
+
+    assert rerun["rerun"] is True
+    entry = _ledger(ready)["2026-11-29T09:00:00Z"]
+    assert entry["status"]["S"] == "succeeded"
+    assert json.loads(entry["summary"]["S"]) == first["summary"]
+    assert json.loads(entry["last_rerun_summary"]["S"]) == rerun["summary"]
+
+
+def test_each_tick_has_its_own_entry_and_sees_the_previous_success(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    runtime.call(FN, _delivery(scheduled_time="2026-11-29T09:00:00Z"))
+    later = runtime.call(FN, _delivery(scheduled_time="2026-11-29T10:00:00Z"))
+    # a backfilled older tick sees the success before *it*, not the newest one
+    older = runtime.call(FN, _delivery(scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
+
+    assert later["last_success"] == "2026-11-29T09:00:00Z"
+    assert older["last_success"] is None
+    ledger = _ledger(ready)
+    assert sorted(ledger) == ["2026-11-29T08:00:00Z", "2026-11-29T09:00:00Z", "2026-11-29T10:00:00Z"]
+    assert ledger["2026-11-29T08:00:00Z"]["trigger"]["S"] == "backfill"
