@@ -20,6 +20,8 @@ from clockless.tick import Tick, format_scheduled_time, parse_scheduled_time
 STATUS_STARTED: Final = "started"
 STATUS_SUCCEEDED: Final = "succeeded"
 STATUS_FAILED: Final = "failed"
+# Set by an operator (`clockless backfill --policy skip`): a missed tick deliberately not replayed.
+STATUS_SKIPPED: Final = "skipped"
 # Sparse index: only succeeded ticks carry `succeeded_job`, so the last success is one query.
 SUCCEEDED_INDEX: Final = "succeeded-by-time"
 
@@ -174,6 +176,26 @@ class RunLedger:
                     ":expires_at": self._expires_at(),
                 },
             )
+
+    def record_skipped(self, job: str, scheduled_time: datetime, *, reason: str) -> bool:
+        """Record an operator's decision not to replay a missed tick. False if the tick has an entry."""
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    **self.key(job, format_scheduled_time(scheduled_time)),
+                    "status": {"S": STATUS_SKIPPED},
+                    "attempts": {"N": "0"},
+                    "trigger": {"S": "backfill"},
+                    "finished_at": {"S": iso_now()},
+                    "error": {"S": reason[:1000]},
+                    "expires_at": self._expires_at(),
+                },
+                ConditionExpression="attribute_not_exists(job)",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def entries(self, job: str, start: datetime, end: datetime) -> list[LedgerEntry]:
         """Every recorded tick of the job with start <= scheduled time < end, oldest first."""

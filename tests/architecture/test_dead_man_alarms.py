@@ -1,0 +1,77 @@
+"""Rule: every scheduled job has a dead-man alarm whose period matches its schedule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clockless_tools.alarms import dead_man_alarm_problems, expected_alarm_shape
+from clockless_tools.template import Template
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _planted(tmp_path: Path, old: str, new: str) -> Template:
+    text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
+    assert old in text, f"the plant needs {old!r} in template.yaml"
+    broken = tmp_path / "template.yaml"
+    broken.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return Template.load(broken)
+
+
+def test_every_job_in_the_template_has_a_dead_man_alarm_of_its_own_period(template: Template) -> None:
+    assert dead_man_alarm_problems(template) == []
+
+
+@pytest.mark.parametrize(
+    ("expression", "shape"),
+    [
+        ("cron(0 * * * ? *)", (3600, 1)),
+        ("cron(0 14 * * ? *)", (86400, 1)),
+        ("cron(0 14 ? * MON *)", (86400, 7)),
+        ("rate(15 minutes)", (900, 1)),
+    ],
+)
+def test_alarm_shape_covers_exactly_one_schedule_period(expression: str, shape: tuple[int, int]) -> None:
+    assert expected_alarm_shape(expression) == shape
+
+
+def test_planted_hourly_period_on_the_nightly_job_is_caught(tmp_path: Path) -> None:
+    broken = _planted(
+        tmp_path,
+        "      Statistic: Sum\n      Period: 86400\n",
+        "      Statistic: Sum\n      Period: 3600\n",
+    )
+
+    problems = dead_man_alarm_problems(broken)
+
+    assert [(p.job, p.resource) for p in problems] == [("window-generation", "WindowGenerationDeadManAlarm")]
+    assert "Period is 3600" in problems[0].message
+
+
+def test_planted_missing_data_not_breaching_is_caught(tmp_path: Path) -> None:
+    text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
+    start = text.index("  SessionCleanupDeadManAlarm:")
+    end = text.index("TreatMissingData: breaching", start)
+    broken_text = text[:end] + "TreatMissingData: notBreaching" + text[end + len("TreatMissingData: breaching") :]
+    broken = tmp_path / "template.yaml"
+    broken.write_text(broken_text, encoding="utf-8")
+
+    problems = dead_man_alarm_problems(Template.load(broken))
+
+    assert [(p.job, p.resource) for p in problems] == [("session-cleanup", "SessionCleanupDeadManAlarm")]
+    assert "TreatMissingData" in problems[0].message
+
+
+def test_planted_job_without_an_alarm_is_caught(tmp_path: Path) -> None:
+    broken = _planted(
+        tmp_path,
+        "          Value: session-cleanup\n        - Name: service",
+        "          Value: some-other-job\n        - Name: service",
+    )
+
+    problems = dead_man_alarm_problems(broken)
+
+    assert [(p.job, p.resource) for p in problems] == [("session-cleanup", "SessionCleanupFunction")]
+    assert "no alarm" in problems[0].message

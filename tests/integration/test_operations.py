@@ -1,0 +1,206 @@
+"""Missed ticks are found, backfilled exactly once, and a manual tick has a scheduled tick's semantics."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from clockless import Trigger
+from clockless_tools.cli import app
+from clockless_tools.local import create_tables, delete_tables
+from clockless_tools.operations import (
+    BackfillPolicy,
+    LocalTarget,
+    OperationError,
+    backfill,
+    job_status,
+    run_now,
+    tick_event,
+)
+from clockless_tools.requests import count_requests
+from clockless_tools.template import Template
+from session_cleanup.logic import SessionRef
+from session_cleanup.repository import DynamoSessionStore
+from tests.integration.conftest import scan_all
+
+JOB = "session-cleanup"
+DAY = datetime(2026, 11, 29, tzinfo=UTC)
+NOW = DAY + timedelta(hours=11, minutes=30)
+DROPPED = [DAY + timedelta(hours=3), DAY + timedelta(hours=7)]
+
+
+@pytest.fixture
+def target(tables: Any, template: Template, dynamodb_endpoint: str) -> LocalTarget:
+    return LocalTarget(template, dynamodb_endpoint)
+
+
+def _seed_sessions() -> None:
+    DynamoSessionStore("SessionsTable").start_sessions(
+        [SessionRef("tenant-a", f"s-{hour:02d}", DAY + timedelta(hours=hour - 3)) for hour in range(12)]
+    )
+
+
+def _run_schedule(target: LocalTarget, *, dropping: list[datetime]) -> None:
+    for hour in range(12):
+        tick = DAY + timedelta(hours=hour)
+        if tick not in dropping:
+            target.invoke(JOB, tick_event(target, JOB, tick, Trigger.SCHEDULE))
+
+
+def _domain_state(tables: Any) -> list[dict[str, Any]]:
+    return sorted(scan_all(tables, "SessionsTable"), key=lambda item: item["session_id"]["S"])
+
+
+def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
+    return {item["scheduled_time"]["S"]: item for item in scan_all(tables, "LedgerTable") if item["job"]["S"] == JOB}
+
+
+def test_status_lists_exactly_the_dropped_ticks(target: LocalTarget, template: Template) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+
+    status = job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30))
+
+    assert status.expected == 12
+    assert status.missing == DROPPED
+    assert status.last_success is not None
+    assert status.last_success.scheduled_time == DAY + timedelta(hours=11)
+    assert status.next_ticks[0] == DAY + timedelta(hours=12)
+
+
+def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
+    target: LocalTarget, template: Template, tables: Any, dynamodb_endpoint: str
+) -> None:
+    # Given a reference: the same schedule with no gap, on the same seed
+    _seed_sessions()
+    _run_schedule(target, dropping=[])
+    reference = _domain_state(tables)
+    delete_tables(template, dynamodb_endpoint)
+    create_tables(template, dynamodb_endpoint)
+
+    # And the schedule again, with two ticks never delivered
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+
+    # When the gap is backfilled
+    first = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL)
+
+    # Then each missing tick ran once, and the tables hold exactly the gap-free result
+    assert first.outcomes == {"2026-11-29T03:00:00Z": "executed", "2026-11-29T07:00:00Z": "executed"}
+    ledger = _ledger(tables)
+    assert len(ledger) == 12
+    assert all(entry["status"]["S"] == "succeeded" and entry["attempts"]["N"] == "1" for entry in ledger.values())
+    assert {key for key, entry in ledger.items() if entry["trigger"]["S"] == "backfill"} == set(first.outcomes)
+    assert _domain_state(tables) == reference
+
+    # When it is run again, nothing is planned and no function is invoked
+    with count_requests() as requests:
+        second = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL)
+    assert second.planned == []
+    assert requests.of("PutItem") == 0
+    assert requests.of("TransactWriteItems") == 0
+    assert _domain_state(tables) == reference
+
+
+def test_policy_latest_replays_only_the_newest_and_skip_records_without_running(
+    target: LocalTarget, template: Template, tables: Any
+) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+
+    latest = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
+    assert latest.outcomes == {"2026-11-29T07:00:00Z": "executed"}
+
+    skipped = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP)
+    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped"}
+    assert _ledger(tables)["2026-11-29T03:00:00Z"]["status"]["S"] == "skipped"
+    assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
+
+
+def test_dry_run_lists_and_changes_nothing(target: LocalTarget, template: Template, tables: Any) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    before = _domain_state(tables), _ledger(tables)
+
+    result = backfill(
+        template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL, dry_run=True
+    )
+
+    assert result.planned == DROPPED
+    assert result.outcomes == {}
+    assert (_domain_state(tables), _ledger(tables)) == before
+
+
+def test_a_range_over_the_limit_is_refused_unless_forced(target: LocalTarget, template: Template) -> None:
+    with pytest.raises(OperationError, match="refusing to backfill 1464 ticks"):
+        backfill(template, target, JOB, start=DAY - timedelta(days=61), end=DAY, policy=BackfillPolicy.ALL)
+
+    with pytest.raises(OperationError, match="unknown job 'nightly'"):
+        backfill(template, target, "nightly", start=DAY, end=NOW, policy=BackfillPolicy.ALL)
+
+
+def test_run_now_twice_in_one_minute_has_one_effect(target: LocalTarget, template: Template, tables: Any) -> None:
+    _seed_sessions()
+    at = DAY + timedelta(hours=12, minutes=5, seconds=42)
+
+    first = run_now(target, template, JOB, at=at)
+    second = run_now(target, template, JOB, at=at + timedelta(seconds=10))
+
+    assert (first["outcome"], second["outcome"]) == ("executed", "duplicate")
+    assert first["scheduled_time"] == second["scheduled_time"] == "2026-11-29T12:05:00Z"
+    entry = _ledger(tables)["2026-11-29T12:05:00Z"]
+    assert (entry["trigger"]["S"], entry["attempts"]["N"]) == ("manual", "1")
+
+
+def test_cli_status_backfill_and_run_now(target: LocalTarget, dynamodb_endpoint: str) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    runner = CliRunner()
+    window = ["--window-days", str((datetime.now(UTC) - DAY).total_seconds() / 86400)]
+
+    status = runner.invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--json", *window])
+    assert status.exit_code == 1, status.output
+    assert "2026-11-29T03:00:00Z" in status.output
+
+    filled = runner.invoke(
+        app,
+        [
+            "backfill",
+            JOB,
+            "--from",
+            "2026-11-29T00:00:00Z",
+            "--to",
+            "2026-11-29T12:00:00Z",
+            "--endpoint",
+            dynamodb_endpoint,
+        ],
+    )
+    assert filled.exit_code == 0, filled.output
+    assert "2026-11-29T03:00:00Z  executed" in filled.output
+
+    again = runner.invoke(
+        app,
+        [
+            "backfill",
+            JOB,
+            "--from",
+            "2026-11-29T00:00:00Z",
+            "--to",
+            "2026-11-29T12:00:00Z",
+            "--endpoint",
+            dynamodb_endpoint,
+        ],
+    )
+    assert "nothing to do" in again.output
+
+    bad = runner.invoke(app, ["backfill", JOB, "--from", "yesterday", "--to", "2026-11-29T12:00:00Z"])
+    assert bad.exit_code == 2
+    assert "--from" in bad.output
+
+    manual = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
+    assert "ran" in manual.output
+    duplicate = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
+    assert "was a duplicate" in duplicate.output
