@@ -12,11 +12,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from clockless_tools import ops_cli
+from clockless_tools.schedules_cli import app as schedules_app
 from clockless_tools.template import DEFAULT_TEMPLATE, Template, TemplateError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 local_app = typer.Typer(no_args_is_help=True, help="The persistent embedded DynamoDB (moto's server on loopback).")
 app.add_typer(local_app, name="local")
+app.add_typer(schedules_app, name="schedules", help="UTC schedules checked against the operating time zones.")
+ops_cli.register(app)
 
 stdout = Console()
 stderr = Console(stderr=True)
