@@ -1,0 +1,142 @@
+"""`--stack`: the same operations against a deployed stack, resolved through CloudFormation.
+
+moto deploys the ledger table and a function from plain CloudFormation (it cannot run the SAM
+transform, nor execute a Lambda without Docker), so the function's response is stubbed at the
+Lambda client; everything else is moto."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from clockless import Tick, Trigger
+from clockless_tools.operations import BackfillPolicy, OperationError, StackTarget, backfill, job_status, run_now
+from clockless_tools.template import Template
+
+DAY = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+def _stack_template(template: Template) -> str:
+    ledger = dict(template.resources["LedgerTable"])
+    ledger.pop("Metadata", None)
+    return json.dumps(
+        {
+            "Resources": {
+                "LedgerTable": ledger,
+                "SessionCleanupRole": {
+                    "Type": "AWS::IAM::Role",
+                    "Properties": {
+                        "AssumeRolePolicyDocument": {
+                            "Version": "2012-10-17",
+                            "Statement": [
+                                {
+                                    "Effect": "Allow",
+                                    "Principal": {"Service": "lambda.amazonaws.com"},
+                                    "Action": "sts:AssumeRole",
+                                }
+                            ],
+                        }
+                    },
+                },
+                "SessionCleanupFunction": {
+                    "Type": "AWS::Lambda::Function",
+                    "Properties": {
+                        "Runtime": "python3.13",
+                        "Handler": "index.handler",
+                        "Role": {"Fn::GetAtt": ["SessionCleanupRole", "Arn"]},
+                        "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
+                    },
+                },
+            }
+        }
+    )
+
+
+class FakeLambda:
+    """Stands in for Lambda's Invoke: answers as the deployed function would, records the call."""
+
+    def __init__(self, *, function_error: bool = False) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.function_error = function_error
+
+    def invoke(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(request)
+        event = json.loads(request["Payload"])
+        if self.function_error:
+            body = {"errorType": "ConfigurationError", "errorMessage": "LEDGER_TABLE_NAME is not set"}
+            return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(json.dumps(body).encode())}
+        tick = Tick.from_event(event, expected_job="session-cleanup")
+        result = {**tick.identity, "outcome": "executed", "summary": {}}
+        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
+
+
+@pytest.fixture
+def stack(template: Template, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+    with mock_aws():
+        session = boto3.Session(region_name="us-east-1")
+        session.client("cloudformation").create_stack(
+            StackName="clockless-test", TemplateBody=_stack_template(template)
+        )
+        yield session
+
+
+def test_stack_target_resolves_the_ledger_and_invokes_the_physical_function(stack: Any, template: Template) -> None:
+    target = StackTarget(template, "clockless-test", session=stack)
+    fake = FakeLambda()
+    target._lambda = fake
+
+    result = run_now(target, template, "session-cleanup", at=DAY + timedelta(hours=5, minutes=17, seconds=3))
+
+    (call,) = fake.calls
+    assert call["FunctionName"] == target.physical["SessionCleanupFunction"]
+    assert call["InvocationType"] == "RequestResponse"
+    sent = Tick.from_event(json.loads(call["Payload"]), expected_job="session-cleanup")
+    assert sent.trigger is Trigger.MANUAL
+    assert result["scheduled_time"] == "2026-11-29T05:17:00Z"
+
+
+def test_status_and_backfill_read_the_stack_ledger(stack: Any, template: Template) -> None:
+    target = StackTarget(template, "clockless-test", session=stack)
+    target._lambda = FakeLambda()
+    ledger_table = target.physical["LedgerTable"]
+    for hour in (0, 1, 3):
+        stack.client("dynamodb").put_item(
+            TableName=ledger_table,
+            Item={
+                "job": {"S": "session-cleanup"},
+                "scheduled_time": {"S": f"2026-11-29T{hour:02d}:00:00Z"},
+                "status": {"S": "succeeded"},
+                "succeeded_job": {"S": "session-cleanup"},
+                "attempts": {"N": "1"},
+            },
+        )
+
+    status = job_status(template, target, "session-cleanup", now=DAY + timedelta(hours=4), window=timedelta(hours=4))
+    result = backfill(
+        template, target, "session-cleanup", start=DAY, end=DAY + timedelta(hours=4), policy=BackfillPolicy.ALL
+    )
+
+    assert status.missing == [DAY + timedelta(hours=2)]
+    assert status.last_success is not None
+    assert status.last_success.scheduled_time == DAY + timedelta(hours=3)
+    assert result.outcomes == {"2026-11-29T02:00:00Z": "executed"}
+
+
+def test_a_function_error_is_reported_not_swallowed(stack: Any, template: Template) -> None:
+    target = StackTarget(template, "clockless-test", session=stack)
+    target._lambda = FakeLambda(function_error=True)
+
+    with pytest.raises(OperationError, match="SessionCleanupFunction failed: ConfigurationError"):
+        run_now(target, template, "session-cleanup", at=DAY)
+
+
+def test_an_unknown_stack_is_a_clear_error(stack: Any, template: Template) -> None:
+    with pytest.raises(OperationError, match="cannot read stack 'nope'"):
+        StackTarget(template, "nope", session=stack)
