@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,8 +332,6 @@ def _resolve_get_att(logical_id: str, attribute: str, template: Template, names:
 
 
 def _resolve_sub(argument: Any, template: Template, names: LocalNames) -> str:
-    import re
-
     text, variables = (argument, {}) if isinstance(argument, str) else (argument[0], argument[1])
 
     def substitute(match: re.Match[str]) -> str:

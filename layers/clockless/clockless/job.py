@@ -140,20 +140,13 @@ class ScheduledJob:
             execution_id=tick.execution_id,
             function_request_id=getattr(context, "aws_request_id", None),
         )
-        duplicate = threading.local()
-        duplicate.seen = False
-
-        def on_duplicate(response: Any, idempotent_data: DataRecord) -> Any:
-            duplicate.seen = True
-            return response
-
         config = IdempotencyConfig(
             event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,
             raise_on_no_idempotency_key=True,
             expires_after_seconds=settings.idempotency_expiry_seconds,
             # Registered before the claim: the in-progress record then expires with this attempt.
             lambda_context=context,  # type: ignore[arg-type]
-            response_hook=on_duplicate,
+            response_hook=_mark_duplicate,
         )
         run_once = idempotent_function(
             self._execute,
@@ -175,10 +168,10 @@ class ScheduledJob:
                 metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
                 self.logger.exception("tick failed; the claim is released so a retry runs it again")
                 raise
-            if duplicate.seen:
+            if result["outcome"] == OUTCOME_DUPLICATE:
                 self.logger.info("duplicate delivery; returning the first delivery's result")
                 metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
-                return {**result, "outcome": OUTCOME_DUPLICATE}
+                return result
             # Last step of a successful run, so a failure can never be counted as a success.
             metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
             return result
@@ -213,6 +206,11 @@ class ScheduledJob:
         self.logger.info("tick executed", extra={"summary": summary, "duration_ms": result["duration_ms"]})
         # Powertools stores this as the tick's result; the completion writes the ledger with it.
         return result
+
+
+def _mark_duplicate(response: Any, idempotent_data: DataRecord) -> Any:
+    """Powertools calls this only when it answers from a completed record instead of running."""
+    return {**response, "outcome": OUTCOME_DUPLICATE}
 
 
 def _elapsed_ms(started: float) -> int:
