@@ -222,7 +222,7 @@ def _groups_table(groups: list[ViolationGroup], zones: Sequence[str]) -> Table:
     table.add_column("zone")
     table.add_column("local time")
     table.add_column("ticks", justify="right")
-    table.add_column("UTC ticks: first … last (count) of each stretch")
+    table.add_column("UTC ticks: first … last (count)")
     for group in sorted(groups, key=order):
         first = group.first
         local = first.local_time
