@@ -24,6 +24,9 @@ def local_environment(endpoint: str) -> dict[str, str]:
     """What a process needs to talk to the embedded DynamoDB through the standard variables."""
     return {
         "AWS_ENDPOINT_URL_DYNAMODB": endpoint,
+        # moto's server speaks these too (botocore names them by service id: "Secrets Manager").
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint,
+        "AWS_ENDPOINT_URL_LAMBDA": endpoint,
         "AWS_REGION": LOCAL_REGION,
         "AWS_DEFAULT_REGION": LOCAL_REGION,
         **LOCAL_CREDENTIALS,

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from clockless_tools.local import create_tables, dynamodb_client
+from clockless_tools.local_services import provision_services
 from clockless_tools.template import PROJECT_ROOT, Template
 
 STATE_FILE = PROJECT_ROOT / ".clockless" / "local.json"
@@ -56,6 +57,7 @@ def _wait_for_port(port: int, timeout: float = 15.0) -> None:
 def start_server(template: Template, *, port: int) -> dict[str, Any]:
     if (endpoint := running_endpoint()) is not None:
         tables = create_tables(template, endpoint)
+        provision_services(template, endpoint)
         state = _read_state() or {}
         return {**state, "tables": tables}
     with socket.socket() as probe:
@@ -73,6 +75,7 @@ def start_server(template: Template, *, port: int) -> dict[str, Any]:
     _wait_for_port(port)
     endpoint = f"http://127.0.0.1:{port}"
     tables = create_tables(template, endpoint)
+    provision_services(template, endpoint)
     state = {"pid": process.pid, "endpoint": endpoint, "port": port, "tables": tables}
     STATE_FILE.write_text(json.dumps(state), encoding="utf-8")
     return state

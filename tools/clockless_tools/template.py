@@ -271,6 +271,10 @@ class LocalNames:
     def table_name(self, logical_id: str) -> str:
         return logical_id
 
+    def function_name(self, logical_id: str) -> str:
+        """The name the local runtime gives a function (its context's function_name)."""
+        return f"{self.stack_name}-{logical_id}"
+
 
 def resolve(value: Any, template: Template, names: LocalNames = LocalNames()) -> Any:
     """Resolve the intrinsics environment variables use (Ref, GetAtt, Join, Sub) for the local runtime."""
@@ -326,6 +330,8 @@ def _resolve_get_att(logical_id: str, attribute: str, template: Template, names:
     kind = {"AWS::DynamoDB::Table": "dynamodb", "AWS::SQS::Queue": "sqs"}.get(str(resource.get("Type")), "local")
     if attribute == "Arn" and kind == "dynamodb":
         return f"arn:aws:dynamodb:{names.region}:{names.account_id}:table/{names.table_name(logical_id)}"
+    if attribute == "Arn" and resource.get("Type") in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+        return f"arn:aws:lambda:{names.region}:{names.account_id}:function:{names.function_name(logical_id)}"
     if attribute == "Arn":
         return f"arn:aws:{kind}:{names.region}:{names.account_id}:{logical_id}"
     return logical_id

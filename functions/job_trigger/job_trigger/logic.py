@@ -1,0 +1,296 @@
+"""Run-now over HTTP with exactly a scheduled tick's semantics.
+
+Who may press the button (a shared secret, compared in constant time), which tick a request names
+(a job of the template and a scheduled time near now), and whether that tick already ran (the run
+ledger). Plain Python: the handler hands in the secret, the ledger, the invoker and the clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol
+
+from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
+from clockless.tick import MalformedTickError, Tick, Trigger, format_scheduled_time, parse_scheduled_time
+
+SECRET_HEADER: Final = "x-clockless-secret"  # noqa: S105 - the header's name, not a secret
+# Far above the generated secret's length: a longer header is refused before it is even hashed.
+MAX_SECRET_LENGTH: Final = 256
+MAX_BODY_LENGTH: Final = 4096
+BODY_FIELDS: Final = ("scheduled_time",)
+# Echoed names are cut to this length: an error message is no place to reflect a long input.
+_MAX_ECHO: Final = 64
+
+STATUS_ACCEPTED: Final = "accepted"
+
+
+class TriggerRejected(Exception):
+    """A request the trigger refuses; nothing was read from the ledger or invoked."""
+
+    status_code: int = 400
+
+    def body(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class Unauthorized(TriggerRejected):
+    """The same status and body whatever was wrong with the secret: no hint for whoever guesses."""
+
+    status_code = 401
+
+    def __init__(self) -> None:
+        super().__init__("unauthorized")
+
+    def body(self) -> dict[str, Any]:
+        return {"message": "Unauthorized"}
+
+
+class UnknownJob(TriggerRejected):
+    status_code = 404
+
+    def __init__(self, job: str, known: Sequence[str]) -> None:
+        super().__init__(f"no job {_echo(job)!r}; the template's jobs are {', '.join(sorted(known))}")
+
+    def body(self) -> dict[str, Any]:
+        return {"error": "unknown_job", "field": "job", "message": str(self)}
+
+
+class BadTickRequest(TriggerRejected):
+    status_code = 400
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"field '{field}' {problem}")
+        self.field = field
+
+    def body(self) -> dict[str, Any]:
+        return {"error": "bad_request", "field": self.field, "message": str(self)}
+
+
+class TriggerSecretError(ValueError):
+    """The stored secret is not what template.yaml generates. The message never contains a value."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class TriggerSecret:
+    """The values a caller may present: `current`, and `previous` while a rotation is under way.
+
+    Only their SHA-256 digests are kept, so equal-length values are compared and a stray repr or
+    log line cannot carry the secret.
+    """
+
+    current_digest: bytes
+    previous_digest: bytes | None
+
+    @classmethod
+    def from_value(cls, value: Any) -> TriggerSecret:
+        """Parse the secret's JSON: {"current": "...", "previous": "..." or ""}."""
+        if not isinstance(value, Mapping):
+            raise TriggerSecretError('the trigger secret must be a JSON object {"current": ..., "previous": ...}')
+        current = value.get("current")
+        if not isinstance(current, str) or not _presentable(current):
+            raise TriggerSecretError(
+                f'the trigger secret\'s "current" must be a non-empty ASCII string of at most {MAX_SECRET_LENGTH} '
+                "characters"
+            )
+        previous = value.get("previous") or None
+        if previous is not None and (not isinstance(previous, str) or not _presentable(previous)):
+            raise TriggerSecretError(
+                f'the trigger secret\'s "previous" must be empty or an ASCII string of at most {MAX_SECRET_LENGTH} '
+                "characters"
+            )
+        return cls(_digest(current), None if previous is None else _digest(previous))
+
+    def accepts(self, presented: str | None) -> bool:
+        """True when `presented` is one of the values. Missing, empty, too long or non-ASCII: False."""
+        if presented is None or not _presentable(presented):
+            return False
+        digest = _digest(presented)
+        matches_current = hmac.compare_digest(digest, self.current_digest)
+        # Compared even when `current` matched: the time taken does not tell which value matched.
+        matches_previous = self.previous_digest is not None and hmac.compare_digest(digest, self.previous_digest)
+        return matches_current or matches_previous
+
+    def __repr__(self) -> str:
+        return f"TriggerSecret(previous={'set' if self.previous_digest else 'none'})"
+
+
+def _presentable(value: str) -> bool:
+    return 0 < len(value) <= MAX_SECRET_LENGTH and value.isascii()
+
+
+def _digest(value: str) -> bytes:
+    return hashlib.sha256(value.encode("ascii")).digest()
+
+
+class SecretSource(Protocol):
+    def load(self) -> TriggerSecret: ...
+
+
+class TickLedger(Protocol):
+    def entry(self, job: str, scheduled_time: datetime) -> LedgerEntry | None:
+        """The ledger's record of the tick, read consistently, or None if it was never delivered."""
+        ...
+
+
+class JobInvoker(Protocol):
+    def invoke_async(self, function_arn: str, payload: Mapping[str, str]) -> None:
+        """Hand the payload to the function's asynchronous queue, as EventBridge Scheduler does."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TickRequest:
+    """One POST /jobs/{job}/ticks, as the handler read it from the API Gateway event."""
+
+    job: str
+    presented_secret: str | None
+    body: str | None
+    body_base64_encoded: bool
+    request_id: str | None
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerResponse:
+    status_code: int
+    body: dict[str, Any]
+
+
+def trigger_tick(
+    request: TickRequest,
+    *,
+    secret: SecretSource,
+    job_functions: Mapping[str, str],
+    window: timedelta,
+    ledger: TickLedger,
+    invoker: JobInvoker,
+) -> TriggerResponse:
+    """Authenticate, name the tick, and run it unless the ledger says it already succeeded.
+
+    202: the tick was handed to its job's function (which runs it at most once, like any
+    delivery). 200: it had succeeded before; its recorded outcome, nothing invoked. Raises
+    `TriggerRejected` (401, 404, 400) before anything is read or invoked.
+    """
+    # First, so a caller without the secret learns nothing, not even which jobs exist.
+    if not secret.load().accepts(request.presented_secret):
+        raise Unauthorized
+    function_arn = job_functions.get(request.job)
+    if function_arn is None:
+        raise UnknownJob(request.job, list(job_functions))
+    text = request_body(request.body, base64_encoded=request.body_base64_encoded)
+    scheduled_time = scheduled_time_from_body(text, now=request.now, window=window)
+    identity = {"job": request.job, "scheduled_time": format_scheduled_time(scheduled_time)}
+    entry = ledger.entry(request.job, scheduled_time)
+    if entry is not None and entry.status == STATUS_SUCCEEDED:
+        return TriggerResponse(
+            200,
+            {
+                **identity,
+                "status": STATUS_SUCCEEDED,
+                "invoked": False,
+                "ledger_key": identity,
+                "attempts": entry.attempts,
+                "trigger": entry.trigger,
+                "finished_at": entry.finished_at,
+                "summary": entry.summary,
+            },
+        )
+    tick = Tick(
+        job=request.job,
+        scheduled_time=scheduled_time,
+        schedule_arn=None,
+        attempt=1,
+        # The API request id plays the scheduler's execution id: per delivery, never the identity.
+        execution_id=request.request_id,
+        trigger=Trigger.HTTP,
+    )
+    payload = tick.to_event()
+    # A started, failed or skipped tick is delivered again: the job's own idempotency makes a
+    # delivery that finds it still running do nothing, and a stuck or failed tick needs this press.
+    invoker.invoke_async(function_arn, payload)
+    accepted: dict[str, Any] = {
+        **identity,
+        "status": STATUS_ACCEPTED,
+        "invoked": True,
+        "ledger_key": identity,
+        "previous_status": None if entry is None else entry.status,
+        "tick": payload,
+    }
+    if entry is not None and entry.status == STATUS_STARTED:
+        accepted["note"] = "the ledger shows this tick started; if that delivery still runs, this one does nothing"
+    return TriggerResponse(202, accepted)
+
+
+def scheduled_time_from_body(body: str | None, *, now: datetime, window: timedelta) -> datetime:
+    """The tick's scheduled time: the body's `scheduled_time`, or now truncated to the minute.
+
+    Raises `BadTickRequest` naming the field for a body that is not a JSON object, an unknown
+    field, a time that is not a whole UTC-convertible minute, or one outside `window` of now.
+    """
+    if body is None or not body.strip():
+        return _minute(now)
+    if len(body) > MAX_BODY_LENGTH:
+        raise BadTickRequest("<body>", f"is longer than {MAX_BODY_LENGTH} characters")
+    try:
+        parsed = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise BadTickRequest("<body>", f"is not JSON ({error.msg} at position {error.pos})") from None
+    if not isinstance(parsed, dict):
+        raise BadTickRequest("<body>", f"must be a JSON object, got {_json_type(parsed)}")
+    unknown = sorted(set(parsed) - set(BODY_FIELDS))
+    if unknown:
+        raise BadTickRequest(_echo(unknown[0]), f"is not accepted (allowed: {', '.join(BODY_FIELDS)})")
+    raw = parsed.get("scheduled_time")
+    if raw is None:
+        return _minute(now)
+    if not isinstance(raw, str):
+        raise BadTickRequest("scheduled_time", f"must be a string like 2026-01-01T14:00:00Z, got {_json_type(raw)}")
+    try:
+        scheduled_time = parse_scheduled_time(raw)
+    except MalformedTickError as error:
+        raise BadTickRequest("scheduled_time", error.problem) from None
+    written = datetime.fromisoformat(raw)  # parsed above, so this cannot fail
+    if written.second or written.microsecond:
+        raise BadTickRequest("scheduled_time", f"must be a whole minute (seconds 00), got {raw!r}")
+    if abs(scheduled_time - now) > window:
+        minutes = int(window.total_seconds() // 60)
+        raise BadTickRequest(
+            "scheduled_time",
+            f"{format_scheduled_time(scheduled_time)} is more than {minutes} minutes from now "
+            f"({format_scheduled_time(now)}); replay older ticks with `clockless backfill`",
+        )
+    return scheduled_time
+
+
+def request_body(raw: str | None, *, base64_encoded: bool) -> str | None:
+    """The body as text; API Gateway base64-encodes bodies it does not recognise as text."""
+    if raw is None or not base64_encoded:
+        return raw
+    if len(raw) > (MAX_BODY_LENGTH * 4) // 3 + 4:
+        raise BadTickRequest("<body>", f"is longer than {MAX_BODY_LENGTH} characters")
+    try:
+        return base64.b64decode(raw, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise BadTickRequest("<body>", "is not base64-encoded UTF-8 text") from None
+
+
+def _minute(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def _echo(text: str) -> str:
+    return text if len(text) <= _MAX_ECHO else f"{text[:_MAX_ECHO]}..."
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number")
