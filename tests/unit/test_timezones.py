@@ -262,7 +262,19 @@ def test_violations_of_one_zone_and_clock_time_are_grouped_into_stretches_split_
         Violation("job", "Fn", "Ev", NOT_BEFORE, "before 04:00 local", tick, LA, local_times(tick, [LA])[LA])
         for tick in winter
     )
-    check = ScheduleCheck("job", "Fn", "Ev", "cron(0 11 * * ? *)", "UTC", None, 365, violations, None, 0, None)
+    check = ScheduleCheck(
+        job="job",
+        function_id="Fn",
+        event_id="Ev",
+        expression="cron(0 11 * * ? *)",
+        timezone="UTC",
+        declaration=None,
+        ticks_checked=365,
+        violations=violations,
+        not_expanded=None,
+        suggested_hours=None,
+        suggestion_minute=0,
+    )
 
     # When they are grouped
     (group,) = check.groups()

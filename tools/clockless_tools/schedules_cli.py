@@ -245,7 +245,7 @@ def _groups_table(groups: list[ViolationGroup], zones: Sequence[str]) -> Table:
 
 
 def _upcoming_table(item: UpcomingTicks) -> Table:
-    rule = item.declaration.rule if item.declaration else None
+    rule = item.rule
     caption = f"rule: {rule.describe()}" if rule else "no local-time rule"
     if item.note:
         caption = item.note

@@ -306,8 +306,8 @@ class ViolationGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class ScheduleCheck:
-    """One schedule's year: what was declared, how many ticks were checked, what broke, what would fit."""
+class ScheduledEvent:
+    """A schedule of a function, and what its function declares about time."""
 
     job: str
     function_id: str
@@ -315,6 +315,32 @@ class ScheduleCheck:
     expression: str
     timezone: str | None
     declaration: TimeDeclaration | None
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        return () if self.declaration is None else self.declaration.zones
+
+    @property
+    def rule(self) -> LocalTimeRule | None:
+        return None if self.declaration is None else self.declaration.rule
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "function": self.function_id,
+            "event": self.event_id,
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "zones": None if self.declaration is None else list(self.zones),
+            "zones_parameter": None if self.declaration is None else self.declaration.zones_parameter,
+            "rule": None if self.rule is None else self.rule.as_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleCheck(ScheduledEvent):
+    """One schedule's year: what was declared, how many ticks were checked, what broke, what would fit."""
+
     ticks_checked: int
     violations: tuple[Violation, ...]
     # Why the ticks were not expanded (no rule, no declaration, not UTC); None when they were.
@@ -344,16 +370,8 @@ class ScheduleCheck:
         return [ViolationGroup(tuple(items)) for items in grouped.values()]
 
     def as_dict(self) -> dict[str, Any]:
-        declaration = self.declaration
         return {
-            "job": self.job,
-            "function": self.function_id,
-            "event": self.event_id,
-            "expression": self.expression,
-            "timezone": self.timezone,
-            "zones": None if declaration is None else list(declaration.zones),
-            "zones_parameter": None if declaration is None else declaration.zones_parameter,
-            "rule": None if declaration is None or declaration.rule is None else declaration.rule.as_dict(),
+            **self.describe(),
             "ticks_checked": self.ticks_checked,
             "not_expanded": self.not_expanded,
             "ok": self.ok,
@@ -441,11 +459,8 @@ def _check_schedule(
         return Violation(job, function.logical_id, schedule.event_id, rule, detail, **where)
 
     violations: list[Violation] = []
-    timezone_ok = True
-    if _event_type(function, schedule) == "ScheduleV2" and schedule.timezone != REQUIRED_SCHEDULE_TIMEZONE:
-        # Scheduler would default a missing zone to UTC; the template says so explicitly so that
-        # nobody reads the cron in a zone it is not in.
-        timezone_ok = False
+    timezone_ok = _written_in_utc(function, schedule)
+    if not timezone_ok:
         shown = "missing" if schedule.timezone is None else f"{schedule.properties['ScheduleExpressionTimezone']!r}"
         violations.append(
             violation(
@@ -483,9 +498,7 @@ def _check_schedule(
         try:
             ticks = ticks_between(schedule.expression, begin, end, anchor=begin)
         except ScheduleExpressionError as error:
-            raise DeclarationError(
-                f"{function.logical_id}.Events.{schedule.event_id}.ScheduleExpression: {error}"
-            ) from None
+            raise _expression_error(schedule, error) from None
         for tick in ticks:
             violations.extend(
                 violation(b.rule, b.detail, tick=tick, zone=b.zone, local_time=b.local_time, days_off=b.days_off)
@@ -512,9 +525,18 @@ def _check_schedule(
     )
 
 
-def _event_type(function: Function, schedule: Schedule) -> str:
+def _written_in_utc(function: Function, schedule: Schedule) -> bool:
+    """EventBridge rules (`Schedule`) are always UTC; a `ScheduleV2` must say UTC itself.
+
+    Scheduler would default a missing zone to UTC too, but the template states it so that nobody
+    reads the cron in a zone it is not in."""
     events = function.properties.get("Events") or {}
-    return str((events.get(schedule.event_id) or {}).get("Type"))
+    event_type = (events.get(schedule.event_id) or {}).get("Type")
+    return event_type != "ScheduleV2" or schedule.timezone == REQUIRED_SCHEDULE_TIMEZONE
+
+
+def _expression_error(schedule: Schedule, error: ScheduleExpressionError) -> DeclarationError:
+    return DeclarationError(f"{schedule.function_id}.Events.{schedule.event_id}.ScheduleExpression: {error}")
 
 
 def _environment_drift(function: Function, declaration: TimeDeclaration, template: Template) -> str | None:
@@ -613,33 +635,16 @@ def offset_changes(zone: str, begin: datetime, end: datetime) -> list[OffsetChan
 
 
 @dataclass(frozen=True, slots=True)
-class UpcomingTicks:
+class UpcomingTicks(ScheduledEvent):
     """A schedule's next ticks, each in UTC and in every operating zone, with any breach of its rule."""
 
-    job: str
-    function_id: str
-    event_id: str
-    expression: str
-    timezone: str | None
-    declaration: TimeDeclaration | None
     ticks: tuple[datetime, ...]
     breaches: Mapping[datetime, tuple[Breach, ...]]
     note: str | None = None
 
-    @property
-    def zones(self) -> tuple[str, ...]:
-        return () if self.declaration is None else self.declaration.zones
-
     def as_dict(self) -> dict[str, Any]:
-        rule = None if self.declaration is None else self.declaration.rule
         return {
-            "job": self.job,
-            "function": self.function_id,
-            "event": self.event_id,
-            "expression": self.expression,
-            "timezone": self.timezone,
-            "zones": list(self.zones),
-            "rule": None if rule is None else rule.as_dict(),
+            **self.describe(),
             "note": self.note,
             "ticks": [
                 {
@@ -670,24 +675,18 @@ def upcoming_ticks(template: Template, *, after: datetime, count: int) -> list[U
                 "timezone": schedule.timezone,
                 "declaration": declaration,
             }
-            if _event_type(function, schedule) == "ScheduleV2" and schedule.timezone != REQUIRED_SCHEDULE_TIMEZONE:
+            if not _written_in_utc(function, schedule):
                 skipped = f"ScheduleExpressionTimezone is {schedule.timezone or 'missing'}, not UTC: not expanded"
                 shown.append(UpcomingTicks(**common, ticks=(), breaches={}, note=skipped))
                 continue
             try:
                 ticks = tuple(next_ticks(schedule.expression, after, count))
             except ScheduleExpressionError as error:
-                raise DeclarationError(
-                    f"{function.logical_id}.Events.{schedule.event_id}.ScheduleExpression: {error}"
-                ) from None
+                raise _expression_error(schedule, error) from None
             rule = None if declaration is None else declaration.rule
-            found = (
-                {} if declaration is None or rule is None else {t: breaches(rule, t, declaration.zones) for t in ticks}
-            )
+            found = {t: tuple(b) for t in ticks if rule and declaration and (b := breaches(rule, t, declaration.zones))}
             note = None if declaration is not None else f"no Metadata.{METADATA_KEY} declaration: UTC only"
-            shown.append(
-                UpcomingTicks(**common, ticks=ticks, breaches={t: tuple(b) for t, b in found.items() if b}, note=note)
-            )
+            shown.append(UpcomingTicks(**common, ticks=ticks, breaches=found, note=note))
     return shown
 
 
