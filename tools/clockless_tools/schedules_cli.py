@@ -59,8 +59,10 @@ def check(
     parameter: ParameterOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Expand every schedule over a year and check each tick against its job's local-time rule in
-    every operating zone. Exit 1 on any violation, 2 on a malformed template."""
+    """Check a year of every schedule's ticks against its job's local-time rule in every operating zone.
+
+    Exit 1 on any violation, 2 on a malformed template.
+    """
     tpl = _load(template, parameter)
     first_day = start.date() if start is not None else datetime.now(UTC).date()
     try:
