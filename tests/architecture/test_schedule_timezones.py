@@ -180,6 +180,38 @@ def test_planted_hour_that_crosses_the_date_line_in_honolulu_is_caught(tmp_path:
     )
 
 
+def test_planted_rule_on_the_hourly_job_is_checked_at_every_tick_of_the_year(tmp_path: Path) -> None:
+    # Given the hourly cleanup declared as "not before 04:00 local" in New York only
+    def change(document: dict[str, Any]) -> None:
+        document["Resources"][HOURLY[0]]["Metadata"]["clockless"] = {
+            "operating_time_zones": ["America/New_York"],
+            "local_time_rule": {"not_before": "04:00"},
+        }
+
+    # When a year of it is checked
+    report = check(plant(tmp_path, change))
+
+    # Then all 8760 ticks are expanded and exactly the local 00:00-03:59 ones break the rule: four
+    # an hour a day, but three on spring-forward day (02:00 does not exist) and five on fall-back
+    # day (01:00 happens twice, EDT then EST)
+    (hourly,) = [c for c in report.schedules if (c.function_id, c.event_id) == HOURLY]
+    assert hourly.ticks_checked == 8760
+    local = [v.local_time for v in hourly.violations if v.local_time is not None]
+    assert len(local) == 365 * 4
+    assert [f"{t:%H:%M %Z}" for t in local if f"{t:%Y-%m-%d}" == "2027-03-14"] == [
+        "00:00 EST",
+        "01:00 EST",
+        "03:00 EDT",
+    ]
+    assert [f"{t:%H:%M %Z}" for t in local if f"{t:%Y-%m-%d}" == "2027-11-07"] == [
+        "00:00 EDT",
+        "01:00 EDT",
+        "01:00 EST",
+        "02:00 EST",
+        "03:00 EST",
+    ]
+
+
 @pytest.mark.parametrize("timezone", ["America/New_York", None], ids=["local-zone", "missing"])
 def test_planted_schedule_not_in_utc_is_caught(tmp_path: Path, timezone: str | None) -> None:
     def change(document: dict[str, Any]) -> None:

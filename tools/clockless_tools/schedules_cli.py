@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -214,10 +214,12 @@ def _print_schedule(check: ScheduleCheck) -> None:
 
 
 def _groups_table(groups: list[ViolationGroup], zones: Sequence[str]) -> Table:
-    def order(group: ViolationGroup) -> tuple[int, int, datetime]:
+    def order(group: ViolationGroup) -> tuple[int, int, timedelta, str, datetime]:
         first = group.first
         zone_index = zones.index(first.zone) if first.zone in zones else len(zones)
-        return _TICK_RULES.index(first.rule), zone_index, group.ticks[0]
+        local = first.local_time
+        offset = (local.utcoffset() if local else None) or timedelta(0)
+        return _TICK_RULES.index(first.rule), zone_index, offset, f"{local:%H:%M}", group.ticks[0]
 
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("rule broken")
