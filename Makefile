@@ -26,10 +26,10 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+# The venv is made once; later changes to the pins re-sync it in place.
 $(STAMP): pyproject.toml layers/clockless/requirements.txt
-	@PY313="$$(tools/find-python313)"; \
-	  echo "creating $(VENV) with $$PY313"; \
-	  "$$PY313" -m venv --clear $(VENV)
+	@test -x $(PY) || { PY313="$$(tools/find-python313)" && echo "creating $(VENV) with $$PY313" && \
+	  "$$PY313" -m venv $(VENV); }
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
