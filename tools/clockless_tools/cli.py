@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from clockless_tools import ops_cli
+from clockless_tools import arch_cli, ops_cli
 from clockless_tools.schedules_cli import app as schedules_app
 from clockless_tools.template import DEFAULT_TEMPLATE, Template, TemplateError
 
@@ -21,6 +21,7 @@ local_app = typer.Typer(no_args_is_help=True, help="The persistent embedded Dyna
 app.add_typer(local_app, name="local")
 app.add_typer(schedules_app, name="schedules", help="UTC schedules checked against the operating time zones.")
 ops_cli.register(app)
+arch_cli.register(app)
 
 stdout = Console()
 stderr = Console(stderr=True)

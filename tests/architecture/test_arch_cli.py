@@ -1,0 +1,47 @@
+"""`clockless arch`: the rules from the command line, as `make arch` users and CI see them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from clockless_tools.cli import app
+from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
+
+TEMPLATE = "template.yaml"
+CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+
+
+def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(tmp_path: Path) -> None:
+    # Given a copy whose cleanup handler is not a job
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(CLEANUP_HANDLER, "@job.handler\n", "")
+
+    # When `clockless arch` checks it
+    result = CliRunner().invoke(app, ["arch", "--template", str(copy.root / TEMPLATE)])
+
+    # Then it fails naming the rule, the file, the resource and the fix
+    assert result.exit_code == 1, result.output
+    assert "scheduled-by-kit" in result.output
+    assert f"{CLEANUP_HANDLER}:" in result.output
+    assert "SessionCleanupFunction" in result.output
+    assert "fix:" in result.output
+
+
+def test_clockless_arch_passes_on_the_project_and_rejects_an_unknown_rule() -> None:
+    runner = CliRunner()
+
+    passed = runner.invoke(app, ["arch", "--template", str(PROJECT_ROOT / TEMPLATE)])
+    unknown = runner.invoke(app, ["arch", "--rule", "no-such-rule"])
+
+    assert passed.exit_code == 0, passed.output
+    assert "all rules hold" in passed.output
+    assert unknown.exit_code == 2
+
+
+def test_clockless_arch_names_an_unreadable_template_with_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["arch", "--template", str(tmp_path / "missing.yaml")])
+
+    assert result.exit_code == 2
+    assert "missing.yaml" in result.output

@@ -1,0 +1,202 @@
+"""Planted violations of event-samples and least-privilege, each caught."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.architecture.planting import PlantedCopy, found
+
+TEMPLATE = "template.yaml"
+CLEANUP = "  SessionCleanupFunction:\n"
+ENV_VARS = "events/env.local.json"
+CLEANUP_EVENTS = "events/session_cleanup"
+
+
+def _edit_env_vars(copy: PlantedCopy, function: str, **changes: str | None) -> None:
+    path = copy.root / ENV_VARS
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    for name, value in changes.items():
+        if value is None:
+            del entries[function][name]
+        else:
+            entries[function][name] = value
+    path.write_text(json.dumps(entries, indent=2), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------- event-samples
+def test_a_sample_missing_an_input_key_is_caught(tmp_path: Path) -> None:
+    # Given cleanup's tick sample without the schedule ARN the Input carries
+    copy = PlantedCopy.of_project(tmp_path)
+    sample = json.loads((copy.root / CLEANUP_EVENTS / "tick.json").read_text())
+    del sample["schedule_arn"]
+    copy.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
+
+    violations = copy.violations("event-samples")
+
+    found(
+        violations,
+        file=f"{CLEANUP_EVENTS}/tick.json",
+        resource="SessionCleanupFunction",
+        containing="missing ['schedule_arn']",
+    )
+
+
+def test_a_missing_sample_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.delete(f"{CLEANUP_EVENTS}/retry.json")
+
+    violations = copy.violations("event-samples")
+
+    found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="is missing")
+
+
+def test_a_malformed_sample_that_parses_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.write(f"{CLEANUP_EVENTS}/malformed.json", (copy.root / CLEANUP_EVENTS / "tick.json").read_text())
+
+    violations = copy.violations("event-samples")
+
+    found(
+        violations,
+        file=f"{CLEANUP_EVENTS}/malformed.json",
+        resource="SessionCleanupFunction",
+        containing="parses as a valid tick",
+    )
+
+
+def test_a_tick_sample_the_kit_rejects_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    sample = json.loads((copy.root / CLEANUP_EVENTS / "tick.json").read_text())
+    sample["scheduled_time"] = "2026-11-29T09:00:00"  # no zone
+    copy.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
+
+    violations = copy.violations("event-samples")
+
+    found(
+        violations, file=f"{CLEANUP_EVENTS}/tick.json", resource="SessionCleanupFunction", containing="has no time zone"
+    )
+
+
+def test_a_retry_sample_that_is_not_a_redelivery_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    sample = json.loads((copy.root / CLEANUP_EVENTS / "retry.json").read_text())
+    sample["attempt"] = "1"
+    copy.write(f"{CLEANUP_EVENTS}/retry.json", json.dumps(sample))
+
+    violations = copy.violations("event-samples")
+
+    found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="redelivery")
+
+
+def test_a_function_missing_from_the_env_vars_file_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    entries = json.loads((copy.root / ENV_VARS).read_text())
+    del entries["SessionCleanupFunction"]
+    copy.write(ENV_VARS, json.dumps(entries))
+
+    violations = copy.violations("event-samples")
+
+    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="has no entry")
+
+
+@pytest.mark.parametrize(
+    ("changes", "complaint"),
+    [
+        ({"SESSIONS_TABLE_NAME": None}, "SESSIONS_TABLE_NAME (a table) is not overridden"),
+        ({"SESSIONS_TABLE_NAME": "sessions-prod"}, "names that table 'SessionsTable'"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": None}, "not a local endpoint"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com"}, "not a local endpoint"),
+        ({"SESSION_TABLE": "SessionsTable"}, "does not declare SESSION_TABLE, so SAM ignores it"),
+    ],
+    ids=["table-variable-missing", "wrong-local-table", "no-endpoint", "remote-endpoint", "undeclared-variable"],
+)
+def test_an_env_vars_entry_that_does_not_point_the_function_at_local_tables_is_caught(
+    tmp_path: Path, changes: dict[str, str | None], complaint: str
+) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    _edit_env_vars(copy, "SessionCleanupFunction", **changes)
+
+    violations = copy.violations("event-samples")
+
+    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing=complaint)
+
+
+# ---------------------------------------------------------------------------------------------- least-privilege
+DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        'Resource: "*"',
+        "Resource: [!GetAtt SessionsTable.Arn, '*']",
+        "Resource: !Sub 'arn:aws:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*'",
+    ],
+    ids=["star", "star-in-list", "every-table"],
+)
+def test_a_wildcard_resource_on_dynamodb_actions_is_caught(tmp_path: Path, resource: str) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP)
+
+    violations = copy.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="allows dynamodb actions on")
+
+
+def test_a_statement_on_a_table_the_function_does_not_use_is_caught(tmp_path: Path) -> None:
+    # Given cleanup allowed to delete programs, a table none of its variables names
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP)
+
+    violations = copy.violations("least-privilege")
+
+    violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names ProgramsTable")
+    assert "(DeleteEmptySessions)" in violation.message
+
+
+def test_a_managed_crud_policy_on_an_unused_table_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(
+        TEMPLATE,
+        "      Policies:\n",
+        "      Policies:\n        - DynamoDBCrudPolicy:\n            TableName: !Ref WindowsTable\n",
+        after=CLEANUP,
+    )
+
+    violations = copy.violations("least-privilege")
+
+    found(
+        violations,
+        file=TEMPLATE,
+        resource="SessionCleanupFunction",
+        containing="DynamoDBCrudPolicy grants WindowsTable",
+    )
+
+
+def test_a_statement_on_a_queue_the_function_does_not_use_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(
+        TEMPLATE,
+        "      Policies:\n        - Statement:\n",
+        "      Policies:\n        - Statement:\n"
+        "            - Effect: Allow\n"
+        "              Action: [sqs:ReceiveMessage]\n"
+        "              Resource: !GetAtt SchedulerDeadLetterQueue.Arn\n",
+        after=CLEANUP,
+    )
+
+    violations = copy.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names SchedulerDeadLetterQueue")
+
+
+def test_a_full_access_managed_policy_is_caught(tmp_path: Path) -> None:
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(TEMPLATE, "      Policies:\n", "      Policies:\n        - AmazonDynamoDBFullAccess\n", after=CLEANUP)
+
+    violations = copy.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="AmazonDynamoDBFullAccess")

@@ -1,0 +1,47 @@
+"""Architecture rules over template.yaml and the code: the failures that compile fine and say nothing.
+
+Each rule takes a `Project` and yields every `Violation` it finds, each with a one-line fix.
+`check` runs them all and reports everything at once; `clockless arch` and tests/architecture
+call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
+from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
+from clockless_tools.architecture.layering import LAYERING_RULE
+from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
+from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
+from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
+from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
+from clockless_tools.template import TemplateError
+
+RULES: tuple[Rule, ...] = (
+    SCHEDULED_BY_KIT_RULE,
+    SCHEDULE_DELIVERY_RULE,
+    TICK_IDENTITY_RULE,
+    DEDUPE_OUTLIVES_RETRIES_RULE,
+    NO_CLOCK_IN_APP_RULE,
+    EVENT_SAMPLES_RULE,
+    LEAST_PRIVILEGE_RULE,
+    LAYERING_RULE,
+)
+
+
+def check(project: Project, rules: Iterable[Rule] = RULES) -> list[Violation]:
+    """Every violation of every rule. Raises TemplateError only when the template itself is unreadable."""
+    project.template  # noqa: B018 - an unreadable template is bad input, not a violation
+    violations: list[Violation] = []
+    for rule in rules:
+        try:
+            violations.extend(rule.check(project))
+        except (TemplateError, ProjectError) as error:
+            violations.append(
+                Violation(rule.name, project.template_file, "-", f"cannot be checked: {error}", "fix what it names")
+            )
+    return list(dict.fromkeys(violations))
+
+
+__all__ = ["RULES", "Project", "ProjectError", "Rule", "Violation", "check"]

@@ -1,0 +1,285 @@
+"""Rule 8: layering. Handlers sit over repositories and settings, which sit over plain logic; the
+kit knows no job; no job imports another.
+
+Import direction is import-linter's job: its contracts live in pyproject.toml (`lint-imports` runs
+them alone) and this rule runs them through its API over the project's own directories, so a copy
+with a planted violation is checked as it is on disk. What import-linter cannot see, reading the
+environment, is an AST check; and the rule fails when a package the template deploys is missing
+from the contracts, so a new job is never silently unchecked.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import io
+import re
+import sys
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from clockless_tools.architecture.code import module_imports, qualified_name
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
+
+LAYERING: Final = "layering"
+
+# The contracts the rule expects, and which packages of the template each must cover.
+JOB_LAYERS: Final = "job-layers"
+PLAIN_LOGIC: Final = "plain-logic"
+KIT_INDEPENDENT: Final = "kit-independent-of-jobs"
+JOBS_INDEPENDENT: Final = "jobs-independent"
+
+_FIXES: Final = {
+    JOB_LAYERS: "move the import up a layer: the handler wires repository and settings into the logic",
+    PLAIN_LOGIC: "move AWS access into the job's repository and hand it to the logic as a Protocol",
+    "logic-reads-no-environment": "read configuration in settings.py and pass the values to the logic",
+    KIT_INDEPENDENT: "the kit must not know its jobs: pass what it needs in from the handler",
+    JOBS_INDEPENDENT: "Lambda ships each CodeUri alone: move shared code into the layer",
+}
+_ENVIRONMENT_READS: Final = {"os.environ", "os.environb", "os.getenv", "os.getenvb"}
+
+
+def check_layering(project: Project) -> Iterator[Violation]:
+    yield from _check_logic_reads_no_environment(project)
+    options = yield from _contract_options(project)
+    if options is None:
+        return
+    yield from _check_coverage(project, options)
+    yield from _check_contracts(project, options)
+
+
+# ---------------------------------------------------------------------------------------------- environment
+def _logic_sources(project: Project) -> Iterator[SourceFile]:
+    packages = set(project.function_packages.values())
+    for source in project.sources:
+        package, _, rest = source.module.partition(".")
+        if package in packages and (rest == "logic" or rest.startswith("logic.")):
+            yield source
+
+
+def _check_logic_reads_no_environment(project: Project) -> Iterator[Violation]:
+    for source in _logic_sources(project):
+        imports = module_imports(source.tree)
+        lines = {line for node in ast.walk(source.tree) if (line := _environment_read(node, imports)) is not None}
+        for line in sorted(lines):
+            yield Violation(
+                LAYERING,
+                source.relative,
+                source.owner,
+                f"{source.module} reads the environment: logic must not depend on how the function is configured",
+                _FIXES["logic-reads-no-environment"],
+                line=line,
+            )
+
+
+def _environment_read(node: ast.AST, imports: dict[str, str]) -> int | None:
+    """The line of `node` if it reads the process environment (os.environ, os.getenv, ...)."""
+    if isinstance(node, ast.Name | ast.Attribute) and qualified_name(node, imports) in _ENVIRONMENT_READS:
+        return node.lineno
+    if (
+        isinstance(node, ast.ImportFrom)
+        and node.module == "os"
+        and any(f"os.{alias.name}" in _ENVIRONMENT_READS for alias in node.names)
+    ):
+        return node.lineno
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- contracts
+@dataclass(frozen=True, slots=True)
+class _Options:
+    root_packages: list[str]
+    contracts: Mapping[str, Mapping[str, Any]]
+    user_options: Any
+
+
+def _contract_options(project: Project) -> Generator[Violation, None, _Options | None]:
+    """Read [tool.importlinter]; a generator so that a missing configuration is itself a violation."""
+    from importlinter import api  # noqa: F401 - configures import-linter's settings on import
+    from importlinter.application import use_cases
+
+    relative = project.relative(project.pyproject_path)
+    try:
+        user_options = use_cases.read_user_options(str(project.pyproject_path))
+    except FileNotFoundError:
+        yield Violation(
+            LAYERING,
+            relative,
+            "[tool.importlinter]",
+            "no import-linter contracts: nothing checks which layer imports which",
+            "add [tool.importlinter] and its contracts to pyproject.toml",
+        )
+        return None
+    session = user_options.session_options
+    roots = session.get("root_packages") or [session.get("root_package")]
+    contracts = {str(options.get("id") or options.get("name")): options for options in user_options.contracts_options}
+    return _Options(root_packages=[str(root) for root in roots if root], contracts=contracts, user_options=user_options)
+
+
+def _check_coverage(project: Project, options: _Options) -> Iterator[Violation]:
+    """Every package the template deploys is inside the contracts, or its imports go unchecked."""
+    relative = project.relative(project.pyproject_path)
+    functions = sorted(project.function_packages.items())
+    layers = sorted((layer, package) for layer, packages in project.layer_packages.items() for package in packages)
+    expected: list[tuple[str, str, str, str]] = [
+        (owner, package, "root_packages", "") for owner, package in [*functions, *layers]
+    ]
+    for owner, package in functions:
+        expected += [
+            (owner, package, "containers", JOB_LAYERS),
+            (owner, package, "forbidden_modules", KIT_INDEPENDENT),
+            (owner, package, "modules", JOBS_INDEPENDENT),
+        ]
+    expected += [(owner, package, "source_modules", KIT_INDEPENDENT) for owner, package in layers]
+    for contract_id in (JOB_LAYERS, PLAIN_LOGIC, KIT_INDEPENDENT, JOBS_INDEPENDENT):
+        if contract_id not in options.contracts:
+            yield Violation(
+                LAYERING,
+                relative,
+                f"contract {contract_id}",
+                f"pyproject.toml has no import-linter contract with id {contract_id!r}",
+                f"restore the {contract_id} contract under [[tool.importlinter.contracts]]",
+            )
+    for owner, package, option, contract_id in expected:
+        if contract_id and contract_id not in options.contracts:
+            continue
+        listed = options.root_packages if not contract_id else _as_list(options.contracts[contract_id].get(option))
+        if not any(_matches(pattern, package) for pattern in listed):
+            where = f"[tool.importlinter] {option}" if not contract_id else f"contract {contract_id}'s {option}"
+            yield Violation(
+                LAYERING,
+                relative,
+                owner,
+                f"{owner}'s package {package} is not in {where}: its imports are not checked",
+                f"add {package!r} to {where} in pyproject.toml",
+            )
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [line.strip() for line in value.splitlines() if line.strip()]
+    return [str(item) for item in value or []]
+
+
+def _matches(pattern: str, module: str) -> bool:
+    """import-linter's module expressions: `*` stands for one module name, `**` for any number."""
+    regex = ".".join(
+        "[^.]+" if part == "*" else ".+" if part == "**" else re.escape(part) for part in pattern.split(".")
+    )
+    return re.fullmatch(regex, module) is not None
+
+
+def _check_contracts(project: Project, options: _Options) -> Iterator[Violation]:
+    from importlinter.application import use_cases
+    from importlinter.application.user_options import InvalidUserOptions
+    from importlinter.contracts.forbidden import ForbiddenContract
+    from importlinter.contracts.independence import IndependenceContract
+    from importlinter.contracts.layers import LayersContract
+    from importlinter.domain.contract import registry
+
+    for name, contract_class in (
+        ("forbidden", ForbiddenContract),
+        ("layers", LayersContract),
+        ("independence", IndependenceContract),
+    ):
+        registry.register(contract_class, name)
+    relative = project.relative(project.pyproject_path)
+    try:
+        with _importable_from(list(project.code_roots.values()), set(options.root_packages)):
+            report = use_cases.create_report(options.user_options, cache_dir=None)
+    except (InvalidUserOptions, ValueError, ImportError) as error:
+        yield Violation(
+            LAYERING,
+            relative,
+            "[tool.importlinter]",
+            f"import-linter cannot check the contracts: {error}",
+            "fix root_packages and the contracts in pyproject.toml",
+        )
+        return
+    for name, invalid in report.invalid_contract_options.items():
+        yield Violation(
+            LAYERING, relative, f"contract {name}", f"invalid contract: {invalid}", "fix the contract in pyproject.toml"
+        )
+    for contract, check in report.get_contracts_and_checks():
+        if check.kept:
+            continue
+        contract_id = str(contract.contract_options.get("id") or contract.name)
+        chains = list(_chains(check.metadata))
+        if not chains:
+            yield Violation(
+                LAYERING, relative, f"contract {contract_id}", f"{contract.name}: broken", _fix(contract_id)
+            )
+        for chain in chains:
+            yield _chain_violation(project, contract_id, contract.name, chain)
+
+
+@contextlib.contextmanager
+def _importable_from(roots: list[Path], packages: set[str]) -> Iterator[None]:
+    """Let import-linter find `packages` under `roots` (it locates them with importlib), then restore.
+
+    Modules already imported under those names are set aside meanwhile, so a copy of the project
+    is read from its own directory and not from the copy imported first.
+    """
+    saved_path = list(sys.path)
+    set_aside = {name: module for name, module in sys.modules.items() if name.split(".", 1)[0] in packages}
+    for name in set_aside:
+        del sys.modules[name]
+    sys.path[:0] = [str(root) for root in roots]
+    importlib.invalidate_caches()
+    try:
+        # import-linter draws progress on the terminal; the rule reports through violations instead.
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        sys.path[:] = saved_path
+        for name in [name for name in sys.modules if name.split(".", 1)[0] in packages]:
+            del sys.modules[name]
+        sys.modules.update(set_aside)
+        importlib.invalidate_caches()
+
+
+def _chains(metadata: Mapping[str, Any]) -> Iterator[list[Mapping[str, Any]]]:
+    """The import chains a broken contract reports, whatever its type's metadata shape."""
+    for invalid in metadata.get("invalid_chains") or []:
+        for chain in invalid.get("chains") or []:
+            yield list(chain["chain"]) if isinstance(chain, Mapping) else list(chain)
+    for dependency in metadata.get("invalid_dependencies") or []:
+        for route in dependency.get("routes") or []:
+            yield list(route.get("chain") or [])
+
+
+def _chain_violation(
+    project: Project, contract_id: str, contract_name: str, chain: list[Mapping[str, Any]]
+) -> Violation:
+    first = chain[0]
+    importer = str(first["importer"])
+    source = project.module_file(importer)
+    steps = [importer] + [f"{link['imported']} (line {_first_line(link)})" for link in chain]
+    return Violation(
+        LAYERING,
+        source.relative if source is not None else project.relative(project.pyproject_path),
+        source.owner if source is not None else importer,
+        f"{contract_name}: {' -> '.join(steps)}",
+        _fix(contract_id),
+        line=_first_line(first),
+    )
+
+
+def _first_line(link: Mapping[str, Any]) -> int | None:
+    lines = [line for line in link.get("line_numbers") or () if isinstance(line, int) and line > 0]
+    return min(lines) if lines else None
+
+
+def _fix(contract_id: str) -> str:
+    return _FIXES.get(contract_id, f"see the {contract_id} contract in pyproject.toml")
+
+
+LAYERING_RULE = Rule(
+    LAYERING,
+    "handler > repository/settings > logic; logic imports no boto3/botocore/pynamodb and reads no os.environ; "
+    "layers import no function",
+    check_layering,
+)
