@@ -124,6 +124,17 @@ def test_an_env_vars_entry_that_does_not_point_the_function_at_local_tables_is_c
     found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing=complaint)
 
 
+def test_a_function_using_tables_without_a_declared_endpoint_is_caught(tmp_path: Path) -> None:
+    # Given Globals no longer declaring the endpoint variable, which SAM then refuses to override
+    copy = PlantedCopy.of_project(tmp_path)
+    copy.replace(TEMPLATE, '        AWS_ENDPOINT_URL_DYNAMODB: ""\n', "")
+
+    violations = copy.violations("event-samples")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="does not declare AWS_ENDPOINT")
+    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="so SAM ignores it")
+
+
 # ---------------------------------------------------------------------------------------------- least-privilege
 DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
 

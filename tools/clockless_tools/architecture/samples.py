@@ -163,16 +163,25 @@ def _check_entry(
             f"{logical_id} does not declare {name}, so SAM ignores it",
             f"declare {name} in the function's (or Globals') Environment, or drop it here",
         )
-    endpoint = entry.get(ENDPOINT_VARIABLE)
-    if not isinstance(endpoint, str) or urlsplit(endpoint).hostname not in LOCAL_HOSTS:
-        yield violation(
-            f"{ENDPOINT_VARIABLE} is {endpoint!r}, not a local endpoint: a local run could reach a real table",
-            f'set "{ENDPOINT_VARIABLE}": "http://host.docker.internal:8765"',
-        )
     tables = set(project.template.resources_of_type("AWS::DynamoDB::Table"))
-    for name, value in sorted(environment.items()):
-        if not project.referenced_ids(value) & tables:
-            continue
+    table_variables = {name: value for name, value in environment.items() if project.referenced_ids(value) & tables}
+    endpoint = entry.get(ENDPOINT_VARIABLE)
+    if ENDPOINT_VARIABLE in environment:
+        if not isinstance(endpoint, str) or urlsplit(endpoint).hostname not in LOCAL_HOSTS:
+            yield violation(
+                f"{ENDPOINT_VARIABLE} is {endpoint!r}, not a local endpoint: a local run could reach a real table",
+                f'set "{ENDPOINT_VARIABLE}": "http://host.docker.internal:8765"',
+            )
+    elif table_variables:
+        yield Violation(
+            EVENT_SAMPLES,
+            project.template_file,
+            logical_id,
+            f"{logical_id} uses tables but does not declare {ENDPOINT_VARIABLE}, "
+            f"so {relative} cannot point it at the local DynamoDB",
+            f'declare {ENDPOINT_VARIABLE}: "" in Globals (botocore ignores an empty value)',
+        )
+    for name, value in sorted(table_variables.items()):
         expected = _local_value(project, value)
         if name not in entry:
             yield violation(

@@ -4,7 +4,7 @@ idempotency record outlives every retry of a tick."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Final
 
@@ -20,6 +20,9 @@ SCHEDULER_DEFAULT_MAX_EVENT_AGE: Final = 86400
 LAMBDA_DEFAULT_MAX_EVENT_AGE: Final = 21600
 # The variable the kit reads the idempotency record's lifetime from.
 EXPIRY_VARIABLE: Final = "IDEMPOTENCY_EXPIRY_SECONDS"
+
+# Builds one schedule's violation from a message and a fix.
+_Report = Callable[[str, str], Violation]
 
 
 @functools.cache
@@ -59,7 +62,7 @@ def check_schedule_delivery(project: Project) -> Iterator[Violation]:
                 )
 
 
-def _check_zone_and_window(properties: Mapping[str, Any], violation: Any) -> Iterator[Violation]:
+def _check_zone_and_window(properties: Mapping[str, Any], violation: _Report) -> Iterator[Violation]:
     zone = properties.get("ScheduleExpressionTimezone")
     if zone != "UTC":
         stated = "is not stated" if zone is None else f"is {zone!r}"
@@ -75,7 +78,7 @@ def _check_zone_and_window(properties: Mapping[str, Any], violation: Any) -> Ite
         )
 
 
-def _check_retry_policy(project: Project, properties: Mapping[str, Any], violation: Any) -> Iterator[Violation]:
+def _check_retry_policy(project: Project, properties: Mapping[str, Any], violation: _Report) -> Iterator[Violation]:
     policy = properties.get("RetryPolicy")
     if not isinstance(policy, Mapping):
         yield violation(
