@@ -107,11 +107,11 @@ class TriggerSecret:
             )
         return cls(_digest(current), None if previous is None else _digest(previous))
 
-    def accepts(self, presented: str | None) -> bool:
-        """True when `presented` is one of the values. Missing, empty, too long or non-ASCII: False."""
-        if presented is None or not _presentable(presented):
+    def accepts(self, presented_secret: str | None) -> bool:
+        """True when the presented value is one of the values. Missing, empty, too long or non-ASCII: False."""
+        if presented_secret is None or not _presentable(presented_secret):
             return False
-        digest = _digest(presented)
+        digest = _digest(presented_secret)
         matches_current = hmac.compare_digest(digest, self.current_digest)
         # Compared even when `current` matched: the time taken does not tell which value matched.
         matches_previous = self.previous_digest is not None and hmac.compare_digest(digest, self.previous_digest)

@@ -16,6 +16,8 @@ from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
 from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
+from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.template import TemplateError
 
 RULES: tuple[Rule, ...] = (
@@ -27,6 +29,8 @@ RULES: tuple[Rule, ...] = (
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
+    SECRET_COMPARISON_RULE,
+    TRIGGER_TARGETS_RULE,
 )
 
 

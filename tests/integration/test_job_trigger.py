@@ -1,0 +1,324 @@
+"""The HTTP trigger end to end: API Gateway v2 events through the real handler with the template's
+environment, against moto's server (Secrets Manager, DynamoDB from template.yaml, Lambda)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import time_machine
+
+from clockless.ledger import RunLedger
+from clockless.tick import Tick
+from clockless_tools.local_services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
+from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.template import LocalNames, Template, resolve
+from tests.conftest import EVENTS, load_event
+
+FUNCTION = "JobTriggerFunction"
+NOW = datetime(2026, 11, 29, 14, 7, 31, tzinfo=UTC)
+UNAUTHORIZED = {"message": "Unauthorized"}
+# What each sample in events/job_trigger/ must answer; a new sample needs its line here.
+SAMPLE_STATUS = {
+    "now.json": 202,
+    "now-no-body.json": 202,
+    "missing-secret.json": 401,
+    "wrong-secret.json": 401,
+    "unknown-job.json": 404,
+    "not-json.json": 400,
+    "bad-time.json": 400,
+    "stale-time.json": 400,
+    "unknown-field.json": 400,
+}
+
+
+@dataclass
+class Invocation:
+    function_name: str
+    invocation_type: str
+    payload: dict[str, Any]
+    status_code: int | None = None
+
+
+@dataclass
+class TriggerApi:
+    """Presses the button through the handler and records what reached Lambda and the ledger."""
+
+    runtime: LocalLambdaRuntime
+    template: Template
+    secret_name: str
+    invocations: list[Invocation] = field(default_factory=list)
+    ledger_reads: int = 0
+
+    def press(
+        self,
+        job: str = "session-cleanup",
+        *,
+        body: str | None = "{}",
+        secret: str | None = LOCAL_SECRET_VALUE,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        event = copy.deepcopy(load_event("job_trigger/now.json"))
+        event["rawPath"] = event["requestContext"]["http"]["path"] = f"/jobs/{job}/ticks"
+        event["pathParameters"] = {"job": job}
+        event["body"] = body
+        if secret is None:
+            del event["headers"]["x-clockless-secret"]
+        else:
+            event["headers"]["x-clockless-secret"] = secret
+        event["headers"].update(headers or {})
+        return self.send(event)
+
+    def send(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        response = self.runtime.call(FUNCTION, event)
+        return response["statusCode"], json.loads(response["body"])
+
+    def function_arn(self, logical_id: str) -> str:
+        return str(resolve({"Fn::GetAtt": [logical_id, "Arn"]}, self.template, LocalNames()))
+
+    def store_secret(self, value: dict[str, str]) -> None:
+        secrets_client(self.runtime.endpoint).put_secret_value(
+            SecretId=self.secret_name, SecretString=json.dumps(value)
+        )
+
+
+@pytest.fixture
+def api(runtime: LocalLambdaRuntime, template: Template, tables: Any) -> Iterator[TriggerApi]:
+    """The trigger with a fresh execution environment (cold start: no cached secret or clients)."""
+    [secret_name] = create_secrets(template, runtime.endpoint)
+    accept_lambda_invokes(runtime.endpoint)
+    with runtime.function_environment(FUNCTION):
+        from job_trigger import handler
+
+        handler.dependencies.cache_clear()
+        deps = handler.dependencies()
+        api = TriggerApi(runtime, template, secret_name)
+
+        def record_request(params: dict[str, Any], **_: Any) -> None:
+            api.invocations.append(
+                Invocation(params["FunctionName"], params["InvocationType"], json.loads(params["Payload"]))
+            )
+
+        def record_status(parsed: dict[str, Any], **_: Any) -> None:
+            api.invocations[-1].status_code = parsed.get("StatusCode")
+
+        def count_read(**_: Any) -> None:
+            api.ledger_reads += 1
+
+        deps.invoker.client.meta.events.register("provide-client-params.lambda.Invoke", record_request)
+        deps.invoker.client.meta.events.register("after-call.lambda.Invoke", record_status)
+        deps.ledger.client.meta.events.register("provide-client-params.dynamodb.GetItem", count_read)
+        yield api
+        handler.dependencies.cache_clear()
+
+
+def at(moment: datetime) -> Any:
+    return time_machine.travel(moment, tick=False)
+
+
+# ---------------------------------------------------------------------------------------------- 202
+def test_a_press_hands_the_job_an_async_tick_shaped_like_the_schedulers(api: TriggerApi) -> None:
+    # Given no delivery of the 14:07 session-cleanup tick yet
+    with at(NOW):
+        # When the button is pressed without a time
+        status, body = api.press("session-cleanup", body=None)
+
+    # Then 202, with the tick's identity and ledger key
+    assert status == 202
+    assert body["job"] == "session-cleanup"
+    assert body["scheduled_time"] == "2026-11-29T14:07:00Z"
+    assert body["ledger_key"] == {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:07:00Z"}
+    # And Lambda queued exactly one asynchronous invoke of that job's function
+    [invocation] = api.invocations
+    assert invocation.function_name == api.function_arn("SessionCleanupFunction")
+    assert invocation.invocation_type == "Event"
+    assert invocation.status_code == 202
+    # With a payload the job's own parser accepts as that tick, triggered over HTTP
+    tick = Tick.from_event(invocation.payload, expected_job="session-cleanup")
+    assert tick.identity == {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert tick.trigger.value == "http"
+    assert invocation.payload == body["tick"]
+
+
+def test_each_job_goes_to_its_own_function(api: TriggerApi) -> None:
+    with at(NOW):
+        api.press("window-generation", body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
+        api.press("session-cleanup", body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
+
+    assert [i.function_name for i in api.invocations] == [
+        api.function_arn("WindowGenerationFunction"),
+        api.function_arn("SessionCleanupFunction"),
+    ]
+    assert [Tick.from_event(i.payload, expected_job=i.payload["job"]).job for i in api.invocations] == [
+        "window-generation",
+        "session-cleanup",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- 200
+def test_a_tick_the_job_completed_answers_200_with_its_outcome_and_runs_nothing(
+    api: TriggerApi, runtime: LocalLambdaRuntime
+) -> None:
+    # Given a press whose tick the job then ran, as Lambda would have from the queued invoke
+    with at(NOW):
+        first_status, _ = api.press("session-cleanup")
+        [queued] = api.invocations
+        executed = runtime.invoke("SessionCleanupFunction", queued.payload)
+
+        # When the same tick is pressed again
+        status, body = api.press("session-cleanup")
+
+    # Then the ledger's outcome comes back: the job's own summary, and nothing was invoked again
+    assert first_status == 202
+    assert executed["outcome"] == "executed"
+    assert status == 200
+    assert body["status"] == "succeeded"
+    assert body["invoked"] is False
+    assert body["summary"] == executed["summary"]
+    assert body["trigger"] == "http"
+    assert len(api.invocations) == 1
+
+
+def test_a_tick_recorded_as_failed_is_delivered_again(
+    api: TriggerApi, runtime: LocalLambdaRuntime, tables: Any
+) -> None:
+    # Given the ledger says the 14:00 tick failed
+    ledger = RunLedger("LedgerTable", tables, retention_seconds=86400)
+    tick = Tick.from_event(
+        {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:00:00Z"}, expected_job="session-cleanup"
+    )
+    ledger.record_started(tick)
+    ledger.record_failed(tick, RuntimeError("boom"), duration_ms=5)
+
+    # When it is pressed
+    with at(NOW):
+        status, body = api.press("session-cleanup", body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
+
+    # Then it is delivered again
+    assert status == 202
+    assert body["previous_status"] == "failed"
+    assert len(api.invocations) == 1
+
+
+# ---------------------------------------------------------------------------------------------- 401
+@pytest.mark.parametrize(
+    "secret",
+    [
+        pytest.param(None, id="missing"),
+        pytest.param("", id="empty"),
+        pytest.param("clockless-local-trigger-secreT", id="wrong"),
+        pytest.param(LOCAL_SECRET_VALUE + "x" * 300, id="too-long"),
+        pytest.param("clockless-local-trigger-secrét", id="non-ascii"),
+        pytest.param(f" {LOCAL_SECRET_VALUE}", id="padded"),
+    ],
+)
+def test_a_caller_without_the_secret_gets_the_same_401_and_changes_nothing(api: TriggerApi, secret: str | None) -> None:
+    with at(NOW):
+        status, body = api.press("session-cleanup", secret=secret)
+
+    assert (status, body) == (401, UNAUTHORIZED)
+    assert api.invocations == []
+    assert api.ledger_reads == 0
+
+
+def test_the_secret_in_another_header_does_not_count(api: TriggerApi) -> None:
+    with at(NOW):
+        status, body = api.press(secret=None, headers={"authorization": LOCAL_SECRET_VALUE})
+
+    assert (status, body) == (401, UNAUTHORIZED)
+
+
+def test_an_unauthenticated_caller_cannot_tell_an_unknown_job_or_a_bad_body(api: TriggerApi) -> None:
+    with at(NOW):
+        unknown_job = api.press("nightly-report", secret="guess")
+        bad_body = api.press("session-cleanup", secret="guess", body="{")
+
+    assert unknown_job == bad_body == (401, UNAUTHORIZED)
+
+
+def test_during_a_rotation_both_values_work_and_the_old_one_stops_once_removed(api: TriggerApi) -> None:
+    # Given a rotation in progress: a new current value, the old one kept as previous
+    api.store_secret({"current": "rotated-value-2", "previous": LOCAL_SECRET_VALUE})
+    with at(NOW):
+        # Then both values are accepted
+        assert api.press(secret=LOCAL_SECRET_VALUE)[0] == 202
+        assert api.press(secret="rotated-value-2")[0] == 202
+
+    # When the old value is removed
+    api.store_secret({"current": "rotated-value-2", "previous": ""})
+
+    # Then a warm function accepts it until its cached copy expires (TRIGGER_SECRET_MAX_AGE_SECONDS)
+    max_age = int(api.runtime.environment(FUNCTION)["TRIGGER_SECRET_MAX_AGE_SECONDS"])
+    with at(NOW + timedelta(seconds=max_age - 1)):
+        assert api.press(secret=LOCAL_SECRET_VALUE)[0] == 202
+    # And refuses it after that, while the new value keeps working
+    with at(NOW + timedelta(seconds=max_age + 1)):
+        assert api.press(secret=LOCAL_SECRET_VALUE) == (401, UNAUTHORIZED)
+        assert api.press(secret="rotated-value-2")[0] == 202
+
+
+# ---------------------------------------------------------------------------------------------- 404, 400
+def test_an_unknown_job_is_404(api: TriggerApi) -> None:
+    with at(NOW):
+        status, body = api.press("nightly-report")
+
+    assert status == 404
+    assert body["field"] == "job"
+    assert "nightly-report" in body["message"]
+    assert api.invocations == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ("not json", "<body>"),
+        ("[]", "<body>"),
+        ('{"scheduled_time": "soon"}', "scheduled_time"),
+        ('{"scheduled_time": "2026-11-29T14:07:10Z"}', "scheduled_time"),
+        ('{"when": "2026-11-29T14:07:00Z"}', "when"),
+    ],
+)
+def test_a_bad_body_is_400_naming_the_field(api: TriggerApi, body: str, field: str) -> None:
+    with at(NOW):
+        status, answer = api.press(body=body)
+
+    assert status == 400
+    assert answer["field"] == field
+    assert f"field '{field}'" in answer["message"]
+    assert api.invocations == []
+    assert api.ledger_reads == 0
+
+
+@pytest.mark.parametrize("offset", [timedelta(minutes=-16), timedelta(minutes=16), timedelta(days=-1)])
+def test_a_time_outside_the_window_is_400_pointing_at_backfill(api: TriggerApi, offset: timedelta) -> None:
+    scheduled = (NOW + offset).replace(second=0)
+    window = int(api.runtime.environment(FUNCTION)["TRIGGER_WINDOW_MINUTES"])
+
+    with at(NOW):
+        status, body = api.press(body=json.dumps({"scheduled_time": scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+
+    assert status == 400
+    assert body["field"] == "scheduled_time"
+    assert f"more than {window} minutes from now" in body["message"]
+    assert "clockless backfill" in body["message"]
+    assert api.invocations == []
+
+
+# ---------------------------------------------------------------------------------------------- samples
+def test_every_sample_event_is_listed_here() -> None:
+    assert sorted(p.name for p in (EVENTS / "job_trigger").glob("*.json")) == sorted(SAMPLE_STATUS)
+
+
+@pytest.mark.parametrize(("sample", "expected"), sorted(SAMPLE_STATUS.items()))
+def test_each_sample_event_gets_its_answer(api: TriggerApi, sample: str, expected: int) -> None:
+    event = load_event(f"job_trigger/{sample}")
+    with at(NOW):
+        status, _ = api.send(event)
+
+    assert status == expected
+    assert len(api.invocations) == (1 if expected == 202 else 0)

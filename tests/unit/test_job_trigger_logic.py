@@ -1,0 +1,374 @@
+"""The trigger's decisions, with an in-memory secret, ledger and invoker: who may press, which
+tick a request names, and whether it runs."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
+from clockless.tick import Tick, Trigger
+from job_trigger.logic import (
+    MAX_BODY_LENGTH,
+    MAX_SECRET_LENGTH,
+    BadTickRequest,
+    TickRequest,
+    TriggerSecret,
+    TriggerSecretError,
+    Unauthorized,
+    UnknownJob,
+    request_body,
+    scheduled_time_from_body,
+    trigger_tick,
+)
+from job_trigger.settings import JobTriggerSettings
+
+CURRENT = "c" * 48
+PREVIOUS = "p" * 48
+NOW = datetime(2026, 11, 29, 14, 7, 31, 250000, tzinfo=UTC)
+WINDOW = timedelta(minutes=15)
+JOBS = {
+    "window-generation": "arn:aws:lambda:us-east-1:123456789012:function:wg",
+    "session-cleanup": "arn:aws:lambda:us-east-1:123456789012:function:sc",
+}
+
+
+@dataclass
+class FakeSecret:
+    value: Mapping[str, Any]
+    loads: int = 0
+
+    def load(self) -> TriggerSecret:
+        self.loads += 1
+        return TriggerSecret.from_value(self.value)
+
+
+@dataclass
+class FakeLedger:
+    entries: dict[tuple[str, datetime], LedgerEntry] = field(default_factory=dict)
+    reads: list[tuple[str, datetime]] = field(default_factory=list)
+
+    def entry(self, job: str, scheduled_time: datetime) -> LedgerEntry | None:
+        self.reads.append((job, scheduled_time))
+        return self.entries.get((job, scheduled_time))
+
+    def record(self, job: str, scheduled_time: datetime, status: str, summary: Mapping[str, Any] | None = None) -> None:
+        self.entries[(job, scheduled_time)] = LedgerEntry(
+            job=job,
+            scheduled_time=scheduled_time,
+            status=status,
+            attempts=1,
+            trigger="schedule",
+            started_at="2026-11-29T14:00:01Z",
+            finished_at="2026-11-29T14:00:02Z" if status == STATUS_SUCCEEDED else None,
+            duration_ms=900,
+            summary=summary,
+            error=None,
+        )
+
+
+@dataclass
+class FakeInvoker:
+    calls: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    def invoke_async(self, function_arn: str, payload: Mapping[str, str]) -> None:
+        self.calls.append((function_arn, dict(payload)))
+
+
+def press(
+    job: str = "window-generation",
+    *,
+    secret: str | None = CURRENT,
+    body: str | None = None,
+    base64_encoded: bool = False,
+    stored: Mapping[str, Any] | None = None,
+    ledger: FakeLedger | None = None,
+    invoker: FakeInvoker | None = None,
+) -> Any:
+    return trigger_tick(
+        TickRequest(
+            job=job,
+            presented_secret=secret,
+            body=body,
+            body_base64_encoded=base64_encoded,
+            request_id="req-1",
+            now=NOW,
+        ),
+        secret=FakeSecret(stored or {"current": CURRENT, "previous": ""}),
+        job_functions=JOBS,
+        window=WINDOW,
+        ledger=ledger if ledger is not None else FakeLedger(),
+        invoker=invoker if invoker is not None else FakeInvoker(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- the secret
+@pytest.mark.parametrize(
+    "presented",
+    [
+        pytest.param(None, id="missing"),
+        pytest.param("", id="empty"),
+        pytest.param("c" * 47 + "d", id="wrong-last-character"),
+        pytest.param(CURRENT[:-1], id="prefix"),
+        pytest.param(CURRENT + "c", id="one-too-many"),
+        pytest.param(CURRENT + " " * (MAX_SECRET_LENGTH + 1 - len(CURRENT)), id="too-long"),
+        pytest.param("c" * 47 + "é", id="non-ascii"),
+        pytest.param(CURRENT.upper(), id="other-case"),
+    ],
+)
+def test_a_secret_that_is_not_exactly_an_accepted_value_is_refused(presented: str | None) -> None:
+    # Given the stored secret with only a current value
+    secret = TriggerSecret.from_value({"current": CURRENT, "previous": ""})
+
+    # When / Then
+    assert secret.accepts(presented) is False
+
+
+def test_current_and_previous_are_both_accepted_during_a_rotation() -> None:
+    # Given a secret mid-rotation
+    secret = TriggerSecret.from_value({"current": CURRENT, "previous": PREVIOUS})
+
+    # Then both values open the door, and nothing else does
+    assert secret.accepts(CURRENT)
+    assert secret.accepts(PREVIOUS)
+    assert not secret.accepts("x" * 48)
+
+
+def test_an_empty_previous_value_accepts_nothing() -> None:
+    secret = TriggerSecret.from_value({"current": CURRENT, "previous": ""})
+
+    assert not secret.accepts("")
+    assert secret.previous_digest is None
+
+
+def test_the_secret_keeps_no_value_and_prints_none() -> None:
+    # Given a loaded secret
+    secret = TriggerSecret.from_value({"current": CURRENT, "previous": PREVIOUS})
+
+    # Then neither value is in what it holds or prints
+    assert CURRENT not in repr(secret)
+    assert PREVIOUS not in repr(secret)
+    assert CURRENT.encode() not in secret.current_digest
+
+
+@pytest.mark.parametrize(
+    ("stored", "named"),
+    [
+        ("not-json-object", "JSON object"),
+        ({"previous": ""}, '"current"'),
+        ({"current": ""}, '"current"'),
+        ({"current": "sécret-value"}, '"current"'),
+        ({"current": CURRENT, "previous": 42}, '"previous"'),
+    ],
+)
+def test_a_malformed_stored_secret_is_a_configuration_error_that_shows_no_value(stored: Any, named: str) -> None:
+    with pytest.raises(TriggerSecretError) as raised:
+        TriggerSecret.from_value(stored)
+
+    assert named in str(raised.value)
+    assert "sécret-value" not in str(raised.value)
+
+
+# ---------------------------------------------------------------------------------------------- the body
+@pytest.mark.parametrize("body", [None, "", "   ", "{}", '{"scheduled_time": null}'])
+def test_a_body_without_a_time_names_the_current_minute(body: str | None) -> None:
+    assert scheduled_time_from_body(body, now=NOW, window=WINDOW) == datetime(2026, 11, 29, 14, 7, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-29T14:00:00Z", datetime(2026, 11, 29, 14, 0, tzinfo=UTC)),
+        ("2026-11-29T09:00:00-05:00", datetime(2026, 11, 29, 14, 0, tzinfo=UTC)),
+        ("2026-11-29T14:22:00+00:00", datetime(2026, 11, 29, 14, 22, tzinfo=UTC)),
+    ],
+)
+def test_an_explicit_time_is_read_in_utc(text: str, expected: datetime) -> None:
+    assert scheduled_time_from_body(json.dumps({"scheduled_time": text}), now=NOW, window=WINDOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "says"),
+    [
+        ("scheduled_time=now", "<body>", "is not JSON"),
+        ('["2026-11-29T14:00:00Z"]', "<body>", "must be a JSON object, got an array"),
+        ('"2026-11-29T14:00:00Z"', "<body>", "must be a JSON object, got a string"),
+        ('{"scheduled_time": "2026-11-29T14:00:00Z", "job": "x"}', "job", "is not accepted"),
+        ('{"scheduled_time": 1795960800}', "scheduled_time", "must be a string"),
+        ('{"scheduled_time": "yesterday"}', "scheduled_time", "is not an ISO-8601 time"),
+        ('{"scheduled_time": "2026-11-29T14:00:00"}', "scheduled_time", "has no time zone"),
+        ('{"scheduled_time": "2026-11-29T14:00:30Z"}', "scheduled_time", "must be a whole minute"),
+        ('{"scheduled_time": "2026-11-29T14:00:00.5Z"}', "scheduled_time", "must be a whole minute"),
+        ('{"scheduled_time": "2026-11-29T13:52:00Z"}', "scheduled_time", "more than 15 minutes from now"),
+        ('{"scheduled_time": "2026-11-29T14:23:00Z"}', "scheduled_time", "more than 15 minutes from now"),
+        ('{"scheduled_time": "2020-01-01T14:00:00Z"}', "scheduled_time", "clockless backfill"),
+        ("{" + " " * MAX_BODY_LENGTH + "}", "<body>", "is longer than"),
+    ],
+)
+def test_a_bad_body_is_refused_naming_the_field(body: str, field: str, says: str) -> None:
+    with pytest.raises(BadTickRequest) as raised:
+        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+
+    assert raised.value.field == field
+    assert says in str(raised.value)
+    assert raised.value.body() == {"error": "bad_request", "field": field, "message": str(raised.value)}
+
+
+def test_the_window_edges_are_inside() -> None:
+    earliest = json.dumps({"scheduled_time": "2026-11-29T13:53:00Z"})  # 14:31 before now
+    latest = json.dumps({"scheduled_time": "2026-11-29T14:22:00Z"})  # 14:29 after now
+
+    assert scheduled_time_from_body(earliest, now=NOW, window=WINDOW).minute == 53
+    assert scheduled_time_from_body(latest, now=NOW, window=WINDOW).minute == 22
+
+
+def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:
+    encoded = base64.b64encode(b'{"scheduled_time": "2026-11-29T14:00:00Z"}').decode()
+
+    assert request_body(encoded, base64_encoded=True) == '{"scheduled_time": "2026-11-29T14:00:00Z"}'
+    assert request_body("{}", base64_encoded=False) == "{}"
+    with pytest.raises(BadTickRequest) as raised:
+        request_body("not base64!", base64_encoded=True)
+    assert raised.value.field == "<body>"
+
+
+# ---------------------------------------------------------------------------------------------- a press
+def test_a_fresh_tick_is_handed_to_its_jobs_function_with_the_schedulers_payload() -> None:
+    # Given an empty ledger
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    # When the button is pressed for window generation
+    response = press(ledger=ledger, invoker=invoker)
+
+    # Then the job's function gets one tick that the job's own parser accepts, triggered over HTTP
+    assert response.status_code == 202
+    [(arn, payload)] = invoker.calls
+    assert arn == JOBS["window-generation"]
+    tick = Tick.from_event(payload, expected_job="window-generation")
+    assert tick.scheduled_time == datetime(2026, 11, 29, 14, 7, tzinfo=UTC)
+    assert tick.trigger is Trigger.HTTP
+    assert tick.attempt == 1
+    assert tick.execution_id == "req-1"
+    assert response.body["ledger_key"] == {"job": "window-generation", "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert response.body["status"] == "accepted"
+    assert response.body["tick"] == payload
+
+
+def test_a_tick_that_already_succeeded_answers_its_outcome_and_runs_nothing() -> None:
+    # Given the ledger says the tick succeeded
+    ledger, invoker = FakeLedger(), FakeInvoker()
+    ledger.record("session-cleanup", datetime(2026, 11, 29, 14, 0, tzinfo=UTC), STATUS_SUCCEEDED, {"deleted": 3})
+
+    # When it is pressed again
+    response = press(
+        "session-cleanup", body='{"scheduled_time": "2026-11-29T14:00:00Z"}', ledger=ledger, invoker=invoker
+    )
+
+    # Then the recorded outcome comes back and nothing is invoked
+    assert response.status_code == 200
+    assert invoker.calls == []
+    assert response.body["status"] == STATUS_SUCCEEDED
+    assert response.body["summary"] == {"deleted": 3}
+    assert response.body["invoked"] is False
+
+
+@pytest.mark.parametrize("status", [STATUS_STARTED, STATUS_FAILED, "skipped"])
+def test_a_tick_that_did_not_succeed_is_delivered_again(status: str) -> None:
+    # Given the ledger holds the tick without success (a delivery still running, or stuck, or failed)
+    ledger, invoker = FakeLedger(), FakeInvoker()
+    ledger.record("window-generation", datetime(2026, 11, 29, 14, 7, tzinfo=UTC), status)
+
+    # When it is pressed
+    response = press(ledger=ledger, invoker=invoker)
+
+    # Then it is delivered again: the job's idempotency decides whether it runs
+    assert response.status_code == 202
+    assert len(invoker.calls) == 1
+    assert response.body["previous_status"] == status
+    assert ("note" in response.body) is (status == STATUS_STARTED)
+
+
+@pytest.mark.parametrize("presented", [None, "", "wrong", "x" * 1000, "ünïcode"])
+def test_a_refused_secret_reads_nothing_and_invokes_nothing_even_for_a_bad_request(presented: str | None) -> None:
+    # Given a request that is also wrong in every other way
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    # When it is pressed without the right secret
+    with pytest.raises(Unauthorized) as raised:
+        press("no-such-job", secret=presented, body="not json", ledger=ledger, invoker=invoker)
+
+    # Then only 401 comes back, with the same body every time
+    assert raised.value.status_code == 401
+    assert raised.value.body() == {"message": "Unauthorized"}
+    assert ledger.reads == []
+    assert invoker.calls == []
+
+
+def test_an_unknown_job_is_404_naming_the_known_ones() -> None:
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    with pytest.raises(UnknownJob) as raised:
+        press("nightly-report", ledger=ledger, invoker=invoker)
+
+    assert raised.value.status_code == 404
+    assert raised.value.body()["field"] == "job"
+    assert "session-cleanup, window-generation" in str(raised.value)
+    assert ledger.reads == []
+    assert invoker.calls == []
+
+
+def test_a_bad_body_changes_nothing() -> None:
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    with pytest.raises(BadTickRequest):
+        press(body='{"scheduled_time": "2020-01-01T00:00:00Z"}', ledger=ledger, invoker=invoker)
+
+    assert ledger.reads == []
+    assert invoker.calls == []
+
+
+# ---------------------------------------------------------------------------------------------- settings
+def test_settings_read_the_templates_variables() -> None:
+    settings = JobTriggerSettings.from_env(
+        {
+            "JOB_FUNCTIONS": json.dumps(JOBS),
+            "LEDGER_TABLE_NAME": "ledger",
+            "TRIGGER_SECRET_ID": "arn:aws:secretsmanager:us-east-1:123456789012:secret:trigger",
+            "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
+            "TRIGGER_WINDOW_MINUTES": "15",
+        }
+    )
+
+    assert settings.job_functions == JOBS
+    assert settings.window == timedelta(minutes=15)
+    assert settings.secret_max_age_seconds == 300
+
+
+@pytest.mark.parametrize(
+    ("job_functions", "says"),
+    [
+        ("{not json", "is not JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"window-generation": "wg"}', "not an ARN"),
+    ],
+)
+def test_a_bad_job_map_is_a_configuration_error_naming_the_variable(job_functions: str, says: str) -> None:
+    from clockless.config import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="JOB_FUNCTIONS") as raised:
+        JobTriggerSettings.from_env(
+            {
+                "JOB_FUNCTIONS": job_functions,
+                "LEDGER_TABLE_NAME": "ledger",
+                "TRIGGER_SECRET_ID": "trigger",
+                "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
+                "TRIGGER_WINDOW_MINUTES": "15",
+            }
+        )
+    assert says in str(raised.value)
