@@ -32,9 +32,7 @@ def expected_alarm_shape(expression: str) -> tuple[int, int]:
 
 
 def _dimensions(properties: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        str(d.get("Name")): d.get("Value") for d in properties.get("Dimensions") or [] if isinstance(d, Mapping)
-    }
+    return {str(d.get("Name")): d.get("Value") for d in properties.get("Dimensions") or [] if isinstance(d, Mapping)}
 
 
 def dead_man_alarm_problems(template: Template) -> list[AlarmProblem]:
