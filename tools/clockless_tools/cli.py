@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
-from clockless_tools import arch_cli, ops_cli
+from clockless_tools import arch_cli, ops_cli, simulate_cli
 from clockless_tools.schedules_cli import app as schedules_app
 from clockless_tools.template import DEFAULT_TEMPLATE, Template, TemplateError
 
@@ -22,6 +21,7 @@ app.add_typer(local_app, name="local")
 app.add_typer(schedules_app, name="schedules", help="UTC schedules checked against the operating time zones.")
 ops_cli.register(app)
 arch_cli.register(app)
+simulate_cli.register(app)
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -34,7 +34,8 @@ class UsageError(Exception):
 
 
 def fail(message: str) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
+    # One line however long (no wrapping), and the message printed as written (no markup).
+    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -43,48 +44,6 @@ def load_template(path: Path) -> Template:
         return Template.load(path)
     except TemplateError as error:
         raise fail(str(error)) from None
-
-
-@app.command()
-def demo(
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-) -> None:
-    """Run both jobs on a fresh embedded DynamoDB: each tick delivered 11 times, effects checked."""
-    from clockless_tools.demo import default_log_path, run_demo
-
-    tpl = load_template(template)
-    started = time.monotonic()
-    log_path = default_log_path()
-    with log_path.open("w", encoding="utf-8") as log:
-        reports = run_demo(tpl, function_output=log, progress=lambda m: stderr.print(f"[dim]{m}[/]"))
-    elapsed = time.monotonic() - started
-    ok = all(report.exactly_once for report in reports)
-    if as_json:
-        stdout.print_json(json.dumps({"ok": ok, "seconds": round(elapsed, 2), "jobs": [r.as_dict() for r in reports]}))
-    else:
-        table = Table(title="clockless demo: each job's tick delivered again and again")
-        table.add_column("")
-        for r in reports:
-            table.add_column(r.job, justify="right")
-        rows: list[tuple[str, list[str]]] = [
-            ("scheduled time (UTC)", [r.scheduled_time for r in reports]),
-            ("deliveries", [str(r.deliveries) for r in reports]),
-            ("executions", [str(r.executions) for r in reports]),
-            ("duplicates suppressed", [str(r.duplicates_suppressed) for r in reports]),
-            ("failures", [str(r.failures) for r in reports]),
-            ("effect", [r.effect_name for r in reports]),
-            ("  expected from the seed", [str(r.effects_expected) for r in reports]),
-            ("  observed in the tables", [str(r.effects_observed) for r in reports]),
-            ("exactly once", ["[green]yes[/]" if r.exactly_once else "[bold red]NO[/]" for r in reports]),
-        ]
-        for label, cells in rows:
-            table.add_row(label, *cells)
-        stdout.print(table)
-        stdout.print(f"function logs and metrics: {log_path}   ({elapsed:.1f} s)")
-    if not ok:
-        stderr.print("[bold red]a tick did not take effect exactly once[/]")
-        raise typer.Exit(code=1)
 
 
 @app.command()
@@ -182,27 +141,18 @@ def local_seed(
 
     from clockless_tools.local import local_environment, patched_environ
     from clockless_tools.localserver import running_endpoint
-    from clockless_tools.seed import SeedPlan, plan_data
-    from clockless_tools.seed import seed as seed_tables
-    from clockless_tools.template import LocalNames
+    from clockless_tools.seed import SeedPlan, seed_demo_tables
 
-    load_template(template)
+    tpl = load_template(template)
     endpoint = running_endpoint()
     if endpoint is None:
         raise fail("no embedded DynamoDB is running: start it with `make local-up`")
     now = datetime.now(UTC).replace(second=0, microsecond=0)
-    data = plan_data(SeedPlan(tenants, programs, sessions, seed), business_date=now.date(), now=now)
-    names = LocalNames()
     with patched_environ(local_environment(endpoint)):
-        seed_tables(
-            data,
-            programs_table=names.table_name("ProgramsTable"),
-            windows_table=names.table_name("WindowsTable"),
-            sessions_table=names.table_name("SessionsTable"),
-        )
-    stdout.print(
-        f"seeded {len(data.active_programs) + len(data.ended_programs)} programs, {len(data.sessions)} sessions"
-    )
+        seeded = seed_demo_tables(tpl, SeedPlan(tenants, programs, sessions, seed), business_date=now.date(), now=now)
+    if seeded is None:
+        raise fail(f"{template} declares none of the demo tables, so there is nothing to seed")
+    stdout.print(f"seeded {seeded}")
 
 
 def main() -> None:
