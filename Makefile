@@ -20,7 +20,7 @@ export SAM_CLI_TELEMETRY := 0
 # `sam build` needs python3.13 on PATH; the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup test unit integration arch lint typecheck cfn-lint run invoke local-up local-down \
+.PHONY: help setup test unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
         build deploy bench clean
 
 help: ## List the targets
@@ -62,8 +62,16 @@ cfn-lint: $(STAMP)
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
 
-run: $(STAMP) ## Run both jobs on the embedded DynamoDB with duplicated and concurrent deliveries
-	$(CLOCKLESS) demo
+run: $(STAMP) ## Simulate the last 48 h of every schedule on an embedded DynamoDB; effects checked
+	$(CLOCKLESS) simulate
+
+FROM ?=
+TO   ?=
+simulate: $(STAMP) ## Simulate a range: make simulate FROM=2026-11-27T00:00:00Z TO=2026-11-29T00:00:00Z
+	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+
+events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
+	$(CLOCKLESS) events
 
 FN    ?=
 EVENT ?=
