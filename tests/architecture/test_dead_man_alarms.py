@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clockless_tools.alarms import dead_man_alarm_problems, expected_alarm_shape
+from clockless_tools.architecture.alarms import dead_man_alarm_problems, expected_alarm_shape
 from clockless_tools.template import Template
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -75,3 +75,15 @@ def test_planted_job_without_an_alarm_is_caught(tmp_path: Path) -> None:
 
     assert [(p.job, p.resource) for p in problems] == [("session-cleanup", "SessionCleanupFunction")]
     assert "no alarm" in problems[0].message
+
+
+def test_the_rule_engine_reports_it_by_name_file_and_resource(tmp_path: Path) -> None:
+    from clockless_tools.architecture import RULES, Project, check
+
+    broken = _planted(
+        tmp_path, "      Statistic: Sum\n      Period: 86400\n", "      Statistic: Sum\n      Period: 3600\n"
+    )
+
+    violations = [v for v in check(Project.for_template(broken.path), RULES) if v.rule == "dead-man-alarm"]
+
+    assert [(v.file, v.resource) for v in violations] == [("template.yaml", "WindowGenerationDeadManAlarm")]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clockless_tools.architecture.alarms import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
+from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
 from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
@@ -31,6 +33,8 @@ RULES: tuple[Rule, ...] = (
     LAYERING_RULE,
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
+    DEAD_MAN_ALARM_RULE,
+    LOCAL_TIME_RULE,
 )
 
 

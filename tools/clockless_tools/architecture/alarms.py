@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.schedule import nominal_period
 from clockless_tools.template import Template
 
@@ -95,3 +96,20 @@ def dead_man_alarm_problems(template: Template) -> list[AlarmProblem]:
             if not props.get("AlarmActions"):
                 problems.append(AlarmProblem(job, logical_id, "the alarm notifies no one", "set AlarmActions"))
     return problems
+
+
+DEAD_MAN_ALARM = "dead-man-alarm"
+
+
+def _check(project: Project) -> list[Violation]:
+    return [
+        Violation(DEAD_MAN_ALARM, project.template_file, p.resource, f"job {p.job}: {p.message}", p.fix)
+        for p in dead_man_alarm_problems(project.template)
+    ]
+
+
+DEAD_MAN_ALARM_RULE = Rule(
+    name=DEAD_MAN_ALARM,
+    summary="every scheduled job has a dead-man alarm on TickSucceeded whose period is its schedule's",
+    check=_check,
+)
