@@ -48,8 +48,13 @@ def patched_environ(values: Mapping[str, str]) -> Iterator[None]:
 
 
 def dynamodb_client(endpoint: str) -> Any:
+    return local_client("dynamodb", endpoint)
+
+
+def local_client(service: str, endpoint: str) -> Any:
+    """A boto3 client for one service of the embedded server, signed with the local credentials."""
     return boto3.client(
-        "dynamodb",
+        service,  # type: ignore[call-overload]
         endpoint_url=endpoint,
         region_name=LOCAL_REGION,
         aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],

@@ -8,9 +8,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any, Final
 
-import boto3
-
-from clockless_tools.local import LOCAL_CREDENTIALS, LOCAL_REGION
+from clockless_tools.local import local_client
 from clockless_tools.template import LocalNames, Template, TemplateError, resolve
 
 # The value every generated secret key gets locally; events/job_trigger/ samples send it. Like
@@ -19,13 +17,7 @@ LOCAL_SECRET_VALUE: Final = "clockless-local-trigger-secret"  # noqa: S105 - loc
 
 
 def secrets_client(endpoint: str) -> Any:
-    return boto3.client(
-        "secretsmanager",
-        endpoint_url=endpoint,
-        region_name=LOCAL_REGION,
-        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    )
+    return local_client("secretsmanager", endpoint)
 
 
 def local_secret_string(logical_id: str, properties: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -42,18 +42,29 @@ class SecretsManagerTriggerSecret:
         return TriggerSecret.from_value(value)
 
 
-class DynamoTickLedger:
-    """Reads one tick's ledger record; the kit writes them."""
+class _ServiceClient:
+    """A boto3 client made on first use, so the endpoint variables are read once they are set."""
 
-    def __init__(self, table_name: str, client: Any | None = None) -> None:
-        self.table_name = table_name
+    service: ClassVar[str]
+
+    def __init__(self, client: Any | None = None) -> None:
         self._client = client
 
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = boto3.client("dynamodb")
+            self._client = boto3.client(self.service)  # type: ignore[call-overload]
         return self._client
+
+
+class DynamoTickLedger(_ServiceClient):
+    """Reads one tick's ledger record; the kit writes them."""
+
+    service = "dynamodb"
+
+    def __init__(self, table_name: str, client: Any | None = None) -> None:
+        super().__init__(client)
+        self.table_name = table_name
 
     def entry(self, job: str, scheduled_time: datetime) -> LedgerEntry | None:
         response = self.client.get_item(
@@ -70,15 +81,8 @@ class JobInvokeError(RuntimeError):
     """Lambda did not queue the tick; the caller gets a 5xx and may press again."""
 
 
-class LambdaJobInvoker:
-    def __init__(self, client: Any | None = None) -> None:
-        self._client = client
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = boto3.client("lambda")
-        return self._client
+class LambdaJobInvoker(_ServiceClient):
+    service = "lambda"
 
     def invoke_async(self, function_arn: str, payload: Mapping[str, str]) -> None:
         response = self.client.invoke(
