@@ -4,6 +4,7 @@ environment, against moto's server (Secrets Manager, DynamoDB from template.yaml
 from __future__ import annotations
 
 import copy
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -322,3 +323,29 @@ def test_each_sample_event_gets_its_answer(api: TriggerApi, sample: str, expecte
 
     assert status == expected
     assert len(api.invocations) == (1 if expected == 202 else 0)
+
+
+# ---------------------------------------------------------------------------------------------- logs
+def test_no_secret_reaches_the_logs(api: TriggerApi) -> None:
+    # Given a rotation, so both values are in play, and the function's log stream captured
+    from job_trigger.handler import logger
+
+    api.store_secret({"current": "rotated-value-2", "previous": LOCAL_SECRET_VALUE})
+    stream = io.StringIO()
+    previous_stream = logger.registered_handler.setStream(stream)
+
+    # When callers press with the current, the previous and a near-miss value
+    try:
+        with at(NOW):
+            api.press(secret="rotated-value-2")
+            api.press(secret=LOCAL_SECRET_VALUE)
+            api.press(secret="rotated-value-3")
+    finally:
+        logger.registered_handler.setStream(previous_stream)
+    logs = stream.getvalue()
+
+    # Then the function logged each answer, and no value of the secret
+    assert logs.count('"trigger answered"') == 2
+    assert logs.count('"trigger refused: no valid secret"') == 1
+    for value in ("rotated-value-2", LOCAL_SECRET_VALUE, "rotated-value-3"):
+        assert value not in logs
