@@ -110,13 +110,15 @@ def _render(event: Mapping[str, Any]) -> str:
 
 
 def expected_files(template: Template, events_dir: Path) -> dict[Path, dict[str, Any]]:
-    """Every sample file `clockless events` owns, with its content: `<dir>/<function folder>/<kind>.json`."""
-    files: dict[Path, dict[str, Any]] = {}
+    """Every sample file `clockless events` owns, with its content: `<dir>/<function folder>/<kind>.json`,
+    or `<Function>.<Event>.<kind>.json` where one folder serves several schedules."""
+    by_folder: dict[Path, list[Schedule]] = {}
     for fn in template.scheduled_functions.values():
-        folder = events_dir / Path(fn.code_uri).name
-        several = len(fn.schedules) > 1
-        for schedule in fn.schedules:
-            prefix = f"{schedule.event_id.lower()}-" if several else ""
+        by_folder.setdefault(events_dir / Path(fn.code_uri).name, []).extend(fn.schedules)
+    files: dict[Path, dict[str, Any]] = {}
+    for folder, schedules in by_folder.items():
+        for schedule in schedules:
+            prefix = f"{schedule.function_id}.{schedule.event_id}." if len(schedules) > 1 else ""
             for kind, event in sample_events(schedule).items():
                 files[folder / f"{prefix}{kind}.json"] = event
     return files

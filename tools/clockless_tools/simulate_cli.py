@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from clockless_tools.events import check_events, write_events
+from clockless_tools.seed import SeedPlan
 from clockless_tools.simulate import (
     DEFAULT_LOG,
     JobReport,
@@ -60,6 +61,7 @@ def simulate(
         str | None,
         typer.Option(help="Run the simulation on this running DynamoDB (`clockless local up` + `local seed`)."),
     ] = None,
+    tenants: Annotated[int, typer.Option(min=1, help="Tenants in the demo data (40 programs, 60 sessions each).")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
 ) -> None:
@@ -78,6 +80,7 @@ def simulate(
             seed=seed,
             drops=tuple(parse_drop(text) for text in drop or []),
             endpoint=endpoint,
+            seed_plan=SeedPlan(tenants=tenants),
             log_path=DEFAULT_LOG,
         )
         request.validate()

@@ -1,0 +1,91 @@
+"""`clockless invoke`: the Docker-free twin of `sam local invoke`, against moto's server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from clockless_tools.cli import app
+from tests.conftest import EVENTS, PROJECT_ROOT
+from tests.integration.conftest import scan_all
+
+
+def table_contents(client: Any) -> dict[str, list[dict[str, Any]]]:
+    return {table: scan_all(client, table) for table in client.list_tables()["TableNames"]}
+
+
+def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(tables: Any, dynamodb_endpoint: str) -> None:
+    # Given the embedded DynamoDB with the template's tables
+    command = [sys.executable, "-m", "clockless_tools.cli", "invoke", "SessionCleanupFunction"]
+    command += ["-e", str(EVENTS / "session_cleanup" / "tick.json"), "--endpoint", dynamodb_endpoint]
+
+    # When the sample tick is invoked twice, in a fresh process each time, as a user would
+    first = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60)
+    again = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60)
+
+    # Then stdout is the handler's response alone, and the logs went to stderr
+    assert first.returncode == 0, first.stderr
+    response = json.loads(first.stdout)
+    assert response["outcome"] == "executed"
+    assert response["scheduled_time"] == "2026-11-29T09:00:00Z"
+    assert "tick executed" in first.stderr
+    assert json.loads(again.stdout)["outcome"] == "duplicate"
+    ledger = scan_all(tables, "LedgerTable")
+    assert [(item["job"]["S"], item["status"]["S"]) for item in ledger] == [("session-cleanup", "succeeded")]
+
+
+def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(tables: Any, dynamodb_endpoint: str) -> None:
+    before = table_contents(tables)
+
+    event = EVENTS / "window_generation" / "malformed.json"
+
+    result = CliRunner().invoke(
+        app, ["invoke", "WindowGenerationFunction", "-e", str(event), "--endpoint", dynamodb_endpoint]
+    )
+
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)
+    assert error["errorType"] == "MalformedTickError"
+    assert "scheduled_time" in error["errorMessage"]
+    assert table_contents(tables) == before
+
+
+def _invalid_json(tmp_path: Path) -> Path:
+    path = tmp_path / "a-deliberately-long-folder-name-so-the-message-is-wider-than-a-terminal" / "broken.json"
+    path.parent.mkdir()
+    path.write_text('{"job": "session-cleanup",', encoding="utf-8")
+    return path
+
+
+BAD_INPUTS = {
+    "unknown-function": ("NoSuchFunction", lambda _tmp: EVENTS / "session_cleanup" / "tick.json"),
+    "missing-file": ("SessionCleanupFunction", lambda tmp: tmp / "missing.json"),
+    "invalid-json": ("SessionCleanupFunction", _invalid_json),
+}
+PROBLEMS = {
+    "unknown-function": "unknown function 'NoSuchFunction'",
+    "missing-file": "cannot read event file",
+    "invalid-json": "is not valid JSON",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_gets_one_line_exit_code_2_and_changes_nothing(
+    tables: Any, dynamodb_endpoint: str, tmp_path: Path, case: str
+) -> None:
+    function, event = BAD_INPUTS[case]
+    before = table_contents(tables)
+
+    result = CliRunner().invoke(app, ["invoke", function, "-e", str(event(tmp_path)), "--endpoint", dynamodb_endpoint])
+
+    assert result.exit_code == 2
+    assert PROBLEMS[case] in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stdout == ""
+    assert table_contents(tables) == before

@@ -1,0 +1,172 @@
+"""`clockless simulate` end to end: both replays on moto's server, each in its own process."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from clockless_tools.cli import app
+from clockless_tools.seed import SeedPlan, seed_demo_tables
+from clockless_tools.template import Template
+from tests.conftest import PROJECT_ROOT
+from tests.integration.conftest import scan_all
+
+FROM, TO = "2026-11-27T00:00:00Z", "2026-11-29T00:00:00Z"
+DROPPED = "session-cleanup@2026-11-28T03:00:00Z"
+BROKEN_JOBS = PROJECT_ROOT / "tests" / "fixtures" / "broken_jobs" / "template.yaml"
+
+
+def simulate(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(app, ["simulate", "--json", *args])
+    assert result.stdout.strip(), f"no report (exit {result.exit_code}): {result.stderr}"
+    return result.exit_code, json.loads(result.stdout)
+
+
+def without_timing(report: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in report.items() if key != "seconds"}
+
+
+@pytest.fixture(scope="module")
+def two_days() -> tuple[int, dict[str, Any]]:
+    """Both jobs of template.yaml over 48 h, one tick dropped on request."""
+    return simulate("--from", FROM, "--to", TO, "--seed", "11", "--drop", DROPPED)
+
+
+@pytest.fixture(scope="module")
+def broken_jobs() -> tuple[int, dict[str, Any]]:
+    """The fixture template: a counter job without the kit and a job that always fails."""
+    return simulate("--template", str(BROKEN_JOBS), "--from", FROM, "--to", "2026-11-27T12:00:00Z")
+
+
+def jobs(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {job["job"]: job for job in report["jobs"]}
+
+
+def test_every_tick_of_two_days_takes_effect_exactly_once_despite_extra_deliveries(
+    two_days: tuple[int, dict[str, Any]],
+) -> None:
+    code, report = two_days
+
+    assert code == 0
+    assert report["ok"] is True
+    assert report["compared_tables"] == ["ProgramsTable", "SessionsTable", "WindowsTable"]
+    by_job = jobs(report)
+    assert by_job["window-generation"]["ticks_expected"] == 2
+    assert by_job["session-cleanup"]["ticks_expected"] == 48
+    for job in by_job.values():
+        delivered = job["ticks_expected"] - len(job["ticks_dropped"])
+        assert job["ticks_missed"] == []
+        assert job["differences"] == []
+        # The kit ran each delivered tick exactly once, however often it arrived.
+        assert job["executions"] == delivered
+        # Every kind of delivery happened to every job.
+        assert all(count > 0 for count in job["deliveries_by_kind"].values()), job["deliveries_by_kind"]
+        assert job["failures_injected"] > 0
+        assert job["effects"] == job["reference_effects"]
+    assert by_job["window-generation"]["effects"]["WindowsTable"]["created"] > 0
+    assert by_job["session-cleanup"]["effects"]["SessionsTable"]["deleted"] > 0
+
+
+def test_the_report_numbers_reconcile(two_days: tuple[int, dict[str, Any]]) -> None:
+    _, report = two_days
+
+    for job in report["jobs"]:
+        assert job["deliveries"] == job["executions"] + job["duplicates_suppressed"] + job["failures"]
+        assert job["deliveries"] == sum(job["deliveries_by_kind"].values())
+        assert job["deliveries_by_kind"]["tick"] == job["ticks_expected"] - len(job["ticks_dropped"])
+        assert job["failures_injected"] <= job["failures"]
+        assert job["failures_retried"] == job["failures"]  # all within the schedules' retry policies
+
+
+def test_a_dropped_tick_is_reported_and_does_not_fail_the_run(two_days: tuple[int, dict[str, Any]]) -> None:
+    code, report = two_days
+
+    cleanup = jobs(report)["session-cleanup"]
+    assert code == 0
+    assert cleanup["ticks_dropped"] == ["2026-11-28T03:00:00Z"]
+    assert cleanup["ticks_missed"] == []
+
+
+def test_the_same_seed_gives_the_same_report() -> None:
+    # Twelve hours with both jobs' ticks in them and one tenant keep this quick.
+    window = ("--from", "2026-11-27T06:00:00Z", "--to", "2026-11-27T18:00:00Z", "--seed", "5", "--tenants", "1")
+
+    _, first = simulate(*window)
+    _, second = simulate(*window)
+
+    assert without_timing(second) == without_timing(first)
+    assert sum(job["failures_injected"] for job in first["jobs"]) > 0
+    assert sum(job["deliveries_by_kind"]["concurrent"] for job in first["jobs"]) > 0
+
+
+def test_a_job_whose_write_is_not_idempotent_fails_the_run_naming_the_items(
+    broken_jobs: tuple[int, dict[str, Any]],
+) -> None:
+    code, report = broken_jobs
+
+    counter = jobs(report)["counter"]
+    assert code == 1
+    assert report["ok"] is False
+    assert counter["exactly_once"] is False
+    assert counter["ticks_missed"] == []
+    assert counter["differences"], "duplicated deliveries must show as differing items"
+    for difference in counter["differences"]:
+        assert difference["table"] == "CountersTable"
+        assert difference["kind"] == "changed"
+        assert set(difference["key"]) == {"job", "scheduled_time"}
+        simulated, once = difference["attributes"]["deliveries"]
+        assert int(simulated) > int(once) == 1
+
+
+def test_a_job_that_always_fails_misses_every_tick(broken_jobs: tuple[int, dict[str, Any]]) -> None:
+    code, report = broken_jobs
+
+    failing = jobs(report)["failing"]
+    assert code == 1
+    assert failing["ticks_missed"] == ["failing@2026-11-27T00:00:00Z", "failing@2026-11-27T06:00:00Z"]
+    assert failing["executions"] == 0
+    assert failing["failures"] == failing["deliveries"]
+    assert all("unreachable" in failure for failure in failing["reference_failures"])
+
+
+def test_the_simulation_can_run_on_a_running_dynamodb_whose_tables_stay_for_inspection(
+    template: Template, tables: Any, dynamodb_endpoint: str
+) -> None:
+    # Given the embedded DynamoDB of `local up`, seeded like `local seed` does
+    seed_demo_tables(template, SeedPlan(tenants=1), business_date=date(2026, 11, 28), now=datetime.fromisoformat(TO))
+
+    # When the simulation runs there, with one tick dropped
+    code, report = simulate(
+        "--endpoint", dynamodb_endpoint, "--from", "2026-11-28T00:00:00Z", "--to", "2026-11-28T06:00:00Z",
+        "--drop", "session-cleanup@2026-11-28T02:00:00Z",
+    )  # fmt: skip
+
+    # Then it passes, and the run ledger in that DynamoDB shows each delivered tick, not the dropped one
+    assert code == 0, report
+    assert report["endpoint"] == dynamodb_endpoint
+    ledger = {
+        (item["job"]["S"], item["scheduled_time"]["S"]): item["status"]["S"] for item in scan_all(tables, "LedgerTable")
+    }
+    hours = [f"2026-11-28T{hour:02d}:00:00Z" for hour in (0, 1, 3, 4, 5)]
+    assert ledger == {("session-cleanup", hour): "succeeded" for hour in hours}
+
+
+def test_bad_input_is_one_line_and_exit_code_2() -> None:
+    cases = {
+        ("--drop", "nightly@2026-11-27T14:00:00Z"): "unknown job",
+        ("--drop", "window-generation@2026-11-27T15:00:00Z"): "not a tick of window-generation",
+        ("--drop", "window-generation"): "must be JOB@UTC_TIME",
+        ("--to", "2026-11-27T00:00:00"): "names no time zone",
+        ("--from", "yesterday"): "not an ISO-8601 time",
+        ("--from", TO, "--to", FROM): "is not before",
+    }
+    for args, problem in cases.items():
+        result = CliRunner().invoke(app, ["simulate", "--from", FROM, "--to", TO, *args])
+
+        assert result.exit_code == 2, args
+        assert problem in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
