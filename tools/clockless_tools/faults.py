@@ -15,7 +15,7 @@ import threading
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from botocore.endpoint import Endpoint
+from clockless_tools.requests import after_each_response
 
 
 class InjectedFault(RuntimeError):
@@ -77,15 +77,5 @@ class FaultInjector:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[FaultInjector]:
-        original = getattr(Endpoint, "_send")  # noqa: B009 - private on purpose: the one place every request passes
-
-        def send_then_maybe_fail(endpoint: Endpoint, request: Any) -> Any:
-            response = original(endpoint, request)
-            self._after_response(request)
-            return response
-
-        setattr(Endpoint, "_send", send_then_maybe_fail)  # noqa: B010
-        try:
+        with after_each_response(self._after_response):
             yield self
-        finally:
-            setattr(Endpoint, "_send", original)  # noqa: B010

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.endpoint import Endpoint
@@ -49,5 +49,24 @@ def count_requests() -> Iterator[RequestCounter]:
     setattr(Endpoint, "_send", counting_send)  # noqa: B010
     try:
         yield counter
+    finally:
+        setattr(Endpoint, "_send", original)  # noqa: B010
+
+
+@contextlib.contextmanager
+def after_each_response(hook: Callable[[Any], None]) -> Iterator[None]:
+    """Call `hook(request)` once each request (boto3's or PynamoDB's) has been answered, on the
+    thread that sent it. An exception the hook raises is the caller's, as if the call had failed
+    after the service did its part."""
+    original = getattr(Endpoint, "_send")  # noqa: B009 - private on purpose: the one place every request passes
+
+    def send_then_hook(self: Endpoint, request: Any) -> Any:
+        response = original(self, request)
+        hook(request)
+        return response
+
+    setattr(Endpoint, "_send", send_then_hook)  # noqa: B010
+    try:
+        yield
     finally:
         setattr(Endpoint, "_send", original)  # noqa: B010
