@@ -163,6 +163,8 @@ def test_bad_input_is_one_line_and_exit_code_2() -> None:
         ("--to", "2026-11-27T00:00:00"): "names no time zone",
         ("--from", "yesterday"): "not an ISO-8601 time",
         ("--from", TO, "--to", FROM): "is not before",
+        ("--endpoint", "http://127.0.0.1:9"): "nothing answers",
+        ("--endpoint", "localhost:8765"): "is not an http(s) URL",
     }
     for args, problem in cases.items():
         result = CliRunner().invoke(app, ["simulate", "--from", FROM, "--to", TO, *args])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from clockless import OUTCOME_EXECUTED, format_scheduled_time
 from clockless_tools.delivery import (
@@ -76,6 +78,21 @@ def parse_drop(text: str) -> tuple[str, datetime]:
     if not separator or not job.strip():
         raise SimulationInputError(f"--drop {text!r} must be JOB@UTC_TIME, e.g. session-cleanup@2026-11-28T03:00:00Z")
     return job.strip(), parse_utc(moment, option=f"--drop {job.strip()}@")
+
+
+def check_endpoint(url: str) -> str:
+    """`--endpoint` must be an http(s) URL something listens on; checked before anything runs."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SimulationInputError(f"--endpoint {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8765")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=2).close()
+    except OSError as error:
+        raise SimulationInputError(
+            f"--endpoint {url}: nothing answers ({error.strerror or error}); start it with `clockless local up`"
+        ) from None
+    return url.rstrip("/")
 
 
 def bookkeeping_tables(template: Template) -> set[str]:

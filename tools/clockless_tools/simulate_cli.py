@@ -24,6 +24,7 @@ from clockless_tools.simulate import (
     SimulationInputError,
     SimulationReport,
     SimulationRequest,
+    check_endpoint,
     last_whole_hour,
     load_template_for_simulation,
     parse_drop,
@@ -79,7 +80,7 @@ def simulate(
             end=until,
             seed=seed,
             drops=tuple(parse_drop(text) for text in drop or []),
-            endpoint=endpoint,
+            endpoint=check_endpoint(endpoint) if endpoint else None,
             seed_plan=SeedPlan(tenants=tenants),
             log_path=DEFAULT_LOG,
         )
