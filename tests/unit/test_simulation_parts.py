@@ -4,7 +4,7 @@ and how the template tells bookkeeping tables from the jobs' own."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -132,10 +132,11 @@ def test_effects_count_created_updated_and_deleted_items() -> None:
 @dataclass
 class _Request:
     body: bytes
+    headers: dict[str, bytes] = field(default_factory=dict)
 
 
-def _request(payload: object) -> _Request:
-    return _Request(json.dumps(payload).encode())
+def _request(payload: object, operation: str = "Query") -> _Request:
+    return _Request(json.dumps(payload).encode(), {"X-Amz-Target": f"DynamoDB_20120810.{operation}".encode()})
 
 
 def test_the_tables_a_request_names_are_found_in_every_operation_shape() -> None:
@@ -151,11 +152,13 @@ def test_an_armed_fault_fires_after_the_nth_domain_response_only() -> None:
     faults = FaultInjector(spared_tables={"IdempotencyTable"})
     faults.arm(2)
 
-    faults._after_response(_request({"TableName": "IdempotencyTable"}))  # bookkeeping: not counted
-    faults._after_response(_request({"TableName": "Sessions"}))
-    with pytest.raises(InjectedFault, match="Sessions"):
+    faults._after_response(_request({"TableName": "IdempotencyTable"}, "PutItem"))  # bookkeeping: not counted
+    faults._after_response(_request({"TableName": "Sessions"}, "DeleteItem"))
+    with pytest.raises(InjectedFault, match="Sessions") as fired:
         faults._after_response(_request({"TableName": "Sessions"}))
     faults._after_response(_request({"TableName": "Sessions"}))  # fires once
+
+    assert fired.value.writes_done == 1  # the delete had taken effect: a partial run
 
     assert faults.disarm() is True
     assert faults.disarm() is False

@@ -178,6 +178,8 @@ class DeliveryRecord:
     outcome: str
     error: str | None = None
     injected: bool = False
+    # for an injected failure: domain writes that had taken effect before it (a partial run)
+    writes_done: int = 0
     retried: bool = False
 
     @property
@@ -282,8 +284,8 @@ class DeliveryEngine:
             futures = [pool.submit(self._deliver_one, plan.function_id, event, fault) for _, event, fault in deliveries]
             outcomes = [future.result() for future in futures]
         records = []
-        for (kind, event, _), (outcome, error, injected) in zip(deliveries, outcomes, strict=True):
-            retried = outcome == OUTCOME_FAILED and self._retry(current)
+        for (kind, event, _), result in zip(deliveries, outcomes, strict=True):
+            retried = result.outcome == OUTCOME_FAILED and self._retry(current)
             records.append(
                 DeliveryRecord(
                     job=plan.job,
@@ -293,9 +295,10 @@ class DeliveryEngine:
                     kind=kind,
                     attempt=current.attempt,
                     execution_id=str(event.get("execution_id", "")),
-                    outcome=outcome,
-                    error=error,
-                    injected=injected,
+                    outcome=result.outcome,
+                    error=result.error,
+                    injected=result.injected,
+                    writes_done=result.writes,
                     retried=retried,
                 )
             )
@@ -318,17 +321,27 @@ class DeliveryEngine:
         )
         return True
 
-    def _deliver_one(self, function_id: str, event: dict[str, Any], fault: int | None) -> tuple[str, str | None, bool]:
+    def _deliver_one(self, function_id: str, event: dict[str, Any], fault: int | None) -> _Outcome:
         if fault is not None:
             self.faults.arm(fault)
         try:
             result = self.runtime.call(function_id, event)
-        except Exception as error:  # the delivery failed; the scheduler sees an error and retries
-            return OUTCOME_FAILED, f"{type(error).__name__}: {error}", isinstance(error, InjectedFault)
+        except InjectedFault as error:  # the delivery failed; the scheduler sees an error and retries
+            return _Outcome(OUTCOME_FAILED, f"{type(error).__name__}: {error}", injected=True, writes=error.writes_done)
+        except Exception as error:  # the job's own failure, treated the same way
+            return _Outcome(OUTCOME_FAILED, f"{type(error).__name__}: {error}")
         finally:
             self.faults.disarm()
         outcome = result.get("outcome") if isinstance(result, Mapping) else None
-        return (outcome if outcome in SUPPRESSED else OUTCOME_EXECUTED), None, False
+        return _Outcome(outcome if outcome in SUPPRESSED else OUTCOME_EXECUTED)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    outcome: str
+    error: str | None = None
+    injected: bool = False
+    writes: int = 0
 
 
 def delivered_once(plan: TickPlan, *, at: datetime, order: int) -> TickPlan:

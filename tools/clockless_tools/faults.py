@@ -13,13 +13,28 @@ import contextlib
 import json
 import threading
 from collections.abc import Collection, Iterator
-from typing import Any
+from typing import Any, Final
 
 from clockless_tools.requests import after_each_response
+
+WRITE_OPERATIONS: Final = frozenset(
+    {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "ExecuteTransaction"}
+)
 
 
 class InjectedFault(RuntimeError):
     """Raised by the simulator inside a delivery; never by the code under test."""
+
+    def __init__(self, message: str, *, writes_done: int) -> None:
+        super().__init__(message)
+        # Domain writes that had taken effect when the fault fired (the answered request included).
+        self.writes_done = writes_done
+
+
+def _operation(request: Any) -> str:
+    target = request.headers.get("X-Amz-Target", b"") if hasattr(request, "headers") else b""
+    target = target.decode() if isinstance(target, bytes) else str(target)
+    return target.rsplit(".", 1)[-1]
 
 
 def tables_in_request(request: Any) -> set[str]:
@@ -53,6 +68,7 @@ class FaultInjector:
         if after_requests < 1:
             raise ValueError("a fault fires after at least one request")
         self._local.remaining = after_requests
+        self._local.writes = 0
         self._local.fired = False
 
     def disarm(self) -> bool:
@@ -70,10 +86,17 @@ class FaultInjector:
         if tables and tables <= self.spared_tables:
             return
         self._local.remaining = remaining - 1
+        if _operation(request) in WRITE_OPERATIONS:
+            self._local.writes += 1
         if self._local.remaining == 0:
             self._local.remaining = None
             self._local.fired = True
-            raise InjectedFault(f"injected failure after a response from {', '.join(sorted(tables)) or 'DynamoDB'}")
+            writes = self._local.writes
+            raise InjectedFault(
+                f"injected failure after a response from {', '.join(sorted(tables)) or 'DynamoDB'} "
+                f"({writes} domain write(s) already done)",
+                writes_done=writes,
+            )
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[FaultInjector]:

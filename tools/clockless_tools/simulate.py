@@ -176,6 +176,7 @@ class JobReport:
     duplicates_suppressed: int = 0
     failures: int = 0
     failures_injected: int = 0
+    failures_after_writes: int = 0
     failures_retried: int = 0
     ticks_missed: list[str] = field(default_factory=list)
     effects: dict[str, TableEffects] = field(default_factory=dict)
@@ -213,6 +214,7 @@ class JobReport:
             "duplicates_suppressed": self.duplicates_suppressed,
             "failures": self.failures,
             "failures_injected": self.failures_injected,
+            "failures_after_writes": self.failures_after_writes,
             "failures_retried": self.failures_retried,
             "ticks_missed": self.ticks_missed,
             "effects": {table: asdict(effects) for table, effects in self.effects.items()},
@@ -464,6 +466,7 @@ def _count_deliveries(report: JobReport, records: Collection[DeliveryRecord]) ->
     report.duplicates_suppressed = sum(1 for r in records if r.outcome in SUPPRESSED)
     report.failures = sum(1 for r in records if r.outcome == OUTCOME_FAILED)
     report.failures_injected = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.injected)
+    report.failures_after_writes = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.writes_done > 0)
     report.failures_retried = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.retried)
 
 

@@ -167,6 +167,7 @@ def render_report(report: SimulationReport) -> None:
     row("executions", lambda j: str(j.executions))
     row("duplicates suppressed", lambda j: str(j.duplicates_suppressed))
     row("failures (injected)", lambda j: f"{j.failures} ({j.failures_injected})")
+    row("  after some writes", lambda j: str(j.failures_after_writes))
     row("  retried", lambda j: str(j.failures_retried))
     row("ticks missed", lambda j: str(len(j.ticks_missed)))
     row("effects in the tables", lambda j: _effects(j.effects))
