@@ -1,0 +1,189 @@
+"""`make bench` on tiny sizes, so its machinery cannot rot. Request counts and ratios of exact
+counts are asserted; wall-clock times never are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clockless_tools import bench
+from clockless_tools.bench import (
+    CLEANUP_JOB,
+    QUICK,
+    WINDOW_JOB,
+    BenchError,
+    BenchResults,
+    Harness,
+    moto_transactions_snapshot_touched_items,
+    run_bench,
+)
+from clockless_tools.bench_cli import figures_markdown
+from clockless_tools.template import Template
+
+JOBS = (WINDOW_JOB, CLEANUP_JOB)
+
+
+@pytest.fixture(scope="module")
+def results(template: Template, dynamodb_endpoint: str) -> BenchResults:
+    return run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint)
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_duplicate_delivery_costs_one_request_and_touches_no_domain_table(results: BenchResults, job: str) -> None:
+    requests = results.figure(f"overhead.{job}.duplicate.requests")
+    domain = results.figure(f"overhead.{job}.duplicate.domain_requests")
+
+    assert (requests.value, requests.met) == (1, True)
+    assert (domain.value, domain.met) == (0, True)
+    assert domain.baseline == 4  # without the kit, a redelivery queries the four due-index shards again
+    assert results.details["overhead"][job]["operations"]["kit_duplicate"] == {"PutItem": 1}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_first_delivery_pays_claim_last_success_started_and_one_completion_transaction(
+    results: BenchResults, job: str
+) -> None:
+    figure = results.figure(f"overhead.{job}.first_delivery.requests")
+
+    assert figure.value - (figure.baseline or 0) == 4
+    assert figure.met is True
+    assert results.details["overhead"][job]["operations"]["kit_added"] == {
+        "PutItem": 1,
+        "Query": 1,
+        "TransactWriteItems": 1,
+        "UpdateItem": 1,
+    }
+    # The ledger's last-success query is the only read the kit adds: half a unit, eventually consistent.
+    reads = results.figure(f"overhead.{job}.first_delivery.read_units")
+    assert reads.value - (reads.baseline or 0) == 0.5
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_requests_and_read_units_per_tick_do_not_grow_with_the_table(results: BenchResults, job: str) -> None:
+    for metric in ("requests", "read_units"):
+        figure = results.figure(f"scale.{job}.{metric}_per_tick")
+        assert figure.ratio == 1.0
+        assert figure.met is True
+    sizes = results.details["scale"][job]["sizes"]
+    assert [row["table_items"] for row in sizes] == list(QUICK.scale_table_items)
+
+
+def test_moto_reports_a_constant_consumed_capacity_so_read_units_are_computed(results: BenchResults) -> None:
+    probe = results.details["scale"]["moto_consumed_capacity"]
+
+    assert probe["all_items"]["bytes"] > probe["one_item"]["bytes"]
+    assert probe["size_based"] is False
+
+
+def test_the_built_job_and_the_naive_loop_create_the_same_windows(results: BenchResults) -> None:
+    details = results.details["throughput"]
+    per_window = results.figure(f"throughput.{WINDOW_JOB}.requests_per_window")
+
+    assert details["windows"] == QUICK.throughput_programs
+    assert details["built"]["operations"]["TransactWriteItems"] == details["windows"] + 1  # + the completion
+    assert details["naive"]["operations"]["PutItem"] == details["windows"]
+    assert per_window.value < (per_window.baseline or 0)
+
+
+def test_every_handler_is_timed_against_import_boto3(results: BenchResults, template: Template) -> None:
+    for logical_id in template.functions:
+        figure = results.figure(f"cold_start.source.{logical_id}.import_ms")
+        assert figure.value > 0
+        assert figure.baseline is not None
+        assert figure.baseline > 0
+    shares = results.details["cold_start"]["setups"]["source"]
+    assert any(key.startswith("importtime_share_percent_") for key in shares)
+
+
+def test_results_are_written_under_stable_keys_and_shown_as_markdown(
+    results: BenchResults, template: Template, tmp_path: Path
+) -> None:
+    path = tmp_path / "results.json"
+    results.write(path)
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+
+    expected = {
+        f"overhead.{job}.{case}"
+        for job in JOBS
+        for case in (
+            "first_delivery.requests",
+            "first_delivery.read_units",
+            "first_delivery.median_ms",
+            "duplicate.requests",
+            "duplicate.domain_requests",
+            "duplicate.median_ms",
+        )
+    }
+    expected |= {f"scale.{job}.{metric}_per_tick" for job in JOBS for metric in ("requests", "read_units", "wall_ms")}
+    expected |= {f"throughput.{WINDOW_JOB}.windows_per_second", f"throughput.{WINDOW_JOB}.requests_per_window"}
+    expected |= {f"cold_start.source.{logical_id}.import_ms" for logical_id in template.functions}
+    assert set(document["figures"]) == expected
+    assert document["details"]["artifacts"] == {"skipped": "not asked for"}
+    markdown = figures_markdown(document)
+    assert all(figure["label"] in markdown for figure in document["figures"].values())
+
+
+def test_in_process_seeding_that_drifts_from_the_repositories_is_refused(
+    template: Template, dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an in-process seed that writes sessions unlike the repository does (no empty-index shard)
+    harness = Harness(template, dynamodb_endpoint)
+    monkeypatch.setattr(bench, "empty_session_item", lambda session: bench.session_in_use_item(session, 0))
+
+    # Then the bench refuses to measure anything on such data
+    with pytest.raises(BenchError, match="in-process seeding writes different items"):
+        harness.check_in_process_items_match_the_repositories()
+    harness.reset_tables()
+
+
+def _transact(client: Any, items: list[dict[str, Any]]) -> str:
+    try:
+        client.transact_write_items(TransactItems=items)
+    except client.exceptions.TransactionCanceledException:
+        return "cancelled"
+    return "committed"
+
+
+@pytest.mark.parametrize("patched", [False, True])
+def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the_bench_patch(
+    tables: Any, patched: bool
+) -> None:
+    # Given programs, and a transaction that creates a window, moves a program, then fails a check
+    key, other = ({"tenant_id": {"S": "t"}, "program_id": {"S": name}} for name in ("p", "q"))
+    for program in (key, other):
+        tables.put_item(TableName="ProgramsTable", Item={**program, "current_window_end": {"S": "2026-01-01"}})
+    window = {"program_key": {"S": "t#p"}, "start_date": {"S": "2026-01-01"}}
+    transaction = [
+        {"Put": {"TableName": "WindowsTable", "Item": window}},
+        {
+            "Update": {
+                "TableName": "ProgramsTable",
+                "Key": key,
+                "UpdateExpression": "SET current_window_end = :end",
+                "ExpressionAttributeValues": {":end": {"S": "2026-01-08"}},
+            }
+        },
+        {
+            "ConditionCheck": {
+                "TableName": "ProgramsTable",
+                "Key": other,
+                "ConditionExpression": "attribute_not_exists(tenant_id)",
+            }
+        },
+    ]
+
+    # When it runs
+    if patched:
+        with moto_transactions_snapshot_touched_items():
+            outcome = _transact(tables, transaction)
+    else:
+        outcome = _transact(tables, transaction)
+
+    # Then nothing of it remains
+    assert outcome == "cancelled"
+    assert "Item" not in tables.get_item(TableName="WindowsTable", Key=window)
+    program = tables.get_item(TableName="ProgramsTable", Key=key)["Item"]
+    assert program["current_window_end"] == {"S": "2026-01-01"}
