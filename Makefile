@@ -92,6 +92,9 @@ build: $(SAM_STAMP) ## sam validate --lint and sam build
 deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
 	$(SAM) deploy
 
+bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (a few minutes): bench/results.json
+	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json
+
 clean: ## Remove the venvs, build output and local state
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from clockless_tools import arch_cli, ops_cli, simulate_cli
+from clockless_tools import arch_cli, bench_cli, ops_cli, simulate_cli
 from clockless_tools.schedules_cli import app as schedules_app
 from clockless_tools.template import DEFAULT_TEMPLATE, Template, TemplateError
 
@@ -22,6 +22,7 @@ app.add_typer(schedules_app, name="schedules", help="UTC schedules checked again
 ops_cli.register(app)
 arch_cli.register(app)
 simulate_cli.register(app)
+bench_cli.register(app)
 
 stdout = Console()
 stderr = Console(stderr=True)

@@ -58,11 +58,20 @@ def after_each_response(hook: Callable[[Any], None]) -> Iterator[None]:
     """Call `hook(request)` once each request (boto3's or PynamoDB's) has been answered, on the
     thread that sent it. An exception the hook raises is the caller's, as if the call had failed
     after the service did its part."""
+    with after_each_exchange(lambda request, _response: hook(request)):
+        yield
+
+
+@contextlib.contextmanager
+def after_each_exchange(hook: Callable[[Any, Any], None]) -> Iterator[None]:
+    """Call `hook(request, response)` once each request has been answered, with botocore's raw
+    response (status code, headers, body as the service sent it), on the thread that sent it.
+    `make bench` reads what each DynamoDB response returned through it."""
     original = getattr(Endpoint, "_send")  # noqa: B009 - private on purpose: the one place every request passes
 
     def send_then_hook(self: Endpoint, request: Any) -> Any:
         response = original(self, request)
-        hook(request)
+        hook(request, response)
         return response
 
     setattr(Endpoint, "_send", send_then_hook)  # noqa: B010
