@@ -94,8 +94,9 @@ def test_every_handler_is_timed_against_import_boto3(results: BenchResults, temp
         assert figure.value > 0
         assert figure.baseline is not None
         assert figure.baseline > 0
-    shares = results.details["cold_start"]["setups"]["source"]
-    assert any(key.startswith("importtime_share_percent_") for key in shares)
+    shares = results.details["cold_start"]["setups"]["source"]["importtime_share_percent"]
+    assert set(shares) == set(template.functions)
+    assert all(sum(groups.values()) == pytest.approx(100, abs=0.5) for groups in shares.values())
 
 
 def test_results_are_written_under_stable_keys_and_shown_as_markdown(

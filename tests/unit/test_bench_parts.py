@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from clockless_tools import bench_build
 from clockless_tools.bench import Figure, Workload, attribute_size, item_size, read_units
 from clockless_tools.bench_build import distribution_bytes
 
@@ -99,3 +100,18 @@ def test_layer_bytes_are_counted_per_distribution_with_compiled_bytecode_and_own
 
     metadata = (info / "METADATA").stat().st_size + (info / "RECORD").stat().st_size
     assert sizes == {"some-lib": 100 + 40 + 30 + 7 + metadata, "kit (not installed by pip)": 11}
+
+
+def test_the_runtime_sdk_stand_in_copies_only_importable_files_into_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given jmespath, whose RECORD also lists a script three directories above site-packages
+    copied: list[Path] = []
+    monkeypatch.setattr(bench_build.shutil, "copy2", lambda _source, destination: copied.append(Path(destination)))
+    target = tmp_path / "a" / "b" / "sdk"
+
+    versions = bench_build.copy_runtime_sdk(target)
+
+    assert set(versions) == bench_build.RUNTIME_PROVIDED
+    assert target / "boto3" / "__init__.py" in copied
+    assert all(path.resolve().is_relative_to(target.resolve()) for path in copied)

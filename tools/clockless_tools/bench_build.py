@@ -190,13 +190,16 @@ def measure_cold_start(
                     met=handler_ms / baseline_ms <= COLD_START_RATIO_TARGET,
                 )
             )
-        first_id, first_module = next(iter(modules.items()))
         details["setups"][setup.name] = {
             "description": setup.description,
             "median_ms": rows,
-            f"importtime_share_percent_{first_id}": import_attribution(
-                first_module, setup.function_paths[first_id], isolated=setup.isolated, env=environments.get(first_id)
-            ),
+            # Where the time goes (python -X importtime, self time by owner, percent of the total).
+            "importtime_share_percent": {
+                logical_id: import_attribution(
+                    module, setup.function_paths[logical_id], isolated=setup.isolated, env=environments.get(logical_id)
+                )
+                for logical_id, module in modules.items()
+            },
         }
     return figures, details
 
@@ -256,6 +259,10 @@ def copy_runtime_sdk(target: Path) -> dict[str, str]:
         distribution = importlib.metadata.distribution(name)
         versions[name] = distribution.version
         for file in distribution.files or []:
+            # Only what is importable: a RECORD also lists scripts outside site-packages
+            # (jmespath's ../../../bin/jp.py), which must not land outside the target.
+            if file.parts[0] == ".." or file.is_absolute():
+                continue
             source = Path(str(distribution.locate_file(file)))
             if source.is_file():
                 destination = target / file

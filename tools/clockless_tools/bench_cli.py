@@ -87,15 +87,18 @@ def _number(value: float | None, unit: str) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{int(value):,}"
 
 
+def _quantity(value: float, unit: str) -> str:
+    number = _number(value, unit)
+    return f"{number} {unit.removesuffix('s') if number == '1' and unit == 'requests' else unit}"
+
+
 def _rows(document: dict[str, Any]) -> list[tuple[str, str, str, str, str, bool | None]]:
     rows = []
     for figure in document["figures"].values():
         unit = figure["unit"]
-        value = f"{_number(figure['value'], unit)} {unit}"
+        value = _quantity(figure["value"], unit)
         baseline = (
-            "-"
-            if figure["baseline"] is None
-            else f"{_number(figure['baseline'], unit)} {unit} ({figure['baseline_label']})"
+            "-" if figure["baseline"] is None else f"{_quantity(figure['baseline'], unit)} ({figure['baseline_label']})"
         )
         ratio = "-" if figure["ratio"] is None else f"{figure['ratio']:.2f}x"
         rows.append((figure["label"], value, baseline, ratio, figure["target"], figure["met"]))
