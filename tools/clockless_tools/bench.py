@@ -688,6 +688,37 @@ OVERHEAD_WORKLOADS: Final = {
 }
 
 
+_OVERHEAD_METRICS: Final = {
+    "requests": ("DynamoDB requests", "requests"),
+    "read_units": ("read units", "RCU"),
+    "domain_requests": ("requests to domain tables", "requests"),
+    "median_ms": ("median wall time", "ms"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _OverheadCase:
+    job: str
+    key: str
+    label: str
+    baseline_label: str
+
+    def figure(
+        self, metric: str, value: float, baseline: float, *, target: str = "", met: bool | None = None
+    ) -> Figure:
+        what, unit = _OVERHEAD_METRICS[metric]
+        return Figure(
+            f"overhead.{self.job}.{self.key}.{metric}",
+            f"{self.job}: {self.label}, {what}",
+            unit,
+            value,
+            baseline,
+            self.baseline_label,
+            target=target,
+            met=met,
+        )
+
+
 def measure_overhead(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
     figures: list[Figure] = []
     details: dict[str, Any] = {}
@@ -722,62 +753,29 @@ def measure_overhead(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
         redelivery_ops = _same(job, "bare redelivery requests", [m.operations for m in redeliveries])
         bare, kit, duplicate, redelivery = bare_firsts[-1], kit_firsts[-1], duplicates[-1], redeliveries[-1]
         added = kit.requests - bare.requests
-        key = f"overhead.{job}"
+        first = _OverheadCase(job, "first_delivery", "first delivery", "same function without the kit")
+        again = _OverheadCase(job, "duplicate", "duplicate delivery", "function without the kit, delivered again")
         figures += [
-            Figure(
-                f"{key}.first_delivery.requests",
-                f"{job}: first delivery, DynamoDB requests",
+            first.figure(
                 "requests",
                 kit.requests,
                 bare.requests,
-                "same function without the kit",
                 target=f"≤ baseline + {KIT_ADDED_REQUESTS_TARGET}",
                 met=added <= KIT_ADDED_REQUESTS_TARGET,
             ),
-            Figure(
-                f"{key}.first_delivery.read_units",
-                f"{job}: first delivery, read units",
-                "RCU",
-                kit.read_units,
-                bare.read_units,
-                "same function without the kit",
+            first.figure("read_units", kit.read_units, bare.read_units),
+            first.figure("median_ms", _median_ms(kit_firsts), _median_ms(bare_firsts)),
+            again.figure(
+                "requests", duplicate.requests, redelivery.requests, target="= 1", met=duplicate.requests == 1
             ),
-            Figure(
-                f"{key}.first_delivery.median_ms",
-                f"{job}: first delivery, median wall time",
-                "ms",
-                _median_ms(kit_firsts),
-                _median_ms(bare_firsts),
-                "same function without the kit",
-            ),
-            Figure(
-                f"{key}.duplicate.requests",
-                f"{job}: duplicate delivery, DynamoDB requests",
-                "requests",
-                duplicate.requests,
-                redelivery.requests,
-                "function without the kit, delivered again",
-                target="= 1",
-                met=duplicate.requests == 1,
-            ),
-            Figure(
-                f"{key}.duplicate.domain_requests",
-                f"{job}: duplicate delivery, requests to domain tables",
-                "requests",
+            again.figure(
+                "domain_requests",
                 duplicate.domain_requests,
                 redelivery.domain_requests,
-                "function without the kit, delivered again",
                 target="= 0",
                 met=duplicate.domain_requests == 0,
             ),
-            Figure(
-                f"{key}.duplicate.median_ms",
-                f"{job}: duplicate delivery, median wall time",
-                "ms",
-                _median_ms(duplicates),
-                _median_ms(redeliveries),
-                "function without the kit, delivered again",
-            ),
+            again.figure("median_ms", _median_ms(duplicates), _median_ms(redeliveries)),
         ]
         details[job] = {
             "workload": _workload_dict(workload),
