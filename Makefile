@@ -96,5 +96,5 @@ bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (a few mi
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json
 
 clean: ## Remove the venvs, build output and local state
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
