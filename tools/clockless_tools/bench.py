@@ -549,6 +549,8 @@ class Harness:
         if in_process:
             backend = moto_dynamodb_backend()
             programs_table, sessions_table = self.window_settings.programs_table, self.cleanup_settings.sessions_table
+            if not {programs_table, sessions_table} <= set(backend.tables):
+                raise BenchError(f"{self.endpoint} is not moto's server in this process: cannot seed it in-process")
             for program in active:
                 backend.put_item(programs_table, _program_item(program, active=True).serialize())
             for program in ended:
