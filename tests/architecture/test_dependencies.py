@@ -46,3 +46,42 @@ def test_drift_is_reported(tmp_path: Path) -> None:
 
     assert "aws-lambda-powertools: layer 3.0.0, pyproject 3.37.0" in problems
     assert "pynamodb: layer pins no version" in problems
+
+
+def unpinned_dependencies(requirements: Path, runtime_provided: frozenset[str]) -> list[str]:
+    """Dependencies of the layer's packages that neither requirements.txt nor the runtime provides.
+
+    The layer is installed with --no-deps (layers/clockless/Makefile), so anything missing here
+    would be missing in Lambda, not in the tests.
+    """
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    listed = {canonicalize_name(name) for name in layer_pins(requirements)}
+    missing = []
+    for name in sorted(listed):
+        for spec in importlib.metadata.requires(name) or []:
+            requirement = Requirement(spec)
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            dependency = canonicalize_name(requirement.name)
+            if dependency not in listed and dependency not in runtime_provided:
+                missing.append(f"{dependency} (needed by {name})")
+    return missing
+
+
+def test_the_layer_pins_its_whole_closure_except_the_runtime_sdk() -> None:
+    from clockless_tools.bench_build import RUNTIME_PROVIDED
+
+    assert unpinned_dependencies(PROJECT_ROOT / "layers/clockless/requirements.txt", RUNTIME_PROVIDED) == []
+
+
+def test_a_dependency_left_out_of_the_layer_is_reported(tmp_path: Path) -> None:
+    from clockless_tools.bench_build import RUNTIME_PROVIDED
+
+    planted = tmp_path / "requirements.txt"
+    planted.write_text("aws-lambda-powertools==3.37.0\npynamodb==6.1.0\n", encoding="utf-8")
+
+    assert unpinned_dependencies(planted, RUNTIME_PROVIDED) == ["typing-extensions (needed by aws-lambda-powertools)"]
