@@ -204,3 +204,17 @@ def test_cli_status_backfill_and_run_now(target: LocalTarget, dynamodb_endpoint:
     assert "ran" in manual.output
     duplicate = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
     assert "was a duplicate" in duplicate.output
+
+
+def test_a_failing_tick_is_reported_in_one_line_and_recorded_as_failed(
+    target: LocalTarget, template: Template, tables: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(*_: Any, **__: Any) -> Any:
+        raise ConnectionError("sessions table unreachable")
+
+    monkeypatch.setattr(DynamoSessionStore, "find_empty_sessions", unavailable)
+
+    with pytest.raises(OperationError, match="SessionCleanupFunction failed: ConnectionError: sessions table"):
+        run_now(target, template, JOB, at=DAY)
+
+    assert _ledger(tables)["2026-11-29T00:00:00Z"]["status"]["S"] == "failed"

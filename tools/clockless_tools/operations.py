@@ -75,7 +75,10 @@ class LocalTarget:
         function = self.template.function_for_job(job)
         # The function's logs go to stderr, as `clockless invoke` does: stdout is the report's.
         with contextlib.redirect_stdout(sys.stderr):
-            result = self.runtime.invoke(function.logical_id, event)
+            try:
+                result = self.runtime.invoke(function.logical_id, event)
+            except Exception as error:  # the function's own failure, reported as Lambda reports it
+                raise OperationError(f"{function.logical_id} failed: {type(error).__name__}: {error}") from error
         return dict(result)
 
     def schedule_arn(self, job: str) -> str | None:
