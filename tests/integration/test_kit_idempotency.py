@@ -188,3 +188,27 @@ def test_importing_a_handler_touches_no_aws(monkeypatch: pytest.MonkeyPatch) -> 
 
     assert requests.total == 0
     assert job._store is None
+
+
+def test_the_last_success_is_read_only_by_a_job_that_asks_for_it(kit_env: Any) -> None:
+    from clockless_tools.requests import count_requests
+
+    asking, not_asking = ScheduledJob("kit-test"), ScheduledJob("kit-test-2")
+
+    @asking.handler
+    def reads_it(run: JobRun) -> dict[str, Any]:
+        return {"since": None if run.last_success is None else run.last_success.isoformat()}
+
+    @not_asking.handler
+    def ignores_it(run: JobRun) -> dict[str, Any]:
+        return {}
+
+    with count_requests() as asked:
+        read = reads_it(_event(), _context())
+    with count_requests() as not_asked:
+        ignored = ignores_it(_event(job="kit-test-2"), _context())
+
+    assert asked.of("Query") == 1
+    assert read["last_success"] is None
+    assert not_asked.of("Query") == 0
+    assert "last_success" not in ignored

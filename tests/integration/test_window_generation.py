@@ -175,11 +175,11 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(ready: Any, runti
     assert dict(requests.operations) == {"PutItem": 1}
 
 
-def test_first_delivery_costs_four_kit_requests_plus_the_job_own(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_first_delivery_costs_three_kit_requests_plus_the_job_own(ready: Any, runtime: LocalLambdaRuntime) -> None:
     with count_requests() as requests:
         runtime.call(FN, _delivery())
 
-    # kit: claim (PutItem), last success (Query), ledger started (UpdateItem),
-    #      completion + ledger succeeded (one TransactWriteItems)
+    # kit: claim (PutItem), ledger started (UpdateItem), completion + ledger succeeded (one
+    #      TransactWriteItems); no last-success Query, as this job never reads run.last_success
     # job: one Query per due-index shard, one TransactWriteItems per window
-    assert dict(requests.operations) == {"PutItem": 1, "Query": 1 + 4, "UpdateItem": 1, "TransactWriteItems": 1 + 3}
+    assert dict(requests.operations) == {"PutItem": 1, "Query": 4, "UpdateItem": 1, "TransactWriteItems": 1 + 3}

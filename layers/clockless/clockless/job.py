@@ -47,13 +47,35 @@ class LambdaContextLike(Protocol):
     def get_remaining_time_in_millis(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
 class JobRun:
     """What a job's logic is handed for one tick."""
 
-    tick: Tick
-    # The scheduled time of the last tick that succeeded, so range jobs can heal after a miss.
-    last_success: datetime | None = None
+    __slots__ = ("_last_success", "_load_last_success", "tick")
+
+    def __init__(
+        self,
+        tick: Tick,
+        *,
+        last_success: datetime | None = None,
+        load_last_success: Callable[[], datetime | None] | None = None,
+    ) -> None:
+        self.tick = tick
+        self._last_success = last_success
+        self._load_last_success = load_last_success
+
+    @property
+    def last_success(self) -> datetime | None:
+        """The scheduled time of the job's last succeeded tick before this one, so a job that works
+        on a time range can heal after a miss. Read from the ledger on first access: a job that
+        never asks pays no request for it."""
+        if self._load_last_success is not None:
+            self._last_success = self._load_last_success()
+            self._load_last_success = None
+        return self._last_success
+
+    @property
+    def last_success_known(self) -> bool:
+        return self._load_last_success is None
 
 
 JobFunction = Callable[[JobRun], Mapping[str, Any]]
@@ -181,11 +203,11 @@ class ScheduledJob:
 
     def _execute(self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction) -> dict[str, Any]:
         ledger = self.persistence_store().ledger
-        last_success = ledger.last_success_before(tick.job, tick.scheduled_time)
+        run = JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time))
         first_run = ledger.record_started(tick)
         started = time.monotonic()
         try:
-            summary = dict(fn(JobRun(tick=tick, last_success=last_success)))
+            summary = dict(fn(run))
         except Exception as error:
             try:
                 ledger.record_failed(tick, error, duration_ms=_elapsed_ms(started))
@@ -197,10 +219,12 @@ class ScheduledJob:
             **tick_identity,
             "outcome": OUTCOME_EXECUTED,
             "summary": summary,
-            "last_success": None if last_success is None else format_scheduled_time(last_success),
             "finished_at": iso_now(),
             "duration_ms": _elapsed_ms(started),
         }
+        if run.last_success_known:
+            last_success = run.last_success
+            result["last_success"] = None if last_success is None else format_scheduled_time(last_success)
         if not first_run:
             result["rerun"] = True
         self.logger.info("tick executed", extra={"summary": summary, "duration_ms": result["duration_ms"]})
