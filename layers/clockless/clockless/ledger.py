@@ -7,7 +7,6 @@ failed), attempts, trigger, timings and the job's summary. `clockless status` an
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -97,32 +96,47 @@ class RunLedger:
         items = response.get("Items") or []
         return parse_scheduled_time(items[0]["scheduled_time"]["S"]) if items else None
 
-    def record_started(self, tick: Tick) -> bool:
-        """Mark the tick started for this attempt. False if it had already succeeded (a re-run)."""
+    def _update_unless_succeeded(
+        self, tick: Tick, update: str, names: dict[str, str], values: dict[str, dict[str, str]]
+    ) -> bool:
+        """Apply `update` to the tick's entry unless it already says succeeded; False if it did.
+
+        A success is final: a re-run after the idempotency record expired, or a late failure of
+        a superseded attempt, must not overwrite it.
+        """
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key=self.key(tick.job, format_scheduled_time(tick.scheduled_time)),
-                UpdateExpression=(
-                    "SET #status = :started, attempt = :attempt, #trigger = :trigger, started_at = :now, "
-                    "execution_id = :execution_id, expires_at = :expires_at ADD attempts :one"
-                ),
+                UpdateExpression=update,
                 ConditionExpression="attribute_not_exists(#status) OR #status <> :succeeded",
-                ExpressionAttributeNames={"#status": "status", "#trigger": "trigger"},
+                ExpressionAttributeNames={"#status": "status", **names},
                 ExpressionAttributeValues={
-                    ":started": {"S": STATUS_STARTED},
                     ":succeeded": {"S": STATUS_SUCCEEDED},
-                    ":attempt": {"N": str(tick.attempt)},
-                    ":trigger": {"S": tick.trigger.value},
                     ":now": {"S": iso_now()},
-                    ":execution_id": {"S": tick.execution_id or "-"},
                     ":expires_at": self._expires_at(),
-                    ":one": {"N": "1"},
+                    **values,
                 },
             )
         except self.client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def record_started(self, tick: Tick) -> bool:
+        """Mark the tick started for this attempt. False if it had already succeeded (a re-run)."""
+        return self._update_unless_succeeded(
+            tick,
+            "SET #status = :started, attempt = :attempt, #trigger = :trigger, started_at = :now, "
+            "execution_id = :execution_id, expires_at = :expires_at ADD attempts :one",
+            {"#trigger": "trigger"},
+            {
+                ":started": {"S": STATUS_STARTED},
+                ":attempt": {"N": str(tick.attempt)},
+                ":trigger": {"S": tick.trigger.value},
+                ":execution_id": {"S": tick.execution_id or "-"},
+                ":one": {"N": "1"},
+            },
+        )
 
     def succeeded_update(self, result: Mapping[str, Any]) -> dict[str, Any]:
         """The ledger half of the completion transaction, built from the job's stored result."""
@@ -157,25 +171,17 @@ class RunLedger:
 
     def record_failed(self, tick: Tick, error: BaseException, *, duration_ms: int) -> None:
         """Mark the attempt failed, unless the tick already succeeded once."""
-        with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=self.key(tick.job, format_scheduled_time(tick.scheduled_time)),
-                UpdateExpression=(
-                    "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
-                    "expires_at = :expires_at"
-                ),
-                ConditionExpression="attribute_not_exists(#status) OR #status <> :succeeded",
-                ExpressionAttributeNames={"#status": "status", "#error": "error"},
-                ExpressionAttributeValues={
-                    ":failed": {"S": STATUS_FAILED},
-                    ":succeeded": {"S": STATUS_SUCCEEDED},
-                    ":now": {"S": iso_now()},
-                    ":duration": {"N": str(duration_ms)},
-                    ":error": {"S": f"{type(error).__name__}: {error}"[:1000]},
-                    ":expires_at": self._expires_at(),
-                },
-            )
+        self._update_unless_succeeded(
+            tick,
+            "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
+            "expires_at = :expires_at",
+            {"#error": "error"},
+            {
+                ":failed": {"S": STATUS_FAILED},
+                ":duration": {"N": str(duration_ms)},
+                ":error": {"S": f"{type(error).__name__}: {error}"[:1000]},
+            },
+        )
 
     def record_skipped(self, job: str, scheduled_time: datetime, *, reason: str) -> bool:
         """Record an operator's decision not to replay a missed tick. False if the tick has an entry."""
