@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
+from werkzeug.serving import BaseWSGIServer, make_server
 
 from clockless_tools.template import LocalNames, Template
 
@@ -102,33 +104,74 @@ def delete_tables(template: Template, endpoint: str, names: LocalNames = LocalNa
             client.delete_table(TableName=names.table_name(logical_id))
 
 
+class SerializedDynamoDB:
+    """WSGI middleware that lets one DynamoDB request through at a time.
+
+    moto evaluates a write's condition and then applies the write as separate steps, with no
+    lock, so two concurrent conditional writes to one item can both pass. DynamoDB never lets
+    them. Every exactly-once claim made here rests on conditional writes, so the embedded
+    DynamoDB serializes its requests (other services pass straight through).
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB_"):
+            return self.app(environ, start_response)
+        with self.lock:
+            # The body is produced inside the lock: the write is done when the lock is released.
+            return list(self.app(environ, start_response))
+
+
+def make_moto_server(host: str, port: int) -> BaseWSGIServer:
+    """moto's server app, as `moto.server` builds it, behind `SerializedDynamoDB`."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+
+    # One access-log line per request would bury the reports.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+    return make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+
+
 @dataclass
 class EmbeddedDynamoDB:
     """moto's server in this process, on a loopback port (0 picks a free one)."""
 
     port: int = 0
     host: str = "127.0.0.1"
-
-    def __post_init__(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        # One access-log line per request would bury the report.
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-
-        self._server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
-        self.endpoint = ""
+    endpoint: str = ""
 
     def start(self) -> EmbeddedDynamoDB:
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
+        self._server = make_moto_server(self.host, self.port)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-dynamodb", daemon=True)
+        self._thread.start()
+        self.endpoint = f"http://{self.host}:{self._server.server_port}"
         return self
 
     def stop(self) -> None:
-        self._server.stop()
+        self._server.shutdown()
+        self._thread.join()
+        self._server.server_close()
 
     def __enter__(self) -> EmbeddedDynamoDB:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m clockless_tools.local --port N`: the embedded DynamoDB as a process of its own."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    arguments = parser.parse_args(argv)
+    make_moto_server(arguments.host, arguments.port).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

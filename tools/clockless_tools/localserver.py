@@ -66,7 +66,7 @@ def start_server(template: Template, *, port: int) -> dict[str, Any]:
     STATE_FILE.parent.mkdir(exist_ok=True)
     log = (STATE_FILE.parent / "moto-server.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "clockless_tools.local", "--host", "127.0.0.1", "--port", str(port)],
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
