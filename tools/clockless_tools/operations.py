@@ -140,9 +140,9 @@ class StackTarget:
 
 
 def _ledger_logical_id(template: Template) -> str:
-    for logical_id, resource in template.resources_of_type("AWS::DynamoDB::Table").items():
-        if ((resource.get("Metadata") or {}).get("clockless") or {}).get("kind") == "ledger":
-            return logical_id
+    ledgers = template.tables_of_kind("ledger")
+    if ledgers:
+        return ledgers[0]
     raise TemplateError("template.yaml declares no table with Metadata clockless.kind: ledger")
 
 

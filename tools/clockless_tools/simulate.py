@@ -97,12 +97,7 @@ def check_endpoint(url: str) -> str:
 
 def bookkeeping_tables(template: Template) -> set[str]:
     """Logical ids of tables the kit keeps for itself (idempotency records, the run ledger)."""
-    tables = set()
-    for logical_id, resource in template.resources_of_type("AWS::DynamoDB::Table").items():
-        clockless = (resource.get("Metadata") or {}).get("clockless") or {}
-        if isinstance(clockless, Mapping) and clockless.get("kind") in BOOKKEEPING_KINDS:
-            tables.add(logical_id)
-    return tables
+    return set(template.tables_of_kind(*BOOKKEEPING_KINDS))
 
 
 def job_tables(template: Template, function_id: str) -> list[str]:

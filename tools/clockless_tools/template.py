@@ -239,6 +239,15 @@ class Template:
             for logical_id, resource in self.resources_of_type("AWS::DynamoDB::Table").items()
         }
 
+    def tables_of_kind(self, *kinds: str) -> list[str]:
+        """Logical ids of the tables whose `Metadata: clockless: kind` is one of `kinds`."""
+        found = []
+        for logical_id, resource in self.resources_of_type("AWS::DynamoDB::Table").items():
+            clockless = (resource.get("Metadata") or {}).get("clockless") or {}
+            if isinstance(clockless, Mapping) and clockless.get("kind") in kinds:
+                found.append(logical_id)
+        return found
+
     def layer_content_uri(self, layer_ref: Any) -> str | None:
         """The ContentUri of a layer referenced with !Ref to a layer in this template."""
         if isinstance(layer_ref, Mapping) and "Ref" in layer_ref:
