@@ -12,11 +12,13 @@ from clockless_tools.template import Template
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _planted(tmp_path: Path, old: str, new: str) -> Template:
+def _planted(tmp_path: Path, old: str, new: str, *, after: str = "") -> Template:
+    """A copy of template.yaml with the first `old` after the `after` marker replaced by `new`."""
     text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
-    assert old in text, f"the plant needs {old!r} in template.yaml"
+    start = text.index(after) if after else 0
+    assert old in text[start:], f"the plant needs {old!r} after {after!r} in template.yaml"
     broken = tmp_path / "template.yaml"
-    broken.write_text(text.replace(old, new, 1), encoding="utf-8")
+    broken.write_text(text[:start] + text[start:].replace(old, new, 1), encoding="utf-8")
     return Template.load(broken)
 
 
@@ -51,14 +53,11 @@ def test_planted_hourly_period_on_the_nightly_job_is_caught(tmp_path: Path) -> N
 
 
 def test_planted_missing_data_not_breaching_is_caught(tmp_path: Path) -> None:
-    text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
-    start = text.index("  SessionCleanupDeadManAlarm:")
-    end = text.index("TreatMissingData: breaching", start)
-    broken_text = text[:end] + "TreatMissingData: notBreaching" + text[end + len("TreatMissingData: breaching") :]
-    broken = tmp_path / "template.yaml"
-    broken.write_text(broken_text, encoding="utf-8")
+    broken = _planted(
+        tmp_path, "TreatMissingData: breaching", "TreatMissingData: notBreaching", after="  SessionCleanupDeadManAlarm:"
+    )
 
-    problems = dead_man_alarm_problems(Template.load(broken))
+    problems = dead_man_alarm_problems(broken)
 
     assert [(p.job, p.resource) for p in problems] == [("session-cleanup", "SessionCleanupDeadManAlarm")]
     assert "TreatMissingData" in problems[0].message
