@@ -165,35 +165,12 @@ def test_cli_status_backfill_and_run_now(target: LocalTarget, dynamodb_endpoint:
     assert status.exit_code == 1, status.output
     assert "2026-11-29T03:00:00Z" in status.output
 
-    filled = runner.invoke(
-        app,
-        [
-            "backfill",
-            JOB,
-            "--from",
-            "2026-11-29T00:00:00Z",
-            "--to",
-            "2026-11-29T12:00:00Z",
-            "--endpoint",
-            dynamodb_endpoint,
-        ],
-    )
+    backfill_the_morning = ["backfill", JOB, "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z"]
+    filled = runner.invoke(app, [*backfill_the_morning, "--endpoint", dynamodb_endpoint])
     assert filled.exit_code == 0, filled.output
     assert "2026-11-29T03:00:00Z  executed" in filled.output
 
-    again = runner.invoke(
-        app,
-        [
-            "backfill",
-            JOB,
-            "--from",
-            "2026-11-29T00:00:00Z",
-            "--to",
-            "2026-11-29T12:00:00Z",
-            "--endpoint",
-            dynamodb_endpoint,
-        ],
-    )
+    again = runner.invoke(app, [*backfill_the_morning, "--endpoint", dynamodb_endpoint])
     assert "nothing to do" in again.output
 
     bad = runner.invoke(app, ["backfill", JOB, "--from", "yesterday", "--to", "2026-11-29T12:00:00Z"])
