@@ -1,5 +1,6 @@
 # clockless: `make run` runs the jobs on the embedded local DynamoDB; `make test` passes the tests.
-# Both bootstrap what they need (a Python 3.13 venv with pinned dependencies) on a fresh machine.
+# Both bootstrap what they need on a fresh machine: uv (from PyPI, hash-checked, into .uv), then a
+# Python 3.13 venv synced from uv.lock, which pins the whole closure with hashes.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -7,38 +8,70 @@ SHELL := /bin/bash
 
 VENV      := .venv
 SAM_VENV  := .venv-sam
+UV_BOOT   := .uv
+UV        := $(UV_BOOT)/bin/uv
 PY        := $(VENV)/bin/python
 CLOCKLESS := $(VENV)/bin/clockless
 SAM       := $(SAM_VENV)/bin/sam
-SAM_CLI_VERSION := 1.170.0
 STAMP     := $(VENV)/.installed
-SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)
+SAM_STAMP := $(SAM_VENV)/.installed
 REGION    ?= us-east-1
-PYTEST    := $(PY) -m pytest -q -p no:cacheprovider
+# -n: one worker per core (pytest-xdist); each integration worker starts its own moto server.
+PYTEST    := $(PY) -m pytest -q -p no:cacheprovider -n $(or $(JOBS),auto)
+# What the python3.13 Lambda runtime ships (boto3 and its dependencies), left out of the layer;
+# the same set as clockless_tools.bench_build.RUNTIME_PROVIDED (test_dependencies.py checks).
+RUNTIME_SDK := boto3 botocore s3transfer jmespath python-dateutil six urllib3
 
 export SAM_CLI_TELEMETRY := 0
-# `sam build` needs python3.13 on PATH; the venv provides it.
+# uv never downloads an interpreter: it is handed the 3.13 that tools/find-python313 finds.
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+# Time zones from the pinned tzdata package (what the layer ships), never the system's database.
+export PYTHONTZPATH :=
+# `sam build` needs python3.13 (with pip, for the layer's Makefile) on PATH: the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup test unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
+.PHONY: help setup lock test unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
         build deploy bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-# The venv is made once; later changes to the pins re-sync it in place.
-$(STAMP): pyproject.toml layers/clockless/requirements.txt
-	@test -x $(PY) || { PY313="$$(tools/find-python313)" && echo "creating $(VENV) with $$PY313" && \
-	  "$$PY313" -m venv $(VENV); }
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# uv itself, from PyPI with its hashes checked, in a venv of its own (a few seconds).
+$(UV): tools/uv-requirements.txt
+	@PY313="$$(tools/find-python313)" && echo "bootstrapping uv into $(UV_BOOT) with $$PY313" && \
+	  "$$PY313" -m venv --clear $(UV_BOOT)
+	$(UV_BOOT)/bin/python -m pip install --disable-pip-version-check --no-deps --require-hashes --progress-bar on \
+	  -r tools/uv-requirements.txt
 	@touch $@
 
-$(SAM_STAMP): | $(STAMP)
-	@PY313="$$(tools/find-python313)"; "$$PY313" -m venv --clear $(SAM_VENV)
-	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_CLI_VERSION)
+# The venv holds exactly uv.lock (--locked: a pyproject.toml edited without `make lock` fails here).
+$(STAMP): pyproject.toml uv.lock $(UV)
+	@PY313="$$(tools/find-python313)" && echo "syncing $(VENV) with uv.lock on $$PY313" && \
+	  $(UV) sync --locked --extra dev --python "$$PY313" || \
+	  { echo "error: uv.lock does not match pyproject.toml: run make lock, then commit uv.lock" >&2; exit 1; }
 	@touch $@
 
-setup: $(STAMP) ## Create the venv (Python 3.13, pinned dependencies)
+$(SAM_STAMP): tools/sam-requirements.txt $(UV)
+	@PY313="$$(tools/find-python313)" && echo "installing SAM CLI into $(SAM_VENV) from tools/sam-requirements.txt" && \
+	  $(UV) venv --quiet --allow-existing --python "$$PY313" $(SAM_VENV)
+	$(UV) pip sync --python $(SAM_VENV)/bin/python --require-hashes tools/sam-requirements.txt
+	@touch $@
+
+# After editing a pin in pyproject.toml or tools/*.in: re-lock, and export what is locked from it.
+lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements from it (with hashes)
+	$(UV) lock --python "$$(tools/find-python313)"
+	{ echo "# Exported from uv.lock by \`make lock\`: the layer's whole runtime closure, pinned with hashes,"; \
+	  echo "# minus what the python3.13 Lambda runtime ships ($(RUNTIME_SDK))."; \
+	  echo "# Installed with --no-deps --require-hashes by this directory's Makefile. Do not edit by hand."; \
+	  $(UV) export --frozen --no-dev --no-emit-project --no-header --no-annotate --format requirements-txt \
+	    $(foreach p,$(RUNTIME_SDK),--no-emit-package $(p)); } > layers/clockless/requirements.txt
+	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.13 \
+	  tools/uv-requirements.in -o tools/uv-requirements.txt
+	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.13 \
+	  tools/sam-requirements.in -o tools/sam-requirements.txt
+
+setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
 test: unit integration arch lint ## Every suite: unit, integration, architecture, lint and types
 
@@ -96,5 +129,5 @@ bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (a few mi
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json
 
 clean: ## Remove the venvs, build output and local state
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp
+	rm -rf $(VENV) $(SAM_VENV) $(UV_BOOT) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
