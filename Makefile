@@ -17,7 +17,7 @@ STAMP     := $(VENV)/.installed
 SAM_STAMP := $(SAM_VENV)/.installed
 REGION    ?= us-east-1
 # -n: one worker per core (pytest-xdist); each integration worker starts its own moto server.
-PYTEST    := $(PY) -m pytest -q -p no:cacheprovider -n $(or $(JOBS),auto)
+PYTEST    := $(PY) -m pytest -q -p no:cacheprovider -n $(or $(JOBS),auto) --dist loadgroup
 # What the python3.13 Lambda runtime ships (boto3 and its dependencies), left out of the layer;
 # the same set as clockless_tools.bench_build.RUNTIME_PROVIDED (test_dependencies.py checks).
 RUNTIME_SDK := boto3 botocore s3transfer jmespath python-dateutil six urllib3
@@ -31,7 +31,7 @@ export PYTHONTZPATH :=
 # `sam build` needs python3.13 (with pip, for the layer's Makefile) on PATH: the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup lock test unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
+.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
         build deploy bench clean
 
 help: ## List the targets
@@ -73,7 +73,10 @@ lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements 
 
 setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
-test: unit integration arch lint ## Every suite: unit, integration, architecture, lint and types
+test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types
+
+suites: $(STAMP)
+	$(PYTEST) tests
 
 unit: $(STAMP) ## Unit tests (no sockets)
 	$(PYTEST) tests/unit
@@ -91,8 +94,7 @@ lint: $(STAMP) cfn-lint typecheck ## ruff, mypy, cfn-lint (with the serverless r
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-cfn-lint: $(STAMP)
-	$(VENV)/bin/cfn-lint template.yaml
+cfn-lint: $(STAMP)  # cfn-lint's own rules and, appended to them, the serverless rules: one run
 	$(VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
 
 run: $(STAMP) ## Simulate the last 48 h of every schedule on an embedded DynamoDB; effects checked

@@ -35,3 +35,20 @@ def template() -> Template:
 
 def load_event(relative: str) -> dict[str, Any]:
     return json.loads((EVENTS / relative).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`), the tests sharing a
+    module-scoped fixture go to one worker, so each expensive fixture (a simulated run, a bench
+    run) is built once; every other test is spread one by one."""
+    for item in items:
+        fixture_info = getattr(item, "_fixtureinfo", None)
+        if fixture_info is None:
+            continue
+        shared = sorted(
+            name
+            for name in item.fixturenames
+            if (definitions := fixture_info.name2fixturedefs.get(name)) and definitions[-1].scope == "module"
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))
