@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import D
 
 from clockless.config import env_int, env_str
 from clockless.ledger import iso_now
+from clockless.observability import Observability
 from clockless.persistence import LedgeredPersistenceLayer
 from clockless.tick import Tick, format_scheduled_time
 
@@ -113,6 +114,7 @@ class ScheduledJob:
     def __init__(self, name: str, *, persistence_store: LedgeredPersistenceLayer | None = None) -> None:
         self.name = name
         self.logger = Logger(service=name)
+        self.observability = Observability(self.logger, service=name)
         self._store = persistence_store
         self._settings: KitSettings | None = None
         self._lock = threading.Lock()
@@ -153,6 +155,7 @@ class ScheduledJob:
         settings = self.settings()
         metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=self.name)
         metrics.add_dimension(name="job", value=self.name)
+        self.observability.invocation(context, metrics_namespace=settings.metrics_namespace)
         self.logger.thread_safe_append_keys(
             correlation_id=tick.key,
             job=tick.job,
