@@ -1,0 +1,170 @@
+"""Upgrade canaries: one test per private internal of a dependency that clockless leans on.
+
+Each fails with the dependency's name and version, what changed, and which of our code relies on
+it, so a lock bump (`make lock`) that moves one is caught here rather than by a strange failure
+elsewhere (or by nothing at all: the bench patch would quietly stop working).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
+from botocore.awsrequest import AWSResponse
+from botocore.endpoint import Endpoint
+
+
+def _version(distribution: str) -> str:
+    return f"{distribution} {importlib.metadata.version(distribution)}"
+
+
+class Recorder:
+    """Stands in for a boto3 client: records each call, answers nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, operation: str) -> Any:
+        return lambda **kwargs: self.calls.append((operation, kwargs))
+
+
+# -------------------------------------------------------------------- aws-lambda-powertools
+
+
+POWERTOOLS_RELIANCE = (
+    "clockless.persistence.LedgeredPersistenceLayer overrides _update_record to write the completion "
+    "and the ledger's 'succeeded' in one transaction, rebuilding Powertools' update with _get_key"
+)
+
+
+def test_powertools_saves_a_completion_through_update_record() -> None:
+    layer = DynamoDBPersistenceLayer(table_name="IdempotencyTable")
+    layer.configure(IdempotencyConfig(event_key_jmespath="[job, scheduled_time]"), function_name="canary")
+    seen: list[DataRecord] = []
+    layer._update_record = lambda data_record: seen.append(data_record)  # type: ignore[method-assign]  # noqa: PLW0108 - called by keyword
+
+    layer.save_success(data={"job": "j", "scheduled_time": "2026-11-29T14:00:00Z"}, result={"ok": True})
+
+    assert len(seen) == 1, f"{_version('aws-lambda-powertools')}: save_success no longer calls _update_record. " + (
+        POWERTOOLS_RELIANCE
+    )
+    changed = f"{_version('aws-lambda-powertools')}: the DataRecord save_success hands _update_record changed"
+    assert seen[0].status == STATUS_CONSTANTS["COMPLETED"], (
+        f"{changed} (status {seen[0].status!r}). {POWERTOOLS_RELIANCE}"
+    )
+    assert seen[0].response_data == '{"ok": true}', f"{changed} (response_data {seen[0].response_data!r})."
+
+
+def test_powertools_completion_is_the_update_we_fold_into_a_transaction() -> None:
+    layer = DynamoDBPersistenceLayer(table_name="IdempotencyTable")
+    layer.client = Recorder()  # type: ignore[assignment]
+    record = DataRecord("clockless#j#abc", status="COMPLETED", expiry_timestamp=1_800_000_000, response_data="{}")
+
+    layer._update_record(record)
+    key = layer._get_key("clockless#j#abc")
+
+    assert key == {"id": {"S": "clockless#j#abc"}}, (
+        f"{_version('aws-lambda-powertools')}: _get_key(key) returns {key!r}, not {{'id': {{'S': key}}}}. "
+        + POWERTOOLS_RELIANCE
+    )
+    expected = {
+        "TableName": "IdempotencyTable",
+        "Key": key,
+        "UpdateExpression": "SET #response_data = :response_data, #expiry = :expiry, #status = :status",
+        "ExpressionAttributeNames": {"#expiry": "expiration", "#response_data": "data", "#status": "status"},
+        "ExpressionAttributeValues": {
+            ":expiry": {"N": "1800000000"},
+            ":response_data": {"S": "{}"},
+            ":status": {"S": "COMPLETED"},
+        },
+    }
+    assert layer.client.calls == [("update_item", expected)], (  # type: ignore[attr-defined]
+        f"{_version('aws-lambda-powertools')}: the completed record's update changed; copy the new one into "
+        f"LedgeredPersistenceLayer._update_record. Now: {layer.client.calls!r}. {POWERTOOLS_RELIANCE}"  # type: ignore[attr-defined]
+    )
+
+
+# -------------------------------------------------------------------- botocore
+
+
+def test_every_botocore_request_passes_through_endpoint_send(monkeypatch: pytest.MonkeyPatch) -> None:
+    """clockless_tools.requests counts requests and injects faults by wrapping Endpoint._send."""
+    from clockless_tools.requests import count_requests
+
+    sent: list[Any] = []
+
+    class Body:
+        def stream(self, **_: Any) -> Iterator[bytes]:
+            yield b'{"TableNames": []}'
+
+    def answer(self: Endpoint, request: Any) -> AWSResponse:
+        sent.append(request)
+        return AWSResponse(request.url, 200, {"Content-Type": "application/x-amz-json-1.0"}, Body())  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Endpoint, "_send", answer)
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
+    with count_requests() as counter:
+        try:
+            response = client.list_tables()
+        except Exception as error:
+            if sent:
+                raise
+            pytest.fail(
+                f"{_version('botocore')}: a client request no longer goes through Endpoint._send(self, request) "
+                f"({type(error).__name__}: {error}); clockless_tools.requests counts requests and injects faults there"
+            )
+
+    assert response["TableNames"] == []
+    assert counter.operations == {"ListTables": 1}, (
+        f"{_version('botocore')}: Endpoint._send saw {dict(counter.operations)!r}; the X-Amz-Target header "
+        "clockless_tools.requests reads the operation from changed"
+    )
+
+
+# -------------------------------------------------------------------- moto
+
+
+def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench's moto_transactions_snapshot_touched_items replaces moto.dynamodb.models.copy (and
+    transact_write_items) because moto deep-copies every table a transaction names."""
+    import copy
+
+    from moto import mock_aws
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    reliance = (
+        "clockless_tools.bench.moto_transactions_snapshot_touched_items replaces moto.dynamodb.models.copy "
+        "to skip that copy; it would now do nothing or break transactions"
+    )
+    assert getattr(models, "copy", None) is copy, (
+        f"{_version('moto')}: moto.dynamodb.models no longer imports copy. {reliance}"
+    )
+    copied: list[str] = []
+
+    class Watching:
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            copied.append(type(value).__name__)
+            return copy.deepcopy(value, memo)
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        monkeypatch.setattr(models, "copy", Watching)
+        client.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"id": {"S": "a"}}}}])
+
+    assert Table.__name__ in copied, (
+        f"{_version('moto')}: transact_write_items no longer deep-copies the tables it names through "
+        f"moto.dynamodb.models.copy (copied: {copied!r}). {reliance}"
+    )
