@@ -73,10 +73,21 @@ class Observability:
         keys = lambda_context_keys(context)
         self.logger.thread_safe_append_keys(cold_start=cold, **keys)
         if cold:
-            function_name = keys.get("function_name") or os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or self.service
-            with single_metric(
-                name=METRIC_COLD_START, unit=MetricUnit.Count, value=1, namespace=metrics_namespace
-            ) as metric:
-                metric.add_dimension(name="function_name", value=str(function_name))
-                metric.add_dimension(name="service", value=self.service)
+            self._emit_cold_start(keys.get("function_name"), metrics_namespace)
         return cold
+
+    def count_cold_start(self, context: Any, *, metrics_namespace: str) -> bool:
+        """The metric alone, for a handler whose logger already gets the context from
+        `inject_lambda_context` (the HTTP trigger). Returns whether this was a cold start."""
+        cold = self.cold_start.take()
+        if cold:
+            self._emit_cold_start(lambda_context_keys(context).get("function_name"), metrics_namespace)
+        return cold
+
+    def _emit_cold_start(self, function_name: str | None, metrics_namespace: str) -> None:
+        name = function_name or os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or self.service
+        with single_metric(
+            name=METRIC_COLD_START, unit=MetricUnit.Count, value=1, namespace=metrics_namespace
+        ) as metric:
+            metric.add_dimension(name="function_name", value=str(name))
+            metric.add_dimension(name="service", value=self.service)
