@@ -40,6 +40,7 @@ from clockless.dynamo import shard_for
 from clockless_tools.local import EmbeddedDynamoDB, create_tables, delete_tables, dynamodb_client, patched_environ
 from clockless_tools.requests import after_each_exchange, count_requests
 from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.spread import Estimate
 from clockless_tools.template import LocalNames, Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import EMPTY_INDEX_SHARDS, DynamoSessionStore, SessionModel
@@ -75,6 +76,8 @@ class BenchSizes:
     scale_work: int = 50
     throughput_programs: int = 10_000
     imports: int = 10
+    # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
+    imports_max: int = 40
     sam_build: bool = True
     # An untimed first round, so making clients, connections and imports is not timed.
     warm_up: bool = True
@@ -88,6 +91,7 @@ QUICK: Final = BenchSizes(
     scale_work=4,
     throughput_programs=25,
     imports=1,
+    imports_max=1,
     sam_build=False,
     warm_up=False,
 )
@@ -108,9 +112,14 @@ class Figure:
     baseline_label: str
     target: str = ""
     met: bool | None = None
+    # For a timing: the ratio's median over rounds, each round's value against its own baseline,
+    # with its 95 % interval (spread.py); `met` is None when the interval straddles the target.
+    ratio_estimate: Estimate | None = None
 
     @property
     def ratio(self) -> float | None:
+        if self.ratio_estimate is not None:
+            return self.ratio_estimate.median
         if self.baseline is None or self.baseline == 0:
             return None
         return self.value / self.baseline
@@ -126,6 +135,14 @@ class Figure:
             "ratio": None if ratio is None else round(ratio, 3),
             "target": self.target,
             "met": self.met,
+            **(
+                {}
+                if self.ratio_estimate is None
+                else {
+                    "ratio_interval": [round(self.ratio_estimate.low, 3), round(self.ratio_estimate.high, 3)],
+                    "samples": self.ratio_estimate.samples,
+                }
+            ),
         }
 
 

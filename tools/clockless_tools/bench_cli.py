@@ -101,7 +101,14 @@ def _rows(document: dict[str, Any]) -> list[tuple[str, str, str, str, str, bool 
             "-" if figure["baseline"] is None else f"{_quantity(figure['baseline'], unit)} ({figure['baseline_label']})"
         )
         ratio = "-" if figure["ratio"] is None else f"{figure['ratio']:.2f}x"
-        rows.append((figure["label"], value, baseline, ratio, figure["target"], figure["met"]))
+        target = figure["target"]
+        if "ratio_interval" in figure:
+            # A timing: its median ratio over rounds with the 95 % interval, judged only when clear.
+            low, high = figure["ratio_interval"]
+            ratio += f" ({low:.2f}-{high:.2f}, n={figure['samples']})"
+            if figure["met"] is None and target:
+                target += ": undecided, the interval straddles it"
+        rows.append((figure["label"], value, baseline, ratio, target, figure["met"]))
     return rows
 
 
@@ -111,7 +118,9 @@ def figures_table(document: dict[str, Any]) -> Table:
         table.add_column(column, justify="right" if column in ("value", "ratio") else "left")
     for label, value, baseline, ratio, target, met in _rows(document):
         verdict = (
-            "" if met is None else (f"[green]{escape(target)} ✓[/]" if met else f"[bold red]{escape(target)} ✗[/]")
+            (f"[yellow]{escape(target)}[/]" if "undecided" in target else "")
+            if met is None
+            else (f"[green]{escape(target)} ✓[/]" if met else f"[bold red]{escape(target)} ✗[/]")
         )
         table.add_row(escape(label), value, escape(baseline), ratio, verdict)
     return table
@@ -120,7 +129,9 @@ def figures_table(document: dict[str, Any]) -> Table:
 def figures_markdown(document: dict[str, Any]) -> str:
     lines = ["| figure | value | baseline | ratio | target |", "| --- | ---: | --- | ---: | --- |"]
     for label, value, baseline, ratio, target, met in _rows(document):
-        verdict = "" if met is None else f"{target} {'met' if met else '**missed**'}"
+        verdict = (
+            (target if "undecided" in target else "") if met is None else f"{target} {'met' if met else '**missed**'}"
+        )
         lines.append(f"| {label} | {value} | {baseline} | {ratio} | {verdict} |")
     return "\n".join(lines)
 
