@@ -42,13 +42,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     module-scoped fixture go to one worker, so each expensive fixture (a simulated run, a bench
     run) is built once; every other test is spread one by one."""
     for item in items:
-        fixture_info = getattr(item, "_fixtureinfo", None)
-        if fixture_info is None:
+        if not isinstance(item, pytest.Function):
             continue
+        definitions_by_name = item._fixtureinfo.name2fixturedefs
         shared = sorted(
             name
             for name in item.fixturenames
-            if (definitions := fixture_info.name2fixturedefs.get(name)) and definitions[-1].scope == "module"
+            if (definitions := definitions_by_name.get(name)) and definitions[-1].scope == "module"
         )
         if shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))

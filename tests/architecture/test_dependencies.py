@@ -44,9 +44,11 @@ class Pin:
 
 def locked_runtime_closure(lock: Path = LOCK, root: str = "clockless") -> dict[str, Pin]:
     """Every package the project's runtime dependencies (not the dev extra) pull in, as locked."""
-    packages = {canonicalize_name(p["name"]): p for p in tomllib.loads(lock.read_text(encoding="utf-8"))["package"]}
+    packages: dict[str, Any] = {
+        canonicalize_name(p["name"]): p for p in tomllib.loads(lock.read_text(encoding="utf-8"))["package"]
+    }
     closure: dict[str, Pin] = {}
-    pending = [(canonicalize_name(root), ())]
+    pending: list[tuple[str, tuple[str, ...]]] = [(canonicalize_name(root), ())]
     seen: set[tuple[str, tuple[str, ...]]] = set()
     while pending:
         name, extras = pending.pop()
