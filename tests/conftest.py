@@ -37,18 +37,31 @@ def load_event(relative: str) -> dict[str, Any]:
     return json.loads((EVENTS / relative).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`), the tests sharing a
-    module-scoped fixture go to one worker, so each expensive fixture (a simulated run, a bench
-    run) is built once; every other test is spread one by one."""
-    for item in items:
-        if not isinstance(item, pytest.Function):
-            continue
-        definitions_by_name = item._fixtureinfo.name2fixturedefs
-        shared = sorted(
-            name
-            for name in item.fixturenames
-            if (definitions := definitions_by_name.get(name)) and definitions[-1].scope == "module"
-        )
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))
+def modules_sharing_a_fixture(root: Path) -> frozenset[str]:
+    """Test modules (as nodeid paths) that define a module-scoped fixture, e.g. a simulated run."""
+    return frozenset(
+        path.relative_to(root).as_posix()
+        for path in (root / "tests").rglob("test_*.py")
+        if 'scope="module"' in path.read_text(encoding="utf-8")
+    )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` runs `-n auto --dist loadgroup`. xdist's own loadgroup marks a group by editing
+    each item's private `_nodeid`, which pytest 9 no longer reads, so every test is scheduled
+    alone and each worker rebuilds the module fixtures (two bench runs, two simulations). This
+    scheduler groups by what matters instead: a module with a module-scoped fixture is one unit
+    (its fixture is built once, and as the largest units they start first); every other test is
+    its own unit, spread over the workers."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    grouped = modules_sharing_a_fixture(config.rootpath)
+
+    class ModuleFixtureScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in grouped else nodeid
+
+    return ModuleFixtureScheduling(config, log)
