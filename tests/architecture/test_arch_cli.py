@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from clockless_tools.cli import app
+from clockless_tools.cli.app import app
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
 
 TEMPLATE = "template.yaml"

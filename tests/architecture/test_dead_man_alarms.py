@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from clockless_tools.architecture.alarms import dead_man_alarm_problems, expected_alarm_shape
-from clockless_tools.template import Template
+from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems, expected_alarm_shape
+from clockless_tools.template.model import Template
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 

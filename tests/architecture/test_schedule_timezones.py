@@ -18,9 +18,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clockless_tools.cli import app
-from clockless_tools.template import Template
-from clockless_tools.timezones import (
+from clockless_tools.cli.app import app
+from clockless_tools.template.model import Template
+from clockless_tools.timezones.check import (
     DECLARED,
     NOT_BEFORE,
     SAME_LOCAL_DATE,

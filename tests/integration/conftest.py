@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from clockless_tools.local import EmbeddedDynamoDB, create_tables, delete_tables, dynamodb_client, local_environment
-from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.template import Template
+from clockless_tools.local.dynamodb import (
+    EmbeddedDynamoDB,
+    create_tables,
+    delete_tables,
+    dynamodb_client,
+    local_environment,
+)
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.template.model import Template
 
 
 @pytest.fixture(scope="session")

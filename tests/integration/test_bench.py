@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from clockless_tools import bench
-from clockless_tools.bench import (
+from clockless_tools.bench import harness as bench
+from clockless_tools.bench.harness import (
     CLEANUP_JOB,
     QUICK,
     WINDOW_JOB,
@@ -20,8 +20,8 @@ from clockless_tools.bench import (
     moto_transactions_snapshot_touched_items,
     run_bench,
 )
-from clockless_tools.bench_cli import figures_markdown
-from clockless_tools.template import Template
+from clockless_tools.cli.bench import figures_markdown
+from clockless_tools.template.model import Template
 
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
 

@@ -16,9 +16,9 @@ import time_machine
 
 from clockless.ledger import RunLedger
 from clockless.tick import Tick
-from clockless_tools.local_services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
-from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.template import LocalNames, Template, resolve
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
+from clockless_tools.template.model import LocalNames, Template, resolve
 from tests.conftest import EVENTS, load_event
 
 FUNCTION = "JobTriggerFunction"

@@ -9,9 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from clockless import Trigger
-from clockless_tools.cli import app
-from clockless_tools.local import create_tables, delete_tables
-from clockless_tools.operations import (
+from clockless_tools.cli.app import app
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.dynamodb import create_tables, delete_tables
+from clockless_tools.operations.targets import (
     BackfillPolicy,
     LocalTarget,
     OperationError,
@@ -20,8 +21,7 @@ from clockless_tools.operations import (
     run_now,
     tick_event,
 )
-from clockless_tools.requests import count_requests
-from clockless_tools.template import Template
+from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore
 from tests.integration.conftest import scan_all

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import time_machine
 
-from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from session_cleanup.repository import DynamoSessionStore
 from tests.conftest import load_event
 from tests.integration.conftest import scan_all

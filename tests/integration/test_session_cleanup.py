@@ -12,8 +12,8 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
-from clockless_tools.requests import count_requests
-from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore
 from tests.conftest import load_event

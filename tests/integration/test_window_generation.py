@@ -13,8 +13,8 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
-from clockless_tools.requests import count_requests
-from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.conftest import load_event
 from tests.integration.conftest import scan_all
 from window_generation.logic import Program

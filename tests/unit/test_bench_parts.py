@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from clockless_tools import bench_build
-from clockless_tools.bench import Figure, Workload, attribute_size, item_size, read_units
-from clockless_tools.bench_build import distribution_bytes
+from clockless_tools.bench import cold_start as bench_build
+from clockless_tools.bench.cold_start import distribution_bytes
+from clockless_tools.bench.harness import Figure, Workload, attribute_size, item_size, read_units
 
 
 def test_an_item_is_its_attribute_names_plus_their_values() -> None:

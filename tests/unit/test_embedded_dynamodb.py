@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from clockless_tools.local import SerializedDynamoDB
+from clockless_tools.local.dynamodb import SerializedDynamoDB
 
 
 class SlowApp:

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from clockless import Tick
-from clockless_tools.cli import app
-from clockless_tools.events import check_events, sample_events, schedule_arn, write_events
-from clockless_tools.schedule import ticks_between
-from clockless_tools.template import Template
+from clockless_tools.cli.app import app
+from clockless_tools.template.events import check_events, sample_events, schedule_arn, write_events
+from clockless_tools.template.expressions import ticks_between
+from clockless_tools.template.model import Template
 from tests.conftest import EVENTS, PROJECT_ROOT
 
 

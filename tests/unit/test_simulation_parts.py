@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clockless_tools.delivery import TickPlan, plan_deliveries
-from clockless_tools.faults import FaultInjector, InjectedFault, tables_in_request
-from clockless_tools.simulate import (
+from clockless_tools.simulate.engine import TickPlan, plan_deliveries
+from clockless_tools.simulate.faults import FaultInjector, InjectedFault, tables_in_request
+from clockless_tools.simulate.run import (
     SimulationInputError,
     SimulationRequest,
     bookkeeping_tables,
@@ -19,8 +19,8 @@ from clockless_tools.simulate import (
     job_tables,
     parse_drop,
 )
-from clockless_tools.snapshot import compare_table, effects_between
-from clockless_tools.template import Template
+from clockless_tools.simulate.snapshot import compare_table, effects_between
+from clockless_tools.template.model import Template
 
 START, END = datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 29, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from clockless_tools.template import Template, TemplateError
-from clockless_tools.timezones import (
+from clockless_tools.template.model import Template, TemplateError
+from clockless_tools.timezones.check import (
     NOT_AFTER,
     NOT_BEFORE,
     SAME_LOCAL_DATE,

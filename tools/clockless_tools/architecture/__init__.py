@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clockless_tools.architecture.alarms import DEAD_MAN_ALARM_RULE
-from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
-from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
+from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
+from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
+from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
-from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
+from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
-from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
-from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.schedule_delivery import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
-from clockless_tools.template import TemplateError
+from clockless_tools.template.model import TemplateError
 
 RULES: tuple[Rule, ...] = (
     SCHEDULED_BY_KIT_RULE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.timezones import check_template
+from clockless_tools.timezones.check import check_template
 
 LOCAL_TIME = "local-time"
 

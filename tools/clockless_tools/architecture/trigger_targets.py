@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template import Function, LocalNames, TemplateError, resolve
+from clockless_tools.template.model import Function, LocalNames, TemplateError, resolve
 
 TRIGGER_TARGETS: Final = "trigger-targets"
 JOB_MAP_VARIABLE: Final = "JOB_FUNCTIONS"

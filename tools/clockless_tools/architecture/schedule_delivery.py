@@ -1,0 +1,169 @@
+"""Rules 2 and 4: every schedule is delivered in UTC with bounded, dead-lettered retries, and the
+idempotency record outlives every retry of a tick."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
+from typing import Any, Final
+
+from clockless_tools.architecture.project import Project, Rule, Violation
+from clockless_tools.template.expressions import ScheduleExpressionError, nominal_period
+from clockless_tools.template.model import Function
+
+SCHEDULE_DELIVERY: Final = "schedule-delivery"
+DEDUPE_OUTLIVES_RETRIES: Final = "dedupe-outlives-retries"
+
+# Service defaults when a bound is not stated (EventBridge Scheduler; Lambda asynchronous invocation).
+SCHEDULER_DEFAULT_MAX_EVENT_AGE: Final = 86400
+LAMBDA_DEFAULT_MAX_EVENT_AGE: Final = 21600
+# The variable the kit reads the idempotency record's lifetime from.
+EXPIRY_VARIABLE: Final = "IDEMPOTENCY_EXPIRY_SECONDS"
+
+# Builds one schedule's violation from a message and a fix.
+_Report = Callable[[str, str], Violation]
+
+
+@functools.cache
+def _period(expression: str) -> timedelta:
+    return nominal_period(expression)
+
+
+def _schedule_events(fn: Function) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    events = fn.properties.get("Events") or {}
+    for event_id, event in events.items():
+        if isinstance(event, Mapping) and event.get("Type") in ("ScheduleV2", "Schedule"):
+            yield event_id, str(event["Type"]), event.get("Properties") or {}
+
+
+# ---------------------------------------------------------------------------------------------- rule 2
+def check_schedule_delivery(project: Project) -> Iterator[Violation]:
+    for logical_id, fn in project.template.functions.items():
+        for event_id, event_type, properties in _schedule_events(fn):
+            resource = f"{logical_id}.Events.{event_id}"
+
+            def violation(message: str, fix: str, resource: str = resource) -> Violation:
+                return Violation(SCHEDULE_DELIVERY, project.template_file, resource, message, fix)
+
+            if event_type == "Schedule":
+                yield violation(
+                    "Type: Schedule is an EventBridge rule, which cannot state a time zone or a flexible window",
+                    "use Type: ScheduleV2 (EventBridge Scheduler) with ScheduleExpressionTimezone: UTC",
+                )
+            else:
+                yield from _check_zone_and_window(properties, violation)
+            yield from _check_retry_policy(project, properties, violation)
+            dead_letter = properties.get("DeadLetterConfig")
+            if not (isinstance(dead_letter, Mapping) and ("Arn" in dead_letter or "Type" in dead_letter)):
+                yield violation(
+                    "no DeadLetterConfig: a tick the scheduler gives up on is lost without a trace",
+                    "DeadLetterConfig: {Arn: !GetAtt <SchedulerDeadLetterQueue>.Arn}",
+                )
+
+
+def _check_zone_and_window(properties: Mapping[str, Any], violation: _Report) -> Iterator[Violation]:
+    zone = properties.get("ScheduleExpressionTimezone")
+    if zone != "UTC":
+        stated = "is not stated" if zone is None else f"is {zone!r}"
+        yield violation(
+            f"ScheduleExpressionTimezone {stated}: in a local zone a tick is skipped or repeated on DST nights",
+            "ScheduleExpressionTimezone: UTC, with the UTC time chosen for the operating zones",
+        )
+    window = properties.get("FlexibleTimeWindow")
+    if not (isinstance(window, Mapping) and "Mode" in window):
+        yield violation(
+            "FlexibleTimeWindow is not stated: when a tick may fire is left to a default",
+            'FlexibleTimeWindow: {Mode: "OFF"} (or FLEXIBLE with MaximumWindowInMinutes)',
+        )
+
+
+def _check_retry_policy(project: Project, properties: Mapping[str, Any], violation: _Report) -> Iterator[Violation]:
+    policy = properties.get("RetryPolicy")
+    if not isinstance(policy, Mapping):
+        yield violation(
+            "no RetryPolicy: the scheduler retries 185 times over 24 hours, long after the next tick",
+            "RetryPolicy: {MaximumRetryAttempts: N, MaximumEventAgeInSeconds: <shorter than the period>}",
+        )
+        return
+    max_age = project.literal_int(policy.get("MaximumEventAgeInSeconds"))
+    if max_age is None:
+        yield violation(
+            "RetryPolicy states no literal MaximumEventAgeInSeconds: retries may land after the next tick",
+            "set RetryPolicy.MaximumEventAgeInSeconds to a number shorter than the schedule's period",
+        )
+        return
+    expression = properties.get("ScheduleExpression", properties.get("Schedule"))
+    if not isinstance(expression, str):
+        yield violation(
+            "the schedule expression is not a literal string: its period cannot be checked",
+            "write ScheduleExpression as cron(...) or rate(...)",
+        )
+        return
+    if expression.strip().startswith("at("):
+        return  # a one-time schedule has no next tick to collide with
+    try:
+        period = _period(expression)
+    except ScheduleExpressionError as error:
+        yield violation(f"ScheduleExpression cannot be evaluated: {error}", "fix the cron(...) or rate(...) expression")
+        return
+    period_seconds = int(period.total_seconds())
+    if max_age >= period_seconds:
+        yield violation(
+            f"RetryPolicy.MaximumEventAgeInSeconds {max_age} s is not shorter than the schedule's period "
+            f"{period_seconds} s: a retry can land after the next tick",
+            f"lower MaximumEventAgeInSeconds below {period_seconds}",
+        )
+
+
+# ---------------------------------------------------------------------------------------------- rule 4
+def check_dedupe_outlives_retries(project: Project) -> Iterator[Violation]:
+    for logical_id, fn in project.template.scheduled_functions.items():
+        scheduler_age = max(
+            project.literal_int((properties.get("RetryPolicy") or {}).get("MaximumEventAgeInSeconds"))
+            or SCHEDULER_DEFAULT_MAX_EVENT_AGE
+            for _, _, properties in _schedule_events(fn)
+        )
+        lambda_age = project.literal_int(fn.event_invoke_config.get("MaximumEventAgeInSeconds"))
+        lambda_age = LAMBDA_DEFAULT_MAX_EVENT_AGE if lambda_age is None else lambda_age
+        retry_window = scheduler_age + lambda_age
+        environment = fn.environment
+        if EXPIRY_VARIABLE not in environment:
+            yield Violation(
+                DEDUPE_OUTLIVES_RETRIES,
+                project.template_file,
+                logical_id,
+                f"{EXPIRY_VARIABLE} is not set: the idempotency record's lifetime is not stated",
+                f'set {EXPIRY_VARIABLE}: "{retry_window}" or more in the function\'s Environment',
+            )
+            continue
+        expiry = project.literal_int(environment[EXPIRY_VARIABLE])
+        if expiry is None:
+            yield Violation(
+                DEDUPE_OUTLIVES_RETRIES,
+                project.template_file,
+                logical_id,
+                f"{EXPIRY_VARIABLE} is not a literal number of seconds: it cannot be checked against retries",
+                f'set {EXPIRY_VARIABLE}: "{retry_window}" or more',
+            )
+        elif expiry < retry_window:
+            yield Violation(
+                DEDUPE_OUTLIVES_RETRIES,
+                project.template_file,
+                logical_id,
+                f"{EXPIRY_VARIABLE} {expiry} s is shorter than the retry window {retry_window} s "
+                f"(scheduler {scheduler_age} s + Lambda async {lambda_age} s): a late retry runs the tick again",
+                f'raise {EXPIRY_VARIABLE} to at least "{retry_window}"',
+            )
+
+
+SCHEDULE_DELIVERY_RULE = Rule(
+    SCHEDULE_DELIVERY,
+    "schedules state UTC, FlexibleTimeWindow, a RetryPolicy shorter than the period, and a DeadLetterConfig",
+    check_schedule_delivery,
+)
+DEDUPE_OUTLIVES_RETRIES_RULE = Rule(
+    DEDUPE_OUTLIVES_RETRIES,
+    "IDEMPOTENCY_EXPIRY_SECONDS >= scheduler MaximumEventAgeInSeconds + Lambda async MaximumEventAgeInSeconds",
+    check_dedupe_outlives_retries,
+)
