@@ -10,16 +10,10 @@ from typing import Any
 import pytest
 
 from clockless_tools.bench import harness as bench
-from clockless_tools.bench.harness import (
-    CLEANUP_JOB,
-    QUICK,
-    WINDOW_JOB,
-    BenchError,
-    BenchResults,
-    Harness,
-    moto_transactions_snapshot_touched_items,
-    run_bench,
-)
+from clockless_tools.bench.harness import Harness
+from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
+from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
+from clockless_tools.bench.run import run_bench
 from clockless_tools.cli.bench import figures_markdown
 from clockless_tools.template.model import Template
 

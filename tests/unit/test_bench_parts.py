@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from clockless_tools.bench import cold_start as bench_build
-from clockless_tools.bench.cold_start import distribution_bytes
-from clockless_tools.bench.harness import Figure, Workload, attribute_size, item_size, read_units
+from clockless_tools.bench import artifacts
+from clockless_tools.bench.artifacts import distribution_bytes
+from clockless_tools.bench.cold_start import RUNTIME_PROVIDED
+from clockless_tools.bench.read_units import attribute_size, item_size, read_units
+from clockless_tools.bench.results import Figure
+from clockless_tools.bench.workloads import Workload
 
 
 def test_an_item_is_its_attribute_names_plus_their_values() -> None:
@@ -107,11 +110,11 @@ def test_the_runtime_sdk_stand_in_copies_only_importable_files_into_its_director
 ) -> None:
     # Given jmespath, whose RECORD also lists a script three directories above site-packages
     copied: list[Path] = []
-    monkeypatch.setattr(bench_build.shutil, "copy2", lambda _source, destination: copied.append(Path(destination)))
+    monkeypatch.setattr(artifacts.shutil, "copy2", lambda _source, destination: copied.append(Path(destination)))
     target = tmp_path / "a" / "b" / "sdk"
 
-    versions = bench_build.copy_runtime_sdk(target)
+    versions = artifacts.copy_runtime_sdk(target)
 
-    assert set(versions) == bench_build.RUNTIME_PROVIDED
+    assert set(versions) == RUNTIME_PROVIDED
     assert target / "boto3" / "__init__.py" in copied
     assert all(path.resolve().is_relative_to(target.resolve()) for path in copied)

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from clockless_tools.bench.results import FULL, QUICK, BenchError
+from clockless_tools.bench.run import run_bench
 from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
 
 DEFAULT_RESULTS = Path("bench") / "results.json"
@@ -28,7 +30,6 @@ def run(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a target is missed.")] = False,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
-    from clockless_tools.bench.harness import FULL, QUICK, BenchError, run_bench
 
     try:
         tpl = Template.load(template)
