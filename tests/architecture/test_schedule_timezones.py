@@ -20,16 +20,9 @@ from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
 from clockless_tools.template.model import Template
-from clockless_tools.timezones.check import (
-    DECLARED,
-    NOT_BEFORE,
-    SAME_LOCAL_DATE,
-    UTC_SCHEDULE,
-    ZONES_MATCH_ENVIRONMENT,
-    TimeZoneReport,
-    check_template,
-    iso_utc,
-)
+from clockless_tools.timezones.check import TimeZoneReport, check_template
+from clockless_tools.timezones.event import iso_utc
+from clockless_tools.timezones.rule import DECLARED, NOT_BEFORE, SAME_LOCAL_DATE, UTC_SCHEDULE, ZONES_MATCH_ENVIRONMENT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NIGHTLY = ("WindowGenerationFunction", "Nightly")

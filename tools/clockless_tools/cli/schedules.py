@@ -14,21 +14,12 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
-from clockless_tools.timezones.check import (
-    NOT_AFTER,
-    NOT_BEFORE,
-    SAME_LOCAL_DATE,
-    ScheduleCheck,
-    TimeZoneReport,
-    UpcomingTicks,
-    ViolationGroup,
-    check_template,
-    describe_hours,
-    local_times,
-    upcoming_ticks,
-    utc_offset,
-    with_parameter_overrides,
-)
+from clockless_tools.timezones.check import ScheduleCheck, TimeZoneReport, ViolationGroup, check_template
+from clockless_tools.timezones.declaration import with_parameter_overrides
+from clockless_tools.timezones.event import utc_offset
+from clockless_tools.timezones.rule import NOT_AFTER, NOT_BEFORE, SAME_LOCAL_DATE, local_times
+from clockless_tools.timezones.suggest import describe_hours
+from clockless_tools.timezones.upcoming import UpcomingTicks, upcoming_ticks
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 
