@@ -1,4 +1,4 @@
-"""Dead-man alarms derived from the same template as the schedules: every scheduled job has an
+"""Rule `dead-man-alarm`: dead-man alarms derived from the same template as the schedules: every scheduled job has an
 alarm on its TickSucceeded metric that fires after one schedule period without a success."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rule 6: the sample events and the `sam local invoke` env-vars file agree with the template.
+"""Rule `event-samples`: the sample events and the `sam local invoke` env-vars file agree with the template.
 
 A sample that drifts from the schedule's Input proves nothing when it is replayed, and an env-vars
 entry that misses a table variable sends a local run at a real table.

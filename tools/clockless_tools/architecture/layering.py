@@ -1,4 +1,4 @@
-"""Rule 8: layering. Handlers sit over repositories and settings, which sit over plain logic; the
+"""Rule `layering`: Handlers sit over repositories and settings, which sit over plain logic; the
 kit knows no job; no job imports another.
 
 Import direction is import-linter's job: its contracts live in pyproject.toml (`lint-imports` runs

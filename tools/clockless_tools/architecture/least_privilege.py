@@ -1,4 +1,4 @@
-"""Rule 7: least privilege. A function's policies name only the tables and queues it uses.
+"""Rule `least-privilege`: A function's policies name only the tables and queues it uses.
 
 "Uses" is derived, never listed: the resources its environment references (the variables its
 code reads table names from) plus its asynchronous-invocation destinations and dead-letter queue.

@@ -1,4 +1,4 @@
-"""The time-zone linter (`clockless schedules check`) as an architecture rule, so `clockless arch`
+"""Rule `local-time`: the time-zone linter (`clockless schedules check`) as an architecture rule, so `clockless arch`
 reports it beside the others: a year of every schedule's ticks against its declared zones."""
 
 from __future__ import annotations

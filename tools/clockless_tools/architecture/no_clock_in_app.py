@@ -1,4 +1,4 @@
-"""Rule 5: no clock in the app. EventBridge Scheduler owns time; deployed code never schedules itself."""
+"""Rule `no-clock-in-app`: EventBridge Scheduler owns time; deployed code never schedules itself."""
 
 from __future__ import annotations
 

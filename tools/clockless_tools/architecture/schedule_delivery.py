@@ -1,5 +1,5 @@
-"""Rules 2 and 4: every schedule is delivered in UTC with bounded, dead-lettered retries, and the
-idempotency record outlives every retry of a tick."""
+"""Rule `schedule-delivery`: every schedule is delivered in UTC, with a FlexibleTimeWindow, bounded
+retries shorter than its period, and a dead-letter queue."""
 
 from __future__ import annotations
 
@@ -13,14 +13,6 @@ from clockless_tools.template.expressions import ScheduleExpressionError, nomina
 from clockless_tools.template.model import Function
 
 SCHEDULE_DELIVERY: Final = "schedule-delivery"
-DEDUPE_OUTLIVES_RETRIES: Final = "dedupe-outlives-retries"
-
-# Service defaults when a bound is not stated (EventBridge Scheduler; Lambda asynchronous invocation).
-SCHEDULER_DEFAULT_MAX_EVENT_AGE: Final = 86400
-LAMBDA_DEFAULT_MAX_EVENT_AGE: Final = 21600
-# The variable the kit reads the idempotency record's lifetime from.
-EXPIRY_VARIABLE: Final = "IDEMPOTENCY_EXPIRY_SECONDS"
-
 # Builds one schedule's violation from a message and a fix.
 _Report = Callable[[str, str], Violation]
 
@@ -30,17 +22,16 @@ def _period(expression: str) -> timedelta:
     return nominal_period(expression)
 
 
-def _schedule_events(fn: Function) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+def schedule_events(fn: Function) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     events = fn.properties.get("Events") or {}
     for event_id, event in events.items():
         if isinstance(event, Mapping) and event.get("Type") in ("ScheduleV2", "Schedule"):
             yield event_id, str(event["Type"]), event.get("Properties") or {}
 
 
-# ---------------------------------------------------------------------------------------------- rule 2
 def check_schedule_delivery(project: Project) -> Iterator[Violation]:
     for logical_id, fn in project.template.functions.items():
-        for event_id, event_type, properties in _schedule_events(fn):
+        for event_id, event_type, properties in schedule_events(fn):
             resource = f"{logical_id}.Events.{event_id}"
 
             def violation(message: str, fix: str, resource: str = resource) -> Violation:
@@ -116,54 +107,8 @@ def _check_retry_policy(project: Project, properties: Mapping[str, Any], violati
         )
 
 
-# ---------------------------------------------------------------------------------------------- rule 4
-def check_dedupe_outlives_retries(project: Project) -> Iterator[Violation]:
-    for logical_id, fn in project.template.scheduled_functions.items():
-        scheduler_age = max(
-            project.literal_int((properties.get("RetryPolicy") or {}).get("MaximumEventAgeInSeconds"))
-            or SCHEDULER_DEFAULT_MAX_EVENT_AGE
-            for _, _, properties in _schedule_events(fn)
-        )
-        lambda_age = project.literal_int(fn.event_invoke_config.get("MaximumEventAgeInSeconds"))
-        lambda_age = LAMBDA_DEFAULT_MAX_EVENT_AGE if lambda_age is None else lambda_age
-        retry_window = scheduler_age + lambda_age
-        environment = fn.environment
-        if EXPIRY_VARIABLE not in environment:
-            yield Violation(
-                DEDUPE_OUTLIVES_RETRIES,
-                project.template_file,
-                logical_id,
-                f"{EXPIRY_VARIABLE} is not set: the idempotency record's lifetime is not stated",
-                f'set {EXPIRY_VARIABLE}: "{retry_window}" or more in the function\'s Environment',
-            )
-            continue
-        expiry = project.literal_int(environment[EXPIRY_VARIABLE])
-        if expiry is None:
-            yield Violation(
-                DEDUPE_OUTLIVES_RETRIES,
-                project.template_file,
-                logical_id,
-                f"{EXPIRY_VARIABLE} is not a literal number of seconds: it cannot be checked against retries",
-                f'set {EXPIRY_VARIABLE}: "{retry_window}" or more',
-            )
-        elif expiry < retry_window:
-            yield Violation(
-                DEDUPE_OUTLIVES_RETRIES,
-                project.template_file,
-                logical_id,
-                f"{EXPIRY_VARIABLE} {expiry} s is shorter than the retry window {retry_window} s "
-                f"(scheduler {scheduler_age} s + Lambda async {lambda_age} s): a late retry runs the tick again",
-                f'raise {EXPIRY_VARIABLE} to at least "{retry_window}"',
-            )
-
-
 SCHEDULE_DELIVERY_RULE = Rule(
     SCHEDULE_DELIVERY,
     "schedules state UTC, FlexibleTimeWindow, a RetryPolicy shorter than the period, and a DeadLetterConfig",
     check_schedule_delivery,
-)
-DEDUPE_OUTLIVES_RETRIES_RULE = Rule(
-    DEDUPE_OUTLIVES_RETRIES,
-    "IDEMPOTENCY_EXPIRY_SECONDS >= scheduler MaximumEventAgeInSeconds + Lambda async MaximumEventAgeInSeconds",
-    check_dedupe_outlives_retries,
 )

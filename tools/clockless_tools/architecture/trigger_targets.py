@@ -1,4 +1,4 @@
-"""The HTTP trigger delivers exactly the template's jobs, each to the function its schedule
+"""Rule `trigger-targets`: the HTTP trigger delivers exactly the template's jobs, each to the function its schedule
 invokes, and may invoke nothing else.
 
 A function that reads `JOB_FUNCTIONS` (job -> function ARN, written in template.yaml) is a
