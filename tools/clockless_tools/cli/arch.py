@@ -5,39 +5,36 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from clockless_tools.architecture import RULES, Project, check
+from clockless_tools.cli.common import CHECK, TemplateOption, fail
+from clockless_tools.cli.common import line_stdout as stdout
 from clockless_tools.template.model import DEFAULT_TEMPLATE, TemplateError
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+app = typer.Typer()
 
 
+@app.command("arch", rich_help_panel=CHECK)
 def arch(
-    template: Annotated[Path, typer.Option("--template", "-t", help="The SAM template.")] = DEFAULT_TEMPLATE,
+    template: TemplateOption = DEFAULT_TEMPLATE,
     rule: Annotated[list[str] | None, typer.Option("--rule", "-r", help="Check only this rule (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
 ) -> None:
     """Check the architecture rules; exit 1 if any is broken, printing each violation with its fix."""
-    from clockless_tools.architecture import RULES, Project, check
-
     known = {r.name: r for r in RULES}
     unknown = sorted(set(rule or []) - set(known))
     if unknown:
-        stderr.print(f"[bold red]error:[/] unknown rule {', '.join(unknown)} (rules: {', '.join(known)})")
-        raise typer.Exit(code=2)
+        raise fail(f"unknown rule {', '.join(unknown)} (rules: {', '.join(known)})")
     selected = [known[name] for name in rule] if rule else list(RULES)
     started = time.monotonic()
     try:
         violations = check(Project.for_template(template), selected)
     except TemplateError as error:
-        stderr.print(f"[bold red]error:[/] {escape(str(error))}")
-        raise typer.Exit(code=2) from None
+        raise fail(str(error)) from None
     elapsed = time.monotonic() - started
     if as_json:
         print(json.dumps({"ok": not violations, "violations": [v.as_dict() for v in violations]}, indent=2))
@@ -54,7 +51,3 @@ def arch(
         stdout.print(f"{verdict} ({elapsed:.2f} s)")
     if violations:
         raise typer.Exit(code=1)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("arch")(arch)

@@ -7,35 +7,31 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from clockless_tools.bench.results import FULL, QUICK, BenchError
 from clockless_tools.bench.run import run_bench
-from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
+from clockless_tools.cli.common import TemplateOption, fail, load_template
+from clockless_tools.cli.common import line_stderr as stderr
+from clockless_tools.cli.common import line_stdout as stdout
+from clockless_tools.template.model import DEFAULT_TEMPLATE
 
 DEFAULT_RESULTS = Path("bench") / "results.json"
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-bench_app = typer.Typer(no_args_is_help=True, help=__doc__)
+app = typer.Typer(no_args_is_help=True, help=__doc__)
 
 
+@app.command("run")
 def run(
-    template: Annotated[Path, typer.Option("--template", "-t", help="The SAM template.")] = DEFAULT_TEMPLATE,
+    template: TemplateOption = DEFAULT_TEMPLATE,
     output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the results.")] = DEFAULT_RESULTS,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes, no sam build: checks the machinery.")] = False,
     sam: Annotated[Path, typer.Option(help="SAM CLI for the artifact measurements.")] = Path(".venv-sam/bin/sam"),
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a target is missed.")] = False,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
-
-    try:
-        tpl = Template.load(template)
-    except TemplateError as error:
-        stderr.print(f"[bold red]error:[/] {escape(str(error))}")
-        raise typer.Exit(code=2) from None
+    tpl = load_template(template)
     log_path = Path(".clockless") / "bench-function-output.log"
     log_path.parent.mkdir(exist_ok=True)
     with log_path.open("w", encoding="utf-8") as log:
@@ -62,6 +58,7 @@ def run(
         raise typer.Exit(code=1)
 
 
+@app.command("show")
 def show(
     results: Annotated[Path, typer.Argument(help="A results file written by `clockless bench run`.")] = DEFAULT_RESULTS,
     markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table (for the README).")] = False,
@@ -70,8 +67,7 @@ def show(
     try:
         document = json.loads(results.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        stderr.print(f"[bold red]error:[/] cannot read {results}: {escape(str(error))}")
-        raise typer.Exit(code=2) from None
+        raise fail(f"cannot read {results}: {error}") from None
     if markdown:
         print(figures_markdown(document))
     else:
@@ -124,11 +120,3 @@ def figures_markdown(document: dict[str, Any]) -> str:
         verdict = "" if met is None else f"{target} {'met' if met else '**missed**'}"
         lines.append(f"| {label} | {value} | {baseline} | {ratio} | {verdict} |")
     return "\n".join(lines)
-
-
-bench_app.command("run")(run)
-bench_app.command("show")(show)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(bench_app, name="bench")

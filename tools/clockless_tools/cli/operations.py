@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
+from clockless import format_scheduled_time
+from clockless_tools.cli.common import OPERATE, TemplateOption, fail, parse_time, stderr, stdout
+from clockless_tools.local.server import running_endpoint
 from clockless_tools.operations.targets import (
     BackfillPolicy,
     JobTarget,
@@ -26,10 +27,8 @@ from clockless_tools.operations.targets import (
 )
 from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
 
-stdout = Console()
-stderr = Console(stderr=True)
+app = typer.Typer()
 
-TemplateOption = Annotated[Path, typer.Option("--template", "-t", help="The SAM template.")]
 StackOption = Annotated[str | None, typer.Option("--stack", help="A deployed stack (default: the local runtime).")]
 RegionOption = Annotated[str | None, typer.Option("--region", help="AWS region, as the AWS CLI takes it.")]
 ProfileOption = Annotated[str | None, typer.Option("--profile", help="AWS profile, as the AWS CLI takes it.")]
@@ -38,39 +37,26 @@ EndpointOption = Annotated[
 ]
 
 
-def _fail(message: str) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code=2)
-
-
-def _time(value: str, option: str) -> datetime:
-    try:
-        return parse_scheduled_time(value, field=option)
-    except MalformedTickError as error:
-        raise _fail(f"{option} {error.problem} (e.g. 2026-11-28T14:00:00Z)") from None
-
-
 def _target(
     template_path: Path, stack: str | None, region: str | None, profile: str | None, endpoint: str | None
 ) -> tuple[Template, JobTarget]:
-    from clockless_tools.local.server import running_endpoint
-
     try:
         template = Template.load(template_path)
         if stack is not None:
             return template, stack_target(template, stack, region=region, profile=profile)
         endpoint = endpoint or running_endpoint()
         if endpoint is None:
-            raise _fail("no embedded DynamoDB is running: start it with `make local-up`, or pass --stack")
+            raise fail("no embedded DynamoDB is running: start it with `make local-up`, or pass --stack")
         return template, LocalTarget(template, endpoint)
     except (TemplateError, OperationError) as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
 
 
 def _when(entry_time: datetime | None) -> str:
     return "-" if entry_time is None else format_scheduled_time(entry_time)
 
 
+@app.command("status", rich_help_panel=OPERATE)
 def status(
     template: TemplateOption = DEFAULT_TEMPLATE,
     window_days: Annotated[float, typer.Option("--window-days", min=0.01, help="How far back to look.")] = 7,
@@ -108,6 +94,7 @@ def status(
         raise typer.Exit(code=1)
 
 
+@app.command("backfill", rich_help_panel=OPERATE)
 def backfill_command(
     job: Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job").')],
     from_: Annotated[str, typer.Option("--from", help="Start, inclusive (UTC ISO-8601).")],
@@ -125,7 +112,7 @@ def backfill_command(
     endpoint: EndpointOption = None,
 ) -> None:
     """Replay each tick in [--from, --to) that never succeeded, with the scheduler's payload (trigger backfill)."""
-    start, end = _time(from_, "--from"), _time(to, "--to")
+    start, end = parse_time(from_, "--from"), parse_time(to, "--to")
     tpl, target = _target(template, stack, region, profile, endpoint)
     try:
         with Progress(console=stderr, transient=True, disable=as_json) as progress:
@@ -140,7 +127,7 @@ def backfill_command(
                 tpl, target, job, start=start, end=end, policy=policy, dry_run=dry_run, force=force, on_tick=advance
             )
     except OperationError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     if as_json:
         stdout.print_json(json.dumps(result.as_dict()))
         return
@@ -157,6 +144,7 @@ def backfill_command(
         stdout.print(f"{verb}: {len(result.outcomes)}")
 
 
+@app.command("run-now", rich_help_panel=OPERATE)
 def run_now_command(
     job: Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job").')],
     at: Annotated[
@@ -169,19 +157,13 @@ def run_now_command(
     endpoint: EndpointOption = None,
 ) -> None:
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran or was a duplicate."""
-    when = None if at is None else _time(at, "--at")
+    when = None if at is None else parse_time(at, "--at")
     tpl, target = _target(template, stack, region, profile, endpoint)
     try:
         result = run_now(target, tpl, job, at=when)
     except OperationError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     outcome = result.get("outcome")
     verdict = "ran" if outcome == "executed" else f"was a duplicate ({outcome}); nothing ran"
     stdout.print(f"{job} @ {result.get('scheduled_time')} {verdict}")
     stdout.print_json(json.dumps(result.get("summary") or {}))
-
-
-def register(app: typer.Typer) -> None:
-    app.command("status")(status)
-    app.command("backfill")(backfill_command)
-    app.command("run-now")(run_now_command)

@@ -13,6 +13,7 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 
+from clockless_tools.cli.common import TemplateOption, fail, load_template
 from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
 from clockless_tools.timezones.check import ScheduleCheck, TimeZoneReport, ViolationGroup, check_template
 from clockless_tools.timezones.declaration import with_parameter_overrides
@@ -23,7 +24,6 @@ from clockless_tools.timezones.upcoming import UpcomingTicks, upcoming_ticks
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 
-TemplateOption = Annotated[Path, typer.Option("--template", "-t", help="The SAM template.")]
 ParameterOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -59,7 +59,7 @@ def check(
     try:
         report = check_template(tpl, start=first_day)
     except TemplateError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -85,12 +85,12 @@ def show(
     try:
         shown = upcoming_ticks(tpl, after=moment, count=count)
     except TemplateError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     if job is not None:
         known = sorted({item.job for item in shown})
         shown = [item for item in shown if item.job == job]
         if not shown:
-            raise _fail(f"unknown job {job!r} (template.yaml schedules: {', '.join(known) or 'none'})")
+            raise fail(f"unknown job {job!r} (template.yaml schedules: {', '.join(known) or 'none'})")
     if as_json:
         print(json.dumps({"after": moment.isoformat(), "jobs": [item.as_dict() for item in shown]}, indent=2))
         return
@@ -101,26 +101,18 @@ def show(
 # ---------------------------------------------------------------- input
 
 
-def _fail(message: str) -> typer.Exit:
-    from clockless_tools.cli.app import fail
-
-    return fail(message)
-
-
 def _load(path: Path, parameters: Sequence[str] | None) -> Template:
-    from clockless_tools.cli.app import load_template
-
     template = load_template(path)
     overrides: dict[str, str] = {}
     for item in parameters or ():
         name, separator, value = item.partition("=")
         if not separator or not name.strip():
-            raise _fail(f"--parameter {item!r}: expected NAME=VALUE")
+            raise fail(f"--parameter {item!r}: expected NAME=VALUE")
         overrides[name.strip()] = value
     try:
         return with_parameter_overrides(template, overrides)
     except TemplateError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
 
 
 def _parse_after(text: str | None) -> datetime:
@@ -129,7 +121,7 @@ def _parse_after(text: str | None) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise _fail(f"--after {text!r}: not an ISO date or time such as 2027-03-14T00:00Z") from None
+        raise fail(f"--after {text!r}: not an ISO date or time such as 2027-03-14T00:00Z") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 

@@ -1,4 +1,5 @@
-"""The `simulate` and `events` commands of the `clockless` CLI."""
+"""`clockless simulate` (`make run`, `make simulate`): every schedule replayed over a range in simulated
+time, each tick delivered at least once, checked against a replay that delivers each tick once."""
 
 from __future__ import annotations
 
@@ -6,15 +7,14 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.simulate.run import (
     DEFAULT_LOG,
@@ -31,23 +31,15 @@ from clockless_tools.simulate.run import (
     run_simulation,
 )
 from clockless_tools.simulate.snapshot import TableEffects
-from clockless_tools.template.events import check_events, write_events
-from clockless_tools.template.model import DEFAULT_TEMPLATE, PROJECT_ROOT, Template, TemplateError
+from clockless_tools.template.model import DEFAULT_TEMPLATE
 
 DEFAULT_SPAN = timedelta(hours=48)
 MAX_LISTED = 12
 
-stdout = Console()
-stderr = Console(stderr=True)
-TemplateOption = Annotated[Path, typer.Option("--template", "-t", help="The SAM template.")]
+app = typer.Typer()
 
 
-def fail(message: str) -> typer.Exit:
-    from clockless_tools.cli.app import fail as cli_fail  # the CLI's one way of reporting bad input
-
-    return cli_fail(message)
-
-
+@app.command(rich_help_panel=RUN_LOCALLY)
 def simulate(
     start: Annotated[
         str | None, typer.Option("--from", help="UTC start, e.g. 2026-11-27T00:00:00Z (default: --to minus 48 h).")
@@ -114,7 +106,7 @@ def simulate(
             stderr.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=1) from None
     elapsed = time.monotonic() - started
-    log = _shown(request.log_path)
+    log = shown(request.log_path)
     if as_json:
         print(json.dumps({**report.as_dict(), "seconds": round(elapsed, 2), "function_log": log}, indent=2))
     else:
@@ -195,44 +187,3 @@ def _list(title: str, lines: list[str], *, style: str = "bold red") -> None:
         stdout.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     if len(lines) > MAX_LISTED:
         stdout.print(f"  ... and {len(lines) - MAX_LISTED} more (see --json)", highlight=False)
-
-
-def events(
-    check: Annotated[bool, typer.Option("--check", help="Only check: exit 1 naming drifted files and keys.")] = False,
-    directory: Annotated[Path | None, typer.Option("--dir", help="The events folder (default: events/).")] = None,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-) -> None:
-    """Write (or check) events/<function>/{tick,retry,malformed}.json from each schedule's Input."""
-    try:
-        tpl = Template.load(template)
-        folder = directory or tpl.root / "events"
-        if check:
-            problems = check_events(tpl, folder)
-        else:
-            changed = write_events(tpl, folder)
-    except TemplateError as error:
-        raise fail(str(error)) from None
-    if check:
-        for problem in problems:
-            stderr.print(escape(problem), highlight=False, soft_wrap=True)
-        if problems:
-            raise typer.Exit(code=1)
-        stdout.print(f"{_shown(folder)} matches {_shown(tpl.path)}", highlight=False)
-        return
-    for path in changed:
-        stdout.print(f"wrote {_shown(path)}", highlight=False)
-    if not changed:
-        stdout.print(f"{_shown(folder)} is up to date", highlight=False)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
-    except ValueError:
-        return str(path)
-
-
-def register(app: typer.Typer) -> None:
-    """Add `simulate` and `events` to the `clockless` command."""
-    app.command()(simulate)
-    app.command()(events)
