@@ -11,14 +11,8 @@ import pytest
 
 from clockless_tools.simulate.engine import TickPlan, plan_deliveries
 from clockless_tools.simulate.faults import FaultInjector, InjectedFault, tables_in_request
-from clockless_tools.simulate.run import (
-    SimulationInputError,
-    SimulationRequest,
-    bookkeeping_tables,
-    expected_ticks,
-    job_tables,
-    parse_drop,
-)
+from clockless_tools.simulate.report import bookkeeping_tables, job_tables
+from clockless_tools.simulate.request import SimulationInputError, SimulationRequest, expected_ticks, parse_drop
 from clockless_tools.simulate.snapshot import compare_table, effects_between
 from clockless_tools.template.model import Template
 

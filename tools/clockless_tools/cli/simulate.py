@@ -16,20 +16,19 @@ from rich.table import Table
 
 from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
 from clockless_tools.local.seed import SeedPlan
-from clockless_tools.simulate.run import (
+from clockless_tools.simulate.report import JobReport, SimulationReport
+from clockless_tools.simulate.request import (
     DEFAULT_LOG,
-    JobReport,
     SimulationError,
     SimulationInputError,
-    SimulationReport,
     SimulationRequest,
     check_endpoint,
     last_whole_hour,
     load_template_for_simulation,
     parse_drop,
     parse_utc,
-    run_simulation,
 )
+from clockless_tools.simulate.run import run_simulation
 from clockless_tools.simulate.snapshot import TableEffects
 from clockless_tools.template.model import DEFAULT_TEMPLATE
 
