@@ -12,6 +12,7 @@ CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
 CLEANUP_LOGIC = "functions/session_cleanup/session_cleanup/logic.py"
 WINDOW_LOGIC = "functions/window_generation/window_generation/logic.py"
 KIT_TICK = "layers/clockless/clockless/tick.py"
+TOOLS_TEMPLATE = "tools/clockless_tools/template/model.py"
 PYPROJECT = "pyproject.toml"
 
 
@@ -178,8 +179,20 @@ def test_logic_reading_the_environment_is_caught(tmp_path: Path, planted: str) -
             "SessionCleanupFunction",
             "No job imports another",
         ),
+        (
+            TOOLS_TEMPLATE,
+            "from clockless_tools.cli import common",
+            "clockless_tools.template.model",
+            "clockless_tools.template.model -> clockless_tools.cli.common",
+        ),
     ],
-    ids=["logic-reads-kit-config", "logic-imports-repository", "layer-imports-function", "job-imports-job"],
+    ids=[
+        "logic-reads-kit-config",
+        "logic-imports-repository",
+        "layer-imports-function",
+        "job-imports-job",
+        "tools-template-imports-cli",
+    ],
 )
 def test_an_import_against_the_layering_is_caught(
     tmp_path: Path, module: str, planted: str, resource: str, complaint: str
