@@ -15,16 +15,10 @@ from rich.table import Table
 from clockless import format_scheduled_time
 from clockless_tools.cli.common import OPERATE, TemplateOption, fail, parse_time, stderr, stdout
 from clockless_tools.local.server import running_endpoint
-from clockless_tools.operations.targets import (
-    BackfillPolicy,
-    JobTarget,
-    LocalTarget,
-    OperationError,
-    backfill,
-    job_status,
-    run_now,
-    stack_target,
-)
+from clockless_tools.operations.backfill import BackfillPolicy, backfill
+from clockless_tools.operations.run_now import run_now
+from clockless_tools.operations.status import job_status
+from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, stack_target
 from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
 
 app = typer.Typer()

@@ -1,5 +1,5 @@
-"""Operating scheduled jobs: which ticks never succeeded, and replaying them with a tick's exact
-semantics. Works against the local runtime or a deployed stack through the same `JobTarget`."""
+"""Where operations act: the local runtime or a deployed stack, through the same `JobTarget`; and a
+tick's event as the scheduler delivers it."""
 
 from __future__ import annotations
 
@@ -7,33 +7,20 @@ import contextlib
 import json
 import sys
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
+from datetime import datetime
 from typing import Any, Protocol
 
 import boto3
 
-from clockless import Tick, Trigger, format_scheduled_time
-from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless import Tick, Trigger
+from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.template.expressions import next_ticks, ticks_between
 from clockless_tools.template.model import LocalNames, Template, TemplateError
-
-DEFAULT_MAX_BACKFILL_TICKS = 200
-DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
 
 
 class OperationError(Exception):
     """The operation was refused; the message says why and what to do."""
-
-
-class BackfillPolicy(StrEnum):
-    ALL = "all"  # replay every missing tick, oldest first
-    LATEST = "latest"  # replay only the newest missing tick (the job heals the rest itself)
-    SKIP = "skip"  # replay none; record each as deliberately skipped so it stops being reported
 
 
 class JobTarget(Protocol):
@@ -150,90 +137,7 @@ def stack_target(template: Template, stack_name: str, *, region: str | None, pro
     return StackTarget(template, stack_name, session=boto3.Session(region_name=region, profile_name=profile))
 
 
-@dataclass(frozen=True)
-class JobStatus:
-    job: str
-    function_id: str
-    expression: str
-    window_start: datetime
-    window_end: datetime
-    last_success: LedgerEntry | None
-    last_failure: LedgerEntry | None
-    next_ticks: list[datetime]
-    expected: int
-    missing: list[datetime]
-    skipped: list[datetime] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
-            if e is None:
-                return None
-            return {
-                "scheduled_time": format_scheduled_time(e.scheduled_time),
-                "status": e.status,
-                "attempts": e.attempts,
-                "trigger": e.trigger,
-                "finished_at": e.finished_at,
-                "error": e.error,
-            }
-
-        return {
-            "job": self.job,
-            "function": self.function_id,
-            "schedule": self.expression,
-            "window": [format_scheduled_time(self.window_start), format_scheduled_time(self.window_end)],
-            "last_success": entry(self.last_success),
-            "last_failure": entry(self.last_failure),
-            "next_ticks": [format_scheduled_time(t) for t in self.next_ticks],
-            "expected": self.expected,
-            "missing": [format_scheduled_time(t) for t in self.missing],
-            "skipped": [format_scheduled_time(t) for t in self.skipped],
-        }
-
-
-def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime) -> dict[datetime, LedgerEntry]:
-    return {entry.scheduled_time: entry for entry in ledger.entries(job, start, end)}
-
-
-def missing_ticks(template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime) -> list[datetime]:
-    """Ticks the schedule expected in [start, end) that the ledger does not show as succeeded or skipped."""
-    expected = ticks_between(template.jobs[job].expression, start, end)
-    return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
-
-
-def _not_accounted_for(expected: list[datetime], entries: dict[datetime, LedgerEntry]) -> list[datetime]:
-    return [t for t in expected if t not in entries or entries[t].status not in (STATUS_SUCCEEDED, STATUS_SKIPPED)]
-
-
-def job_status(template: Template, target: JobTarget, job: str, *, now: datetime, window: timedelta) -> JobStatus:
-    schedule = template.jobs[job]
-    start, end = now - window, now
-    ledger = target.ledger()
-    entries = _entries_by_time(ledger, job, start, end)
-    expected = ticks_between(schedule.expression, start, end)
-    failures = [e for e in entries.values() if e.status == STATUS_FAILED]
-    last_success_time = ledger.last_success_before(job, now + timedelta(seconds=1))
-    last_success = None
-    if last_success_time is not None:
-        last_success = entries.get(last_success_time) or next(
-            iter(ledger.entries(job, last_success_time, last_success_time + timedelta(seconds=1))), None
-        )
-    return JobStatus(
-        job=job,
-        function_id=schedule.function_id,
-        expression=schedule.expression,
-        window_start=start,
-        window_end=end,
-        last_success=last_success,
-        last_failure=max(failures, key=lambda e: e.scheduled_time) if failures else None,
-        next_ticks=next_ticks(schedule.expression, now, 3),
-        expected=len(expected),
-        missing=_not_accounted_for(expected, entries),
-        skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
-    )
-
-
-def _require_job(template: Template, job: str) -> None:
+def require_job(template: Template, job: str) -> None:
     if job not in template.jobs:
         raise OperationError(f"unknown job {job!r}; template.yaml schedules: {', '.join(sorted(template.jobs))}")
 
@@ -248,74 +152,3 @@ def tick_event(target: JobTarget, job: str, scheduled_time: datetime, trigger: T
         execution_id=str(uuid.uuid4()),
         trigger=trigger,
     ).to_event()
-
-
-@dataclass
-class BackfillResult:
-    job: str
-    policy: BackfillPolicy
-    missing: list[datetime]
-    planned: list[datetime]
-    outcomes: dict[str, str] = field(default_factory=dict)  # scheduled time -> outcome
-    dry_run: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "job": self.job,
-            "policy": self.policy.value,
-            "dry_run": self.dry_run,
-            "missing": [format_scheduled_time(t) for t in self.missing],
-            "planned": [format_scheduled_time(t) for t in self.planned],
-            "outcomes": self.outcomes,
-        }
-
-
-def backfill(
-    template: Template,
-    target: JobTarget,
-    job: str,
-    *,
-    start: datetime,
-    end: datetime,
-    policy: BackfillPolicy,
-    dry_run: bool = False,
-    force: bool = False,
-    max_ticks: int = DEFAULT_MAX_BACKFILL_TICKS,
-    max_range: timedelta = DEFAULT_MAX_BACKFILL_RANGE,
-    on_tick: Callable[[datetime, str], None] = lambda _t, _o: None,
-) -> BackfillResult:
-    """Replay each tick in [start, end) that never succeeded, through the job's own function."""
-    _require_job(template, job)
-    if end <= start:
-        raise OperationError(
-            f"--to ({format_scheduled_time(end)}) must be after --from ({format_scheduled_time(start)})"
-        )
-    expected = ticks_between(template.jobs[job].expression, start, end)
-    if not force and (end - start > max_range or len(expected) > max_ticks):
-        raise OperationError(
-            f"refusing to backfill {len(expected)} ticks over {end - start} (limits: {max_ticks} ticks, "
-            f"{max_range}); narrow the range or pass --force"
-        )
-    missing = missing_ticks(template, target.ledger(), job, start, end)
-    planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
-    result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
-    if dry_run:
-        return result
-    for scheduled_time in planned:
-        key = format_scheduled_time(scheduled_time)
-        if policy is BackfillPolicy.SKIP:
-            recorded = target.ledger().record_skipped(job, scheduled_time, reason="skipped by clockless backfill")
-            outcome = "skipped" if recorded else "already recorded"
-        else:
-            response = target.invoke(job, tick_event(target, job, scheduled_time, Trigger.BACKFILL))
-            outcome = str(response.get("outcome"))
-        result.outcomes[key] = outcome
-        on_tick(scheduled_time, outcome)
-    return result
-
-
-def run_now(target: JobTarget, template: Template, job: str, *, at: datetime | None = None) -> dict[str, Any]:
-    """A manual tick with the scheduler's payload contract: at `at`, or now truncated to the minute."""
-    _require_job(template, job)
-    scheduled_time = (at or datetime.now(UTC)).astimezone(UTC).replace(second=0, microsecond=0)
-    return target.invoke(job, tick_event(target, job, scheduled_time, Trigger.MANUAL))
