@@ -18,7 +18,8 @@ from clockless.ledger import RunLedger
 from clockless.tick import Tick
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
-from clockless_tools.template.model import LocalNames, Template, resolve
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.model import Template
 from tests.conftest import EVENTS, load_event
 
 FUNCTION = "JobTriggerFunction"

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from clockless_tools.template.model import Template, TemplateError
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import LocalTimeViolation, ScheduleCheck, one_year_from
 from clockless_tools.timezones.declaration import read_declaration, with_parameter_overrides
 from clockless_tools.timezones.event import utc_offset

@@ -25,7 +25,7 @@ from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
-from clockless_tools.template.model import TemplateError
+from clockless_tools.template.loader import TemplateError
 
 RULES: tuple[Rule, ...] = (
     SCHEDULED_BY_KIT_RULE,

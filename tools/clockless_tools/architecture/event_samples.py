@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 
 from clockless.tick import MalformedTickError, Tick
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template.model import Function, LocalNames, TemplateError, resolve
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function
 
 EVENT_SAMPLES: Final = "event-samples"
 

@@ -19,7 +19,8 @@ from clockless_tools.architecture.code import (
     string_value,
 )
 from clockless_tools.architecture.project import KIT_PACKAGE, Project, Rule, SourceFile, Violation
-from clockless_tools.template.model import Function, Schedule, TemplateError
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function, Schedule
 
 SCHEDULED_BY_KIT: Final = "scheduled-by-kit"
 

@@ -14,7 +14,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template.model import Function, LocalNames, TemplateError, resolve
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function
 
 TRIGGER_TARGETS: Final = "trigger-targets"
 JOB_MAP_VARIABLE: Final = "JOB_FUNCTIONS"

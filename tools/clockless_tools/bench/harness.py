@@ -21,7 +21,8 @@ from clockless_tools.local.dynamodb import (
     patched_environ,
 )
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.template.model import LocalNames, Template
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
 from session_cleanup.repository import DynamoSessionStore, SessionModel
 from session_cleanup.settings import SessionCleanupSettings
 from window_generation.logic import business_date_of

@@ -11,7 +11,7 @@ from clockless_tools.bench.read_units import item_size
 from clockless_tools.local.dynamodb import (
     LOCAL_REGION,
 )
-from clockless_tools.template.model import LocalNames
+from clockless_tools.template.intrinsics import LocalNames
 
 
 @contextlib.contextmanager

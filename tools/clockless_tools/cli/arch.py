@@ -13,7 +13,7 @@ from rich.markup import escape
 from clockless_tools.architecture import RULES, Project, check
 from clockless_tools.cli.common import CHECK, TemplateOption, fail
 from clockless_tools.cli.common import line_stdout as stdout
-from clockless_tools.template.model import DEFAULT_TEMPLATE, TemplateError
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 
 app = typer.Typer()
 

@@ -15,7 +15,7 @@ from clockless_tools.bench.run import run_bench
 from clockless_tools.cli.common import TemplateOption, fail, load_template
 from clockless_tools.cli.common import line_stderr as stderr
 from clockless_tools.cli.common import line_stdout as stdout
-from clockless_tools.template.model import DEFAULT_TEMPLATE
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 DEFAULT_RESULTS = Path("bench") / "results.json"
 

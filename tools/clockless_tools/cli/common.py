@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from clockless import MalformedTickError, parse_scheduled_time
-from clockless_tools.template.model import PROJECT_ROOT, Template, TemplateError
+from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
+from clockless_tools.template.model import Template
 
 # Tables and reports.
 stdout = Console()

@@ -11,7 +11,8 @@ from rich.markup import escape
 
 from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
 from clockless_tools.template.events import check_events, write_events
-from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
+from clockless_tools.template.model import Template
 
 app = typer.Typer()
 

@@ -12,7 +12,7 @@ import typer
 from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, load_template
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.server import running_endpoint
-from clockless_tools.template.model import DEFAULT_TEMPLATE, TemplateError
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 
 app = typer.Typer()
 

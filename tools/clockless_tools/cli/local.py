@@ -12,7 +12,7 @@ from clockless_tools.cli.common import TemplateOption, fail, load_template, stdo
 from clockless_tools.local.dynamodb import local_environment, patched_environ
 from clockless_tools.local.seed import SeedPlan, seed_demo_tables
 from clockless_tools.local.server import running_endpoint, server_status, start_server, stop_server
-from clockless_tools.template.model import DEFAULT_TEMPLATE
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 

@@ -19,7 +19,8 @@ from clockless_tools.operations.backfill import BackfillPolicy, backfill
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, stack_target
-from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
+from clockless_tools.template.model import Template
 
 app = typer.Typer()
 

@@ -14,7 +14,8 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from clockless_tools.cli.common import TemplateOption, fail, load_template
-from clockless_tools.template.model import DEFAULT_TEMPLATE, Template, TemplateError
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
+from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import ScheduleCheck, TimeZoneReport, ViolationGroup, check_template
 from clockless_tools.timezones.declaration import with_parameter_overrides
 from clockless_tools.timezones.event import utc_offset

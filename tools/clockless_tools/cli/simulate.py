@@ -30,7 +30,7 @@ from clockless_tools.simulate.request import (
 )
 from clockless_tools.simulate.run import run_simulation
 from clockless_tools.simulate.snapshot import TableEffects
-from clockless_tools.template.model import DEFAULT_TEMPLATE
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 DEFAULT_SPAN = timedelta(hours=48)
 MAX_LISTED = 12

@@ -13,7 +13,8 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from clockless_tools.template.model import LocalNames, Template
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
 
 LOCAL_REGION = "us-east-1"
 # Credentials the local server accepts. Setting them also means a local run can never sign a

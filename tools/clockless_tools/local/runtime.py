@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clockless_tools.local.dynamodb import local_environment, patched_environ
-from clockless_tools.template.model import LocalNames, Template, TemplateError, resolve
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
 
 
 @dataclass

@@ -7,7 +7,8 @@ import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from clockless_tools.template.model import LocalNames, Template
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore
 from window_generation.logic import Program

@@ -13,7 +13,8 @@ from typing import Any
 
 from clockless_tools.local.dynamodb import create_tables, dynamodb_client
 from clockless_tools.local.services import provision_services
-from clockless_tools.template.model import PROJECT_ROOT, Template
+from clockless_tools.template.loader import PROJECT_ROOT
+from clockless_tools.template.model import Template
 
 STATE_FILE = PROJECT_ROOT / ".clockless" / "local.json"
 

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from clockless_tools.local.dynamodb import local_client
-from clockless_tools.template.model import LocalNames, Template, TemplateError, resolve
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
 
 # The value every generated secret key gets locally; events/job_trigger/ samples send it. Like
 # LOCAL_CREDENTIALS it only ever exists on the loopback server.

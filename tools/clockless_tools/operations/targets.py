@@ -16,7 +16,9 @@ from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.template.model import LocalNames, Template, TemplateError
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
 
 
 class OperationError(Exception):

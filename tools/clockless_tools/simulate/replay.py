@@ -43,7 +43,8 @@ from clockless_tools.local.seed import SeedPlan, seed_demo_tables
 from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord, TickPlan
 from clockless_tools.simulate.faults import FaultInjector
 from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
-from clockless_tools.template.model import LocalNames, Template
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
 
 
 def send(channel: TextIO, **message: Any) -> None:

@@ -20,7 +20,8 @@ from clockless_tools.simulate.engine import (
 )
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
-from clockless_tools.template.model import LocalNames, Template
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
 
 
 def bookkeeping_tables(template: Template) -> set[str]:

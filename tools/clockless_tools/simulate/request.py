@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 from clockless import format_scheduled_time
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
-from clockless_tools.template.model import PROJECT_ROOT, Template, TemplateError
+from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
+from clockless_tools.template.model import Template
 
 BOOKKEEPING_KINDS: Final = frozenset({"idempotency", "ledger"})
 DEFAULT_LOG: Final = PROJECT_ROOT / ".clockless" / "simulate-function-output.log"

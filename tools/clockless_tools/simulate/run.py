@@ -29,7 +29,7 @@ from clockless_tools.simulate.engine import (
 )
 from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
 from clockless_tools.simulate.request import Note, Progress, SimulationError, SimulationRequest
-from clockless_tools.template.model import LocalNames
+from clockless_tools.template.intrinsics import LocalNames
 
 
 class _Replay:

@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from clockless.tick import format_scheduled_time
 from clockless_tools.template.expressions import previous_tick
-from clockless_tools.template.model import LocalNames, Schedule, Template, TemplateError
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Schedule, Template
 
 SCHEDULED_TIME: Final = "aws.scheduler.scheduled-time"
 SCHEDULE_ARN: Final = "aws.scheduler.schedule-arn"

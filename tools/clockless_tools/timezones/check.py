@@ -10,7 +10,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
-from clockless_tools.template.model import Function, Schedule, Template, resolve
+from clockless_tools.template.intrinsics import resolve
+from clockless_tools.template.model import Function, Schedule, Template
 from clockless_tools.timezones.declaration import TimeDeclaration, missing_declaration_keys, read_declaration
 from clockless_tools.timezones.event import (
     ScheduledEvent,

@@ -11,7 +11,8 @@ from datetime import time
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from clockless_tools.template.model import Function, Template, TemplateError
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function, Template
 from clockless_tools.timezones.rule import (
     CLOCK,
     METADATA_KEY,

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clockless_tools.template.expressions import ScheduleExpressionError
-from clockless_tools.template.model import Function, Schedule, TemplateError
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function, Schedule
 from clockless_tools.timezones.declaration import TimeDeclaration
 from clockless_tools.timezones.rule import REQUIRED_SCHEDULE_TIMEZONE, DeclarationError, LocalTimeRule
 

@@ -10,7 +10,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from clockless_tools.template.model import TemplateError
+from clockless_tools.template.loader import TemplateError
 
 METADATA_KEY = "clockless"
 ZONES_KEY = "operating_time_zones"
