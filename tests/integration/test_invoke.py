@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def _invalid_json(tmp_path: Path) -> Path:
     return path
 
 
-BAD_INPUTS = {
+BAD_INPUTS: dict[str, tuple[str, Callable[[Path], Path]]] = {
     "unknown-function": ("NoSuchFunction", lambda _tmp: EVENTS / "session_cleanup" / "tick.json"),
     "missing-file": ("SessionCleanupFunction", lambda tmp: tmp / "missing.json"),
     "invalid-json": ("SessionCleanupFunction", _invalid_json),

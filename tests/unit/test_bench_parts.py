@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ from clockless_tools.bench.workloads import Workload
 
 def test_an_item_is_its_attribute_names_plus_their_values() -> None:
     # Given a string, a number and a boolean
-    item = {"name": {"S": "héllo"}, "count": {"N": "12345"}, "ok": {"BOOL": True}}
+    item: dict[str, dict[str, Any]] = {"name": {"S": "héllo"}, "count": {"N": "12345"}, "ok": {"BOOL": True}}
 
     # Then: "name" 4 + 6 UTF-8 bytes; "count" 5 + 3 digit pairs + 1; "ok" 2 + 1
     assert item_size(item) == 10 + 9 + 3
@@ -110,7 +112,7 @@ def test_the_runtime_sdk_stand_in_copies_only_importable_files_into_its_director
 ) -> None:
     # Given jmespath, whose RECORD also lists a script three directories above site-packages
     copied: list[Path] = []
-    monkeypatch.setattr(artifacts.shutil, "copy2", lambda _source, destination: copied.append(Path(destination)))
+    monkeypatch.setattr(shutil, "copy2", lambda _source, destination: copied.append(Path(destination)))
     target = tmp_path / "a" / "b" / "sdk"
 
     versions = artifacts.copy_runtime_sdk(target)

@@ -1,4 +1,4 @@
-"""`clockless simulate` (`make run`, `make simulate`): every schedule replayed over a range in simulated
+"""`clockless simulate` (`make run`): every schedule replayed over a range in simulated
 time, each tick delivered at least once, checked against a replay that delivers each tick once."""
 
 from __future__ import annotations
