@@ -18,10 +18,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from clockless import format_scheduled_time
 from clockless_tools.cli.app import app
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import TimeZoneReport, check_template
-from clockless_tools.timezones.event import iso_utc
 from clockless_tools.timezones.rule import DECLARED, NOT_BEFORE, SAME_LOCAL_DATE, UTC_SCHEDULE, ZONES_MATCH_ENVIRONMENT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def test_planted_hour_fine_in_new_york_but_too_early_in_los_angeles_is_caught(tm
     assert {(v.rule, v.zone) for v in found.violations} == {(NOT_BEFORE, "America/Los_Angeles")}
     (group,) = found.groups()
     assert {f"{v.local_time:%H:%M %Z}" for v in group.violations} == {"03:00 PST"}
-    assert [(iso_utc(a), iso_utc(b), n) for a, b, n in group.runs()] == [
+    assert [(format_scheduled_time(a), format_scheduled_time(b), n) for a, b, n in group.runs()] == [
         ("2027-01-01T11:00:00Z", "2027-03-13T11:00:00Z", 72),
         ("2027-11-07T11:00:00Z", "2027-12-31T11:00:00Z", 55),
     ]
@@ -167,7 +167,7 @@ def test_planted_hour_that_crosses_the_date_line_in_honolulu_is_caught(tmp_path:
     assert {(v.zone, f"{v.local_time:%H:%M}", v.days_off) for v in date_breaches} == {("Pacific/Honolulu", "23:00", -1)}
     first = date_breaches[0]
     assert first.tick is not None
-    assert (iso_utc(first.tick), f"{first.local_time:%Y-%m-%d %H:%M %Z}") == (
+    assert (format_scheduled_time(first.tick), f"{first.local_time:%Y-%m-%d %H:%M %Z}") == (
         "2027-01-01T09:00:00Z",
         "2026-12-31 23:00 HST",
     )

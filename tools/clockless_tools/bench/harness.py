@@ -9,10 +9,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clockless import JobRun, KitSettings, Tick, Trigger
+from clockless import JobRun, KitSettings, Tick, Trigger, format_scheduled_time
 from clockless_tools.bench.moto_patches import moto_dynamodb_backend
 from clockless_tools.bench.read_units import Measured, measure
-from clockless_tools.bench.results import CLEANUP_JOB, CLEANUP_TICK, TIME_FORMAT, WINDOW_JOB, WINDOW_TICK, BenchError
+from clockless_tools.bench.results import CLEANUP_JOB, CLEANUP_TICK, WINDOW_JOB, WINDOW_TICK, BenchError
 from clockless_tools.bench.workloads import Layout, Workload, empty_session_item, session_in_use_item
 from clockless_tools.local.dynamodb import (
     create_tables,
@@ -146,7 +146,7 @@ class Harness:
         else:
             table, index = self.cleanup_settings.sessions_table, SessionModel.empty_index.Meta.index_name
             cutoff = self.layout.cleanup_tick - self.layout.grace
-            shard, range_key, upper = "empty_shard", "started_at", cutoff.strftime(TIME_FORMAT)
+            shard, range_key, upper = "empty_shard", "started_at", format_scheduled_time(cutoff)
         request = {
             "TableName": table,
             "IndexName": index,

@@ -19,7 +19,6 @@ TENANT: Final = "tenant-bench"
 
 KIT_ADDED_REQUESTS_TARGET: Final = 4
 SCALE_RATIO_TARGET: Final = 1.1
-TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class BenchError(RuntimeError):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from clockless import format_scheduled_time
 from clockless.dynamo import shard_for
-from clockless_tools.bench.results import TENANT, TIME_FORMAT
+from clockless_tools.bench.results import TENANT
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import EMPTY_INDEX_SHARDS, SessionModel
 from window_generation.logic import Program
@@ -96,7 +97,7 @@ def empty_session_item(session: SessionRef) -> SessionModel:
     return SessionModel(
         session.tenant_id,
         session.session_id,
-        started_at=session.started_at.strftime(TIME_FORMAT),
+        started_at=format_scheduled_time(session.started_at),
         exercise_count=0,
         empty_shard=shard_for(f"{session.tenant_id}#{session.session_id}", EMPTY_INDEX_SHARDS),
     )
@@ -107,6 +108,6 @@ def session_in_use_item(session: SessionRef, exercises: int) -> SessionModel:
     return SessionModel(
         session.tenant_id,
         session.session_id,
-        started_at=session.started_at.strftime(TIME_FORMAT),
+        started_at=format_scheduled_time(session.started_at),
         exercise_count=exercises,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from clockless import format_scheduled_time
 from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
 from clockless_tools.template.intrinsics import resolve
 from clockless_tools.template.model import Function, Schedule, Template
@@ -16,7 +17,6 @@ from clockless_tools.timezones.declaration import TimeDeclaration, missing_decla
 from clockless_tools.timezones.event import (
     ScheduledEvent,
     expression_error,
-    iso_utc,
     job_name,
     utc_offset,
     written_in_utc,
@@ -55,7 +55,7 @@ class LocalTimeViolation:
             "event": self.event_id,
             "rule": self.rule,
             "detail": self.detail,
-            "tick": None if self.tick is None else iso_utc(self.tick),
+            "tick": None if self.tick is None else format_scheduled_time(self.tick),
             "zone": self.zone,
             "local_time": None if self.local_time is None else self.local_time.isoformat(),
             "utc_offset": None if self.local_time is None else utc_offset(self.local_time),
@@ -157,9 +157,9 @@ class TimeZoneReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
-            "window": {"start": iso_utc(self.start), "end": iso_utc(self.end)},
+            "window": {"start": format_scheduled_time(self.start), "end": format_scheduled_time(self.end)},
             "zones": {
-                zone: [{"at": iso_utc(c.at), "before": c.before, "after": c.after} for c in changes]
+                zone: [{"at": format_scheduled_time(c.at), "before": c.before, "after": c.after} for c in changes]
                 for zone, changes in self.offset_changes.items()
             },
             "violations": len(self.violations),

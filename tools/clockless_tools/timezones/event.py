@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from clockless_tools.template.expressions import ScheduleExpressionError
@@ -65,10 +65,6 @@ def written_in_utc(function: Function, schedule: Schedule) -> bool:
 
 def expression_error(schedule: Schedule, error: ScheduleExpressionError) -> DeclarationError:
     return DeclarationError(f"{schedule.function_id}.Events.{schedule.event_id}.ScheduleExpression: {error}")
-
-
-def iso_utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def utc_offset(local: datetime) -> str:

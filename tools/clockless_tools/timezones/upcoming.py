@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from clockless import format_scheduled_time
 from clockless_tools.template.expressions import ScheduleExpressionError, next_ticks
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.declaration import missing_declaration_keys, read_declaration
-from clockless_tools.timezones.event import ScheduledEvent, expression_error, iso_utc, job_name, written_in_utc
+from clockless_tools.timezones.event import ScheduledEvent, expression_error, job_name, written_in_utc
 from clockless_tools.timezones.rule import METADATA_KEY, Breach, breaches, local_times
 
 
@@ -28,7 +29,7 @@ class UpcomingTicks(ScheduledEvent):
             "note": self.note,
             "ticks": [
                 {
-                    "utc": iso_utc(tick),
+                    "utc": format_scheduled_time(tick),
                     "local": {zone: moment.isoformat() for zone, moment in local_times(tick, self.zones).items()},
                     "breaches": [
                         {"rule": b.rule, "zone": b.zone, "detail": b.detail} for b in self.breaches.get(tick, ())
