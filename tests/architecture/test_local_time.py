@@ -1,4 +1,4 @@
-"""Rule: every UTC schedule keeps its job's local-time rule in every operating zone, all year.
+"""Rule `local-time`: every UTC schedule keeps its job's local-time rule in every operating zone, all year.
 
 `clockless schedules check` runs here on template.yaml (over the year from today and over 2027),
 and on copies of it with planted violations, each of which it must catch.

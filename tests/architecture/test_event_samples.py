@@ -1,4 +1,4 @@
-"""Planted violations of event-samples and least-privilege, each caught."""
+"""Rule `event-samples`: planted drift between the samples, the env-vars file and the template, each caught."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import pytest
 from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
-CLEANUP = "  SessionCleanupFunction:\n"
+
+
 ENV_VARS = "events/env.local.json"
+
+
 CLEANUP_EVENTS = "events/session_cleanup"
 
 
@@ -133,81 +136,3 @@ def test_a_function_using_tables_without_a_declared_endpoint_is_caught(tmp_path:
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="does not declare AWS_ENDPOINT")
     found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="so SAM ignores it")
-
-
-# ---------------------------------------------------------------------------------------------- least-privilege
-DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
-
-
-@pytest.mark.parametrize(
-    "resource",
-    [
-        'Resource: "*"',
-        "Resource: [!GetAtt SessionsTable.Arn, '*']",
-        "Resource: !Sub 'arn:aws:dynamodb:${AWS::Region}:${AWS::AccountId}:table/*'",
-    ],
-    ids=["star", "star-in-list", "every-table"],
-)
-def test_a_wildcard_resource_on_dynamodb_actions_is_caught(tmp_path: Path, resource: str) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP)
-
-    violations = copy.violations("least-privilege")
-
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="allows dynamodb actions on")
-
-
-def test_a_statement_on_a_table_the_function_does_not_use_is_caught(tmp_path: Path) -> None:
-    # Given cleanup allowed to delete programs, a table none of its variables names
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP)
-
-    violations = copy.violations("least-privilege")
-
-    violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names ProgramsTable")
-    assert "(DeleteEmptySessions)" in violation.message
-
-
-def test_a_managed_crud_policy_on_an_unused_table_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
-        TEMPLATE,
-        "      Policies:\n",
-        "      Policies:\n        - DynamoDBCrudPolicy:\n            TableName: !Ref WindowsTable\n",
-        after=CLEANUP,
-    )
-
-    violations = copy.violations("least-privilege")
-
-    found(
-        violations,
-        file=TEMPLATE,
-        resource="SessionCleanupFunction",
-        containing="DynamoDBCrudPolicy grants WindowsTable",
-    )
-
-
-def test_a_statement_on_a_queue_the_function_does_not_use_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
-        TEMPLATE,
-        "      Policies:\n        - Statement:\n",
-        "      Policies:\n        - Statement:\n"
-        "            - Effect: Allow\n"
-        "              Action: [sqs:ReceiveMessage]\n"
-        "              Resource: !GetAtt SchedulerDeadLetterQueue.Arn\n",
-        after=CLEANUP,
-    )
-
-    violations = copy.violations("least-privilege")
-
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names SchedulerDeadLetterQueue")
-
-
-def test_a_full_access_managed_policy_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, "      Policies:\n", "      Policies:\n        - AmazonDynamoDBFullAccess\n", after=CLEANUP)
-
-    violations = copy.violations("least-privilege")
-
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="AmazonDynamoDBFullAccess")

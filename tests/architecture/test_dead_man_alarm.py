@@ -1,4 +1,4 @@
-"""Rule: every scheduled job has a dead-man alarm whose period matches its schedule."""
+"""Rule `dead-man-alarm`: every scheduled job has a dead-man alarm whose period matches its schedule."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from clockless_tools.architecture import RULES, Project, check
 from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems, expected_alarm_shape
 from clockless_tools.template.model import Template
 
@@ -77,8 +78,6 @@ def test_planted_job_without_an_alarm_is_caught(tmp_path: Path) -> None:
 
 
 def test_the_rule_engine_reports_it_by_name_file_and_resource(tmp_path: Path) -> None:
-    from clockless_tools.architecture import RULES, Project, check
-
     broken = _planted(
         tmp_path, "      Statistic: Sum\n      Period: 86400\n", "      Statistic: Sum\n      Period: 3600\n"
     )
