@@ -294,6 +294,6 @@ def _fix(contract_id: str) -> str:
 LAYERING_RULE = Rule(
     LAYERING,
     "handler > repository/settings > logic; logic imports no boto3/botocore/pynamodb and reads no os.environ; "
-    "layers import no function",
+    "layers import no function; tools: cli > features > local > template",
     check_layering,
 )
