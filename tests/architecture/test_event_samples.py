@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -30,14 +29,13 @@ def _edit_env_vars(copy: PlantedCopy, function: str, **changes: str | None) -> N
 
 
 # ---------------------------------------------------------------------------------------------- event-samples
-def test_a_sample_missing_an_input_key_is_caught(tmp_path: Path) -> None:
+def test_a_sample_missing_an_input_key_is_caught(planted: PlantedCopy) -> None:
     # Given cleanup's tick sample without the schedule ARN the Input carries
-    copy = PlantedCopy.of_project(tmp_path)
-    sample = json.loads((copy.root / CLEANUP_EVENTS / "tick.json").read_text())
+    sample = json.loads((planted.root / CLEANUP_EVENTS / "tick.json").read_text())
     del sample["schedule_arn"]
-    copy.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
+    planted.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(
         violations,
@@ -47,20 +45,18 @@ def test_a_sample_missing_an_input_key_is_caught(tmp_path: Path) -> None:
     )
 
 
-def test_a_missing_sample_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.delete(f"{CLEANUP_EVENTS}/retry.json")
+def test_a_missing_sample_is_caught(planted: PlantedCopy) -> None:
+    planted.delete(f"{CLEANUP_EVENTS}/retry.json")
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="is missing")
 
 
-def test_a_malformed_sample_that_parses_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write(f"{CLEANUP_EVENTS}/malformed.json", (copy.root / CLEANUP_EVENTS / "tick.json").read_text())
+def test_a_malformed_sample_that_parses_is_caught(planted: PlantedCopy) -> None:
+    planted.write(f"{CLEANUP_EVENTS}/malformed.json", (planted.root / CLEANUP_EVENTS / "tick.json").read_text())
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(
         violations,
@@ -70,37 +66,34 @@ def test_a_malformed_sample_that_parses_is_caught(tmp_path: Path) -> None:
     )
 
 
-def test_a_tick_sample_the_kit_rejects_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    sample = json.loads((copy.root / CLEANUP_EVENTS / "tick.json").read_text())
+def test_a_tick_sample_the_kit_rejects_is_caught(planted: PlantedCopy) -> None:
+    sample = json.loads((planted.root / CLEANUP_EVENTS / "tick.json").read_text())
     sample["scheduled_time"] = "2026-11-29T09:00:00"  # no zone
-    copy.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
+    planted.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(
         violations, file=f"{CLEANUP_EVENTS}/tick.json", resource="SessionCleanupFunction", containing="has no time zone"
     )
 
 
-def test_a_retry_sample_that_is_not_a_redelivery_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    sample = json.loads((copy.root / CLEANUP_EVENTS / "retry.json").read_text())
+def test_a_retry_sample_that_is_not_a_redelivery_is_caught(planted: PlantedCopy) -> None:
+    sample = json.loads((planted.root / CLEANUP_EVENTS / "retry.json").read_text())
     sample["attempt"] = "1"
-    copy.write(f"{CLEANUP_EVENTS}/retry.json", json.dumps(sample))
+    planted.write(f"{CLEANUP_EVENTS}/retry.json", json.dumps(sample))
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="redelivery")
 
 
-def test_a_function_missing_from_the_env_vars_file_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    entries = json.loads((copy.root / ENV_VARS).read_text())
+def test_a_function_missing_from_the_env_vars_file_is_caught(planted: PlantedCopy) -> None:
+    entries = json.loads((planted.root / ENV_VARS).read_text())
     del entries["SessionCleanupFunction"]
-    copy.write(ENV_VARS, json.dumps(entries))
+    planted.write(ENV_VARS, json.dumps(entries))
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="has no entry")
 
@@ -117,22 +110,20 @@ def test_a_function_missing_from_the_env_vars_file_is_caught(tmp_path: Path) -> 
     ids=["table-variable-missing", "wrong-local-table", "no-endpoint", "remote-endpoint", "undeclared-variable"],
 )
 def test_an_env_vars_entry_that_does_not_point_the_function_at_local_tables_is_caught(
-    tmp_path: Path, changes: dict[str, str | None], complaint: str
+    planted: PlantedCopy, changes: dict[str, str | None], complaint: str
 ) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    _edit_env_vars(copy, "SessionCleanupFunction", **changes)
+    _edit_env_vars(planted, "SessionCleanupFunction", **changes)
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing=complaint)
 
 
-def test_a_function_using_tables_without_a_declared_endpoint_is_caught(tmp_path: Path) -> None:
+def test_a_function_using_tables_without_a_declared_endpoint_is_caught(planted: PlantedCopy) -> None:
     # Given Globals no longer declaring the endpoint variable, which SAM then refuses to override
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, '        AWS_ENDPOINT_URL_DYNAMODB: ""\n', "")
+    planted.replace(TEMPLATE, '        AWS_ENDPOINT_URL_DYNAMODB: ""\n', "")
 
-    violations = copy.violations("event-samples")
+    violations = planted.violations("event-samples")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="does not declare AWS_ENDPOINT")
     found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="so SAM ignores it")

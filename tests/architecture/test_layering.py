@@ -3,8 +3,6 @@ every deployed package."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -28,23 +26,21 @@ PYPROJECT = "pyproject.toml"
 
 
 # ---------------------------------------------------------------------------------------------- layering
-def test_logic_importing_boto3_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.append(CLEANUP_LOGIC, "\nimport boto3  # noqa: E402\n")
+def test_logic_importing_boto3_is_caught(planted: PlantedCopy) -> None:
+    planted.append(CLEANUP_LOGIC, "\nimport boto3  # noqa: E402\n")
 
-    violations = copy.violations("layering")
+    violations = planted.violations("layering")
 
     violation = found(violations, file=CLEANUP_LOGIC, resource="SessionCleanupFunction", containing="boto3")
     assert "no boto3" in violation.message
-    assert violation.line == len((copy.root / CLEANUP_LOGIC).read_text().splitlines())
+    assert violation.line == len((planted.root / CLEANUP_LOGIC).read_text().splitlines())
 
 
-def test_logic_reaching_pynamodb_through_another_module_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write("functions/session_cleanup/session_cleanup/helpers.py", "from pynamodb.models import Model\n")
-    copy.append(CLEANUP_LOGIC, "\nfrom session_cleanup import helpers  # noqa: E402\n")
+def test_logic_reaching_pynamodb_through_another_module_is_caught(planted: PlantedCopy) -> None:
+    planted.write("functions/session_cleanup/session_cleanup/helpers.py", "from pynamodb.models import Model\n")
+    planted.append(CLEANUP_LOGIC, "\nfrom session_cleanup import helpers  # noqa: E402\n")
 
-    violations = copy.violations("layering")
+    violations = planted.violations("layering")
 
     found(
         violations,
@@ -55,7 +51,7 @@ def test_logic_reaching_pynamodb_through_another_module_is_caught(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "planted",
+    "code",
     [
         "\nimport os  # noqa: E402\n\nTABLE = os.environ['SESSIONS_TABLE_NAME']\n",
         "\nimport os  # noqa: E402\n\nTABLE = os.getenv('SESSIONS_TABLE_NAME')\n",
@@ -63,17 +59,16 @@ def test_logic_reaching_pynamodb_through_another_module_is_caught(tmp_path: Path
     ],
     ids=["environ", "getenv", "from-os-import-environ"],
 )
-def test_logic_reading_the_environment_is_caught(tmp_path: Path, planted: str) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.append(CLEANUP_LOGIC, planted)
+def test_logic_reading_the_environment_is_caught(planted: PlantedCopy, code: str) -> None:
+    planted.append(CLEANUP_LOGIC, code)
 
-    violations = copy.violations("layering")
+    violations = planted.violations("layering")
 
     found(violations, file=CLEANUP_LOGIC, resource="SessionCleanupFunction", containing="reads the environment")
 
 
 @pytest.mark.parametrize(
-    ("module", "planted", "resource", "complaint"),
+    ("module", "code", "resource", "complaint"),
     [
         (
             CLEANUP_LOGIC,
@@ -110,34 +105,31 @@ def test_logic_reading_the_environment_is_caught(tmp_path: Path, planted: str) -
     ],
 )
 def test_an_import_against_the_layering_is_caught(
-    tmp_path: Path, module: str, planted: str, resource: str, complaint: str
+    planted: PlantedCopy, module: str, code: str, resource: str, complaint: str
 ) -> None:
-    # Given one import planted against the direction the contracts allow
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.append(module, f"\n{planted}  # noqa: E402\n")
+    # Given one import code against the direction the contracts allow
+    planted.append(module, f"\n{code}  # noqa: E402\n")
 
     # When layering checks the copy
-    violations = copy.violations("layering")
+    violations = planted.violations("layering")
 
     # Then it names the importing module, the resource that ships it and the contract it breaks
     violation = found(violations, file=module, resource=resource, containing=complaint)
-    assert violation.line == len((copy.root / module).read_text().splitlines())
+    assert violation.line == len((planted.root / module).read_text().splitlines())
 
 
-def test_a_function_package_missing_from_the_contracts_is_caught(tmp_path: Path) -> None:
+def test_a_function_package_missing_from_the_contracts_is_caught(planted: PlantedCopy) -> None:
     # Given the contracts no longer listing cleanup as a layered job
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(PYPROJECT, '"session_cleanup"', '"window_generation"', after='id = "job-layers"')
+    planted.replace(PYPROJECT, '"session_cleanup"', '"window_generation"', after='id = "job-layers"')
 
-    violations = copy.violations("layering")
+    violations = planted.violations("layering")
 
     found(violations, file=PYPROJECT, resource="SessionCleanupFunction", containing="contract job-layers's containers")
 
 
-def test_a_project_without_import_contracts_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write(PYPROJECT, '[project]\nname = "clockless"\n')
+def test_a_project_without_import_contracts_is_caught(planted: PlantedCopy) -> None:
+    planted.write(PYPROJECT, '[project]\nname = "clockless"\n')
 
-    violations = copy.violations("layering")
+    violations = planted.violations("layering")
 
     found(violations, file=PYPROJECT, resource="[tool.importlinter]", containing="no import-linter contracts")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -27,36 +25,33 @@ DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
     ],
     ids=["star", "star-in-list", "every-table"],
 )
-def test_a_wildcard_resource_on_dynamodb_actions_is_caught(tmp_path: Path, resource: str) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP)
+def test_a_wildcard_resource_on_dynamodb_actions_is_caught(planted: PlantedCopy, resource: str) -> None:
+    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP)
 
-    violations = copy.violations("least-privilege")
+    violations = planted.violations("least-privilege")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="allows dynamodb actions on")
 
 
-def test_a_statement_on_a_table_the_function_does_not_use_is_caught(tmp_path: Path) -> None:
+def test_a_statement_on_a_table_the_function_does_not_use_is_caught(planted: PlantedCopy) -> None:
     # Given cleanup allowed to delete programs, a table none of its variables names
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP)
+    planted.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP)
 
-    violations = copy.violations("least-privilege")
+    violations = planted.violations("least-privilege")
 
     violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names ProgramsTable")
     assert "(DeleteEmptySessions)" in violation.message
 
 
-def test_a_managed_crud_policy_on_an_unused_table_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+def test_a_managed_crud_policy_on_an_unused_table_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE,
         "      Policies:\n",
         "      Policies:\n        - DynamoDBCrudPolicy:\n            TableName: !Ref WindowsTable\n",
         after=CLEANUP,
     )
 
-    violations = copy.violations("least-privilege")
+    violations = planted.violations("least-privilege")
 
     found(
         violations,
@@ -66,9 +61,8 @@ def test_a_managed_crud_policy_on_an_unused_table_is_caught(tmp_path: Path) -> N
     )
 
 
-def test_a_statement_on_a_queue_the_function_does_not_use_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+def test_a_statement_on_a_queue_the_function_does_not_use_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE,
         "      Policies:\n        - Statement:\n",
         "      Policies:\n        - Statement:\n"
@@ -78,15 +72,16 @@ def test_a_statement_on_a_queue_the_function_does_not_use_is_caught(tmp_path: Pa
         after=CLEANUP,
     )
 
-    violations = copy.violations("least-privilege")
+    violations = planted.violations("least-privilege")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names SchedulerDeadLetterQueue")
 
 
-def test_a_full_access_managed_policy_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, "      Policies:\n", "      Policies:\n        - AmazonDynamoDBFullAccess\n", after=CLEANUP)
+def test_a_full_access_managed_policy_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE, "      Policies:\n", "      Policies:\n        - AmazonDynamoDBFullAccess\n", after=CLEANUP
+    )
 
-    violations = copy.violations("least-privilege")
+    violations = planted.violations("least-privilege")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="AmazonDynamoDBFullAccess")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -13,7 +11,7 @@ KIT_TICK = "layers/clockless/clockless/tick.py"
 
 # ---------------------------------------------------------------------------------------------- no-clock-in-app
 @pytest.mark.parametrize(
-    ("planted", "complaint"),
+    ("code", "complaint"),
     [
         ("import sched\n", "imports sched"),
         ("from apscheduler.schedulers.background import BackgroundScheduler\n", "APScheduler"),
@@ -59,42 +57,40 @@ KIT_TICK = "layers/clockless/clockless/tick.py"
         "call-later",
     ],
 )
-def test_a_clock_in_a_function_is_caught(tmp_path: Path, planted: str, complaint: str) -> None:
+def test_a_clock_in_a_function_is_caught(planted: PlantedCopy, code: str, complaint: str) -> None:
     # Given a module in a function's package that schedules inside the process
-    copy = PlantedCopy.of_project(tmp_path)
     module = "functions/session_cleanup/session_cleanup/timer.py"
-    copy.write(module, planted)
+    planted.write(module, code)
 
     # When no-clock-in-app checks the copy
-    violations = copy.violations("no-clock-in-app")
+    violations = planted.violations("no-clock-in-app")
 
     # Then it names the module, the function that ships it and the line
     violation = found(violations, file=module, resource="SessionCleanupFunction", containing=complaint)
     assert violation.line is not None
 
 
-def test_a_clock_in_the_layer_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.append(KIT_TICK, "\n\ndef _heartbeat() -> None:\n    import time\n\n    while True:\n        time.sleep(30)\n")
+def test_a_clock_in_the_layer_is_caught(planted: PlantedCopy) -> None:
+    planted.append(
+        KIT_TICK, "\n\ndef _heartbeat() -> None:\n    import time\n\n    while True:\n        time.sleep(30)\n"
+    )
 
-    violations = copy.violations("no-clock-in-app")
+    violations = planted.violations("no-clock-in-app")
 
     found(violations, file=KIT_TICK, resource="ClocklessLayer", containing="time.sleep inside a loop")
 
 
-def test_code_under_functions_outside_any_codeuri_is_checked_too(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write("functions/stray/stray.py", "import sched\n")
+def test_code_under_functions_outside_any_codeuri_is_checked_too(planted: PlantedCopy) -> None:
+    planted.write("functions/stray/stray.py", "import sched\n")
 
-    violations = copy.violations("no-clock-in-app")
+    violations = planted.violations("no-clock-in-app")
 
     found(violations, file="functions/stray/stray.py", resource="functions/stray", containing="imports sched")
 
 
-def test_comments_strings_and_bounded_sleeps_are_not_clocks(tmp_path: Path) -> None:
+def test_comments_strings_and_bounded_sleeps_are_not_clocks(planted: PlantedCopy) -> None:
     # Given text that mentions clocks, and a sleep outside any loop
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write(
+    planted.write(
         "functions/session_cleanup/session_cleanup/notes.py",
         '"""Never `import sched` or `while True: time.sleep(60)` here."""\n\n'
         "import time\n\n"
@@ -104,4 +100,4 @@ def test_comments_strings_and_bounded_sleeps_are_not_clocks(tmp_path: Path) -> N
         "def retry_three_times() -> None:\n    for _ in range(3):\n        time.sleep(0.1)\n",
     )
 
-    assert copy.violations("no-clock-in-app") == []
+    assert planted.violations("no-clock-in-app") == []

@@ -5,7 +5,6 @@ test_<rule_id>.py."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -36,20 +35,21 @@ def test_the_project_keeps_every_rule(rule: str) -> None:
     assert violations == []
 
 
-def test_an_untouched_copy_keeps_every_rule(tmp_path: Path) -> None:
-    # The plants below are only meaningful if the copy itself is clean.
-    assert check(PlantedCopy.of_project(tmp_path).project) == []
+def test_an_untouched_copy_keeps_every_rule(planted: PlantedCopy) -> None:
+    # The plants are only meaningful if the copy itself is clean.
+    assert check(planted.project) == []
 
 
-def test_violations_of_different_rules_are_reported_together_each_with_a_fix(tmp_path: Path) -> None:
+def test_violations_of_different_rules_are_reported_together_each_with_a_fix(planted: PlantedCopy) -> None:
     # Given a copy with three unrelated violations
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, "ScheduleExpressionTimezone: UTC", "ScheduleExpressionTimezone: Europe/Paris", after=CLEANUP)
-    copy.replace(CLEANUP_HANDLER, "@job.handler\n", "")
-    copy.append(CLEANUP_LOGIC, "\nimport sched\n")
+    planted.replace(
+        TEMPLATE, "ScheduleExpressionTimezone: UTC", "ScheduleExpressionTimezone: Europe/Paris", after=CLEANUP
+    )
+    planted.replace(CLEANUP_HANDLER, "@job.handler\n", "")
+    planted.append(CLEANUP_LOGIC, "\nimport sched\n")
 
     # When every rule checks it
-    violations = check(copy.project)
+    violations = check(planted.project)
 
     # Then all three are reported at once, each with a one-line fix (a zone other than UTC also
     # breaks the time-zone linter's rule)
@@ -58,16 +58,15 @@ def test_violations_of_different_rules_are_reported_together_each_with_a_fix(tmp
 
 
 # ---------------------------------------------------------------------------------------------- isolation
-def test_checking_a_copy_leaves_the_imported_project_modules_alone(tmp_path: Path) -> None:
+def test_checking_a_copy_leaves_the_imported_project_modules_alone(planted: PlantedCopy) -> None:
     # The layering rule reads a copy's packages under the project's own package names.
     import clockless
     import session_cleanup.logic
 
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.append(CLEANUP_LOGIC, "\nimport boto3\n")
+    planted.append(CLEANUP_LOGIC, "\nimport boto3\n")
     path_before = list(sys.path)
 
-    copy.violations("layering")
+    planted.violations("layering")
 
     assert sys.modules["clockless"] is clockless
     assert sys.modules["session_cleanup.logic"] is session_cleanup.logic

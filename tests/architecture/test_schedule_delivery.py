@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -56,34 +54,31 @@ HOURLY = "SessionCleanupFunction.Events.Hourly"
     ],
 )
 def test_a_schedule_without_utc_bounded_retries_or_dead_letters_is_caught(
-    tmp_path: Path, old: str, new: str, complaint: str
+    planted: PlantedCopy, old: str, new: str, complaint: str
 ) -> None:
     # Given the hourly cleanup schedule with one delivery setting broken
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, old, new, after=CLEANUP)
+    planted.replace(TEMPLATE, old, new, after=CLEANUP)
 
     # When schedule-delivery checks the copy
-    violations = copy.violations("schedule-delivery")
+    violations = planted.violations("schedule-delivery")
 
     # Then it names that schedule in the template
     found(violations, file=TEMPLATE, resource=HOURLY, containing=complaint)
 
 
-def test_a_rate_schedule_whose_retries_outlast_its_period_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+def test_a_rate_schedule_whose_retries_outlast_its_period_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE, "ScheduleExpression: cron(0 * * * ? *)", "ScheduleExpression: rate(10 minutes)", after=CLEANUP
     )
 
-    violations = copy.violations("schedule-delivery")
+    violations = planted.violations("schedule-delivery")
 
     found(violations, file=TEMPLATE, resource=HOURLY, containing="period 600 s")
 
 
-def test_an_eventbridge_rule_schedule_is_caught_because_it_cannot_state_utc(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, "Type: ScheduleV2", "Type: Schedule", after=CLEANUP)
+def test_an_eventbridge_rule_schedule_is_caught_because_it_cannot_state_utc(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "Type: ScheduleV2", "Type: Schedule", after=CLEANUP)
 
-    violations = copy.violations("schedule-delivery")
+    violations = planted.violations("schedule-delivery")
 
     found(violations, file=TEMPLATE, resource=HOURLY, containing="Type: Schedule is an EventBridge rule")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -32,12 +30,11 @@ INPUT_ARN = '"schedule_arn": "<aws.scheduler.schedule-arn>",'
     [(INPUT_TIME, "<aws.scheduler.scheduled-time>"), (INPUT_ARN, "<aws.scheduler.schedule-arn>")],
     ids=["scheduled-time", "schedule-arn"],
 )
-def test_an_input_without_the_ticks_identity_is_caught(tmp_path: Path, carried: str, placeholder: str) -> None:
+def test_an_input_without_the_ticks_identity_is_caught(planted: PlantedCopy, carried: str, placeholder: str) -> None:
     # Given the hourly schedule's Input without one of the tick's identity fields
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, carried, "", after=CLEANUP)
+    planted.replace(TEMPLATE, carried, "", after=CLEANUP)
 
-    violations = copy.violations("tick-identity")
+    violations = planted.violations("tick-identity")
 
     found(
         violations,
@@ -47,17 +44,16 @@ def test_an_input_without_the_ticks_identity_is_caught(tmp_path: Path, carried: 
     )
 
 
-def test_a_scheduled_time_filled_from_the_execution_id_is_caught(tmp_path: Path) -> None:
+def test_a_scheduled_time_filled_from_the_execution_id_is_caught(planted: PlantedCopy) -> None:
     # Given an Input whose scheduled_time is the per-attempt execution id
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+    planted.replace(
         TEMPLATE,
         INPUT_TIME,
         '"scheduled_time": "<aws.scheduler.execution-id>", "at": "<aws.scheduler.scheduled-time>",',
         after=CLEANUP,
     )
 
-    violations = copy.violations("tick-identity")
+    violations = planted.violations("tick-identity")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Hourly", containing="is not a tick")
 
@@ -71,36 +67,35 @@ def test_a_scheduled_time_filled_from_the_execution_id_is_caught(tmp_path: Path)
         ('"job"', "does not include the scheduled time"),
     ],
 )
-def test_a_kit_keyed_on_anything_but_job_and_scheduled_time_is_caught(tmp_path: Path, key: str, complaint: str) -> None:
+def test_a_kit_keyed_on_anything_but_job_and_scheduled_time_is_caught(
+    planted: PlantedCopy, key: str, complaint: str
+) -> None:
     # Given the kit's idempotency key changed
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+    planted.replace(
         KIT_JOB, 'IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"', f"IDEMPOTENCY_KEY_JMESPATH: Final = {key}"
     )
 
-    violations = copy.violations("tick-identity")
+    violations = planted.violations("tick-identity")
 
     # Then the rule reports the kit's IdempotencyConfig, in the layer that ships it
     violation = found(violations, file=KIT_JOB, resource="ClocklessLayer", containing=complaint)
-    assert "IdempotencyConfig(" in (copy.root / KIT_JOB).read_text().splitlines()[violation.line - 1]  # type: ignore[operator]
+    assert "IdempotencyConfig(" in (planted.root / KIT_JOB).read_text().splitlines()[violation.line - 1]  # type: ignore[operator]
 
 
-def test_a_kit_config_without_a_key_expression_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(KIT_JOB, "event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,", "")
+def test_a_kit_config_without_a_key_expression_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(KIT_JOB, "event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,", "")
 
-    violations = copy.violations("tick-identity")
+    violations = planted.violations("tick-identity")
 
     found(violations, file=KIT_JOB, resource="ClocklessLayer", containing="whole event")
 
 
-def test_a_function_keying_idempotency_itself_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.append(
+def test_a_function_keying_idempotency_itself_is_caught(planted: PlantedCopy) -> None:
+    planted.append(
         CLEANUP_HANDLER,
         "\nfrom aws_lambda_powertools.utilities.idempotency import idempotent_function  # noqa: E402\n",
     )
 
-    violations = copy.violations("tick-identity")
+    violations = planted.violations("tick-identity")
 
     found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="idempotent_function")
