@@ -19,7 +19,7 @@ REGION    ?= us-east-1
 # -n: one worker per core (pytest-xdist); each integration worker starts its own moto server.
 PYTEST    := $(PY) -m pytest -q -p no:cacheprovider -n $(or $(JOBS),auto) --dist loadgroup
 # What the python3.13 Lambda runtime ships (boto3 and its dependencies), left out of the layer;
-# the same set as clockless_tools.bench_build.RUNTIME_PROVIDED (test_dependencies.py checks).
+# the same set as clockless_tools.bench.cold_start.RUNTIME_PROVIDED (test_dependencies.py checks).
 RUNTIME_SDK := boto3 botocore s3transfer jmespath python-dateutil six urllib3
 
 export SAM_CLI_TELEMETRY := 0
@@ -31,7 +31,7 @@ export PYTHONTZPATH :=
 # `sam build` needs python3.13 (with pip, for the layer's Makefile) on PATH: the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
+.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
         build deploy bench clean
 
 help: ## List the targets
@@ -75,7 +75,7 @@ setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
 test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types
 
-suites: $(STAMP)
+suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint)
 	$(PYTEST) tests
 
 unit: $(STAMP) ## Unit tests (no sockets)
@@ -91,18 +91,16 @@ lint: $(STAMP) cfn-lint typecheck ## ruff, mypy, cfn-lint (with the serverless r
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy (strict) over the code and the tests
 	$(VENV)/bin/mypy
 
-cfn-lint: $(STAMP)  # cfn-lint's own rules and, appended to them, the serverless rules: one run
+# One run: cfn-lint's own rules with the serverless rules appended to them.
+cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 	$(VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
-
-run: $(STAMP) ## Simulate the last 48 h of every schedule on an embedded DynamoDB; effects checked
-	$(CLOCKLESS) simulate
 
 FROM ?=
 TO   ?=
-simulate: $(STAMP) ## Simulate a range: make simulate FROM=2026-11-27T00:00:00Z TO=2026-11-29T00:00:00Z
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC); effects checked
 	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
@@ -117,7 +115,7 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 local-up: $(STAMP) ## Start the persistent embedded DynamoDB with the template's tables
 	$(CLOCKLESS) local up
 
-local-down: $(STAMP) ## Stop it
+local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down
 
 build: $(SAM_STAMP) ## sam validate --lint and sam build

@@ -17,7 +17,7 @@ from typing import Any
 from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 
-from clockless_tools.bench_build import RUNTIME_PROVIDED
+from clockless_tools.bench.cold_start import RUNTIME_PROVIDED
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOCK = PROJECT_ROOT / "uv.lock"

@@ -10,9 +10,7 @@ names (the dead-man alarm's `service` dimension).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from clockless_tools.template import Template
+from clockless_tools.template.model import Template
 from tests.architecture.planting import PlantedCopy
 
 TEMPLATE = "template.yaml"
@@ -51,12 +49,8 @@ def test_every_function_logs_to_its_declared_group_and_names_its_service(templat
     assert logging_problems(template) == []
 
 
-def _planted(tmp_path: Path) -> PlantedCopy:
-    return PlantedCopy.of_project(tmp_path)
-
-
-def test_a_function_without_its_log_group_is_caught(tmp_path: Path) -> None:
-    copy = _planted(tmp_path)
+def test_a_function_without_its_log_group_is_caught(planted: PlantedCopy) -> None:
+    copy = planted
     copy.replace(TEMPLATE, "      LoggingConfig:\n        LogGroup: !Ref SessionCleanupLogGroup\n", "")
 
     problems = logging_problems(Template.load(copy.root / TEMPLATE))
@@ -64,8 +58,8 @@ def test_a_function_without_its_log_group_is_caught(tmp_path: Path) -> None:
     assert problems == ["SessionCleanupFunction: LoggingConfig.LogGroup is not a !Ref to a log group in the template"]
 
 
-def test_a_log_group_without_retention_or_named_after_its_function_is_caught(tmp_path: Path) -> None:
-    copy = _planted(tmp_path)
+def test_a_log_group_without_retention_or_named_after_its_function_is_caught(planted: PlantedCopy) -> None:
+    copy = planted
     copy.replace(
         TEMPLATE,
         '      LogGroupName: !Sub "/aws/lambda/${AWS::StackName}/job-trigger"\n'
@@ -81,8 +75,8 @@ def test_a_log_group_without_retention_or_named_after_its_function_is_caught(tmp
     ]
 
 
-def test_a_missing_or_wrong_service_name_is_caught(tmp_path: Path) -> None:
-    copy = _planted(tmp_path)
+def test_a_missing_or_wrong_service_name_is_caught(planted: PlantedCopy) -> None:
+    copy = planted
     copy.replace(TEMPLATE, "          POWERTOOLS_SERVICE_NAME: job-trigger\n", "")
     copy.replace(TEMPLATE, "POWERTOOLS_SERVICE_NAME: session-cleanup", "POWERTOOLS_SERVICE_NAME: cleanup")
 

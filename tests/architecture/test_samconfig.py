@@ -44,8 +44,8 @@ def test_every_environment_is_complete() -> None:
     assert samconfig_problems(PROJECT_ROOT / "samconfig.toml") == []
 
 
-def test_an_environment_without_its_region_or_tags_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy(tmp_path)
+def test_an_environment_without_its_region_or_tags_is_caught(planted: PlantedCopy) -> None:
+    copy = planted
     copy.write("samconfig.toml", (PROJECT_ROOT / "samconfig.toml").read_text(encoding="utf-8"))
     copy.replace(
         "samconfig.toml", 'region = "us-east-1"\nstack_name = "clockless-prod"\n', 'stack_name = "clockless-prod"\n'
@@ -58,7 +58,7 @@ def test_an_environment_without_its_region_or_tags_is_caught(tmp_path: Path) -> 
         after="[prod.deploy.parameters]",
     )
 
-    assert samconfig_problems(tmp_path / "samconfig.toml") == [
+    assert samconfig_problems(copy.root / "samconfig.toml") == [
         "[prod.global.parameters] has no region",
         "[prod.deploy.parameters] has no tags",
         "[prod.deploy.parameters] stack_name 'clockless-prd', global says 'clockless-prod'",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from clockless import JobRun, ScheduledJob, Tick, Trigger
-from clockless_tools.runtime import LocalLambdaContext
+from clockless_tools.local.runtime import LocalLambdaContext
 
 TRACE_HEADER = "Root=1-6749a1b0-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=0"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import clockless
-from clockless_tools.runtime import LocalLambdaContext
+from clockless_tools.local.runtime import LocalLambdaContext
 from tests.conftest import PROJECT_ROOT, load_event
 
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from clockless.observability import ColdStart, lambda_context_keys
-from clockless_tools.runtime import LocalLambdaContext
+from clockless_tools.local.runtime import LocalLambdaContext
 
 
 def test_the_context_keys_are_the_ones_inject_lambda_context_adds() -> None:

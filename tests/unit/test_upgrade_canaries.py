@@ -93,8 +93,8 @@ def test_powertools_completion_is_the_update_we_fold_into_a_transaction() -> Non
 
 
 def test_every_botocore_request_passes_through_endpoint_send(monkeypatch: pytest.MonkeyPatch) -> None:
-    """clockless_tools.requests counts requests and injects faults by wrapping Endpoint._send."""
-    from clockless_tools.requests import count_requests
+    """clockless_tools.local.botocore_hooks counts requests and injects faults by wrapping Endpoint._send."""
+    from clockless_tools.local.botocore_hooks import count_requests
 
     sent: list[Any] = []
 
@@ -116,13 +116,14 @@ def test_every_botocore_request_passes_through_endpoint_send(monkeypatch: pytest
                 raise
             pytest.fail(
                 f"{_version('botocore')}: a client request no longer goes through Endpoint._send(self, request) "
-                f"({type(error).__name__}: {error}); clockless_tools.requests counts requests and injects faults there"
+                f"({type(error).__name__}: {error}); "
+                "clockless_tools.local.botocore_hooks counts requests and injects faults there"
             )
 
     assert response["TableNames"] == []
     assert counter.operations == {"ListTables": 1}, (
         f"{_version('botocore')}: Endpoint._send saw {dict(counter.operations)!r}; the X-Amz-Target header "
-        "clockless_tools.requests reads the operation from changed"
+        "clockless_tools.local.botocore_hooks reads the operation from changed"
     )
 
 
@@ -139,8 +140,8 @@ def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables(monkeypatc
     from moto.dynamodb.models.table import Table
 
     reliance = (
-        "clockless_tools.bench.moto_transactions_snapshot_touched_items replaces moto.dynamodb.models.copy "
-        "to skip that copy; it would now do nothing or break transactions"
+        "clockless_tools.bench.moto_patches.moto_transactions_snapshot_touched_items replaces "
+        "moto.dynamodb.models.copy to skip that copy; it would now do nothing or break transactions"
     )
     assert getattr(models, "copy", None) is copy, (
         f"{_version('moto')}: moto.dynamodb.models no longer imports copy. {reliance}"
