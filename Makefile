@@ -49,7 +49,7 @@ $(UV): tools/uv-requirements.txt
 $(STAMP): pyproject.toml uv.lock $(UV)
 	@PY313="$$(tools/find-python313)" && echo "syncing $(VENV) with uv.lock on $$PY313" && \
 	  $(UV) sync --locked --extra dev --python "$$PY313" || \
-	  { echo "error: uv.lock does not match pyproject.toml: run make lock, then commit uv.lock" >&2; exit 1; }
+	  { echo "error: uv sync failed (above); if uv.lock is behind pyproject.toml, run make lock and commit it" >&2; exit 1; }
 	@touch $@
 
 $(SAM_STAMP): tools/sam-requirements.txt $(UV)
