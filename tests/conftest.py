@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -37,31 +38,47 @@ def load_event(relative: str) -> dict[str, Any]:
     return json.loads((EVENTS / relative).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-def modules_sharing_a_fixture(root: Path) -> frozenset[str]:
-    """Test modules (as nodeid paths) that define a module-scoped fixture, e.g. a simulated run."""
-    return frozenset(
-        path.relative_to(root).as_posix()
-        for path in (root / "tests").rglob("test_*.py")
-        if 'scope="module"' in path.read_text(encoding="utf-8")
+def fixture_groups(root: Path) -> dict[str, str]:
+    """ "<module path>::<test function>" -> its group, for every test function that takes a
+    module-scoped fixture of its own module (read from the source: the xdist controller collects
+    nothing). Tests taking the same such fixtures form one group."""
+    groups: dict[str, str] = {}
+    for path in sorted((root / "tests").rglob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if 'scope="module"' not in text:
+            continue
+        module = path.relative_to(root).as_posix()
+        functions = [node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)]
+        shared = {node.name for node in functions if any(map(_is_module_fixture, node.decorator_list))}
+        for node in functions:
+            used = sorted(shared & {argument.arg for argument in node.args.args})
+            if node.name.startswith("test") and used:
+                groups[f"{module}::{node.name}"] = f"{module}::{'+'.join(used)}"
+    return groups
+
+
+def _is_module_fixture(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Call) and any(
+        keyword.arg == "scope" and isinstance(keyword.value, ast.Constant) and keyword.value.value == "module"
+        for keyword in decorator.keywords
     )
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`make test` runs `-n auto --dist loadgroup`. xdist's own loadgroup marks a group by editing
-    each item's private `_nodeid`, which pytest 9 no longer reads, so every test is scheduled
-    alone and each worker rebuilds the module fixtures (two bench runs, two simulations). This
-    scheduler groups by what matters instead: a module with a module-scoped fixture is one unit
-    (its fixture is built once, and as the largest units they start first); every other test is
-    its own unit, spread over the workers."""
+    each item's private `_nodeid`, which pytest 9 no longer reads, so every test was scheduled
+    alone and each worker rebuilt the module fixtures (two bench runs, two simulations). This
+    scheduler groups by what matters instead: the tests taking the same module-scoped fixture are
+    one unit, so it is built once (and, as the largest units, they start first); every other test
+    is its own unit, spread over the workers."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    grouped = modules_sharing_a_fixture(config.rootpath)
+    groups = fixture_groups(config.rootpath)
 
-    class ModuleFixtureScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    class FixtureGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return module if module in grouped else nodeid
+            return groups.get(nodeid.split("[", 1)[0], nodeid)
 
-    return ModuleFixtureScheduling(config, log)
+    return FixtureGroupScheduling(config, log)
