@@ -125,8 +125,9 @@ build: $(SAM_STAMP) ## sam validate --lint and sam build
 deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
 	$(SAM) deploy
 
-bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (a few minutes): bench/results.json
-	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json
+ONLY ?=
+bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
+	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
 
 clean: ## Remove the venvs, build output and local state
 	rm -rf $(VENV) $(SAM_VENV) $(UV_BOOT) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp

@@ -186,3 +186,15 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the
     assert "Item" not in tables.get_item(TableName="WindowsTable", Key=window)
     program = tables.get_item(TableName="ProgramsTable", Key=key)["Item"]
     assert program["current_window_end"] == {"S": "2026-01-01"}
+
+
+def test_only_the_sections_asked_for_are_measured(template: Template, dynamodb_endpoint: str) -> None:
+    partial = run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("cold_start",))
+
+    assert set(partial.details) == {"cold_start"}
+    assert {key.split(".", 1)[0] for key in partial.as_dict()["figures"]} == {"cold_start"}
+    for figure in partial.figures:
+        assert figure.ratio_estimate is not None
+        assert figure.ratio_estimate.samples == QUICK.imports
+    with pytest.raises(BenchError, match="no bench section warmup; the sections are overhead, scale"):
+        run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("warmup",))

@@ -7,16 +7,16 @@ import importlib.metadata
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from clockless_tools.bench.artifacts import measure_artifacts
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.overhead import measure_overhead
-from clockless_tools.bench.results import FULL, BenchResults, BenchSizes
+from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes
 from clockless_tools.bench.scale import measure_scale
 from clockless_tools.bench.throughput import measure_throughput
 from clockless_tools.local.dynamodb import (
@@ -24,6 +24,9 @@ from clockless_tools.local.dynamodb import (
     delete_tables,
 )
 from clockless_tools.template.model import Template
+
+# What `make bench` measures, in order; `clockless bench run --only` picks some.
+SECTIONS: Final = ("overhead", "scale", "throughput", "artifacts", "cold_start")
 
 
 def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
@@ -48,8 +51,14 @@ def run_bench(
     work_dir: Path | None = None,
     function_output: TextIO | None = None,
     progress: Callable[[str], None] = lambda _message: None,
+    only: Collection[str] = SECTIONS,
 ) -> BenchResults:
-    """Every measurement, in one process. `endpoint` reuses a running in-process moto server."""
+    """Every measurement, in one process, or the `only` sections named (`SECTIONS`): cold start
+    without artifacts measures the source tree alone. `endpoint` reuses a running in-process moto
+    server."""
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        raise BenchError(f"no bench section {', '.join(unknown)}; the sections are {', '.join(SECTIONS)}")
     results = BenchResults(environment=environment_facts(sizes))
     started = time.perf_counter()
     redirect = contextlib.redirect_stdout(function_output) if function_output else contextlib.nullcontext()
@@ -58,27 +67,35 @@ def run_bench(
         endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
         harness = Harness(template, endpoint)
         try:
-            progress("1/5 kit overhead per tick")
-            results.add("overhead", *measure_overhead(harness, sizes))
-            progress(
-                f"2/5 cost per tick as the table grows: {', '.join(f'{n:,}' for n in sizes.scale_table_items)} items"
-            )
-            results.add("scale", *measure_scale(harness, sizes))
-            progress(f"3/5 throughput at {sizes.throughput_programs:,} due programs, built and naive")
-            results.add("throughput", *measure_throughput(harness, sizes))
+            if "overhead" in only:
+                progress("1/5 kit overhead per tick")
+                results.add("overhead", *measure_overhead(harness, sizes))
+            if "scale" in only:
+                items = ", ".join(f"{n:,}" for n in sizes.scale_table_items)
+                progress(f"2/5 cost per tick as the table grows: {items} items")
+                results.add("scale", *measure_scale(harness, sizes))
+            if "throughput" in only:
+                progress(f"3/5 throughput at {sizes.throughput_programs:,} due programs, built and naive")
+                results.add("throughput", *measure_throughput(harness, sizes))
             setups = [source_setup(template)]
-            if sizes.sam_build and sam is not None and sam.exists():
+            if "artifacts" in only and sizes.sam_build and sam is not None and sam.exists():
                 progress("4/5 sam build, the layer without what the runtime ships, a tick on each")
                 work = (work_dir or template.root / "bench" / "work.tmp").resolve()
                 figures, details, built_setups = measure_artifacts(harness, sam.resolve(), work, sizes)
                 results.add("artifacts", figures, details)
                 setups += built_setups
-            else:
+            elif "artifacts" in only:
                 reason = "SAM CLI not found (make bench installs it)" if sizes.sam_build else "not asked for"
                 results.add("artifacts", [], {"skipped": reason})
-            progress(f"5/5 cold start: each handler imported {sizes.imports} times per setup")
-            environments = {logical_id: harness.runtime.environment(logical_id) for logical_id in template.functions}
-            results.add("cold_start", *measure_cold_start(template, setups, sizes, environments))
+            if "cold_start" in only:
+                rounds = (
+                    f"{sizes.imports} to {sizes.imports_max}" if sizes.imports_max > sizes.imports else sizes.imports
+                )
+                progress(
+                    f"5/5 cold start: each handler imported {rounds} times per setup, until the ratios are decided"
+                )
+                environments = {lid: harness.runtime.environment(lid) for lid in template.functions}
+                results.add("cold_start", *measure_cold_start(template, setups, sizes, environments))
         finally:
             with contextlib.suppress(Exception):
                 delete_tables(template, endpoint)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from clockless_tools.bench.results import FULL, QUICK, BenchError
-from clockless_tools.bench.run import run_bench
+from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.common import TemplateOption, fail, load_template
 from clockless_tools.cli.common import line_stderr as stderr
 from clockless_tools.cli.common import line_stdout as stdout
@@ -29,8 +29,19 @@ def run(
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes, no sam build: checks the machinery.")] = False,
     sam: Annotated[Path, typer.Option(help="SAM CLI for the artifact measurements.")] = Path(".venv-sam/bin/sam"),
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a target is missed.")] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="Measure only these sections (repeatable): overhead, scale, throughput, artifacts, cold_start. "
+            "The results then go to bench/partial-results.tmp unless --output says otherwise.",
+        ),
+    ] = None,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
+    if only and output == DEFAULT_RESULTS:
+        # A partial run never overwrites the full results the README quotes.
+        output = Path("bench") / "partial-results.tmp"
     tpl = load_template(template)
     log_path = Path(".clockless") / "bench-function-output.log"
     log_path.parent.mkdir(exist_ok=True)
@@ -42,6 +53,7 @@ def run(
                 sam=sam,
                 function_output=log,
                 progress=lambda message: stderr.print(f"[dim]{escape(message)}[/]"),
+                only=tuple(only) if only else SECTIONS,
             )
         except BenchError as error:
             stderr.print(f"[bold red]bench failed:[/] {escape(str(error))}")
