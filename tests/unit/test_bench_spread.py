@@ -20,6 +20,8 @@ def test_a_verdict_is_given_only_when_the_interval_clears_the_target() -> None:
     assert Estimate(1.3, 1.2, 1.45, 10).decide(1.5) is True
     assert Estimate(1.7, 1.6, 1.8, 10).decide(1.5) is False
     assert Estimate(1.45, 1.3, 1.6, 10).decide(1.5) is None
+    # One sample is a point, not an interval: `make bench --quick` decides nothing.
+    assert Estimate(1.78, 1.78, 1.78, 1).decide(1.5) is None
 
 
 def test_rounds_repeat_until_every_interval_is_decided_or_the_cap() -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 CONFIDENCE: Final = 0.95
+MINIMUM_SAMPLES: Final = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +29,16 @@ class Estimate:
     high: float
     samples: int
 
+    @property
+    def confident(self) -> bool:
+        """Below six samples no two order statistics hold the median at 95 %: nothing is decided."""
+        return self.samples >= MINIMUM_SAMPLES
+
     def decide(self, limit: float) -> bool | None:
         """Whether the median is at most `limit`: True or False once the interval is on one side,
-        None while it straddles the limit (more samples might decide it)."""
+        None while it straddles the limit or there are too few samples (more might decide it)."""
+        if not self.confident:
+            return None
         if self.high <= limit:
             return True
         if self.low > limit:
