@@ -42,3 +42,13 @@ def test_a_zone_is_the_tzdata_packages_file_transition_for_transition() -> None:
     assert set(zoneinfo.available_timezones()) == set(
         importlib.resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
     )
+
+
+def test_schedules_check_names_the_database_it_checks_with() -> None:
+    from typer.testing import CliRunner
+
+    from clockless_tools.cli.app import app
+
+    result = CliRunner().invoke(app, ["schedules", "check", "--from", "2027-01-01"])
+
+    assert f"time zones: IANA {PINNED['2026.6']}, the pinned tzdata package the layer ships" in result.stdout

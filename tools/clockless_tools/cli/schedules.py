@@ -22,6 +22,7 @@ from clockless_tools.timezones.event import utc_offset
 from clockless_tools.timezones.rule import NOT_AFTER, NOT_BEFORE, SAME_LOCAL_DATE, local_times
 from clockless_tools.timezones.suggest import describe_hours
 from clockless_tools.timezones.upcoming import UpcomingTicks, upcoming_ticks
+from clockless_tools.tzdb import database_version
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
 
@@ -143,6 +144,7 @@ def _print_report(report: TimeZoneReport, path: Path) -> None:
         f"[bold]schedules check[/] {path.name}: {len(report.schedules)} schedules, every tick from "
         f"{report.start:%Y-%m-%d} to {report.end:%Y-%m-%d} (UTC), in every operating zone"
     )
+    _emit(f"time zones: IANA {database_version()}, the pinned tzdata package the layer ships")
     if report.offset_changes:
         zones = Table(box=None, pad_edge=False, show_edge=False)
         zones.add_column("zone")
