@@ -100,7 +100,7 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
     assert _domain_state(tables) == reference
 
 
-def test_policy_latest_replays_only_the_newest_and_skip_records_without_running(
+def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
     target: LocalTarget, template: Template, tables: Any
 ) -> None:
     _seed_sessions()
@@ -108,10 +108,34 @@ def test_policy_latest_replays_only_the_newest_and_skip_records_without_running(
 
     latest = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
     assert latest.outcomes == {"2026-11-29T07:00:00Z": "executed"}
+    assert latest.superseded == {"2026-11-29T03:00:00Z": "skipped (superseded by the newest)"}
+    entry = _ledger(tables)["2026-11-29T03:00:00Z"]
+    assert entry["status"]["S"] == "skipped"
+    assert "superseded by 2026-11-29T07:00:00Z" in entry["error"]["S"]
+
+    with count_requests() as requests:
+        again = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
+    assert (again.missing, again.outcomes, again.superseded) == ([], {}, {})
+    assert requests.of("PutItem") == requests.of("TransactWriteItems") == 0
+    assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
+
+
+def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
+    target: LocalTarget, template: Template, tables: Any
+) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    before = _domain_state(tables)
+
+    dry = backfill(
+        template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP, dry_run=True
+    )
+    assert (dry.planned, dry.outcomes, dry.verb) == (DROPPED, {}, "would skip")
 
     skipped = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP)
-    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped"}
+    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped", "2026-11-29T07:00:00Z": "skipped"}
     assert _ledger(tables)["2026-11-29T03:00:00Z"]["status"]["S"] == "skipped"
+    assert _domain_state(tables) == before
     assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
 
 

@@ -10,8 +10,6 @@ import uuid
 from datetime import datetime
 from typing import Any, Protocol
 
-import boto3
-
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client
@@ -133,10 +131,6 @@ def _ledger_logical_id(template: Template) -> str:
     if ledgers:
         return ledgers[0]
     raise TemplateError("template.yaml declares no table with Metadata clockless.kind: ledger")
-
-
-def stack_target(template: Template, stack_name: str, *, region: str | None, profile: str | None) -> StackTarget:
-    return StackTarget(template, stack_name, session=boto3.Session(region_name=region, profile_name=profile))
 
 
 def require_job(template: Template, job: str) -> None:
