@@ -33,7 +33,8 @@ stderr = Console(stderr=True, width=_width(sys.stderr))
 line_stdout = Console(highlight=False, soft_wrap=True)
 line_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
-TemplateOption = Annotated[Path, typer.Option("--template", "-t", help="The SAM template.")]
+TemplateOption = Annotated[Path, typer.Option("--template", "-t", help="The SAM template. E.g. -t template.yaml")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text, for scripts. E.g. --json | jq .")]
 
 # The help panels `clockless --help` groups its commands in.
 RUN_LOCALLY = "Run locally"

@@ -18,6 +18,7 @@ from rich.table import Table
 from clockless import format_scheduled_time
 from clockless_tools.cli.common import (
     OPERATE,
+    JsonOption,
     TemplateOption,
     fail,
     function_output,
@@ -71,6 +72,13 @@ ConfigEnvOption = Annotated[
         help="samconfig.toml environment to read region and profile from, as sam does. E.g. --config-env prod",
     ),
 ]
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config-file",
+        help="The samconfig.toml to read (default: the one beside --template), as sam. E.g. --config-file ops.toml",
+    ),
+]
 EndpointOption = Annotated[
     str | None,
     typer.Option(
@@ -87,6 +95,7 @@ def _target(
     profile: str | None,
     endpoint: str | None,
     config_env: str = DEFAULT_CONFIG_ENV,
+    config_file: Path | None = None,
 ) -> tuple[Template, JobTarget]:
     """The template and where to act, or one line saying why not (exit 2)."""
     try:
@@ -96,7 +105,7 @@ def _target(
                 stack,
                 region=region,
                 profile=profile,
-                samconfig=template_path.resolve().parent / "samconfig.toml",
+                samconfig=config_file or template_path.resolve().parent / "samconfig.toml",
                 config_env=config_env,
             )
             return template, open_stack(template, connection)
@@ -123,9 +132,6 @@ def _when(entry_time: datetime | None) -> str:
     return "-" if entry_time is None else format_scheduled_time(entry_time)
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text, for scripts. E.g. --json | jq")]
-
-
 @app.command("status", rich_help_panel=OPERATE)
 def status(
     template: TemplateOption = DEFAULT_TEMPLATE,
@@ -137,13 +143,14 @@ def status(
     region: RegionOption = None,
     profile: ProfileOption = None,
     config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
     """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded.
 
     Exit 1 when a tick is missing, 2 when the target cannot be read.
     """
-    tpl, target = _target(template, stack, region, profile, endpoint, config_env)
+    tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
     now = datetime.now(UTC)
     with _acting_on(target):
         statuses = [
@@ -196,11 +203,12 @@ def backfill_command(
     region: RegionOption = None,
     profile: ProfileOption = None,
     config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
     """Replay each tick in [--from, --to) that never succeeded, with the scheduler's payload (trigger backfill)."""
     start, end = parse_time(from_, "--from"), parse_time(to, "--to")
-    tpl, target = _target(template, stack, region, profile, endpoint, config_env)
+    tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
     log_path = None if verbose or not isinstance(target, LocalTarget) else BACKFILL_LOG
     with (
@@ -258,11 +266,12 @@ def run_now_command(
     region: RegionOption = None,
     profile: ProfileOption = None,
     config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran or was a duplicate."""
     when = None if at is None else parse_time(at, "--at")
-    tpl, target = _target(template, stack, region, profile, endpoint, config_env)
+    tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
     with _acting_on(target):
         result = run_now(target, tpl, job, at=when)
     if as_json:
