@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,3 +217,48 @@ def test_a_failing_tick_is_reported_in_one_line_and_recorded_as_failed(
         run_now(target, template, JOB, at=DAY)
 
     assert _ledger(tables)["2026-11-29T00:00:00Z"]["status"]["S"] == "failed"
+
+
+def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
+    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    log = tmp_path / "backfill.log"
+    command = [sys.executable, "-m", "clockless_tools.cli", "backfill", JOB, "--endpoint", dynamodb_endpoint]
+    command += ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z", "--log", str(log)]
+
+    ran = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        f"{JOB}: 2 missing tick(s) in [2026-11-29T00:00:00Z, 2026-11-29T12:00:00Z) on local runtime "
+        f"({dynamodb_endpoint})",
+        "  2026-11-29T03:00:00Z  executed",
+        "  2026-11-29T07:00:00Z  executed",
+        "replayed: 2",
+        f"function logs and metrics: {log}",
+    ]
+    assert '"level"' not in ran.stderr and "_aws" not in ran.stderr  # no JSON log or EMF line on the terminal
+    written = log.read_text(encoding="utf-8")
+    assert written.count('"message":"tick executed"') == 2
+    assert written.count('"TickSucceeded":[1.0]') == 2
+
+
+def test_backfill_tells_its_total_before_the_first_tick(target: LocalTarget, template: Template) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    events: list[object] = []
+
+    backfill(
+        template,
+        target,
+        JOB,
+        start=DAY,
+        end=DAY + timedelta(hours=12),
+        policy=BackfillPolicy.ALL,
+        on_plan=lambda planned: events.append(len(planned)),
+        on_tick=lambda scheduled_time, _outcome: events.append(scheduled_time),
+    )
+
+    assert events == [2, *DROPPED]

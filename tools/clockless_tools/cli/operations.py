@@ -195,8 +195,15 @@ def backfill_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be done; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Allow a range over the safety limits.")] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of a log file.")
+        bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
     ] = False,
+    log_file: Annotated[
+        Path,
+        typer.Option(
+            "--log",
+            help="Where the functions' logs and metrics go on the local runtime (appended). E.g. --log backfill.log",
+        ),
+    ] = BACKFILL_LOG,
     as_json: JsonOption = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
     stack: StackOption = None,
@@ -210,7 +217,7 @@ def backfill_command(
     start, end = parse_time(from_, "--from"), parse_time(to, "--to")
     tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
-    log_path = None if verbose or not isinstance(target, LocalTarget) else BACKFILL_LOG
+    log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
     with (
         _acting_on(target),
         function_output(log_path) as terminal,
