@@ -221,7 +221,7 @@ def backfill_command(
     with (
         _acting_on(target),
         function_output(log_path) as terminal,
-        Progress(console=Console(file=terminal), transient=True, disable=as_json) as progress,
+        Progress(console=Console(file=terminal), transient=True, disable=as_json or not terminal.isatty()) as progress,
     ):
         task = progress.add_task(f"backfilling {job}", total=None)
 
