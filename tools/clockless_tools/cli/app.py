@@ -6,12 +6,33 @@ under help panels. `common` holds what they share.
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from typing import Annotated
+
 import typer
 
 from clockless_tools.cli import arch, bench, events, invoke, local, operations, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.splitlines()[0])
+app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"clockless {version('clockless')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Scheduled jobs on AWS Lambda that take effect exactly once per tick."""
+
+
 app.add_typer(simulate.app)
 app.add_typer(invoke.app)
 app.add_typer(events.app)

@@ -25,9 +25,13 @@ app = typer.Typer(no_args_is_help=True, help=__doc__)
 @app.command("run")
 def run(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the results.")] = DEFAULT_RESULTS,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the results. E.g. -o bench/results.json")
+    ] = DEFAULT_RESULTS,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes, no sam build: checks the machinery.")] = False,
-    sam: Annotated[Path, typer.Option(help="SAM CLI for the artifact measurements.")] = Path(".venv-sam/bin/sam"),
+    sam: Annotated[
+        Path, typer.Option(help="SAM CLI for the artifact measurements. E.g. --sam .venv-sam/bin/sam")
+    ] = Path(".venv-sam/bin/sam"),
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a target is missed.")] = False,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
