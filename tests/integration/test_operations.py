@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -262,3 +263,16 @@ def test_backfill_tells_its_total_before_the_first_tick(target: LocalTarget, tem
     )
 
     assert events == [2, *DROPPED]
+
+
+def test_cli_status_in_a_pipe_prints_whole_times_and_spans(target: LocalTarget, dynamodb_endpoint: str) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+
+    # CliRunner's stdout is not a terminal, as in `clockless status | cat` or CI.
+    result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--window-days", "50"])
+
+    assert result.exit_code == 1, result.output
+    assert re.search(r"\d…", result.stdout) is None  # no time cut short
+    assert "2026-11-29T11:00:00Z" in result.stdout  # the last success, whole
+    assert f"local runtime ({dynamodb_endpoint}), last 50 d" in result.stdout

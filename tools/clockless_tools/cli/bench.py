@@ -12,7 +12,7 @@ from rich.table import Table
 
 from clockless_tools.bench.results import FULL, QUICK, BenchError
 from clockless_tools.bench.run import run_bench
-from clockless_tools.cli.common import TemplateOption, fail, load_template
+from clockless_tools.cli.common import JsonOption, TemplateOption, fail, load_template
 from clockless_tools.cli.common import line_stderr as stderr
 from clockless_tools.cli.common import line_stdout as stdout
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
@@ -66,13 +66,16 @@ def run(
 def show(
     results: Annotated[Path, typer.Argument(help="A results file written by `clockless bench run`.")] = DEFAULT_RESULTS,
     markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table (for the README).")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Print a results file as the table `run` prints, or as Markdown."""
     try:
         document = json.loads(results.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise fail(f"cannot read {results}: {error}") from None
-    if markdown:
+    if as_json:
+        print(json.dumps(document, indent=2))
+    elif markdown:
         print(figures_markdown(document))
     else:
         stdout.print(figures_table(document))
