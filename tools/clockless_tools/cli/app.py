@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from clockless_tools.cli import arch, bench, events, invoke, local, operations, schedules, simulate
+from clockless_tools.cli import arch, bench, events, invoke, local, operations, pause, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
 
 app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
@@ -43,6 +43,7 @@ app.add_typer(
     rich_help_panel=RUN_LOCALLY,
 )
 app.add_typer(operations.app)
+app.add_typer(pause.app)
 app.add_typer(arch.app)
 app.add_typer(
     schedules.app,

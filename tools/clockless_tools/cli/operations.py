@@ -72,6 +72,7 @@ ConfigEnvOption = Annotated[
         help="samconfig.toml environment to read region and profile from, as sam does. E.g. --config-env prod",
     ),
 ]
+JobArgument = Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job"). E.g. session-cleanup')]
 ConfigFileOption = Annotated[
     Path | None,
     typer.Option(
@@ -88,7 +89,7 @@ EndpointOption = Annotated[
 ]
 
 
-def _target(
+def target_from_options(
     template_path: Path,
     stack: str | None,
     region: str | None,
@@ -119,7 +120,7 @@ def _target(
 
 
 @contextlib.contextmanager
-def _acting_on(target: JobTarget) -> Iterator[None]:
+def acting_on(target: JobTarget) -> Iterator[None]:
     """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2."""
     try:
         with reported(target.description):
@@ -150,9 +151,9 @@ def status(
 
     Exit 1 when a tick is missing, 2 when the target cannot be read.
     """
-    tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
     now = datetime.now(UTC)
-    with _acting_on(target):
+    with acting_on(target):
         statuses = [
             job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)
         ]
@@ -166,8 +167,14 @@ def status(
             missing = "\n".join(format_scheduled_time(t) for t in s.missing[:20])
             if len(s.missing) > 20:
                 missing += f"\n… {len(s.missing) - 20} more (--json lists all)"
+            paused = s.paused_since
             table.add_row(
-                s.job,
+                s.job
+                + (
+                    ""
+                    if paused is None
+                    else f"\n[yellow]paused[/] since {_when(paused.at)}\nby {paused.by}: {paused.reason}"
+                ),
                 _when(s.last_success.scheduled_time if s.last_success else None),
                 _when(s.last_failure.scheduled_time if s.last_failure else None)
                 + (f"\n{s.last_failure.error}" if s.last_failure and s.last_failure.error else ""),
@@ -182,7 +189,7 @@ def status(
 
 @app.command("backfill", rich_help_panel=OPERATE)
 def backfill_command(
-    job: Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job"). E.g. session-cleanup')],
+    job: JobArgument,
     from_: Annotated[str, typer.Option("--from", help="Start, inclusive (UTC ISO-8601). E.g. 2026-11-28T00:00:00Z")],
     to: Annotated[str, typer.Option("--to", help="End, exclusive (UTC ISO-8601). E.g. 2026-11-29T00:00:00Z")],
     policy: Annotated[
@@ -215,11 +222,11 @@ def backfill_command(
 ) -> None:
     """Replay each tick in [--from, --to) that never succeeded, with the scheduler's payload (trigger backfill)."""
     start, end = parse_time(from_, "--from"), parse_time(to, "--to")
-    tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
     log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
     with (
-        _acting_on(target),
+        acting_on(target),
         function_output(log_path) as terminal,
         Progress(console=Console(file=terminal), transient=True, disable=as_json or not terminal.isatty()) as progress,
     ):
@@ -260,7 +267,7 @@ def backfill_command(
 
 @app.command("run-now", rich_help_panel=OPERATE)
 def run_now_command(
-    job: Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job"). E.g. session-cleanup')],
+    job: JobArgument,
     at: Annotated[
         str | None,
         typer.Option(
@@ -278,8 +285,8 @@ def run_now_command(
 ) -> None:
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran or was a duplicate."""
     when = None if at is None else parse_time(at, "--at")
-    tpl, target = _target(template, stack, region, profile, endpoint, config_env, config_file)
-    with _acting_on(target):
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    with acting_on(target):
         result = run_now(target, tpl, job, at=when)
     if as_json:
         print(json.dumps(result, indent=2))

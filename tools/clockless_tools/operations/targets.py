@@ -4,7 +4,9 @@ tick's event as the scheduler delivers it."""
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
+import socket
 import sys
 import uuid
 from datetime import datetime
@@ -12,11 +14,13 @@ from typing import Any, Protocol
 
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
-from clockless_tools.local.dynamodb import dynamodb_client
+from clockless_tools.local.dynamodb import dynamodb_client, local_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.services import local_schedule
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
+from clockless_tools.template.scheduler import ScheduleRef, expected_schedule, parameter_resolver
 
 
 class OperationError(Exception):
@@ -36,6 +40,14 @@ class JobTarget(Protocol):
 
     def schedule_arn(self, job: str) -> str | None: ...
 
+    def schedule(self, job: str) -> ScheduleRef:
+        """The job's schedule in EventBridge Scheduler, and what template.yaml says it should be."""
+        ...
+
+    def operator(self) -> str:
+        """Who is acting, for the ledger's record of a pause."""
+        ...
+
 
 def _retention_seconds(template: Template) -> int:
     return int(template.parameter_default("LedgerRetentionDays")) * 86400
@@ -48,6 +60,7 @@ class LocalTarget:
         self.template = template
         self.names = names
         self.runtime = LocalLambdaRuntime(template, endpoint, names)
+        self.endpoint = endpoint
         self.description = f"local runtime ({endpoint})"
         self._ledger = RunLedger(
             names.table_name(_ledger_logical_id(template)),
@@ -75,6 +88,12 @@ class LocalTarget:
             f"{schedule.function_id}{schedule.event_id}"
         )
 
+    def schedule(self, job: str) -> ScheduleRef:
+        return local_schedule(self.template, job, local_client("scheduler", self.endpoint), self.names)
+
+    def operator(self) -> str:
+        return f"{getpass.getuser()}@{socket.gethostname()}"
+
 
 class StackTarget:
     """A deployed stack: physical ids from CloudFormation, the ledger in DynamoDB, Lambda invoke."""
@@ -97,6 +116,8 @@ class StackTarget:
         self._lambda = session.client("lambda")
         self._session = session
         self._account: str | None = None
+        self._stack_name = stack_name
+        self._parameters: dict[str, str] | None = None
 
     def ledger(self) -> RunLedger:
         return self._ledger
@@ -120,10 +141,59 @@ class StackTarget:
         name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
         if name is None:
             return None
+        return f"arn:aws:scheduler:{self._session.region_name}:{self._account_id()}:schedule/default/{name}"
+
+    def _caller(self) -> dict[str, Any]:
+        # GetCallerIdentity needs no IAM permission.
+        return dict(self._session.client("sts").get_caller_identity())
+
+    def _account_id(self) -> str:
         if self._account is None:
-            # GetCallerIdentity needs no IAM permission.
-            self._account = str(self._session.client("sts").get_caller_identity()["Account"])
-        return f"arn:aws:scheduler:{self._session.region_name}:{self._account}:schedule/default/{name}"
+            self._account = str(self._caller()["Account"])
+        return self._account
+
+    def operator(self) -> str:
+        return str(self._caller()["Arn"])
+
+    def _deployed_parameters(self) -> dict[str, str]:
+        """The stack's parameter values, over the template's defaults."""
+        if self._parameters is None:
+            declared = self.template.document.get("Parameters") or {}
+            values = {name: str(self.template.parameter_default(name)) for name in declared}
+            stack = self._session.client("cloudformation").describe_stacks(StackName=self._stack_name)["Stacks"][0]
+            values.update({p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])})
+            self._parameters = values
+        return self._parameters
+
+    def _arn(self, logical_id: str) -> str:
+        physical = self.physical.get(logical_id, logical_id)
+        region, account = self._session.region_name, self._account_id()
+        kind = self.template.resources.get(logical_id, {}).get("Type")
+        if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+            return f"arn:aws:lambda:{region}:{account}:function:{physical}"
+        if kind == "AWS::SQS::Queue":  # the physical id is the queue's URL
+            return f"arn:aws:sqs:{region}:{account}:{physical.rsplit('/', 1)[-1]}"
+        if kind == "AWS::DynamoDB::Table":
+            return f"arn:aws:dynamodb:{region}:{account}:table/{physical}"
+        return str(physical)
+
+    def schedule(self, job: str) -> ScheduleRef:
+        schedule = self.template.jobs[job]
+        name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
+        if name is None:
+            raise OperationError(
+                f"{self.description} has no schedule {schedule.function_id}{schedule.event_id} for {job!r}: "
+                "deploy the current template.yaml first"
+            )
+        resolve = parameter_resolver(self._deployed_parameters(), self._arn, lambda i: self.physical.get(i, i))
+        group = resolve(schedule.properties.get("GroupName", "default"))
+        return ScheduleRef(
+            job=job,
+            client=self._session.client("scheduler"),
+            name=name,
+            group=str(group),
+            expected=expected_schedule(schedule, function_arn=self._arn(schedule.function_id), resolve=resolve),
+        )
 
 
 def _ledger_logical_id(template: Template) -> str:
