@@ -27,6 +27,10 @@ class OperationError(Exception):
     """The operation was refused; the message says why and what to do."""
 
 
+class ScheduleNotDeployed(OperationError):
+    """The stack has no schedule for the job (a template newer than the deployment)."""
+
+
 class JobTarget(Protocol):
     """Where jobs run: the local runtime or a deployed stack."""
 
@@ -181,7 +185,7 @@ class StackTarget:
         schedule = self.template.jobs[job]
         name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
         if name is None:
-            raise OperationError(
+            raise ScheduleNotDeployed(
                 f"{self.description} has no schedule {schedule.function_id}{schedule.event_id} for {job!r}: "
                 "deploy the current template.yaml first"
             )

@@ -43,7 +43,9 @@ class ScheduleRef:
     expected: Mapping[str, Any]
 
     def get(self) -> dict[str, Any]:
-        return dict(self.client.get_schedule(Name=self.name, GroupName=self.group))
+        response = dict(self.client.get_schedule(Name=self.name, GroupName=self.group))
+        response.pop("ResponseMetadata", None)
+        return response
 
     def set_state(self, state: str) -> dict[str, Any]:
         """Set State, every other field carried over; returns the schedule as it was before."""

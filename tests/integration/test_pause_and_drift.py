@@ -1,0 +1,203 @@
+"""`pause`/`resume` and `drift` against a stack on moto's CloudFormation and EventBridge Scheduler.
+
+moto's CloudFormation cannot create an AWS::Scheduler::Schedule (nor run the SAM transform), so the
+stack holds an SSM parameter under the schedule's logical id, whose physical id is the schedule's
+name, and the schedule itself is created in moto's scheduler as SAM would deploy it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from clockless_tools.cli.app import app
+from clockless_tools.operations.connection import open_stack, resolve_connection
+from clockless_tools.operations.pause import set_paused, state_history
+from clockless_tools.operations.status import job_status
+from clockless_tools.operations.targets import StackTarget
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
+from clockless_tools.template.model import Template
+from clockless_tools.template.scheduler import UPDATABLE_FIELDS, state_update
+
+JOB = "session-cleanup"
+SCHEDULE_NAME = "clockless-test-SessionCleanupFunctionHourly-1A2B3C"
+STACK = ["--stack", "clockless-test", "--region", "us-east-1"]
+
+
+def _stack_template(template: Template) -> str:
+    ledger = dict(template.resources["LedgerTable"])
+    ledger.pop("Metadata", None)
+    return json.dumps(
+        {
+            "Resources": {
+                "LedgerTable": ledger,
+                "SchedulerDeadLetterQueue": {"Type": "AWS::SQS::Queue"},
+                "SessionCleanupRole": {
+                    "Type": "AWS::IAM::Role",
+                    "Properties": {"AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": []}},
+                },
+                "SessionCleanupFunction": {
+                    "Type": "AWS::Lambda::Function",
+                    "Properties": {
+                        "Runtime": "python3.13",
+                        "Handler": "index.handler",
+                        "Role": {"Fn::GetAtt": ["SessionCleanupRole", "Arn"]},
+                        "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
+                    },
+                },
+                # Stands in for the AWS::Scheduler::Schedule: its physical id is the schedule's name.
+                "SessionCleanupFunctionHourly": {
+                    "Type": "AWS::SSM::Parameter",
+                    "Properties": {"Name": SCHEDULE_NAME, "Type": "String", "Value": "schedule"},
+                },
+            }
+        }
+    )
+
+
+@pytest.fixture
+def stack(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[StackTarget]:
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_SECRETS_MANAGER"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        session = boto3.Session(region_name="us-east-1")
+        session.client("cloudformation").create_stack(
+            StackName="clockless-test", TemplateBody=_stack_template(template)
+        )
+        target = open_stack(
+            template,
+            resolve_connection(
+                "clockless-test",
+                region="us-east-1",
+                profile=None,
+                samconfig=DEFAULT_TEMPLATE.parent / "x.toml",
+                config_env="default",
+            ),
+        )
+        ref = target.schedule(JOB)
+        # As SAM deploys it, plus every optional field, so carrying them over is visible.
+        session.client("scheduler").create_schedule(
+            Name=SCHEDULE_NAME,
+            GroupName="default",
+            Description="Empty-session cleanup, at the top of every hour (UTC).",
+            EndDate=datetime.now(UTC) + timedelta(days=365),
+            KmsKeyArn="arn:aws:kms:us-east-1:123456789012:key/clockless",
+            **{**ref.expected, "Target": {**ref.expected["Target"], "RoleArn": "arn:aws:iam::123456789012:role/s"}},
+        )
+        yield target
+
+
+def _deployed(target: StackTarget) -> dict[str, Any]:
+    return target.schedule(JOB).get()
+
+
+def test_the_update_request_carries_every_field_over_but_state() -> None:
+    current = {name: f"value of {name}" for name in UPDATABLE_FIELDS} | {"Arn": "a", "CreationDate": "c"}
+
+    request = state_update(current, "DISABLED")
+
+    assert request == {**{name: f"value of {name}" for name in UPDATABLE_FIELDS}, "State": "DISABLED"}
+
+
+def test_pause_changes_only_the_state_and_records_who_and_why(stack: StackTarget, template: Template) -> None:
+    before = _deployed(stack)
+    now = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)
+
+    result = set_paused(stack, template, JOB, paused=True, reason="vendor API down, INC-1234", now=now)
+
+    after = _deployed(stack)
+    assert (before["State"], after["State"]) == ("ENABLED", "DISABLED")
+    unchanged = {"State", "LastModificationDate", "ResponseMetadata"}
+    assert {k: v for k, v in after.items() if k not in unchanged} == {
+        k: v for k, v in before.items() if k not in unchanged
+    }
+    assert result.changed
+    (change,) = state_history(stack.ledger(), JOB)
+    assert (change.action, change.reason, change.at) == ("paused", "vendor API down, INC-1234", now)
+    assert change.by.startswith("arn:aws:sts::") or change.by.startswith("arn:aws:iam::")
+
+    again = set_paused(stack, template, JOB, paused=True, reason="twice", now=now + timedelta(minutes=1))
+    assert not again.changed
+    assert len(state_history(stack.ledger(), JOB)) == 1
+
+
+def test_status_does_not_count_paused_ticks_as_missed(stack: StackTarget, template: Template) -> None:
+    day = datetime(2026, 11, 29, tzinfo=UTC)
+    set_paused(stack, template, JOB, paused=True, reason="maintenance", now=day + timedelta(hours=2, minutes=30))
+    set_paused(stack, template, JOB, paused=False, reason="done", now=day + timedelta(hours=5, minutes=30))
+
+    status = job_status(template, stack, JOB, now=day + timedelta(hours=8), window=timedelta(hours=8))
+
+    hours = [day + timedelta(hours=h) for h in range(8)]
+    assert status.paused == hours[3:6]
+    assert status.missing == hours[:3] + hours[6:]
+    assert status.paused_since is None
+    assert _deployed(stack)["State"] == "ENABLED"
+
+
+def test_cli_pause_status_resume_on_a_stack(stack: StackTarget) -> None:
+    runner = CliRunner()
+
+    paused = runner.invoke(app, ["pause", JOB, "--reason", "INC-1234", *STACK])
+    status = runner.invoke(app, ["status", "--json", *STACK])
+    resumed = runner.invoke(app, ["resume", JOB, *STACK])
+
+    assert paused.exit_code == 0, paused.output
+    assert paused.stdout == (f"{JOB}: paused (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1))\n")
+    job = next(j for j in json.loads(status.stdout)["jobs"] if j["job"] == JOB)
+    assert job["paused_since"]["reason"] == "INC-1234"
+    assert resumed.stdout == f"{JOB}: resumed (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1))\n"
+    assert _deployed(stack)["State"] == "ENABLED"
+
+
+def test_drift_finds_nothing_when_the_schedule_is_as_deployed(stack: StackTarget) -> None:
+    result = CliRunner().invoke(app, ["drift", *STACK, "--json"])
+
+    assert result.exit_code == 1, result.output  # window-generation's schedule is not in this stack
+    schedules = {s["job"]: s for s in json.loads(result.stdout)["schedules"]}
+    assert schedules[JOB] == {"job": JOB, "schedule": f"default/{SCHEDULE_NAME}", "found": True, "drifted": []}
+
+
+def test_drift_names_each_field_that_differs(stack: StackTarget) -> None:
+    client = boto3.client("scheduler", region_name="us-east-1")
+    current = client.get_schedule(Name=SCHEDULE_NAME, GroupName="default")
+    target = current["Target"]
+    changed = {
+        **state_update(current, "DISABLED"),
+        "ScheduleExpression": "cron(5 * * * ? *)",
+        "ScheduleExpressionTimezone": "Europe/Paris",
+        "FlexibleTimeWindow": {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15},
+        "Target": {
+            **target,
+            "Arn": target["Arn"] + "-old",
+            "Input": target["Input"].replace('"trigger": "schedule"', '"trigger":"schedule"'),
+            "RetryPolicy": {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": 86400},
+            "DeadLetterConfig": {"Arn": "arn:aws:sqs:us-east-1:123456789012:elsewhere"},
+        },
+    }
+    client.update_schedule(**changed)
+
+    result = CliRunner().invoke(app, ["drift", *STACK])
+
+    assert result.exit_code == 1
+    lines = [line for line in result.stdout.splitlines() if line.startswith(JOB)]
+    assert [line.split(": ")[1].removesuffix(" differs") for line in lines] == [
+        "ScheduleExpression",
+        "ScheduleExpressionTimezone",
+        "State",
+        "FlexibleTimeWindow",
+        "Target.RetryPolicy",
+        "Target.DeadLetterConfig.Arn",
+        "Target.Arn",
+        "Target.Input",
+    ]
+    assert lines[0] == (
+        f"{JOB} (default/{SCHEDULE_NAME}): ScheduleExpression differs: template 'cron(0 * * * ? *)', "
+        "deployed 'cron(5 * * * ? *)'"
+    )
