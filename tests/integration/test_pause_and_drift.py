@@ -35,6 +35,7 @@ def _stack_template(template: Template) -> str:
     ledger.pop("Metadata", None)
     return json.dumps(
         {
+            "Parameters": {"SessionCleanupScheduleState": {"Type": "String", "Default": "ENABLED"}},
             "Resources": {
                 "LedgerTable": ledger,
                 "SchedulerDeadLetterQueue": {"Type": "AWS::SQS::Queue"},
@@ -56,7 +57,7 @@ def _stack_template(template: Template) -> str:
                     "Type": "AWS::SSM::Parameter",
                     "Properties": {"Name": SCHEDULE_NAME, "Type": "String", "Value": "schedule"},
                 },
-            }
+            },
         }
     )
 
@@ -201,3 +202,16 @@ def test_drift_names_each_field_that_differs(stack: StackTarget) -> None:
         f"{JOB} (default/{SCHEDULE_NAME}): ScheduleExpression differs: template 'cron(0 * * * ? *)', "
         "deployed 'cron(5 * * * ? *)'"
     )
+
+
+def test_a_stack_deployed_with_the_job_disabled_expects_it_disabled(stack: StackTarget, template: Template) -> None:
+    boto3.client("cloudformation", region_name="us-east-1").update_stack(
+        StackName="clockless-test",
+        TemplateBody=_stack_template(template),
+        Parameters=[{"ParameterKey": "SessionCleanupScheduleState", "ParameterValue": "DISABLED"}],
+    )
+    target = StackTarget(template, "clockless-test", session=boto3.Session(region_name="us-east-1"))
+
+    assert target.schedule(JOB).expected["State"] == "DISABLED"
+    result = CliRunner().invoke(app, ["drift", *STACK])
+    assert f"{JOB} (default/{SCHEDULE_NAME}): State differs: template 'DISABLED', deployed 'ENABLED'" in result.stdout
