@@ -17,10 +17,11 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
+from clockless_tools.local.services import create_schedules
 from clockless_tools.operations.connection import open_stack, resolve_connection
 from clockless_tools.operations.pause import set_paused, state_history
 from clockless_tools.operations.status import job_status
-from clockless_tools.operations.targets import StackTarget
+from clockless_tools.operations.targets import LocalTarget, StackTarget
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 from clockless_tools.template.model import Template
 from clockless_tools.template.scheduler import UPDATABLE_FIELDS, state_update
@@ -215,3 +216,32 @@ def test_a_stack_deployed_with_the_job_disabled_expects_it_disabled(stack: Stack
     assert target.schedule(JOB).expected["State"] == "DISABLED"
     result = CliRunner().invoke(app, ["drift", *STACK])
     assert f"{JOB} (default/{SCHEDULE_NAME}): State differs: template 'DISABLED', deployed 'ENABLED'" in result.stdout
+
+
+def test_pause_resume_and_drift_on_the_local_runtime(tables: Any, template: Template, dynamodb_endpoint: str) -> None:
+    create_schedules(template, dynamodb_endpoint)
+    runner = CliRunner()
+    local = ["--endpoint", dynamodb_endpoint]
+
+    paused = runner.invoke(app, ["pause", JOB, "--reason", "INC-1234", *local])
+    drifted = runner.invoke(app, ["drift", *local])
+    resumed = runner.invoke(app, ["resume", JOB, "--reason", "fixed", *local])
+    clean = runner.invoke(app, ["drift", *local])
+
+    where = f"schedule default/SessionCleanupFunctionHourly on local runtime ({dynamodb_endpoint})"
+    assert paused.stdout == f"{JOB}: paused ({where})\n"
+    assert drifted.exit_code == 1
+    assert "State differs: template 'ENABLED', deployed 'DISABLED'" in drifted.stdout
+    assert resumed.stdout == f"{JOB}: resumed ({where})\n"
+    assert (clean.exit_code, clean.stdout.count("matches template.yaml")) == (0, 2)
+    history = state_history(LocalTarget(template, dynamodb_endpoint).ledger(), JOB)
+    assert [(c.action, c.reason) for c in history] == [("paused", "INC-1234"), ("resumed", "fixed")]
+
+
+def test_pause_needs_a_reason(tables: Any, dynamodb_endpoint: str) -> None:
+    result = CliRunner().invoke(app, ["pause", JOB, "--reason", " ", "--endpoint", dynamodb_endpoint])
+
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: say why with --reason (e.g. --reason 'vendor API down, INC-1234'): it goes in the ledger\n"
+    )

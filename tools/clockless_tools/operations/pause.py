@@ -2,7 +2,7 @@
 other field carried over), and who did it and why recorded in the ledger.
 
 The ledger keeps each change as an item of the job's partition under the sort key
-`state#<ISO time>`: it sorts after every tick's time, so no tick query ever reads it, and it has
+`state#<ISO time with microseconds>`: it sorts after every tick's time, so no tick query ever reads it, and it has
 no TTL, so the history stays. `status` reads it to show a paused job and to not count the ticks of
 a paused interval as missed.
 """
@@ -10,7 +10,7 @@ a paused interval as missed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
@@ -58,7 +58,7 @@ def state_history(ledger: RunLedger, job: str) -> list[StateChange]:
         for item in page["Items"]:
             changes.append(
                 StateChange(
-                    at=parse_scheduled_time(item["scheduled_time"]["S"].removeprefix(STATE_PREFIX)),
+                    at=parse_scheduled_time(item["changed_at"]["S"]),
                     action=item["status"]["S"],
                     by=item.get("changed_by", {}).get("S", ""),
                     reason=item.get("reason", {}).get("S", ""),
@@ -101,16 +101,20 @@ def set_paused(
     currently_recorded = bool(history) and history[-1].action == PAUSED
     changed = before.get("State") != (DISABLED if paused else ENABLED)
     change = StateChange(at=now.replace(microsecond=0), action=action, by=target.operator(), reason=reason)
+    # Microseconds in the key keep two changes within a second apart (and in order).
+    key = STATE_PREFIX + now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     # Recorded when the schedule changed, or when an earlier run changed it but lost the record.
     if changed or currently_recorded != paused:
         ledger.client.put_item(
             TableName=ledger.table_name,
             Item={
-                **ledger.key(job, STATE_PREFIX + format_scheduled_time(change.at)),
+                **ledger.key(job, key),
                 "status": {"S": action},
+                "changed_at": {"S": format_scheduled_time(change.at)},
                 "changed_by": {"S": change.by},
                 "reason": {"S": reason[:1000] or "-"},
             },
+            ConditionExpression="attribute_not_exists(job)",
         )
     return PauseResult(
         job=job, schedule=f"{schedule.group}/{schedule.name}", action=action, changed=changed, change=change
