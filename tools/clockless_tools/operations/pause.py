@@ -58,13 +58,21 @@ def state_history(ledger: RunLedger, job: str) -> list[StateChange]:
         for item in page["Items"]:
             changes.append(
                 StateChange(
-                    at=parse_scheduled_time(item["changed_at"]["S"]),
+                    at=_changed_at(item),
                     action=item["status"]["S"],
                     by=item.get("changed_by", {}).get("S", ""),
                     reason=item.get("reason", {}).get("S", ""),
                 )
             )
     return changes
+
+
+def _changed_at(item: dict[str, Any]) -> datetime:
+    if "changed_at" in item:
+        return parse_scheduled_time(item["changed_at"]["S"])
+    # A record without the attribute: its key still holds the time.
+    stamp = item["scheduled_time"]["S"].removeprefix(STATE_PREFIX)
+    return parse_scheduled_time(stamp.split(".")[0].removesuffix("Z") + "Z")
 
 
 def paused_intervals(history: list[StateChange]) -> list[tuple[datetime, datetime | None]]:
