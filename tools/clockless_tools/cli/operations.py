@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from clockless_tools.cli.common import (
     TemplateOption,
     fail,
     function_output,
+    line_stderr,
     line_stdout,
     parse_time,
     shown,
@@ -36,6 +38,7 @@ from clockless_tools.operations.connection import (
     require_endpoint,
     resolve_connection,
 )
+from clockless_tools.operations.grid import job_grid, render_html, render_text
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import job_status
@@ -140,6 +143,10 @@ def status(
         float, typer.Option("--window-days", min=0.01, help="How far back to look, in days. E.g. --window-days 2")
     ] = 7,
     as_json: JsonOption = False,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the tick grids as a self-contained HTML page. E.g. --html status.html"),
+    ] = None,
     stack: StackOption = None,
     region: RegionOption = None,
     profile: ProfileOption = None,
@@ -157,6 +164,9 @@ def status(
         statuses = [
             job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)
         ]
+        grids = [job_grid(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)]
+    if html_file is not None:
+        html_file.write_text(render_html(grids, title=f"clockless status: {target.description}"), encoding="utf-8")
     if as_json:
         print(json.dumps({"target": target.description, "jobs": [s.as_dict() for s in statuses]}, indent=2))
     else:
@@ -183,6 +193,11 @@ def status(
                 f"[bold red]{len(s.missing)}[/]\n{missing}" if s.missing else "[green]0[/]",
             )
         stdout.print(table)
+        colour = sys.stdout.isatty()
+        for grid in grids:
+            (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)
+    if html_file is not None:
+        line_stderr.print(f"tick grids written to {html_file}")
     if any(s.missing for s in statuses):
         raise typer.Exit(code=1)
 
