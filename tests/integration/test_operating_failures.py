@@ -22,11 +22,14 @@ CREDENTIALS_HINT = (
     "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, run `aws configure`, or `aws sso login --profile <name>` "
     "and pass --profile <name>"
 )
-# The three commands that act on a target, with the arguments each needs besides the target.
+# The commands that act on a target, with the arguments each needs besides the target.
 COMMANDS = {
     "status": ["status"],
     "backfill": ["backfill", "session-cleanup", "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T06:00:00Z"],
     "run-now": ["run-now", "session-cleanup", "--at", "2026-11-29T05:00:00Z"],
+    "pause": ["pause", "session-cleanup", "--reason", "INC-1234"],
+    "resume": ["resume", "session-cleanup"],
+    "drift": ["drift"],
 }
 AWS_VARIABLES = (
     "AWS_REGION",

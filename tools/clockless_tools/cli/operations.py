@@ -188,7 +188,7 @@ def status(
                 _when(s.last_success.scheduled_time if s.last_success else None),
                 _when(s.last_failure.scheduled_time if s.last_failure else None)
                 + (f"\n{s.last_failure.error}" if s.last_failure and s.last_failure.error else ""),
-                "\n".join(format_scheduled_time(t) for t in s.next_ticks),
+                "[yellow]none: paused[/]" if paused else "\n".join(format_scheduled_time(t) for t in s.next_ticks),
                 str(s.expected),
                 f"[bold red]{len(s.missing)}[/]\n{missing}" if s.missing else "[green]0[/]",
             )
