@@ -245,3 +245,49 @@ def test_pause_needs_a_reason(tables: Any, dynamodb_endpoint: str) -> None:
     assert result.stderr == (
         "error: say why with --reason (e.g. --reason 'vendor API down, INC-1234'): it goes in the ledger\n"
     )
+
+
+def test_a_pause_whose_record_was_lost_is_recorded_when_run_again(
+    stack: StackTarget, template: Template, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = stack.ledger()
+    real_put = ledger.client.put_item
+    failures = iter([RuntimeError("throttled until retries were spent")])
+
+    def put_once_failing(**request: Any) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real_put(**request)
+
+    monkeypatch.setattr(ledger.client, "put_item", put_once_failing)
+    with pytest.raises(RuntimeError):
+        set_paused(stack, template, JOB, paused=True, reason="INC-1", now=datetime(2026, 11, 29, 5, tzinfo=UTC))
+    assert _deployed(stack)["State"] == "DISABLED"
+    assert state_history(ledger, JOB) == []
+
+    again = set_paused(stack, template, JOB, paused=True, reason="INC-1", now=datetime(2026, 11, 29, 5, 1, tzinfo=UTC))
+
+    assert not again.changed
+    assert [(c.action, c.reason) for c in state_history(ledger, JOB)] == [("paused", "INC-1")]
+
+
+def test_pause_on_a_local_runtime_without_schedules_says_what_to_do(tables: Any, dynamodb_endpoint: str) -> None:
+    client = boto3.client(
+        "scheduler",
+        endpoint_url=dynamodb_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="clockless-local",
+        aws_secret_access_key="clockless-local",
+    )
+    for schedule in client.list_schedules()["Schedules"]:
+        client.delete_schedule(Name=schedule["Name"], GroupName=schedule["GroupName"])
+
+    result = CliRunner().invoke(app, ["pause", JOB, "--reason", "x", "--endpoint", dynamodb_endpoint])
+
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: local runtime ({dynamodb_endpoint}) has no schedule default/SessionCleanupFunctionHourly for "
+        f"'{JOB}': run `clockless local up` again for the local runtime (it creates the schedules), or deploy the "
+        "current template.yaml\n"
+    )

@@ -102,7 +102,14 @@ def set_paused(
     if paused and not reason.strip():
         raise OperationError("say why with --reason (e.g. --reason 'vendor API down, INC-1234'): it goes in the ledger")
     schedule = target.schedule(job)
-    before = schedule.set_state(DISABLED if paused else ENABLED)
+    try:
+        before = schedule.set_state(DISABLED if paused else ENABLED)
+    except schedule.client.exceptions.ResourceNotFoundException:
+        raise OperationError(
+            f"{target.description} has no schedule {schedule.group}/{schedule.name} for {job!r}: run "
+            "`clockless local up` again for the local runtime (it creates the schedules), or deploy the current "
+            "template.yaml"
+        ) from None
     action = PAUSED if paused else RESUMED
     ledger = target.ledger()
     history = state_history(ledger, job)
