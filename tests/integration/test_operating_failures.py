@@ -10,12 +10,14 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
 from clockless_tools.local import server
-from clockless_tools.operations.connection import resolve_connection
+from clockless_tools.operations.connection import reported, resolve_connection
+from clockless_tools.operations.targets import OperationError
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 CREDENTIALS_HINT = (
@@ -233,3 +235,32 @@ def test_the_project_samconfig_region_reaches_the_session(moto_aws: None) -> Non
 
     # The stack exists in samconfig.toml's region, so what is refused is its content, in one line.
     _assert_one_line(result, "stack 'clockless-dev' has no LedgerTable: deploy the current template.yaml first")
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "line"),
+    [
+        (
+            "ExpiredToken",
+            "The security token included in the request is expired",
+            f"AWS refused the credentials for stack 'x' in us-east-1 (ExpiredToken): {CREDENTIALS_HINT}",
+        ),
+        (
+            "InvalidClientTokenId",
+            "The security token is invalid.",
+            f"AWS refused the credentials for stack 'x' in us-east-1 (InvalidClientTokenId): {CREDENTIALS_HINT}",
+        ),
+        (
+            "AccessDenied",
+            "User: arn:aws:iam::1:user/dev is not authorized\n to perform: lambda:InvokeFunction",
+            "access denied on stack 'x' in us-east-1: User: arn:aws:iam::1:user/dev is not authorized to perform: "
+            "lambda:InvokeFunction; use a profile allowed to operate it",
+        ),
+        ("ThrottlingException", "Rate exceeded", "stack 'x' in us-east-1: ThrottlingException: Rate exceeded"),
+    ],
+)
+def test_refusals_by_aws_are_one_line(code: str, message: str, line: str) -> None:
+    with pytest.raises(OperationError) as raised, reported("stack 'x' in us-east-1"):
+        raise ClientError({"Error": {"Code": code, "Message": message}}, "Invoke")
+
+    assert str(raised.value) == line
