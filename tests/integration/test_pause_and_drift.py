@@ -28,6 +28,7 @@ from clockless_tools.template.scheduler import UPDATABLE_FIELDS, state_update
 
 JOB = "session-cleanup"
 SCHEDULE_NAME = "clockless-test-SessionCleanupFunctionHourly-1A2B3C"
+ALARM_NAME = "clockless-test-SessionCleanupDeadManAlarm-4D5E6F"
 STACK = ["--stack", "clockless-test", "--region", "us-east-1"]
 
 
@@ -40,6 +41,11 @@ def _stack_template(template: Template) -> str:
             "Resources": {
                 "LedgerTable": ledger,
                 "SchedulerDeadLetterQueue": {"Type": "AWS::SQS::Queue"},
+                # Stands in for the AWS::CloudWatch::Alarm (moto's cannot be listed as a stack resource).
+                "SessionCleanupDeadManAlarm": {
+                    "Type": "AWS::SSM::Parameter",
+                    "Properties": {"Name": ALARM_NAME, "Type": "String", "Value": "alarm"},
+                },
                 "SessionCleanupRole": {
                     "Type": "AWS::IAM::Role",
                     "Properties": {"AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": []}},
@@ -81,6 +87,13 @@ def stack(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack
                 samconfig=DEFAULT_TEMPLATE.parent / "x.toml",
                 config_env="default",
             ),
+        )
+        alarm = template.resources["SessionCleanupDeadManAlarm"]["Properties"]
+        session.client("cloudwatch").put_metric_alarm(
+            AlarmName=ALARM_NAME,
+            **{k: alarm[k] for k in ("Namespace", "MetricName", "Dimensions", "Statistic", "Period")},
+            **{k: alarm[k] for k in ("EvaluationPeriods", "Threshold", "ComparisonOperator", "TreatMissingData")},
+            AlarmActions=["arn:aws:sns:us-east-1:123456789012:alarms"],
         )
         ref = target.schedule(JOB)
         # As SAM deploys it, plus every optional field, so carrying them over is visible.
@@ -129,6 +142,24 @@ def test_pause_changes_only_the_state_and_records_who_and_why(stack: StackTarget
     assert len(state_history(stack.ledger(), JOB)) == 1
 
 
+def _alarm_actions_enabled(target: StackTarget) -> bool:
+    name = target.physical["SessionCleanupDeadManAlarm"]
+    (alarm,) = boto3.client("cloudwatch", region_name="us-east-1").describe_alarms(AlarmNames=[name])["MetricAlarms"]
+    return bool(alarm["ActionsEnabled"])
+
+
+def test_pause_silences_the_dead_man_alarm_and_resume_restores_it(stack: StackTarget, template: Template) -> None:
+    now = datetime(2026, 11, 29, 5, 30, tzinfo=UTC)
+    assert _alarm_actions_enabled(stack)
+
+    paused = set_paused(stack, template, JOB, paused=True, reason="INC-1", now=now)
+    assert paused.alarms == [stack.physical["SessionCleanupDeadManAlarm"]]
+    assert not _alarm_actions_enabled(stack)
+
+    set_paused(stack, template, JOB, paused=False, reason="", now=now + timedelta(hours=1))
+    assert _alarm_actions_enabled(stack)
+
+
 def test_status_does_not_count_paused_ticks_as_missed(stack: StackTarget, template: Template) -> None:
     day = datetime(2026, 11, 29, tzinfo=UTC)
     set_paused(stack, template, JOB, paused=True, reason="maintenance", now=day + timedelta(hours=2, minutes=30))
@@ -146,15 +177,22 @@ def test_status_does_not_count_paused_ticks_as_missed(stack: StackTarget, templa
 def test_cli_pause_status_resume_on_a_stack(stack: StackTarget) -> None:
     runner = CliRunner()
 
+    alarm = ALARM_NAME
     paused = runner.invoke(app, ["pause", JOB, "--reason", "INC-1234", *STACK])
     status = runner.invoke(app, ["status", "--json", *STACK])
     resumed = runner.invoke(app, ["resume", JOB, *STACK])
 
     assert paused.exit_code == 0, paused.output
-    assert paused.stdout == (f"{JOB}: paused (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1))\n")
+    assert paused.stdout == (
+        f"{JOB}: paused (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1); "
+        f"dead-man alarm actions off: {alarm})\n"
+    )
     job = next(j for j in json.loads(status.stdout)["jobs"] if j["job"] == JOB)
     assert job["paused_since"]["reason"] == "INC-1234"
-    assert resumed.stdout == f"{JOB}: resumed (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1))\n"
+    assert resumed.stdout == (
+        f"{JOB}: resumed (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1); "
+        f"dead-man alarm actions on: {alarm})\n"
+    )
     assert _deployed(stack)["State"] == "ENABLED"
 
 

@@ -36,7 +36,10 @@ def _report(result: PauseResult, as_json: bool, target: str) -> None:
         return
     state = "paused" if result.action == "paused" else "running"
     done = f"{result.action}" if result.changed else f"already {state}; nothing changed"
-    line_stdout.print(f"{result.job}: {done} (schedule {result.schedule} on {target})")
+    alarms = ""
+    if result.alarms:
+        alarms = f"; dead-man alarm actions {'off' if result.action == 'paused' else 'on'}: {', '.join(result.alarms)}"
+    line_stdout.print(f"{result.job}: {done} (schedule {result.schedule} on {target}{alarms})")
 
 
 @app.command("pause", rich_help_panel=OPERATE)

@@ -41,9 +41,16 @@ class PauseResult:
     action: str
     changed: bool  # False when the schedule already had that State
     change: StateChange
+    alarms: list[str]  # dead-man alarms whose actions were turned off (pause) or on (resume)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"job": self.job, "schedule": self.schedule, "changed": self.changed, **self.change.as_dict()}
+        return {
+            "job": self.job,
+            "schedule": self.schedule,
+            "changed": self.changed,
+            "alarms": self.alarms,
+            **self.change.as_dict(),
+        }
 
 
 def state_history(ledger: RunLedger, job: str) -> list[StateChange]:
@@ -102,6 +109,10 @@ def set_paused(
     if paused and not reason.strip():
         raise OperationError("say why with --reason (e.g. --reason 'vendor API down, INC-1234'): it goes in the ledger")
     schedule = target.schedule(job)
+    cloudwatch, alarms = target.dead_man_alarms(job)
+    if alarms and not paused:
+        # Alarm first, schedule second: a failure in between leaves the alarm loud, never silenced.
+        cloudwatch.enable_alarm_actions(AlarmNames=alarms)
     try:
         before = schedule.set_state(DISABLED if paused else ENABLED)
     except schedule.client.exceptions.ResourceNotFoundException:
@@ -110,6 +121,8 @@ def set_paused(
             "`clockless local up` again for the local runtime (it creates the schedules), or deploy the current "
             "template.yaml"
         ) from None
+    if alarms and paused:
+        cloudwatch.disable_alarm_actions(AlarmNames=alarms)
     action = PAUSED if paused else RESUMED
     ledger = target.ledger()
     history = state_history(ledger, job)
@@ -132,5 +145,10 @@ def set_paused(
             ConditionExpression="attribute_not_exists(job)",
         )
     return PauseResult(
-        job=job, schedule=f"{schedule.group}/{schedule.name}", action=action, changed=changed, change=change
+        job=job,
+        schedule=f"{schedule.group}/{schedule.name}",
+        action=action,
+        changed=changed,
+        change=change,
+        alarms=alarms,
     )

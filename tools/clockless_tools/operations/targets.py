@@ -52,6 +52,10 @@ class JobTarget(Protocol):
         """Who is acting, for the ledger's record of a pause."""
         ...
 
+    def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
+        """The CloudWatch client and the names of the alarms that watch the job's succeeded ticks."""
+        ...
+
 
 def _retention_seconds(template: Template) -> int:
     return int(template.parameter_default("LedgerRetentionDays")) * 86400
@@ -97,6 +101,9 @@ class LocalTarget:
 
     def operator(self) -> str:
         return f"{getpass.getuser()}@{socket.gethostname()}"
+
+    def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
+        return None, []  # the local runtime has no alarms
 
 
 class StackTarget:
@@ -159,6 +166,10 @@ class StackTarget:
     def operator(self) -> str:
         return str(self._caller()["Arn"])
 
+    def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
+        names = [self.physical[i] for i in dead_man_alarm_ids(self.template, job) if i in self.physical]
+        return self._session.client("cloudwatch"), names
+
     def _deployed_parameters(self) -> dict[str, str]:
         """The stack's parameter values, over the template's defaults."""
         if self._parameters is None:
@@ -198,6 +209,17 @@ class StackTarget:
             group=str(group),
             expected=expected_schedule(schedule, function_arn=self._arn(schedule.function_id), resolve=resolve),
         )
+
+
+def dead_man_alarm_ids(template: Template, job: str) -> list[str]:
+    """The alarms on the job's TickSucceeded metric: a paused job would set them off."""
+    found = []
+    for logical_id, resource in template.resources_of_type("AWS::CloudWatch::Alarm").items():
+        properties = resource.get("Properties") or {}
+        dimensions = {d.get("Name"): d.get("Value") for d in properties.get("Dimensions") or []}
+        if properties.get("MetricName") == "TickSucceeded" and dimensions.get("job") == job:
+            found.append(logical_id)
+    return found
 
 
 def _ledger_logical_id(template: Template) -> str:
