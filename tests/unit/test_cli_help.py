@@ -69,3 +69,12 @@ def test_version() -> None:
 )
 def test_spans_read_as_an_operator_says_them(span: timedelta, shown: str) -> None:
     assert format_span(span) == shown
+
+
+@pytest.mark.parametrize("command", [[], ["backfill"], ["status"], ["local", "status"], ["pause"]])
+def test_flags_show_no_value_type_in_help(command: list[str]) -> None:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "160"})
+
+    assert result.exit_code == 0
+    assert "--help" in result.stdout
+    assert "<bool>" not in result.stdout

@@ -7,12 +7,24 @@ under help panels. `common` holds what they share.
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperOption
 
 from clockless_tools.cli import arch, bench, events, invoke, local, operations, pause, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
+
+# Typer (0.29) labels every flag `<bool>` in --help, as if it took a value; a flag takes none, so
+# its type column stays empty. tests/unit/test_cli_help.py notices if an upgrade changes this.
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
 app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
 
