@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperOption
 
-from clockless_tools.cli import arch, bench, events, invoke, local, operations, pause, schedules, simulate
+from clockless_tools.cli import arch, bench, drift, events, invoke, local, operations, pause, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
 
 # Typer (0.29) labels every flag `<bool>` in --help, as if it took a value; a flag takes none, so
@@ -56,6 +56,7 @@ app.add_typer(
 )
 app.add_typer(operations.app)
 app.add_typer(pause.app)
+app.add_typer(drift.app)
 app.add_typer(arch.app)
 app.add_typer(
     schedules.app,
