@@ -88,11 +88,16 @@ def stack(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack
                 config_env="default",
             ),
         )
-        alarm = template.resources["SessionCleanupDeadManAlarm"]["Properties"]
         session.client("cloudwatch").put_metric_alarm(
             AlarmName=ALARM_NAME,
-            **{k: alarm[k] for k in ("Namespace", "MetricName", "Dimensions", "Statistic", "Period")},
-            **{k: alarm[k] for k in ("EvaluationPeriods", "Threshold", "ComparisonOperator", "TreatMissingData")},
+            Namespace="Clockless",
+            MetricName="TickSucceeded",
+            Dimensions=[{"Name": "job", "Value": JOB}],
+            Statistic="Sum",
+            Period=3600,
+            EvaluationPeriods=1,
+            Threshold=1,
+            ComparisonOperator="LessThanThreshold",
             AlarmActions=["arn:aws:sns:us-east-1:123456789012:alarms"],
         )
         ref = target.schedule(JOB)

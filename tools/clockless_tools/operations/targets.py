@@ -216,9 +216,15 @@ def dead_man_alarm_ids(template: Template, job: str) -> list[str]:
     found = []
     for logical_id, resource in template.resources_of_type("AWS::CloudWatch::Alarm").items():
         properties = resource.get("Properties") or {}
-        dimensions = {d.get("Name"): d.get("Value") for d in properties.get("Dimensions") or []}
-        if properties.get("MetricName") == "TickSucceeded" and dimensions.get("job") == job:
-            found.append(logical_id)
+        # A single-metric alarm names its metric at the top; a metric-math one in Metrics[].MetricStat.
+        metrics = [properties] + [
+            (query.get("MetricStat") or {}).get("Metric") or {} for query in properties.get("Metrics") or []
+        ]
+        for metric in metrics:
+            dimensions = {d.get("Name"): d.get("Value") for d in metric.get("Dimensions") or []}
+            if metric.get("MetricName") == "TickSucceeded" and dimensions.get("job") == job:
+                found.append(logical_id)
+                break
     return found
 
 
