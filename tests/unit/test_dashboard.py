@@ -113,3 +113,21 @@ def test_each_planted_mistake_is_caught(template: Template, edit: str, replaceme
     problems = dashboard_problems(_planted(template, edit, replacement))
 
     assert any(p.startswith(problem) for p in problems), problems
+
+
+def test_dead_man_alarms_are_found_in_either_shape(template: Template) -> None:
+    def alarm(properties: dict[str, Any]) -> dict[str, Any]:
+        return {"Type": "AWS::CloudWatch::Alarm", "Properties": properties}
+
+    metric = {"Namespace": "Clockless", "MetricName": "TickSucceeded", "Dimensions": [{"Name": "job", "Value": "j"}]}
+    document = copy.deepcopy(template.document)
+    document["Resources"] = {
+        "Single": alarm(metric),
+        "MetricMath": alarm(
+            {"Metrics": [{"Id": "s", "MetricStat": {"Metric": metric}}, {"Id": "f", "Expression": "x"}]}
+        ),
+        "OtherJob": alarm({**metric, "Dimensions": [{"Name": "job", "Value": "k"}]}),
+        "Errors": alarm({**metric, "MetricName": "Errors"}),
+    }
+
+    assert dead_man_alarm_ids(Template(path=template.path, document=document), "j") == ["Single", "MetricMath"]
