@@ -120,7 +120,7 @@ def test_dead_man_alarms_are_found_in_either_shape(template: Template) -> None:
         return {"Type": "AWS::CloudWatch::Alarm", "Properties": properties}
 
     metric = {"Namespace": "Clockless", "MetricName": "TickSucceeded", "Dimensions": [{"Name": "job", "Value": "j"}]}
-    document = copy.deepcopy(template.document)
+    document = {**copy.deepcopy(dict(template.document))}
     document["Resources"] = {
         "Single": alarm(metric),
         "MetricMath": alarm(
