@@ -334,3 +334,20 @@ def test_pause_on_a_local_runtime_without_schedules_says_what_to_do(tables: Any,
         f"'{JOB}': run `clockless local up` again for the local runtime (it creates the schedules), or deploy the "
         "current template.yaml\n"
     )
+
+
+def test_a_schedule_disabled_outside_clockless_counts_as_paused(stack: StackTarget, template: Template) -> None:
+    client = boto3.client("scheduler", region_name="us-east-1")
+    client.update_schedule(**state_update(client.get_schedule(Name=SCHEDULE_NAME, GroupName="default"), "DISABLED"))
+    now = datetime.now(UTC)
+
+    status = job_status(template, stack, JOB, now=now, window=timedelta(hours=3))
+
+    assert status.paused_since is not None
+    assert (status.paused_since.by, status.paused_since.reason) == (
+        "not through clockless",
+        "the schedule's State is DISABLED",
+    )
+    # Paused since the schedule was last modified: the ticks before it still count as missing.
+    assert abs((status.paused_since.at - now).total_seconds()) < 60
+    assert all(t < status.paused_since.at for t in status.missing)

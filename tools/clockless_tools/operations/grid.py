@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_STARTED, STATUS_SUCCEEDED
-from clockless_tools.operations.pause import is_paused_at, paused_intervals, state_history
+from clockless_tools.operations.pause import is_paused_at, job_pauses
 from clockless_tools.operations.targets import JobTarget
 from clockless_tools.template.expressions import ticks_between
 from clockless_tools.template.model import Template
@@ -94,7 +94,7 @@ def job_grid(template: Template, target: JobTarget, job: str, *, now: datetime, 
     if not hourly:
         end += timedelta(days=(7 - end.weekday()) % 7)
     entries = {e.scheduled_time: e.status for e in ledger.entries(job, start, end)}
-    intervals = paused_intervals(state_history(ledger, job))
+    _, intervals = job_pauses(target, job)
 
     paused_now = is_paused_at(intervals, now)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.ledger import RunLedger
-from clockless_tools.operations.targets import JobTarget, OperationError, require_job
+from clockless_tools.operations.targets import JobTarget, OperationError, ScheduleNotDeployed, require_job
 from clockless_tools.template.model import Template
 from clockless_tools.template.scheduler import DISABLED, ENABLED
 
@@ -95,6 +95,31 @@ def paused_intervals(history: list[StateChange]) -> list[tuple[datetime, datetim
     if since is not None:
         intervals.append((since, None))
     return intervals
+
+
+def job_pauses(target: JobTarget, job: str) -> tuple[list[StateChange], list[tuple[datetime, datetime | None]]]:
+    """The job's recorded pauses, plus one the ledger does not know: a schedule found DISABLED (deployed
+    so, or changed in the console) counts as paused since it was last modified."""
+    history = state_history(target.ledger(), job)
+    intervals = paused_intervals(history)
+    if intervals and intervals[-1][1] is None:
+        return history, intervals
+    # No schedule to look at (not deployed, or a local server from before `local up` made them):
+    # the ledger's account stands.
+    try:
+        schedule = target.schedule(job)
+    except ScheduleNotDeployed:
+        return history, intervals
+    try:
+        deployed = schedule.get()
+    except schedule.client.exceptions.ResourceNotFoundException:
+        return history, intervals
+    if deployed.get("State") != DISABLED:
+        return history, intervals
+    since = deployed.get("LastModificationDate")
+    at = since.astimezone(UTC) if isinstance(since, datetime) else datetime.min.replace(tzinfo=UTC)
+    outside = StateChange(at=at, action=PAUSED, by="not through clockless", reason="the schedule's State is DISABLED")
+    return [*history, outside], [*intervals, (at, None)]
 
 
 def is_paused_at(intervals: list[tuple[datetime, datetime | None]], moment: datetime) -> bool:

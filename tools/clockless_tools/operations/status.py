@@ -9,7 +9,7 @@ from typing import Any
 
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
-from clockless_tools.operations.pause import StateChange, is_paused_at, paused_intervals, state_history
+from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.targets import JobTarget
 from clockless_tools.template.expressions import next_ticks, ticks_between
 from clockless_tools.template.model import Template
@@ -82,8 +82,7 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
     start, end = now - window, now
     ledger = target.ledger()
     entries = _entries_by_time(ledger, job, start, end)
-    history = state_history(ledger, job)
-    intervals = paused_intervals(history)
+    history, intervals = job_pauses(target, job)
     expected = ticks_between(schedule.expression, start, end)
     paused = [t for t in expected if is_paused_at(intervals, t)]
     failures = [e for e in entries.values() if e.status == STATUS_FAILED]
