@@ -32,7 +32,7 @@ export PYTHONTZPATH :=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench clean
+        build deploy bench clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -52,10 +52,12 @@ $(STAMP): pyproject.toml uv.lock $(UV)
 	  { echo "error: uv sync failed (above); if uv.lock is behind pyproject.toml, run make lock and commit it" >&2; exit 1; }
 	@touch $@
 
-$(SAM_STAMP): tools/sam-requirements.txt $(UV)
+$(SAM_STAMP): tools/sam-requirements.txt $(UV) | $(STAMP)
 	@PY313="$$(tools/find-python313)" && echo "installing SAM CLI into $(SAM_VENV) from tools/sam-requirements.txt" && \
 	  $(UV) venv --quiet --allow-existing --python "$$PY313" $(SAM_VENV)
 	$(UV) pip sync --python $(SAM_VENV)/bin/python --require-hashes tools/sam-requirements.txt
+	@# One PATH entry for both commands: `. .venv/bin/activate` puts clockless and sam on PATH.
+	ln -sf ../../$(SAM_VENV)/bin/sam $(VENV)/bin/sam
 	@touch $@
 
 # After editing a pin in pyproject.toml or tools/*.in: re-lock, and export what is locked from it.
@@ -117,6 +119,25 @@ local-up: $(STAMP) ## Start the persistent embedded DynamoDB with the template's
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down
+
+sam: $(SAM_STAMP) ## Install the SAM CLI in its own venv, linked as .venv/bin/sam
+	@echo "sam is $(SAM); \`. .venv/bin/activate\` puts it and clockless on PATH"
+
+# The operating commands on the running `make local-up`, or a deployed stack with STACK=<name>.
+STACK ?=
+JOB   ?=
+POLICY ?= all
+OPERATE_ON = $(if $(STACK),--stack "$(STACK)")
+status: $(STAMP) ## Each job's last success, failure and missed ticks (STACK=<name> for a deployed stack)
+	$(CLOCKLESS) status $(OPERATE_ON)
+
+backfill: $(STAMP) ## Replay missed ticks: make backfill JOB=<job> FROM=<UTC> TO=<UTC> [POLICY=latest] [STACK=<name>]
+	@test -n "$(JOB)" -a -n "$(FROM)" -a -n "$(TO)" || { echo "usage: make backfill JOB=<job> FROM=<UTC time> TO=<UTC time> [POLICY=all|latest|skip] [STACK=<name>]" >&2; exit 2; }
+	$(CLOCKLESS) backfill "$(JOB)" --from "$(FROM)" --to "$(TO)" --policy "$(POLICY)" $(OPERATE_ON)
+
+run-now: $(STAMP) ## One manual tick: make run-now JOB=<job> [STACK=<name>]
+	@test -n "$(JOB)" || { echo "usage: make run-now JOB=<job> [STACK=<name>]" >&2; exit 2; }
+	$(CLOCKLESS) run-now "$(JOB)" $(OPERATE_ON)
 
 build: $(SAM_STAMP) ## sam validate --lint and sam build
 	$(SAM) validate --lint --region $(REGION)
