@@ -37,8 +37,8 @@ def run(
         list[str] | None,
         typer.Option(
             "--only",
-            help="Measure only these sections (repeatable): overhead, scale, throughput, artifacts, cold_start. "
-            "The results then go to bench/partial-results.tmp unless --output says otherwise.",
+            help="Measure only these sections (repeatable): overhead, scale, throughput, artifacts, cold_start; "
+            "the results then go to bench/partial-results.tmp unless --output says otherwise. E.g. --only cold_start",
         ),
     ] = None,
 ) -> None:
