@@ -22,7 +22,6 @@ from clockless import OUTCOME_DUPLICATE, OUTCOME_EXECUTED, OUTCOME_IN_PROGRESS, 
 from clockless_tools.events import Attempt, render_input, schedule_arn, stable_uuid
 from clockless_tools.faults import FaultInjector, InjectedFault
 from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.schedule import nominal_period
 from clockless_tools.template import Schedule, Template
 
 OUTCOME_FAILED: Final = "failed"
@@ -120,7 +119,7 @@ def plan_deliveries(
     plans: list[TickPlan] = []
     for job, times in ticks.items():
         schedule = template.jobs[job]
-        period = nominal_period(schedule.expression)
+        period = schedule.spec(template).nominal_period()
         retries = RetryPolicy.of(schedule)
         delivered = [moment for moment in times if (job, moment) not in dropped]
         showcase = random.Random(f"{seed}/{job}").choice(delivered) if delivered else None  # noqa: S311

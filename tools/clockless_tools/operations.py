@@ -7,7 +7,7 @@ import contextlib
 import json
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -17,10 +17,11 @@ import boto3
 
 from clockless import Tick, Trigger, format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless_tools.events import schedule_arn
 from clockless_tools.local import dynamodb_client
 from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.schedule import next_ticks, ticks_between
-from clockless_tools.template import LocalNames, Template, TemplateError
+from clockless_tools.schedule import ScheduleExpressionError, ScheduleSpec
+from clockless_tools.template import LocalNames, Schedule, Template, TemplateError
 
 DEFAULT_MAX_BACKFILL_TICKS = 200
 DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
@@ -48,6 +49,11 @@ class JobTarget(Protocol):
         ...
 
     def schedule_arn(self, job: str) -> str | None: ...
+
+    def schedule_spec(self, job: str) -> ScheduleSpec:
+        """The job's schedule as the tick engine needs it (for a deployed rate() without StartDate,
+        anchored on the deployed schedule's creation)."""
+        ...
 
 
 def _retention_seconds(template: Template) -> int:
@@ -82,11 +88,10 @@ class LocalTarget:
         return dict(result)
 
     def schedule_arn(self, job: str) -> str | None:
-        schedule = self.template.jobs[job]
-        return (
-            f"arn:aws:scheduler:{self.names.region}:{self.names.account_id}:schedule/default/"
-            f"{schedule.function_id}{schedule.event_id}"
-        )
+        return schedule_arn(self.template.jobs[job], self.names)
+
+    def schedule_spec(self, job: str) -> ScheduleSpec:
+        return self.template.jobs[job].spec(self.template)
 
 
 class StackTarget:
@@ -108,6 +113,7 @@ class StackTarget:
             self.physical[ledger_id], session.client("dynamodb"), retention_seconds=_retention_seconds(template)
         )
         self._lambda = session.client("lambda")
+        self._scheduler: Any = None
         self._session = session
         self._account: str | None = None
 
@@ -127,16 +133,59 @@ class StackTarget:
         return dict(payload)
 
     def schedule_arn(self, job: str) -> str | None:
-        schedule = self.template.jobs[job]
-        # SAM names the generated AWS::Scheduler::Schedule <Function><Event>; with OmitName the
-        # physical id is the generated name, in the default group.
-        name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
-        if name is None:
+        located = self._deployed_schedule(self.template.jobs[job])
+        if located is None:
             return None
+        group, name = located
         if self._account is None:
             # GetCallerIdentity needs no IAM permission.
             self._account = str(self._session.client("sts").get_caller_identity()["Account"])
-        return f"arn:aws:scheduler:{self._session.region_name}:{self._account}:schedule/default/{name}"
+        return f"arn:aws:scheduler:{self._session.region_name}:{self._account}:schedule/{group}/{name}"
+
+    def _deployed_schedule(self, schedule: Schedule) -> tuple[str, str] | None:
+        """(group, name) of the AWS::Scheduler::Schedule SAM generated for the event: SAM names it
+        <Function><Event>; with OmitName its physical id is the generated name. The group is the
+        one the event's GroupName names, read from this stack, not a constant."""
+        name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
+        if name is None:
+            return None
+        group = schedule.properties.get("GroupName")
+        if group is None:
+            return "default", name
+        if isinstance(group, str):
+            return group, name
+        if isinstance(group, Mapping) and group.get("Ref") in self.physical:
+            return str(self.physical[group["Ref"]]), name
+        raise OperationError(
+            f"{schedule.function_id}.Events.{schedule.event_id}: GroupName {group!r} names no group of this stack"
+        )
+
+    def schedule_spec(self, job: str) -> ScheduleSpec:
+        schedule = self.template.jobs[job]
+        spec = schedule.spec(self.template)
+        if spec.kind != "rate" or spec.start_date is not None:
+            return spec
+        # No StartDate: the ticks run from the schedule's creation, which only the service knows.
+        located = self._deployed_schedule(schedule)
+        if located is None:
+            raise OperationError(f"{job}: the stack has no schedule for it; deploy the current template.yaml first")
+        group, name = located
+        if self._scheduler is None:
+            self._scheduler = self._session.client("scheduler")
+        try:
+            deployed = self._scheduler.get_schedule(Name=name, GroupName=group)
+        except self._scheduler.exceptions.ClientError as error:
+            raise OperationError(f"cannot read schedule {group}/{name} (scheduler:GetSchedule): {error}") from None
+        try:
+            return ScheduleSpec.of(
+                deployed["ScheduleExpression"],
+                timezone=deployed.get("ScheduleExpressionTimezone"),
+                start_date=deployed.get("StartDate"),
+                end_date=deployed.get("EndDate"),
+                created=deployed.get("CreationDate"),
+            )
+        except ScheduleExpressionError as error:
+            raise OperationError(f"deployed schedule {group}/{name}: {error}") from None
 
 
 def _ledger_logical_id(template: Template) -> str:
@@ -195,10 +244,16 @@ def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime
     return {entry.scheduled_time: entry for entry in ledger.entries(job, start, end)}
 
 
-def missing_ticks(template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime) -> list[datetime]:
+def missing_ticks(spec: ScheduleSpec, ledger: RunLedger, job: str, start: datetime, end: datetime) -> list[datetime]:
     """Ticks the schedule expected in [start, end) that the ledger does not show as succeeded or skipped."""
-    expected = ticks_between(template.jobs[job].expression, start, end)
-    return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
+    return _not_accounted_for(_expected(spec, start, end), _entries_by_time(ledger, job, start, end))
+
+
+def _expected(spec: ScheduleSpec, start: datetime, end: datetime) -> list[datetime]:
+    try:
+        return spec.ticks_between(start, end)
+    except ScheduleExpressionError as error:
+        raise OperationError(str(error)) from None
 
 
 def _not_accounted_for(expected: list[datetime], entries: dict[datetime, LedgerEntry]) -> list[datetime]:
@@ -210,7 +265,8 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
     start, end = now - window, now
     ledger = target.ledger()
     entries = _entries_by_time(ledger, job, start, end)
-    expected = ticks_between(schedule.expression, start, end)
+    spec = target.schedule_spec(job)
+    expected = _expected(spec, start, end)
     failures = [e for e in entries.values() if e.status == STATUS_FAILED]
     last_success_time = ledger.last_success_before(job, now + timedelta(seconds=1))
     last_success = None
@@ -226,7 +282,7 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         window_end=end,
         last_success=last_success,
         last_failure=max(failures, key=lambda e: e.scheduled_time) if failures else None,
-        next_ticks=next_ticks(schedule.expression, now, 3),
+        next_ticks=spec.next_ticks(now, 3),
         expected=len(expected),
         missing=_not_accounted_for(expected, entries),
         skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
@@ -290,13 +346,14 @@ def backfill(
         raise OperationError(
             f"--to ({format_scheduled_time(end)}) must be after --from ({format_scheduled_time(start)})"
         )
-    expected = ticks_between(template.jobs[job].expression, start, end)
+    spec = target.schedule_spec(job)
+    expected = _expected(spec, start, end)
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
             f"refusing to backfill {len(expected)} ticks over {end - start} (limits: {max_ticks} ticks, "
             f"{max_range}); narrow the range or pass --force"
         )
-    missing = missing_ticks(template, target.ledger(), job, start, end)
+    missing = missing_ticks(spec, target.ledger(), job, start, end)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
     result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
     if dry_run:

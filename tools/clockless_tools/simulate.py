@@ -42,7 +42,7 @@ from clockless_tools.delivery import (
     delivered_once,
     plan_deliveries,
 )
-from clockless_tools.schedule import ScheduleExpressionError, ticks_between
+from clockless_tools.schedule import ScheduleExpressionError
 from clockless_tools.seed import SeedPlan
 from clockless_tools.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
 from clockless_tools.template import PROJECT_ROOT, LocalNames, Template, TemplateError
@@ -120,9 +120,9 @@ def expected_ticks(template: Template, start: datetime, end: datetime) -> dict[s
     ticks = {}
     for job, schedule in template.jobs.items():
         try:
-            ticks[job] = ticks_between(schedule.expression, start, end)
+            ticks[job] = schedule.spec(template).ticks_between(start, end)
         except ScheduleExpressionError as error:
-            raise SimulationInputError(f"{schedule.function_id}.Events.{schedule.event_id}: {error}") from None
+            raise SimulationInputError(str(error)) from None
     return ticks
 
 

@@ -6,10 +6,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from clockless_tools.schedule import ScheduleExpressionError, ScheduleSpec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEMPLATE = PROJECT_ROOT / "template.yaml"
@@ -23,6 +26,10 @@ _SHORT_FORMS = {
 
 class TemplateError(ValueError):
     """template.yaml is unreadable or lacks something the tools rely on; the message says where."""
+
+
+class ScheduleDefinitionError(TemplateError, ScheduleExpressionError):
+    """A schedule in template.yaml cannot be evaluated; the message names the function and event."""
 
 
 class _CfnLoader(yaml.SafeLoader):
@@ -95,6 +102,19 @@ class Schedule:
         if not isinstance(job, str):
             raise TemplateError(f'{self.function_id}.Events.{self.event_id}: Input has no "job"')
         return job
+
+    def spec(self, template: Template | None = None, *, created: datetime | None = None) -> ScheduleSpec:
+        """The tick engine's view of this schedule. `template` resolves a StartDate/EndDate given
+        as `!Ref Parameter` to the parameter's default; `created` anchors a rate() without StartDate."""
+        properties = dict(self.properties)
+        if template is not None:
+            for name in ("ScheduleExpressionTimezone", "StartDate", "EndDate"):
+                if isinstance(properties.get(name), Mapping):
+                    properties[name] = resolve(properties[name], template)
+        try:
+            return ScheduleSpec.from_properties(properties, created=created)
+        except ScheduleExpressionError as error:
+            raise ScheduleDefinitionError(f"{self.function_id}.Events.{self.event_id}: {error}") from None
 
     @property
     def retry_max_event_age(self) -> int | None:

@@ -29,7 +29,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from clockless_tools.schedule import ScheduleExpressionError, next_ticks, ticks_between
+from clockless_tools.schedule import ScheduleExpressionError
 from clockless_tools.template import Function, Schedule, Template, TemplateError, resolve
 
 METADATA_KEY = "clockless"
@@ -496,7 +496,7 @@ def _check_schedule(
         not_expanded = f"its local-time rule is {NO_RULE!r}, so only the schedule's own zone (UTC) is checked"
     if declaration is not None and rule is not None and not_expanded is None:
         try:
-            ticks = ticks_between(schedule.expression, begin, end, anchor=begin)
+            ticks = schedule.spec(template).ticks_between(begin, end)
         except ScheduleExpressionError as error:
             raise _expression_error(schedule, error) from None
         for tick in ticks:
@@ -536,6 +536,8 @@ def _written_in_utc(function: Function, schedule: Schedule) -> bool:
 
 
 def _expression_error(schedule: Schedule, error: ScheduleExpressionError) -> DeclarationError:
+    if isinstance(error, TemplateError):  # already names the function and event
+        return DeclarationError(str(error))
     return DeclarationError(f"{schedule.function_id}.Events.{schedule.event_id}.ScheduleExpression: {error}")
 
 
@@ -680,7 +682,7 @@ def upcoming_ticks(template: Template, *, after: datetime, count: int) -> list[U
                 shown.append(UpcomingTicks(**common, ticks=(), breaches={}, note=skipped))
                 continue
             try:
-                ticks = tuple(next_ticks(schedule.expression, after, count))
+                ticks = tuple(schedule.spec(template).next_ticks(after, count))
             except ScheduleExpressionError as error:
                 raise _expression_error(schedule, error) from None
             rule = None if declaration is None else declaration.rule
