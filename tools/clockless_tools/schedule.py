@@ -283,15 +283,19 @@ class ScheduleSpec:
 
     def gaps(self) -> list[timedelta]:
         """The gaps between consecutive ticks over a year (for a rate(), its period)."""
+        return list(self._gaps)
+
+    @cached_property
+    def _gaps(self) -> tuple[timedelta, ...]:
         period = rate_period(self.expression)
         if period is not None:
-            return [period]
+            return (period,)
         if self.kind == "at":
-            return []
+            return ()
         begin = datetime(2027, 1, 1, tzinfo=UTC)
         plain = ScheduleSpec(self.expression, self.timezone)  # the expression's rhythm, without its bounds
         ticks = plain.ticks_between(begin, begin + timedelta(days=366))
-        return [b - a for a, b in itertools.pairwise(ticks)]
+        return tuple(sorted({b - a for a, b in itertools.pairwise(ticks)}))
 
     def nominal_period(self) -> timedelta:
         """The smallest gap between consecutive ticks over a year: how soon the next tick can follow."""
