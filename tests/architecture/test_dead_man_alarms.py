@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,14 +94,15 @@ def test_the_one_day_period_alarm_it_replaces_fired_late_or_falsely() -> None:
 
 
 def _definition(template: Template, job: str) -> DeadManDefinition:
+    def watched_job(query: dict[str, Any]) -> str | None:
+        metric = (query.get("MetricStat") or {}).get("Metric") or {}
+        return {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}.get("job")
+
     (props,) = [
         alarm["Properties"]
         for alarm in template.resources_of_type("AWS::CloudWatch::Alarm").values()
         for query in alarm["Properties"].get("Metrics") or []
-        if {
-            d["Name"]: d["Value"] for d in ((query.get("MetricStat") or {}).get("Metric") or {}).get("Dimensions", [])
-        }.get("job")
-        == job
+        if watched_job(query) == job
     ]
     period = next(q["MetricStat"]["Period"] for q in props["Metrics"] if "MetricStat" in q)
     return DeadManDefinition(period, props["EvaluationPeriods"], props["DatapointsToAlarm"])
@@ -126,7 +128,8 @@ def test_planted_alarm_on_the_manual_series_is_caught(tmp_path: Path) -> None:
 
     [(job, _, message)] = _problems(broken)
 
-    assert job == "session-cleanup" and "only trigger=schedule proves the schedule fires" in message
+    assert job == "session-cleanup"
+    assert "only trigger=schedule proves the schedule fires" in message
 
 
 def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(tmp_path: Path) -> None:
@@ -170,7 +173,8 @@ def test_planted_missing_data_not_breaching_is_caught(tmp_path: Path) -> None:
 
     [(job, _, message)] = _problems(broken)
 
-    assert job == "session-cleanup" and "TreatMissingData" in message
+    assert job == "session-cleanup"
+    assert "TreatMissingData" in message
 
 
 def test_planted_one_of_n_is_caught(tmp_path: Path) -> None:
