@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from clockless_tools.architecture.alarms import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
+from clockless_tools.architecture.failure_paths import DURATION_BOUND_RULE, FAILURE_PATHS_RULE
 from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
@@ -34,6 +35,8 @@ RULES: tuple[Rule, ...] = (
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
     DEAD_MAN_ALARM_RULE,
+    FAILURE_PATHS_RULE,
+    DURATION_BOUND_RULE,
     LOCAL_TIME_RULE,
 )
 

@@ -1,0 +1,134 @@
+"""Rules failure-paths and duration-bound, each proven by planted violations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.architecture.planting import PlantedCopy, found
+
+TEMPLATE = "template.yaml"
+NIGHTLY = "  WindowGenerationFunction:"
+HOURLY = "  SessionCleanupFunction:"
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> PlantedCopy:
+    return PlantedCopy.of_project(tmp_path)
+
+
+def test_the_template_holds_both_rules(copy: PlantedCopy) -> None:
+    assert copy.violations("failure-paths") == []
+    assert copy.violations("duration-bound") == []
+
+
+def test_planted_function_without_event_invoke_config_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "      EventInvokeConfig:\n", "      XEventInvokeConfig:\n", after=HOURLY)
+
+    violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+
+    assert "no EventInvokeConfig" in violation.message
+
+
+def test_planted_unbounded_retries_and_event_age_are_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "MaximumRetryAttempts: 2\n        MaximumEventAgeInSeconds: 3600", "", after=NIGHTLY)
+
+    violations = copy.violations("failure-paths")
+
+    found(violations, file=TEMPLATE, resource="WindowGenerationFunction", containing="MaximumRetryAttempts is None")
+    found(violations, file=TEMPLATE, resource="WindowGenerationFunction", containing="MaximumEventAgeInSeconds is")
+
+
+def test_planted_on_failure_destination_that_is_not_a_queue_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "            Type: SQS\n", "            Type: SNS\n", after=HOURLY)
+
+    violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+
+    assert "no OnFailure destination on a queue" in violation.message
+
+
+def test_planted_unwatched_failure_queue_is_caught_for_every_function(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "Value: !GetAtt JobFailureQueue.QueueName", "Value: !GetAtt JobFailureQueue.Arn")
+
+    violations = copy.violations("failure-paths")
+
+    for function in ("WindowGenerationFunction", "SessionCleanupFunction"):
+        found(violations, file=TEMPLATE, resource=function, containing="OnFailure queue JobFailureQueue is watched")
+
+
+def test_planted_unwatched_schedule_dead_letter_queue_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(
+        TEMPLATE,
+        "      MetricName: ApproximateNumberOfMessagesVisible",
+        "      MetricName: NumberOfMessagesSent",
+        after="  SchedulerDeadLetterAlarm:",
+    )
+
+    violations = copy.violations("failure-paths")
+
+    found(violations, file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly", containing="watched by no")
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Hourly", containing="watched by no")
+
+
+def test_planted_schedule_without_a_dead_letter_queue_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "            DeadLetterConfig:\n", "            XDeadLetterConfig:\n", after=NIGHTLY)
+
+    violation = found(
+        copy.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly"
+    )
+
+    assert "names no queue" in violation.message
+
+
+def test_planted_function_without_an_errors_alarm_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(
+        TEMPLATE, "      MetricName: Errors", "      MetricName: Throttles", after="  SessionCleanupErrorsAlarm:"
+    )
+
+    violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+
+    assert "Errors" in violation.message
+
+
+def test_planted_expected_duration_at_the_timeout_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120")
+
+    violation = found(
+        copy.violations("duration-bound"),
+        file=TEMPLATE,
+        resource="WindowGenerationFunction",
+        containing="not below the Timeout",
+    )
+
+    assert "120" in violation.message
+
+
+def test_planted_duration_alarm_above_the_bound_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "      Threshold: 30000", "      Threshold: 110000")
+
+    violation = found(copy.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
+
+    assert "p99 > 110000" in violation.message
+
+
+def test_planted_duration_alarm_on_the_average_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(
+        TEMPLATE,
+        "      ExtendedStatistic: p99\n",
+        "      Statistic: Average\n",
+        after="  WindowGenerationDurationAlarm:",
+    )
+
+    found(copy.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationFunction", containing="p90")
+
+
+def test_planted_function_without_an_expected_duration_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "")
+
+    found(
+        copy.violations("duration-bound"),
+        file=TEMPLATE,
+        resource="SessionCleanupFunction",
+        containing="expected_duration_seconds is not declared",
+    )
