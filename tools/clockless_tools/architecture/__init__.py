@@ -18,7 +18,11 @@ from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
 from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
-from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.schedules import (
+    DEDUPE_OUTLIVES_RETRIES_RULE,
+    RATE_ANCHORED_RULE,
+    SCHEDULE_DELIVERY_RULE,
+)
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.template import TemplateError
@@ -26,6 +30,7 @@ from clockless_tools.template import TemplateError
 RULES: tuple[Rule, ...] = (
     SCHEDULED_BY_KIT_RULE,
     SCHEDULE_DELIVERY_RULE,
+    RATE_ANCHORED_RULE,
     TICK_IDENTITY_RULE,
     DEDUPE_OUTLIVES_RETRIES_RULE,
     NO_CLOCK_IN_APP_RULE,
