@@ -488,9 +488,9 @@ def _check_schedule(
     ticks: list[datetime] = []
     rule = None if declaration is None else declaration.rule
     not_expanded = None
-    if not timezone_ok:
-        not_expanded = "the schedule is not in UTC"
-    elif declaration is None:
+    # A schedule outside UTC breaks utc_schedule above, and its ticks are still expanded in its
+    # own zone (the tick engine places them as Scheduler does), so its local-time breaches show too.
+    if declaration is None:
         not_expanded = "nothing is declared to check them against"
     elif rule is None:
         not_expanded = f"its local-time rule is {NO_RULE!r}, so only the schedule's own zone (UTC) is checked"
@@ -677,10 +677,6 @@ def upcoming_ticks(template: Template, *, after: datetime, count: int) -> list[U
                 "timezone": schedule.timezone,
                 "declaration": declaration,
             }
-            if not _written_in_utc(function, schedule):
-                skipped = f"ScheduleExpressionTimezone is {schedule.timezone or 'missing'}, not UTC: not expanded"
-                shown.append(UpcomingTicks(**common, ticks=(), breaches={}, note=skipped))
-                continue
             try:
                 ticks = tuple(schedule.spec(template).next_ticks(after, count))
             except ScheduleExpressionError as error:
@@ -688,6 +684,11 @@ def upcoming_ticks(template: Template, *, after: datetime, count: int) -> list[U
             rule = None if declaration is None else declaration.rule
             found = {t: tuple(b) for t in ticks if rule and declaration and (b := breaches(rule, t, declaration.zones))}
             note = None if declaration is not None else f"no Metadata.{METADATA_KEY} declaration: UTC only"
+            if not _written_in_utc(function, schedule):
+                note = (
+                    f"ScheduleExpressionTimezone is {schedule.timezone or 'missing'}, not UTC: ticks placed in that "
+                    "zone, where a cron skips the hour clocks jump over"
+                )
             shown.append(UpcomingTicks(**common, ticks=ticks, breaches=found, note=note))
     return shown
 
