@@ -211,3 +211,12 @@ def test_the_rule_engine_reports_it_by_name_file_and_resource(tmp_path: Path) ->
     violations = [v for v in check(Project.for_template(broken.path), RULES) if v.rule == "dead-man-alarm"]
 
     assert [(v.file, v.resource) for v in violations] == [("template.yaml", "WindowGenerationDeadManAlarm")]
+
+
+def test_planted_grace_shorter_than_the_retries_of_a_tick_is_caught(tmp_path: Path) -> None:
+    broken = _planted(tmp_path, "grace_minutes: 120", "grace_minutes: 90")
+
+    problems = _problems(broken)
+
+    assert ("window-generation", "WindowGenerationFunction") in [(job, resource) for job, resource, _ in problems]
+    assert any("shorter than the retries of a tick (7200 s" in message for _, _, message in problems)

@@ -94,6 +94,15 @@ def _dimensions(metric: Mapping[str, Any]) -> dict[str, str]:
     return {str(d.get("Name")): str(d.get("Value")) for d in metric.get("Dimensions") or [] if isinstance(d, Mapping)}
 
 
+def _retry_window(function: Function, scheduler_age: int | None) -> int:
+    """How late a tick can still succeed: Scheduler's retries, then Lambda's asynchronous ones."""
+    lambda_age = function.event_invoke_config.get("MaximumEventAgeInSeconds")
+    try:
+        return int(scheduler_age or 0) + int(lambda_age or 0)
+    except (TypeError, ValueError):
+        return 0  # not literal: the schedule-delivery and failure-paths rules say so
+
+
 def _metric_name(query: Any) -> Any:
     return (
         ((query.get("MetricStat") or {}).get("Metric") or {}).get("MetricName") if isinstance(query, Mapping) else None
@@ -136,6 +145,18 @@ def dead_man_alarm_problems(template: Template) -> list[AlarmProblem]:
                 )
             )
             continue
+        retries = _retry_window(function, schedule.retry_max_event_age)
+        if bounds.grace.total_seconds() < retries:
+            problems.append(
+                AlarmProblem(
+                    job,
+                    function.logical_id,
+                    f"{GRACE_KEY} {int(bounds.grace.total_seconds()) // 60} is shorter than the retries of a tick "
+                    f"({retries} s: the schedule's and Lambda's MaximumEventAgeInSeconds): a tick that succeeds on "
+                    "its last retry would raise the dead-man alarm",
+                    f"raise {GRACE_KEY} to at least {math.ceil(retries / 60)}",
+                )
+            )
         candidates = {
             logical_id: alarm.get("Properties") or {}
             for logical_id, alarm in alarms.items()
