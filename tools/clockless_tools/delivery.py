@@ -119,7 +119,9 @@ def plan_deliveries(
     plans: list[TickPlan] = []
     for job, times in ticks.items():
         schedule = template.jobs[job]
-        period = schedule.spec(template).nominal_period()
+        spec = schedule.spec(template)
+        # A late duplicate lands after the next tick; a one-time schedule has none, so a day later.
+        period = timedelta(days=1) if spec.kind == "at" else spec.nominal_period()
         retries = RetryPolicy.of(schedule)
         delivered = [moment for moment in times if (job, moment) not in dropped]
         showcase = random.Random(f"{seed}/{job}").choice(delivered) if delivered else None  # noqa: S311
