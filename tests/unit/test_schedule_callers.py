@@ -12,7 +12,7 @@ from clockless.ledger import RunLedger
 from clockless_tools.events import sample_events
 from clockless_tools.operations import missing_ticks
 from clockless_tools.simulate import expected_ticks
-from clockless_tools.template import Template
+from clockless_tools.template import Template, TemplateError
 from clockless_tools.timezones import upcoming_ticks
 
 CLEANUP = "session-cleanup"
@@ -88,3 +88,10 @@ def test_a_rate_without_start_date_is_refused_by_the_operations(template: Templa
         _expected(
             rated.jobs[CLEANUP].spec(rated), datetime(2026, 11, 29, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC)
         )
+
+
+def test_events_refuse_a_rate_without_start_date_naming_the_schedule(template: Template) -> None:
+    rated = _with_cleanup_schedule(template, ScheduleExpression="rate(1 hour)")
+
+    with pytest.raises(TemplateError, match=r"SessionCleanupFunction\.Events\.Hourly: rate\(1 hour\) has no StartDate"):
+        sample_events(rated.jobs[CLEANUP])

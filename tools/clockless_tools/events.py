@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless.tick import format_scheduled_time
+from clockless_tools.schedule import ScheduleExpressionError
 from clockless_tools.template import LocalNames, Schedule, Template, TemplateError
 
 SCHEDULED_TIME: Final = "aws.scheduler.scheduled-time"
@@ -106,7 +107,11 @@ def _fields_holding(schedule: Schedule, placeholder: str) -> list[str]:
 def sample_events(schedule: Schedule, names: LocalNames = LocalNames()) -> dict[str, dict[str, Any]]:
     """tick: a real tick of the schedule at attempt 1; retry: the same tick at attempt 2 with a new
     execution id (a duplicate); malformed: the tick without its scheduled time."""
-    when = schedule.spec().previous_tick(SAMPLE_TICKS_AT)
+    spec = schedule.spec()  # a ScheduleDefinitionError names the function and event itself
+    try:
+        when = spec.previous_tick(SAMPLE_TICKS_AT)
+    except ScheduleExpressionError as error:
+        raise TemplateError(f"{schedule.function_id}.Events.{schedule.event_id}: {error}") from None
     if when is None:
         origin = f"{schedule.function_id}.Events.{schedule.event_id}"
         raise TemplateError(f"{origin}: the schedule has no tick at or before {SAMPLE_TICKS_AT:%Y-%m-%dT%H:%MZ}")

@@ -83,7 +83,12 @@ def status(
     """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded."""
     tpl, target = _target(template, stack, region, profile, endpoint)
     now = datetime.now(UTC)
-    statuses = [job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)]
+    try:
+        statuses = [
+            job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)
+        ]
+    except (OperationError, TemplateError) as error:
+        raise _fail(str(error)) from None
     if as_json:
         stdout.print_json(json.dumps({"target": target.description, "jobs": [s.as_dict() for s in statuses]}))
     else:
