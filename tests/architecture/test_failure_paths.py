@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from tests.architecture.planting import PlantedCopy, found
 TEMPLATE = "template.yaml"
 NIGHTLY = "  WindowGenerationFunction:"
 HOURLY = "  SessionCleanupFunction:"
+CFN_LINT = str(Path(sys.executable).parent / "cfn-lint")
 
 
 @pytest.fixture
@@ -131,4 +134,38 @@ def test_planted_function_without_an_expected_duration_is_caught(copy: PlantedCo
         file=TEMPLATE,
         resource="SessionCleanupFunction",
         containing="expected_duration_seconds is not declared",
+    )
+
+
+def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure_destination(
+    copy: PlantedCopy,
+) -> None:
+    """Why failure-paths exists: the serverless rules' async check does not cover ScheduleV2."""
+    copy.replace(
+        TEMPLATE,
+        "      EventInvokeConfig:\n        MaximumRetryAttempts: 2\n        MaximumEventAgeInSeconds: 1800\n"
+        "        DestinationConfig:\n          OnFailure:\n            Type: SQS\n"
+        "            Destination: !GetAtt JobFailureQueue.Arn\n",
+        "",
+        after=HOURLY,
+    )
+    lint = subprocess.run(
+        [
+            CFN_LINT,
+            "--append-rules",
+            "cfn_lint_serverless.rules",
+            "--",
+            str(copy.root / TEMPLATE),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert (lint.returncode, lint.stdout) == (0, ""), lint.stdout + lint.stderr
+    found(
+        copy.violations("failure-paths"),
+        file=TEMPLATE,
+        resource="SessionCleanupFunction",
+        containing="no EventInvokeConfig",
     )
