@@ -220,3 +220,10 @@ def test_bad_schedules_are_refused_naming_what_is_wrong(kwargs: dict[str, str], 
     expression = options.pop("expression")
     with pytest.raises(ScheduleExpressionError, match=message):
         ScheduleSpec.of(expression, **options)
+
+
+def test_the_gaps_of_a_schedule_whose_years_start_later() -> None:
+    spec = ScheduleSpec.of("cron(0 0 1 * ? 2030)")
+
+    assert spec.nominal_period() == timedelta(days=28)
+    assert spec.longest_gap() == timedelta(days=31)

@@ -292,9 +292,12 @@ class ScheduleSpec:
             return (period,)
         if self.kind == "at":
             return ()
-        begin = datetime(2027, 1, 1, tzinfo=UTC)
         plain = ScheduleSpec(self.expression, self.timezone)  # the expression's rhythm, without its bounds
-        ticks = plain.ticks_between(begin, begin + timedelta(days=366))
+        # A year from the first tick on or after a fixed date: a year field may start later.
+        first = plain.next_ticks(datetime(2026, 12, 31, 23, 59, tzinfo=UTC), 1)
+        if not first:
+            return ()
+        ticks = plain.ticks_between(first[0], first[0] + timedelta(days=366))
         return tuple(sorted({b - a for a, b in itertools.pairwise(ticks)}))
 
     def nominal_period(self) -> timedelta:
