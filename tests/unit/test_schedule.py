@@ -72,6 +72,17 @@ def test_utc_cron_matches_aws_croniter(fields: str) -> None:
     assert ScheduleSpec.of(f"cron({fields})").ticks_between(start, end) == reference
 
 
+@pytest.mark.parametrize("fields", ["0 14 * * ? *", "*/20 * ? * MON-FRI *", "0 9 L * ? *", "15 3 ? * 1#2 *"])
+def test_a_zone_without_dst_is_aws_croniter_shifted_by_its_offset(fields: str) -> None:
+    # Tokyo is UTC+9 all year: its wall clock is aws-croniter's "UTC" moved nine hours.
+    start, end = utc(2027, 12, 20), utc(2028, 3, 10)
+    offset = timedelta(hours=9)
+    wall = AwsCroniter(fields).get_all_schedule_bw_dates(start + offset - timedelta(days=1), end + offset)
+    reference = [moment - offset for moment in wall if start <= moment - offset < end]
+
+    assert ScheduleSpec.of(f"cron({fields})", timezone="Asia/Tokyo").ticks_between(start, end) == reference
+
+
 # ---------------------------------------------------------------- cron(), in a zone with DST
 
 
