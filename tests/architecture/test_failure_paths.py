@@ -169,3 +169,11 @@ def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure
         resource="SessionCleanupFunction",
         containing="no EventInvokeConfig",
     )
+
+
+def test_planted_queue_alarm_that_waits_for_a_backlog_is_caught(copy: PlantedCopy) -> None:
+    copy.replace(TEMPLATE, "      Threshold: 0\n", "      Threshold: 50\n", after="  JobFailureAlarm:")
+
+    violations = copy.violations("failure-paths")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="JobFailureQueue is watched by no")

@@ -57,10 +57,24 @@ def _queue_watched(queue: str, template: Template) -> bool:
             props.get("Namespace") == "AWS/SQS"
             and props.get("MetricName") in QUEUE_METRICS
             and name == {"Fn::GetAtt": [queue, "QueueName"]}
+            and _on_first_message(props)
             and props.get("AlarmActions")
         ):
             return True
     return False
+
+
+def _on_first_message(props: Mapping[str, Any]) -> bool:
+    """The alarm speaks at the first message, not after a backlog builds up."""
+    threshold = props.get("Threshold")
+    try:
+        value = float(threshold)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    operator = props.get("ComparisonOperator")
+    return (operator == "GreaterThanThreshold" and value < 1) or (
+        operator == "GreaterThanOrEqualToThreshold" and value <= 1
+    )
 
 
 def _function_alarm(template: Template, function_id: str, metric: str) -> list[Mapping[str, Any]]:
