@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, simulate
-from clockless_tools.architecture.alarms import dead_man_alarm_problems, expected_alarm_shape, read_bounds
+from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems, expected_alarm_shape
+from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.schedule import ScheduleSpec
 from clockless_tools.template import Template
 

@@ -1,4 +1,4 @@
-"""Rules failure-paths and duration-bound, each proven by planted violations."""
+"""Rule failure-paths, proven by planted violations."""
 
 from __future__ import annotations
 
@@ -21,9 +21,8 @@ def copy(tmp_path: Path) -> PlantedCopy:
     return PlantedCopy.of_project(tmp_path)
 
 
-def test_the_template_holds_both_rules(copy: PlantedCopy) -> None:
+def test_the_template_holds_it(copy: PlantedCopy) -> None:
     assert copy.violations("failure-paths") == []
-    assert copy.violations("duration-bound") == []
 
 
 def test_planted_function_without_event_invoke_config_is_caught(copy: PlantedCopy) -> None:
@@ -92,49 +91,6 @@ def test_planted_function_without_an_errors_alarm_is_caught(copy: PlantedCopy) -
     violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
 
     assert "Errors" in violation.message
-
-
-def test_planted_expected_duration_at_the_timeout_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120")
-
-    violation = found(
-        copy.violations("duration-bound"),
-        file=TEMPLATE,
-        resource="WindowGenerationFunction",
-        containing="not below the Timeout",
-    )
-
-    assert "120" in violation.message
-
-
-def test_planted_duration_alarm_above_the_bound_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "      Threshold: 30000", "      Threshold: 110000")
-
-    violation = found(copy.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
-
-    assert "p99 > 110000" in violation.message
-
-
-def test_planted_duration_alarm_on_the_average_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(
-        TEMPLATE,
-        "      ExtendedStatistic: p99\n",
-        "      Statistic: Average\n",
-        after="  WindowGenerationDurationAlarm:",
-    )
-
-    found(copy.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationFunction", containing="p90")
-
-
-def test_planted_function_without_an_expected_duration_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "")
-
-    found(
-        copy.violations("duration-bound"),
-        file=TEMPLATE,
-        resource="SessionCleanupFunction",
-        containing="expected_duration_seconds is not declared",
-    )
 
 
 def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure_destination(

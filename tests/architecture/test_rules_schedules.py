@@ -85,32 +85,6 @@ def test_an_eventbridge_rule_schedule_is_caught_because_it_cannot_state_utc(tmp_
     found(violations, file=TEMPLATE, resource=HOURLY, containing="Type: Schedule is an EventBridge rule")
 
 
-# ---------------------------------------------------------------------------------------------- rate-anchored
-def test_a_rate_schedule_without_a_start_date_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, "ScheduleExpression: cron(0 * * * ? *)", "ScheduleExpression: rate(1 hour)", after=CLEANUP)
-
-    violations = copy.violations("rate-anchored")
-
-    found(violations, file=TEMPLATE, resource=HOURLY, containing="rate(1 hour) has no StartDate")
-
-
-def test_a_rate_schedule_anchored_off_the_minute_is_caught_and_a_whole_minute_is_not(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
-        TEMPLATE,
-        "ScheduleExpression: cron(0 * * * ? *)",
-        'ScheduleExpression: rate(1 hour)\n            StartDate: "2027-01-01T00:00:30Z"',
-        after=CLEANUP,
-    )
-
-    found(copy.violations("rate-anchored"), file=TEMPLATE, resource=HOURLY, containing="whole minutes")
-
-    copy.replace(TEMPLATE, "2027-01-01T00:00:30Z", "2027-01-01T00:00:00Z")
-
-    assert copy.violations("rate-anchored") == []
-
-
 # ---------------------------------------------------------------------------------------------- dedupe-outlives-retries
 def test_an_idempotency_record_that_expires_inside_the_retry_window_is_caught(tmp_path: Path) -> None:
     # Given cleanup's record kept 30 minutes while its retries span 900 s + 1800 s

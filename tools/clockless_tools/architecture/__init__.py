@@ -9,20 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clockless_tools.architecture.alarms import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
-from clockless_tools.architecture.failure_paths import DURATION_BOUND_RULE, FAILURE_PATHS_RULE
+from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
+from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
+from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
 from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
+from clockless_tools.architecture.rate_anchored import RATE_ANCHORED_RULE
 from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
-from clockless_tools.architecture.schedules import (
-    DEDUPE_OUTLIVES_RETRIES_RULE,
-    RATE_ANCHORED_RULE,
-    SCHEDULE_DELIVERY_RULE,
-)
+from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.template import TemplateError

@@ -1,4 +1,4 @@
-"""Rules failure-paths and duration-bound: no way for a scheduled tick to fail quietly or slowly.
+"""Rule failure-paths: no way for a scheduled tick to fail quietly.
 
 A tick can fail in three places, and each must end somewhere an alarm watches:
 - Scheduler cannot hand it to Lambda: the schedule's `DeadLetterConfig` queue;
@@ -6,28 +6,23 @@ A tick can fail in three places, and each must end somewhere an alarm watches:
   `OnFailure` queue (bounded retries and event age, so the failure arrives while it matters);
 - every failed attempt on the way: the function's `Errors` metric.
 cfn-lint-serverless checks async failure destinations for some event types but leaves
-`ScheduleV2` out, so this rule covers it. A job that slowly approaches its timeout is caught
-by a p99 `Duration` alarm at the expected duration the function declares.
+`ScheduleV2` out, so this rule covers it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from clockless_tools.architecture.alarms import read_bounds
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template import Function, Template, TemplateError
+from clockless_tools.template import Function, Template
 
 FAILURE_PATHS: Final = "failure-paths"
-DURATION_BOUND: Final = "duration-bound"
 # Lambda's own bounds for asynchronous invocation.
 MAX_ASYNC_RETRIES: Final = 2
 MAX_EVENT_AGE: Final = 21600
 MIN_EVENT_AGE: Final = 60
 QUEUE_METRICS: Final = frozenset({"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"})
-_PERCENTILE = re.compile(r"^p(\d{2}(\.\d+)?)$")
 
 
 def _alarms(template: Template) -> dict[str, Mapping[str, Any]]:
@@ -77,7 +72,7 @@ def _on_first_message(props: Mapping[str, Any]) -> bool:
     )
 
 
-def _function_alarm(template: Template, function_id: str, metric: str) -> list[Mapping[str, Any]]:
+def function_alarms(template: Template, function_id: str, metric: str) -> list[Mapping[str, Any]]:
     return [
         props
         for props in _alarms(template).values()
@@ -87,7 +82,7 @@ def _function_alarm(template: Template, function_id: str, metric: str) -> list[M
     ]
 
 
-def _literal_int(value: Any) -> int | None:
+def literal_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     try:
@@ -122,7 +117,7 @@ def check_failure_paths(project: Project) -> Iterator[Violation]:
                     f"add an AWS/SQS ApproximateNumberOfMessagesVisible alarm on !GetAtt {queue}.QueueName",
                     where,
                 )
-        errors = [props for props in _function_alarm(template, logical_id, "Errors") if props.get("AlarmActions")]
+        errors = [props for props in function_alarms(template, logical_id, "Errors") if props.get("AlarmActions")]
         if not errors:
             yield violation(
                 "no alarm with AlarmActions on the function's AWS/Lambda Errors: failed attempts are seen only once "
@@ -140,14 +135,14 @@ def _check_invoke_config(fn: Function, template: Template, violation: Any) -> It
             "DestinationConfig: {OnFailure: {Type: SQS, Destination: !GetAtt <Queue>.Arn}}}",
         )
         return
-    retries = _literal_int(config.get("MaximumRetryAttempts"))
+    retries = literal_int(config.get("MaximumRetryAttempts"))
     if retries is None or not 0 <= retries <= MAX_ASYNC_RETRIES:
         yield violation(
             f"EventInvokeConfig.MaximumRetryAttempts is {config.get('MaximumRetryAttempts')!r}: "
             f"state a literal bound of 0 to {MAX_ASYNC_RETRIES}",
             "MaximumRetryAttempts: 2",
         )
-    age = _literal_int(config.get("MaximumEventAgeInSeconds"))
+    age = literal_int(config.get("MaximumEventAgeInSeconds"))
     if age is None or not MIN_EVENT_AGE <= age <= MAX_EVENT_AGE:
         yield violation(
             f"EventInvokeConfig.MaximumEventAgeInSeconds is {config.get('MaximumEventAgeInSeconds')!r}: state a "
@@ -169,52 +164,9 @@ def _check_invoke_config(fn: Function, template: Template, violation: Any) -> It
         )
 
 
-def check_duration_bound(project: Project) -> Iterator[Violation]:
-    template = project.template
-    for logical_id, fn in template.scheduled_functions.items():
-
-        def violation(message: str, fix: str, resource: str = logical_id) -> Violation:
-            return Violation(DURATION_BOUND, project.template_file, resource, message, fix)
-
-        try:
-            bound_ms = int(read_bounds(fn).expected_duration.total_seconds() * 1000)
-        except TemplateError as error:
-            yield violation(str(error), "declare Metadata.clockless.expected_duration_seconds")
-            continue
-        timeout_ms = fn.timeout * 1000
-        if bound_ms >= timeout_ms:
-            yield violation(
-                f"expected_duration_seconds {bound_ms // 1000} is not below the Timeout {fn.timeout} s: the alarm "
-                "would only speak once runs already fail",
-                f"declare an expected duration below {fn.timeout} s, or raise the Timeout",
-            )
-        alarms = _function_alarm(template, logical_id, "Duration")
-        fitting = [
-            props
-            for props in alarms
-            if _PERCENTILE.match(str(props.get("ExtendedStatistic")))
-            and float(_PERCENTILE.match(str(props["ExtendedStatistic"])).group(1)) >= 90  # type: ignore[union-attr]
-            and props.get("ComparisonOperator") == "GreaterThanThreshold"
-            and (_literal_int(props.get("Threshold")) or timeout_ms + 1) <= min(bound_ms, timeout_ms - 1)
-            and props.get("AlarmActions")
-        ]
-        if not fitting:
-            found = ", ".join(f"{p.get('ExtendedStatistic')} > {p.get('Threshold')}" for p in alarms) or "none"
-            yield violation(
-                f"no AWS/Lambda Duration alarm at p90 or above with a Threshold at most the expected {bound_ms} ms "
-                f"(Timeout {timeout_ms} ms) and AlarmActions; found: {found}",
-                f"add a Duration alarm: ExtendedStatistic p99, GreaterThanThreshold, Threshold {bound_ms}",
-            )
-
-
 FAILURE_PATHS_RULE = Rule(
     FAILURE_PATHS,
     "each scheduled function has bounded async retries with an OnFailure queue, a schedule DLQ, both watched by "
     "alarms, and an Errors alarm",
     check_failure_paths,
-)
-DURATION_BOUND_RULE = Rule(
-    DURATION_BOUND,
-    "each scheduled function declares an expected duration below its Timeout and has a p99 Duration alarm at it",
-    check_duration_bound,
 )

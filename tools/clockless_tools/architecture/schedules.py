@@ -10,10 +10,9 @@ from typing import Any, Final
 
 from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.schedule import ScheduleExpressionError, nominal_period
-from clockless_tools.template import Function, TemplateError
+from clockless_tools.template import Function
 
 SCHEDULE_DELIVERY: Final = "schedule-delivery"
-RATE_ANCHORED: Final = "rate-anchored"
 DEDUPE_OUTLIVES_RETRIES: Final = "dedupe-outlives-retries"
 
 # Service defaults when a bound is not stated (EventBridge Scheduler; Lambda asynchronous invocation).
@@ -158,36 +157,6 @@ def check_dedupe_outlives_retries(project: Project) -> Iterator[Violation]:
             )
 
 
-# ---------------------------------------------------------------------------------------------- rate-anchored
-def check_rate_anchored(project: Project) -> Iterator[Violation]:
-    """A rate() fires from its StartDate, or from whenever the schedule happened to be created: only
-    with a StartDate can status, backfill and simulate know its ticks without asking AWS."""
-    for fn in project.template.scheduled_functions.values():
-        for schedule in fn.schedules:
-            if not schedule.expression.strip().startswith("rate("):
-                continue
-            resource = f"{fn.logical_id}.Events.{schedule.event_id}"
-            if schedule.properties.get("StartDate") is None:
-                yield Violation(
-                    RATE_ANCHORED,
-                    project.template_file,
-                    resource,
-                    f"{schedule.expression} has no StartDate: its ticks run from the moment the schedule was "
-                    "created, which the template does not know (and a re-created schedule shifts them)",
-                    'StartDate: "<a whole minute in UTC, e.g. 2027-01-01T00:00:00Z>"',
-                )
-                continue
-            try:
-                schedule.spec(project.template)
-            except (ScheduleExpressionError, TemplateError) as error:
-                yield Violation(RATE_ANCHORED, project.template_file, resource, str(error), "fix the StartDate")
-
-
-RATE_ANCHORED_RULE = Rule(
-    RATE_ANCHORED,
-    "every rate() schedule states a StartDate on a whole minute, so its ticks are known from the template",
-    check_rate_anchored,
-)
 SCHEDULE_DELIVERY_RULE = Rule(
     SCHEDULE_DELIVERY,
     "schedules state UTC, FlexibleTimeWindow, a RetryPolicy shorter than the period, and a DeadLetterConfig",

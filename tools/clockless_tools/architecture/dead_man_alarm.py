@@ -1,4 +1,4 @@
-"""Dead-man alarms derived from the same template as the schedules.
+"""Rule `dead-man-alarm`: dead-man alarms derived from the same template as the schedules.
 
 Every scheduled job has an alarm on the successes of its *scheduled* deliveries (TickSucceeded
 with trigger=schedule: a manual run, an HTTP press or a backfill must not keep it quiet), over
@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, Timing, simulate
+from clockless_tools.architecture.job_bounds import DURATION_KEY, GRACE_KEY, METADATA_KEY, JobBounds, read_bounds
 from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.schedule import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template import Function, Template, TemplateError
@@ -28,9 +29,6 @@ SUCCESS_METRIC = "TickSucceeded"
 SCHEDULED_TRIGGER = "schedule"
 # The dimensions the kit puts on TickSucceeded; CloudWatch matches a metric on all of them.
 SUCCESS_DIMENSIONS = frozenset({"job", "service", "trigger"})
-METADATA_KEY = "clockless"
-GRACE_KEY = "grace_minutes"
-DURATION_KEY = "expected_duration_seconds"
 SHORT_PERIOD = 300
 LONG_PERIOD = 3600
 # A fixed instant to simulate around, so the rule's answer does not depend on today's date.
@@ -44,29 +42,6 @@ class AlarmProblem:
     resource: str
     message: str
     fix: str
-
-
-@dataclass(frozen=True)
-class JobBounds:
-    """What a scheduled function declares about its runs in `Metadata: clockless`."""
-
-    grace: timedelta
-    expected_duration: timedelta
-
-
-def read_bounds(function: Function) -> JobBounds:
-    """The function's grace and expected duration; TemplateError names the key that is wrong."""
-    block = function.metadata.get(METADATA_KEY) or {}
-    where = f"{function.logical_id}.Metadata.{METADATA_KEY}"
-    values = {}
-    for key in (GRACE_KEY, DURATION_KEY):
-        value = block.get(key) if isinstance(block, Mapping) else None
-        if value is None:
-            raise TemplateError(f"{where}.{key} is not declared")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TemplateError(f"{where}.{key} must be a whole number of at least 1, got {value!r}")
-        values[key] = value
-    return JobBounds(timedelta(minutes=values[GRACE_KEY]), timedelta(seconds=values[DURATION_KEY]))
 
 
 def expected_alarm_shape(spec: ScheduleSpec, grace: timedelta) -> tuple[int, int]:
