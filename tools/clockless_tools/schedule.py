@@ -189,7 +189,10 @@ class ScheduleSpec:
         if kind == "cron":
             self._cron  # noqa: B018 - parses the fields, raising on a bad one
         elif kind == "rate":
-            rate_period(self.expression)
+            if rate_period(self.expression) is None:
+                raise ScheduleExpressionError(
+                    f"{self.expression!r}: expected rate(N minute(s)|hour(s)|day(s)) with a whole N"
+                )
             if self.start_date is not None and self.start_date.second + self.start_date.microsecond:
                 raise ScheduleExpressionError(
                     f"StartDate {self.start_date.isoformat()} anchors {self.expression}: clockless ticks are whole "
