@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from aws_croniter import AwsCroniter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clockless_tools.schedule import RateAnchorUnknown, ScheduleExpressionError, ScheduleSpec
 
@@ -241,3 +244,35 @@ def test_the_gaps_of_a_schedule_whose_years_start_later() -> None:
 
     assert spec.nominal_period() == timedelta(days=28)
     assert spec.longest_gap() == timedelta(days=31)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    minute=st.sampled_from(["0", "30", "0/20", "15,45"]),
+    hour=st.sampled_from(["*", "0-3", "1", "2", "23"]),
+    zone=st.sampled_from(["America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "America/Santiago"]),
+    day=st.dates(min_value=date(2027, 1, 1), max_value=date(2028, 12, 1)),
+)
+def test_each_existing_local_match_fires_once_and_nothing_else_fires(
+    minute: str, hour: str, zone: str, day: date
+) -> None:
+    """Against aws-croniter on wall-clock time: the engine fires exactly the local times that exist,
+    each once, at the first UTC instant that shows it."""
+    fields = f"{minute} {hour} * * ? *"
+    start = datetime.combine(day, time(), UTC)
+    end = start + timedelta(days=3)
+    tz = ZoneInfo(zone)
+
+    ticks = ScheduleSpec.of(f"cron({fields})", timezone=zone).ticks_between(start, end)
+
+    walls = {
+        t.replace(tzinfo=None)
+        for t in AwsCroniter(fields).get_all_schedule_bw_dates(start - timedelta(days=1), end + timedelta(days=1))
+    }
+    expected = set()
+    for wall in walls:
+        first = wall.replace(tzinfo=tz, fold=0).astimezone(UTC)
+        if first.astimezone(tz).replace(tzinfo=None) == wall and start <= first < end:
+            expected.add(first)
+    assert ticks == sorted(expected)
+    assert len(set(ticks)) == len(ticks)
