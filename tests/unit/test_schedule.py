@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -14,7 +15,9 @@ from clockless_tools.schedule import RateAnchorUnknown, ScheduleExpressionError,
 
 
 def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+    year, month, day, *rest = parts
+    hour, minute, second, micro = (*rest, 0, 0, 0, 0)[:4]
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
 
 
 def ticks(spec: ScheduleSpec, start: datetime, end: datetime) -> list[str]:
@@ -233,7 +236,7 @@ def test_cron_ticks_fall_in_start_inclusive_end_exclusive() -> None:
     ],
 )
 def test_bad_schedules_are_refused_naming_what_is_wrong(kwargs: dict[str, str], message: str) -> None:
-    options = dict(kwargs)
+    options: dict[str, Any] = dict(kwargs)
     expression = options.pop("expression")
     with pytest.raises(ScheduleExpressionError, match=message):
         ScheduleSpec.of(expression, **options)

@@ -95,3 +95,12 @@ def test_events_refuse_a_rate_without_start_date_naming_the_schedule(template: T
 
     with pytest.raises(TemplateError, match=r"SessionCleanupFunction\.Events\.Hourly: rate\(1 hour\) has no StartDate"):
         sample_events(rated.jobs[CLEANUP])
+
+
+def test_a_start_date_given_as_a_parameter_is_read_from_its_default(template: Template) -> None:
+    rated = _with_cleanup_schedule(template, ScheduleExpression="rate(1 hour)", StartDate={"Ref": "CleanupStart"})
+    rated.document["Parameters"]["CleanupStart"] = {"Type": "String", "Default": "2026-11-01T00:20:00Z"}
+
+    spec = rated.jobs[CLEANUP].spec(rated)
+
+    assert spec.start_date == datetime(2026, 11, 1, 0, 20, tzinfo=UTC)

@@ -107,10 +107,10 @@ class Schedule:
         """The tick engine's view of this schedule. `template` resolves a StartDate/EndDate given
         as `!Ref Parameter` to the parameter's default; `created` anchors a rate() without StartDate."""
         properties = dict(self.properties)
-        if template is not None:
-            for name in ("ScheduleExpressionTimezone", "StartDate", "EndDate"):
-                if isinstance(properties.get(name), Mapping):
-                    properties[name] = resolve(properties[name], template)
+        for name in ("ScheduleExpressionTimezone", "StartDate", "EndDate"):
+            value = properties.get(name)
+            if template is not None and isinstance(value, Mapping) and set(value) == {"Ref"}:
+                properties[name] = template.parameter_default(str(value["Ref"]))
         try:
             return ScheduleSpec.from_properties(properties, created=created)
         except ScheduleExpressionError as error:
