@@ -221,3 +221,20 @@ def test_planted_grace_shorter_than_the_retries_of_a_tick_is_caught(tmp_path: Pa
 
     assert ("window-generation", "WindowGenerationFunction") in [(job, resource) for job, resource, _ in problems]
     assert any("shorter than the retries of a tick (7200 s" in message for _, _, message in problems)
+
+
+def test_planted_alarm_evaluating_the_raw_metric_is_caught(tmp_path: Path) -> None:
+    broken = _planted(tmp_path, "          ReturnData: false\n", "          ReturnData: true\n", after=NIGHTLY)
+    broken = _planted_again(broken, "          ReturnData: true\n", "          ReturnData: false\n", after="Id: filled")
+
+    [(_, resource, message)] = _problems(broken)
+
+    assert resource == "WindowGenerationDeadManAlarm"
+    assert "must evaluate the FILL expression" in message
+
+
+def _planted_again(template: Template, old: str, new: str, *, after: str) -> Template:
+    text = template.path.read_text(encoding="utf-8")
+    start = text.index(after)
+    template.path.write_text(text[:start] + text[start:].replace(old, new, 1), encoding="utf-8")
+    return Template.load(template.path)

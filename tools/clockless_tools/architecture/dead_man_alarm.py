@@ -180,6 +180,14 @@ def _alarm_problems(
             )
         ]
     found: list[tuple[str, str]] = []
+    fill_query = next(q for q in props["Metrics"] if isinstance(q, Mapping) and _FILL.match(str(q.get("Expression"))))
+    if fill_query.get("ReturnData") is False or queries[0].get("ReturnData") is not False:
+        found.append(
+            (
+                "the alarm must evaluate the FILL expression: ReturnData true on it and false on the raw metric",
+                "ReturnData: false on the TickSucceeded query, true on the FILL expression",
+            )
+        )
     stat = queries[0]["MetricStat"]
     metric = stat.get("Metric") or {}
     dimensions = _dimensions(metric)
