@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from clockless_tools.architecture import RULES, Project, check
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, simulate
 from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems, expected_alarm_shape
 from clockless_tools.architecture.job_bounds import read_bounds
-from clockless_tools.schedule import ScheduleSpec
-from clockless_tools.template import Template
+from clockless_tools.template.expressions import ScheduleSpec
+from clockless_tools.template.model import Template
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NIGHTLY = "  WindowGenerationDeadManAlarm:"
@@ -205,8 +206,6 @@ def test_planted_job_without_an_alarm_is_caught(tmp_path: Path) -> None:
 
 
 def test_the_rule_engine_reports_it_by_name_file_and_resource(tmp_path: Path) -> None:
-    from clockless_tools.architecture import RULES, Project, check
-
     broken = _planted(tmp_path, "            Period: 3600\n", "            Period: 300\n", after=NIGHTLY)
 
     violations = [v for v in check(Project.for_template(broken.path), RULES) if v.rule == "dead-man-alarm"]

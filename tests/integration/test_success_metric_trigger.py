@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from clockless import JobRun, ScheduledJob, Tick, Trigger
-from clockless_tools.runtime import LocalLambdaContext
-from clockless_tools.template import Template
+from clockless_tools.local.runtime import LocalLambdaContext
+from clockless_tools.template.model import Template
 
 TICK_TIME = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
 

@@ -9,11 +9,13 @@ from typing import Any, cast
 import pytest
 
 from clockless.ledger import RunLedger
-from clockless_tools.events import sample_events
-from clockless_tools.operations import missing_ticks
-from clockless_tools.simulate import expected_ticks
-from clockless_tools.template import Template, TemplateError
-from clockless_tools.timezones import upcoming_ticks
+from clockless_tools.operations.status import expected_ticks, missing_ticks
+from clockless_tools.operations.targets import OperationError
+from clockless_tools.simulate.request import expected_ticks as expected_ticks_by_job
+from clockless_tools.template.events import sample_events
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
+from clockless_tools.timezones.upcoming import upcoming_ticks
 
 CLEANUP = "session-cleanup"
 
@@ -47,7 +49,7 @@ def test_backfill_lists_the_ticks_a_rate_schedule_really_had(template: Template)
 def test_simulate_stops_at_the_end_date(template: Template) -> None:
     ending = _with_cleanup_schedule(template, EndDate="2026-11-29T03:00:00Z")
 
-    ticks = expected_ticks(ending, datetime(2026, 11, 29, tzinfo=UTC), datetime(2026, 11, 29, 6, tzinfo=UTC))
+    ticks = expected_ticks_by_job(ending, datetime(2026, 11, 29, tzinfo=UTC), datetime(2026, 11, 29, 6, tzinfo=UTC))
 
     assert ticks[CLEANUP] == [datetime(2026, 11, 29, hour, tzinfo=UTC) for hour in (0, 1, 2)]
 
@@ -80,12 +82,11 @@ def test_schedules_show_places_a_local_zone_schedule_in_its_zone(template: Templ
 
 
 def test_a_rate_without_start_date_is_refused_by_the_operations(template: Template) -> None:
-    from clockless_tools.operations import OperationError, _expected
 
     rated = _with_cleanup_schedule(template, ScheduleExpression="rate(1 hour)")
 
     with pytest.raises(OperationError, match="has no StartDate"):
-        _expected(
+        expected_ticks(
             rated.jobs[CLEANUP].spec(rated), datetime(2026, 11, 29, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC)
         )
 

@@ -22,8 +22,9 @@ from typing import Any
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, Timing, simulate
 from clockless_tools.architecture.job_bounds import DURATION_KEY, GRACE_KEY, METADATA_KEY, JobBounds, read_bounds
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.schedule import ScheduleExpressionError, ScheduleSpec
-from clockless_tools.template import Function, Template, TemplateError
+from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function, Template
 
 SUCCESS_METRIC = "TickSucceeded"
 SCHEDULED_TRIGGER = "schedule"

@@ -14,7 +14,7 @@ from typing import Final
 from clockless_tools.architecture.failure_paths import function_alarms, literal_int
 from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template import TemplateError
+from clockless_tools.template.loader import TemplateError
 
 DURATION_BOUND: Final = "duration-bound"
 _PERCENTILE = re.compile(r"^p(\d{2}(\.\d+)?)$")

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template import Function, Template
+from clockless_tools.template.model import Function, Template
 
 FAILURE_PATHS: Final = "failure-paths"
 # Lambda's own bounds for asynchronous invocation.

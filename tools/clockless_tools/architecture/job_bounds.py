@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from clockless_tools.template import Function, TemplateError
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function
 
 METADATA_KEY = "clockless"
 GRACE_KEY = "grace_minutes"

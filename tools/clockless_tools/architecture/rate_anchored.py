@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Final
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.schedule import ScheduleExpressionError
-from clockless_tools.template import TemplateError
+from clockless_tools.template.expressions import ScheduleExpressionError
+from clockless_tools.template.loader import TemplateError
 
 RATE_ANCHORED: Final = "rate-anchored"
 
