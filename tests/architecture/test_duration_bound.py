@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
 
 
-@pytest.fixture
-def copy(tmp_path: Path) -> PlantedCopy:
-    return PlantedCopy.of_project(tmp_path)
+def test_the_template_holds_it(planted: PlantedCopy) -> None:
+    assert planted.violations("duration-bound") == []
 
 
-def test_the_template_holds_it(copy: PlantedCopy) -> None:
-    assert copy.violations("duration-bound") == []
-
-
-def test_planted_expected_duration_at_the_timeout_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120")
+def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120")
 
     violation = found(
-        copy.violations("duration-bound"),
+        planted.violations("duration-bound"),
         file=TEMPLATE,
         resource="WindowGenerationFunction",
         containing="not below the Timeout",
@@ -33,30 +24,30 @@ def test_planted_expected_duration_at_the_timeout_is_caught(copy: PlantedCopy) -
     assert "120" in violation.message
 
 
-def test_planted_duration_alarm_above_the_bound_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "      Threshold: 30000", "      Threshold: 110000")
+def test_planted_duration_alarm_above_the_bound_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "      Threshold: 30000", "      Threshold: 110000")
 
-    violation = found(copy.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
 
     assert "p99 > 110000" in violation.message
 
 
-def test_planted_duration_alarm_on_the_average_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(
+def test_planted_duration_alarm_on_the_average_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE,
         "      ExtendedStatistic: p99\n",
         "      Statistic: Average\n",
         after="  WindowGenerationDurationAlarm:",
     )
 
-    found(copy.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationFunction", containing="p90")
+    found(planted.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationFunction", containing="p90")
 
 
-def test_planted_function_without_an_expected_duration_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "")
+def test_planted_function_without_an_expected_duration_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "")
 
     found(
-        copy.violations("duration-bound"),
+        planted.violations("duration-bound"),
         file=TEMPLATE,
         resource="SessionCleanupFunction",
         containing="expected_duration_seconds is not declared",

@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
@@ -16,88 +14,83 @@ HOURLY = "  SessionCleanupFunction:"
 CFN_LINT = str(Path(sys.executable).parent / "cfn-lint")
 
 
-@pytest.fixture
-def copy(tmp_path: Path) -> PlantedCopy:
-    return PlantedCopy.of_project(tmp_path)
+def test_the_template_holds_it(planted: PlantedCopy) -> None:
+    assert planted.violations("failure-paths") == []
 
 
-def test_the_template_holds_it(copy: PlantedCopy) -> None:
-    assert copy.violations("failure-paths") == []
+def test_planted_function_without_event_invoke_config_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "      EventInvokeConfig:\n", "      XEventInvokeConfig:\n", after=HOURLY)
 
-
-def test_planted_function_without_event_invoke_config_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "      EventInvokeConfig:\n", "      XEventInvokeConfig:\n", after=HOURLY)
-
-    violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
 
     assert "no EventInvokeConfig" in violation.message
 
 
-def test_planted_unbounded_retries_and_event_age_are_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "MaximumRetryAttempts: 2\n        MaximumEventAgeInSeconds: 3600", "", after=NIGHTLY)
+def test_planted_unbounded_retries_and_event_age_are_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "MaximumRetryAttempts: 2\n        MaximumEventAgeInSeconds: 3600", "", after=NIGHTLY)
 
-    violations = copy.violations("failure-paths")
+    violations = planted.violations("failure-paths")
 
     found(violations, file=TEMPLATE, resource="WindowGenerationFunction", containing="MaximumRetryAttempts is None")
     found(violations, file=TEMPLATE, resource="WindowGenerationFunction", containing="MaximumEventAgeInSeconds is")
 
 
-def test_planted_on_failure_destination_that_is_not_a_queue_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "            Type: SQS\n", "            Type: SNS\n", after=HOURLY)
+def test_planted_on_failure_destination_that_is_not_a_queue_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "            Type: SQS\n", "            Type: SNS\n", after=HOURLY)
 
-    violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
 
     assert "no OnFailure destination on a queue" in violation.message
 
 
-def test_planted_unwatched_failure_queue_is_caught_for_every_function(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "Value: !GetAtt JobFailureQueue.QueueName", "Value: !GetAtt JobFailureQueue.Arn")
+def test_planted_unwatched_failure_queue_is_caught_for_every_function(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "Value: !GetAtt JobFailureQueue.QueueName", "Value: !GetAtt JobFailureQueue.Arn")
 
-    violations = copy.violations("failure-paths")
+    violations = planted.violations("failure-paths")
 
     for function in ("WindowGenerationFunction", "SessionCleanupFunction"):
         found(violations, file=TEMPLATE, resource=function, containing="OnFailure queue JobFailureQueue is watched")
 
 
-def test_planted_unwatched_schedule_dead_letter_queue_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(
+def test_planted_unwatched_schedule_dead_letter_queue_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE,
         "      MetricName: ApproximateNumberOfMessagesVisible",
         "      MetricName: NumberOfMessagesSent",
         after="  SchedulerDeadLetterAlarm:",
     )
 
-    violations = copy.violations("failure-paths")
+    violations = planted.violations("failure-paths")
 
     found(violations, file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly", containing="watched by no")
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Hourly", containing="watched by no")
 
 
-def test_planted_schedule_without_a_dead_letter_queue_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "            DeadLetterConfig:\n", "            XDeadLetterConfig:\n", after=NIGHTLY)
+def test_planted_schedule_without_a_dead_letter_queue_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "            DeadLetterConfig:\n", "            XDeadLetterConfig:\n", after=NIGHTLY)
 
     violation = found(
-        copy.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly"
+        planted.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly"
     )
 
     assert "names no queue" in violation.message
 
 
-def test_planted_function_without_an_errors_alarm_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(
+def test_planted_function_without_an_errors_alarm_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE, "      MetricName: Errors", "      MetricName: Throttles", after="  SessionCleanupErrorsAlarm:"
     )
 
-    violation = found(copy.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
 
     assert "Errors" in violation.message
 
 
 def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure_destination(
-    copy: PlantedCopy,
+    planted: PlantedCopy,
 ) -> None:
     """Why failure-paths exists: the serverless rules' async check does not cover ScheduleV2."""
-    copy.replace(
+    planted.replace(
         TEMPLATE,
         "      EventInvokeConfig:\n        MaximumRetryAttempts: 2\n        MaximumEventAgeInSeconds: 1800\n"
         "        DestinationConfig:\n          OnFailure:\n            Type: SQS\n"
@@ -111,7 +104,7 @@ def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure
             "--append-rules",
             "cfn_lint_serverless.rules",
             "--",
-            str(copy.root / TEMPLATE),
+            str(planted.root / TEMPLATE),
         ],
         capture_output=True,
         text=True,
@@ -120,16 +113,16 @@ def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure
 
     assert (lint.returncode, lint.stdout) == (0, ""), lint.stdout + lint.stderr
     found(
-        copy.violations("failure-paths"),
+        planted.violations("failure-paths"),
         file=TEMPLATE,
         resource="SessionCleanupFunction",
         containing="no EventInvokeConfig",
     )
 
 
-def test_planted_queue_alarm_that_waits_for_a_backlog_is_caught(copy: PlantedCopy) -> None:
-    copy.replace(TEMPLATE, "      Threshold: 0\n", "      Threshold: 50\n", after="  JobFailureAlarm:")
+def test_planted_queue_alarm_that_waits_for_a_backlog_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "      Threshold: 0\n", "      Threshold: 50\n", after="  JobFailureAlarm:")
 
-    violations = copy.violations("failure-paths")
+    violations = planted.violations("failure-paths")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="JobFailureQueue is watched by no")

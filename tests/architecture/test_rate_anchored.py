@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
@@ -11,30 +9,30 @@ CLEANUP = "  SessionCleanupFunction:\n"
 HOURLY = "SessionCleanupFunction.Events.Hourly"
 
 
-def test_the_template_holds_it(tmp_path: Path) -> None:
-    assert PlantedCopy.of_project(tmp_path).violations("rate-anchored") == []
+def test_the_template_holds_it(planted: PlantedCopy) -> None:
+    assert planted.violations("rate-anchored") == []
 
 
-def test_a_rate_schedule_without_a_start_date_is_caught(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, "ScheduleExpression: cron(0 * * * ? *)", "ScheduleExpression: rate(1 hour)", after=CLEANUP)
+def test_a_rate_schedule_without_a_start_date_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE, "ScheduleExpression: cron(0 * * * ? *)", "ScheduleExpression: rate(1 hour)", after=CLEANUP
+    )
 
-    violations = copy.violations("rate-anchored")
+    violations = planted.violations("rate-anchored")
 
     found(violations, file=TEMPLATE, resource=HOURLY, containing="rate(1 hour) has no StartDate")
 
 
-def test_a_rate_schedule_anchored_off_the_minute_is_caught_and_a_whole_minute_is_not(tmp_path: Path) -> None:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+def test_a_rate_schedule_anchored_off_the_minute_is_caught_and_a_whole_minute_is_not(planted: PlantedCopy) -> None:
+    planted.replace(
         TEMPLATE,
         "ScheduleExpression: cron(0 * * * ? *)",
         'ScheduleExpression: rate(1 hour)\n            StartDate: "2027-01-01T00:00:30Z"',
         after=CLEANUP,
     )
 
-    found(copy.violations("rate-anchored"), file=TEMPLATE, resource=HOURLY, containing="whole minutes")
+    found(planted.violations("rate-anchored"), file=TEMPLATE, resource=HOURLY, containing="whole minutes")
 
-    copy.replace(TEMPLATE, "2027-01-01T00:00:30Z", "2027-01-01T00:00:00Z")
+    planted.replace(TEMPLATE, "2027-01-01T00:00:30Z", "2027-01-01T00:00:00Z")
 
-    assert copy.violations("rate-anchored") == []
+    assert planted.violations("rate-anchored") == []
