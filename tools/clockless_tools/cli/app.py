@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from clockless_tools.cli import arch, bench, events, invoke, local, operations, schedules, simulate
+from clockless_tools.cli import arch, bench, docs, events, invoke, local, operations, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.splitlines()[0])
@@ -18,11 +18,12 @@ app.add_typer(events.app)
 app.add_typer(
     local.app,
     name="local",
-    help="The persistent embedded DynamoDB (moto's server on loopback).",
+    help="The embedded DynamoDB in the background (moto's server on loopback, in memory until `local down`).",
     rich_help_panel=RUN_LOCALLY,
 )
 app.add_typer(operations.app)
 app.add_typer(arch.app)
+app.add_typer(docs.app)
 app.add_typer(
     schedules.app,
     name="schedules",

@@ -1,4 +1,4 @@
-"""`clockless local up/down/status`: a persistent moto server on loopback, tracked by a state file."""
+"""`clockless local up/down/status`: a background moto server on loopback (in memory), tracked by a state file."""
 
 from __future__ import annotations
 
