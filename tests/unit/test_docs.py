@@ -28,6 +28,10 @@ LINK = re.compile(r"(?<!\!)\[[^\]\n]*\]\((?P<target>[^)\s]+)\)")
 SHELL_LANGS = {"", "sh", "bash", "shell", "console"}
 
 
+def _name(path: Path) -> str:
+    return path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.name
+
+
 @dataclass(frozen=True, slots=True)
 class Shown:
     """A command as a page shows it: where, and its words."""
@@ -79,7 +83,7 @@ def _commands_in_block(lines: list[tuple[int, str, str]]) -> Iterator[tuple[int,
 def shown_commands(path: Path, program: str) -> list[Shown]:
     """Every `program ...` a page shows, in code blocks and in inline code."""
     prose, code = _prose_and_code(path)
-    name = path.relative_to(PROJECT_ROOT)
+    name = _name(path)
     found: list[Shown] = []
     runs: list[list[tuple[int, str, str]]] = []
     for number, text, lang in code:
@@ -158,11 +162,28 @@ def link_problems(path: Path) -> list[str]:
                 continue
             file, _, anchor = target.partition("#")
             resolved = (path.parent / file).resolve() if file else path
-            where = f"{path.relative_to(PROJECT_ROOT)}:{number}"
+            where = f"{_name(path)}:{number}"
             if not resolved.exists():
                 problems.append(f"{where}: link to {target}: no such file")
             elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
                 problems.append(f"{where}: link to {target}: no heading with that anchor")
+    return problems
+
+
+REPO_PATH = re.compile(r"(?:tools|tests|functions|layers|events|bench|docs|clockless_tools)/[\w./-]*")
+
+
+def path_problems(path: Path) -> list[str]:
+    """Repository paths named in inline code (`tools/...`, or `clockless_tools/...` under tools/) that do not exist."""
+    prose, _ = _prose_and_code(path)
+    problems = []
+    for number, line in prose:
+        for match in INLINE.finditer(line):
+            named = match["code"]
+            if REPO_PATH.fullmatch(named) and not any(
+                (base / named).exists() for base in (PROJECT_ROOT, PROJECT_ROOT / "tools")
+            ):
+                problems.append(f"{_name(path)}:{number}: `{named}` does not exist")
     return problems
 
 
@@ -193,6 +214,11 @@ def test_every_make_target_shown_is_in_the_makefile(path: Path) -> None:
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
 def test_every_relative_link_resolves(path: Path) -> None:
     assert link_problems(path) == []
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_every_repository_path_named_exists(path: Path) -> None:
+    assert path_problems(path) == []
 
 
 def test_the_docs_show_commands_the_checks_read() -> None:
@@ -253,20 +279,17 @@ def test_an_unknown_command_or_option_is_named(tmp_path: Path) -> None:
 
 
 def test_commands_are_read_from_prompts_continuations_pipes_and_inline_code(tmp_path: Path) -> None:
-    page = PROJECT_ROOT / "docs" / "_planted.md"
+    page = tmp_path / "planted.md"
     page.write_text(
         "Run `clockless status --nope` or `make nowhere`.\n\n"
         "```\n$ clockless simulate \\\n    --frm 2026-11-27T00:00:00Z | tee x\nclockless output line --ignored\n```\n"
         "```sh\nmake local-up && clockless local seed --tenant 2  # comment --also-ignored\n```\n",
         encoding="utf-8",
     )
-    try:
-        clockless = [s.text for s in shown_commands(page, "clockless")]
-        make = [s.text for s in shown_commands(page, "make")]
-        problems = [p for text in clockless for p in cli_problems(Shown("p", text), ROOT_COMMAND)]
-        make_missing = [p for text in make for p in make_problems(Shown("p", text), set(targets()))]
-    finally:
-        page.unlink()
+    clockless = [s.text for s in shown_commands(page, "clockless")]
+    make = [s.text for s in shown_commands(page, "make")]
+    problems = [p for text in clockless for p in cli_problems(Shown("p", text), ROOT_COMMAND)]
+    make_missing = [p for text in make for p in make_problems(Shown("p", text), set(targets()))]
 
     assert clockless == [
         "clockless simulate --frm 2026-11-27T00:00:00Z",
@@ -277,21 +300,22 @@ def test_commands_are_read_from_prompts_continuations_pipes_and_inline_code(tmp_
     assert make_missing == ["p: `make nowhere`: the Makefile has no target `nowhere`"]
 
 
-def test_a_broken_link_or_anchor_is_named(tmp_path: Path) -> None:
-    page = PROJECT_ROOT / "docs" / "_planted.md"
+def test_a_broken_link_anchor_or_path_is_named(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# Index\n", encoding="utf-8")
+    (tmp_path / "simulation.md").write_text("# Simulation: `make run`\n", encoding="utf-8")
+    page = tmp_path / "planted.md"
     page.write_text(
         "# A `heading`, here\n\n[ok](#a-heading-here) [ok](README.md) [gone](nowhere.md) "
-        "[bad anchor](simulation.md#no-such-heading) [web](https://example.com/x) `[code](not-a-link.md)`\n",
+        "[bad anchor](simulation.md#no-such-heading) [web](https://example.com/x) `[code](not-a-link.md)`\n"
+        "`tools/clockless_tools/gone.py` `clockless_tools/cli/app.py` `tests/unit/test_docs.py`\n",
         encoding="utf-8",
     )
-    try:
-        problems = link_problems(page)
-    finally:
-        page.unlink()
+    problems = link_problems(page) + path_problems(page)
 
     assert problems == [
-        "docs/_planted.md:3: link to nowhere.md: no such file",
-        "docs/_planted.md:3: link to simulation.md#no-such-heading: no heading with that anchor",
+        "planted.md:3: link to nowhere.md: no such file",
+        "planted.md:3: link to simulation.md#no-such-heading: no heading with that anchor",
+        "planted.md:4: `tools/clockless_tools/gone.py` does not exist",
     ]
 
 
