@@ -237,7 +237,9 @@ def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index(index: str
     linked = {(page.parent / m["target"].partition("#")[0]).resolve() for m in LINK.finditer(page.read_text())}
     pages = {p.resolve() for p in DOCS if p.parent.name == "docs" and p.name != "README.md"}
 
-    assert sorted(str(p.relative_to(PROJECT_ROOT)) for p in pages - linked) == []
+    unlinked = sorted(str(p.relative_to(PROJECT_ROOT)) for p in pages - linked)
+
+    assert unlinked == [], f"add a line linking each page to the lists in README.md and docs/README.md: {unlinked}"
 
 
 def test_every_template_parameter_is_described_in_the_deploying_page() -> None:
