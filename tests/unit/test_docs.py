@@ -242,12 +242,13 @@ def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index(index: str
     assert unlinked == [], f"add a line linking each page to the lists in README.md and docs/README.md: {unlinked}"
 
 
-def test_every_template_parameter_is_described_in_the_deploying_page() -> None:
-    parameters = Template.load(PROJECT_ROOT / "template.yaml").document.get("Parameters", {})
+@pytest.mark.parametrize("section", ["Parameters", "Outputs"])
+def test_every_template_parameter_and_output_is_described_in_the_deploying_page(section: str) -> None:
+    names = Template.load(PROJECT_ROOT / "template.yaml").document.get(section, {})
     text = (PROJECT_ROOT / "docs" / "stack.md").read_text(encoding="utf-8")
 
-    assert parameters
-    assert [name for name in parameters if f"`{name}`" not in text] == []
+    assert names
+    assert [name for name in names if f"`{name}`" not in text] == []
 
 
 def test_every_generated_table_is_current() -> None:
