@@ -22,7 +22,10 @@ app = typer.Typer()
 @app.command("arch", rich_help_panel=CHECK)
 def arch(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    rule: Annotated[list[str] | None, typer.Option("--rule", "-r", help="Check only this rule (repeatable).")] = None,
+    rule: Annotated[
+        list[str] | None,
+        typer.Option("--rule", "-r", help="Check only this rule (repeatable). E.g. -r least-privilege"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
     list_rules: Annotated[bool, typer.Option("--list", help="List the rules instead of checking them.")] = False,
     markdown: Annotated[
