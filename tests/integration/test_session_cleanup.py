@@ -174,7 +174,8 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(ready: Any, runti
         result = runtime.call(FN, _delivery(attempt=2))
 
     assert result["outcome"] == "duplicate"
-    assert dict(requests.operations) == {"PutItem": 1}
+    # the claim's transaction, cancelled by its condition, returns the completed record
+    assert dict(requests.operations) == {"TransactWriteItems": 1}
 
 
 def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(ready: Any, runtime: LocalLambdaRuntime) -> None:
