@@ -1,0 +1,231 @@
+"""The fault model, exhaustively: every request of a first delivery of every scheduled job in
+template.yaml meets each kind of fault, then Lambda retries the way it does, and the tick must
+end as one clean delivery leaves it.
+
+For each (job, kind): one clean delivery on freshly seeded tables gives the reference (its domain
+tables, its request count N); then, for each request index 1..N, the same tables are seeded
+again, the first delivery meets the fault at that request, and Lambda's asynchronous retries
+follow in simulated time (an error: retried after 1 minute, then 2 more; a timeout: retried 1
+minute after the attempt's timeout). Asserted per index:
+
+- the domain tables equal the reference, item by item;
+- the tick's last delivery succeeded and none returned "in progress" (nothing else was live);
+- the ledger says succeeded, with `attempts` the number of deliveries that claimed the tick,
+  and a summary scope that says whether earlier attempts may have done part of the work;
+- a later redelivery is a duplicate and costs one request.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final
+
+import pytest
+import time_machine
+
+from clockless_tools.events import Attempt, render_input, schedule_arn
+from clockless_tools.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
+from clockless_tools.local import create_tables, delete_tables
+from clockless_tools.requests import count_requests
+from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.schedule import ticks_between
+from clockless_tools.seed import SeedPlan, plan_data, seed
+from clockless_tools.template import Schedule, Template
+from tests.integration.conftest import scan_all
+
+# A night and an hour whose ticks find work: overdue programs, sessions past their grace.
+FROM: Final = datetime(2026, 11, 28, 0, 0, tzinfo=UTC)
+SEED: Final = SeedPlan(tenants=1, programs_per_tenant=3, sessions_per_tenant=5, seed=11)
+LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
+BOOKKEEPING: Final = ("idempotency", "ledger")
+# The ledger's `summary_scope`, as stored (clockless.ledger spells them for the code).
+WHOLE_TICK: Final = "tick"
+LAST_ATTEMPT: Final = "last_attempt"
+
+
+@dataclass
+class Outcome:
+    """How one Lambda attempt ended: its result's outcome, or `raised` / `timed out`."""
+
+    ended: str
+    at: datetime
+
+
+@dataclass
+class Run:
+    attempts: list[Outcome] = field(default_factory=list)
+    # the requests of the first attempt
+    requests: list[RequestRecord] = field(default_factory=list)
+
+    @property
+    def succeeded(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].ended in ("executed", "duplicate")
+
+
+class Tick:
+    """One tick of one scheduled job, delivered like Lambda delivers an asynchronous event."""
+
+    def __init__(self, template: Template, runtime: LocalLambdaRuntime, schedule: Schedule, client: Any) -> None:
+        self.template = template
+        self.runtime = runtime
+        self.schedule = schedule
+        self.client = client
+        self.time = ticks_between(schedule.expression, FROM, FROM + timedelta(days=1))[0]
+        self.event = render_input(
+            schedule, Attempt(self.time, schedule_arn(schedule), 1, str(uuid.uuid5(uuid.NAMESPACE_URL, "fault")))
+        )
+        config = template.function(schedule.function_id).event_invoke_config
+        self.max_retries = int(config.get("MaximumRetryAttempts", 2))
+        self.timeout = timedelta(seconds=template.function(schedule.function_id).timeout)
+
+    def reset(self) -> None:
+        """Fresh tables, seeded the same way every time."""
+        delete_tables(self.template, self.runtime.endpoint)
+        create_tables(self.template, self.runtime.endpoint)
+        data = plan_data(SEED, business_date=self.time.date(), now=self.time, session_span=timedelta(hours=8))
+        seed(data, programs_table="ProgramsTable", windows_table="WindowsTable", sessions_table="SessionsTable")
+
+    def deliver(self, clock: time_machine.Coordinates, faults: FaultInjector, arm: Callable[[], None]) -> Run:
+        """The event handed to the function, and Lambda's retries of it: same event, same request
+        id, after 1 then 2 minutes, or 1 minute after the attempt's timeout."""
+        run = Run()
+        request_id = str(uuid.uuid4())
+        for attempt in range(1 + self.max_retries):
+            if attempt == 0:
+                arm()
+            context = self.runtime.context(self.schedule.function_id)
+            context.aws_request_id = request_id
+            started = datetime.now(UTC)
+            try:
+                result = self.runtime.handler(self.schedule.function_id)(dict(self.event), context)
+                run.attempts.append(Outcome(str(result["outcome"]), started))
+                return run
+            except AttemptDied:
+                run.attempts.append(Outcome("timed out", started))
+                clock.move_to(started + self.timeout)
+            except Exception:  # noqa: BLE001 - any error is a failed attempt, as Lambda sees it
+                run.attempts.append(Outcome("raised", started))
+            finally:
+                if attempt == 0:
+                    run.requests = faults.requests()
+                faults.disarm()
+            if attempt < self.max_retries:
+                clock.shift(LAMBDA_RETRY_DELAYS[min(attempt, len(LAMBDA_RETRY_DELAYS) - 1)])
+        return run
+
+    def domain_tables(self) -> dict[str, list[dict[str, Any]]]:
+        bookkeeping = set(self.template.tables_of_kind(*BOOKKEEPING))
+        return {
+            table: sorted(scan_all(self.client, table), key=repr)
+            for table in sorted(self.template.tables.keys() - bookkeeping)
+        }
+
+    def ledger_entry(self) -> dict[str, Any]:
+        (ledger_table,) = self.template.tables_of_kind("ledger")
+        key = {"job": {"S": self.schedule_job}, "scheduled_time": {"S": self.event["scheduled_time"]}}
+        return dict(self.client.get_item(TableName=ledger_table, Key=key).get("Item") or {})
+
+    @property
+    def schedule_job(self) -> str:
+        return str(self.event["job"])
+
+
+@pytest.fixture
+def faults() -> Iterator[FaultInjector]:
+    injector = FaultInjector()
+    with injector.installed():
+        yield injector
+
+
+def _expected_attempts(index: int, last: int, kind: FaultKind) -> tuple[bool, bool]:
+    """(the first delivery's claim took effect, the first delivery completed the tick), as the
+    fault model says: request 1 is the claim, the last one the completion."""
+    claimed = not (index == 1 and kind in (FaultKind.REFUSED, FaultKind.THROTTLED))
+    # A lost answer is recovered by the resend; an applied completion is the tick done, whatever
+    # its sender heard afterwards.
+    completed = kind is FaultKind.LOST_RESPONSE or (
+        index == last and kind in (FaultKind.LOST_THEN_THROTTLED, FaultKind.DIES_AFTER)
+    )
+    return claimed, completed
+
+
+def _check(
+    tick: Tick, run: Run, reference: dict[str, Any], index: int, last: int, kind: FaultKind
+) -> list[str]:
+    problems = []
+    if len(run.requests) < index or run.requests[index - 1].fault is not kind:
+        problems.append(f"the fault did not fire at request {index}: {run.requests}")
+    if not run.succeeded:
+        problems.append(f"no delivery succeeded: {[a.ended for a in run.attempts]}")
+    if any(a.ended == "duplicate_in_progress" for a in run.attempts):
+        problems.append(f"a delivery returned 'in progress' with nothing else live: {[a.ended for a in run.attempts]}")
+    tables = tick.domain_tables()
+    for table, items in reference.items():
+        if tables[table] != items:
+            problems.append(f"{table} differs from one clean delivery: {len(tables[table])} vs {len(items)} items")
+    entry = tick.ledger_entry()
+    claimed, completed = _expected_attempts(index, last, kind)
+    attempts = int(claimed) + int(not completed)
+    status = entry.get("status", {}).get("S")
+    if status != "succeeded":
+        problems.append(f"ledger status {status!r}, not 'succeeded'")
+    if entry.get("attempts", {}).get("N") != str(attempts):
+        problems.append(f"ledger attempts {entry.get('attempts')}, expected {attempts}")
+    scope = LAST_ATTEMPT if claimed and not completed else WHOLE_TICK
+    if entry.get("summary_scope", {}).get("S") != scope:
+        problems.append(f"ledger summary scope {entry.get('summary_scope')}, expected {scope!r}")
+    return problems
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
+@pytest.mark.parametrize("job", ["window-generation", "session-cleanup"])
+def test_every_request_of_a_first_delivery_survives_every_fault(
+    job: str, kind: FaultKind, template: Template, runtime: LocalLambdaRuntime, tables: Any, faults: FaultInjector
+) -> None:
+    schedule = template.jobs[job]
+    tick = Tick(template, runtime, schedule, tables)
+    with runtime.function_environment(schedule.function_id), time_machine.travel(
+        tick.time + timedelta(seconds=20), tick=False
+    ) as clock:
+        # The reference: one clean delivery, and the requests it makes.
+        tick.reset()
+        clean = tick.deliver(clock, faults, faults.watch)
+        reference, requests = tick.domain_tables(), clean.requests
+        assert [a.ended for a in clean.attempts] == ["executed"]
+        last = len(requests)
+        # The first request is the claim, the last the completion; the job's own lie between.
+        (idempotency,) = template.tables_of_kind("idempotency")
+        assert idempotency in requests[0].tables and idempotency in requests[-1].tables
+        assert any(table not in _bookkeeping_names(template) for r in requests for table in r.tables)
+
+        failures: dict[int, list[str]] = {}
+        for index in range(1, last + 1):
+            tick.reset()
+            clock.move_to(tick.time + timedelta(seconds=20))
+            run = tick.deliver(
+                clock, faults, lambda index=index: faults.arm(index, kind, count_spared=True)  # type: ignore[misc]
+            )
+            problems = _check(tick, run, reference, index, last, kind)
+            with count_requests() as redelivery:
+                again = runtime.handler(schedule.function_id)(dict(tick.event), runtime.context(schedule.function_id))
+            if again["outcome"] != "duplicate" or redelivery.total != 1:
+                problems.append(f"a later redelivery: {again['outcome']}, {dict(redelivery.operations)}")
+            if problems:
+                failures[index] = [f"request {index} ({requests[index - 1].operation}): {p}" for p in problems]
+
+    assert not failures, "\n".join(line for lines in failures.values() for line in lines)
+
+
+def _bookkeeping_names(template: Template) -> set[str]:
+    return set(template.tables_of_kind(*BOOKKEEPING))
+
+
+def test_the_seeded_ticks_find_work(template: Template) -> None:
+    """Without work, a fault could only ever hit the kit's own requests."""
+    business_date = date(2026, 11, 28)
+    data = plan_data(SEED, business_date=business_date, now=FROM, session_span=timedelta(hours=8))
+    assert any(program.current_window_end <= business_date for program in data.active_programs)
+    assert len(data.sessions) > len(data.sessions_with_exercise)
