@@ -88,7 +88,7 @@ class Tick:
         data = plan_data(SEED, business_date=self.time.date(), now=self.time, session_span=timedelta(hours=8))
         seed(data, programs_table="ProgramsTable", windows_table="WindowsTable", sessions_table="SessionsTable")
 
-    def deliver(self, clock: time_machine.Coordinates, faults: FaultInjector, arm: Callable[[], None]) -> Run:
+    def deliver(self, clock: time_machine.Traveller, faults: FaultInjector, arm: Callable[[], None]) -> Run:
         """The event handed to the function, and Lambda's retries of it: same event, same request
         id, after 1 then 2 minutes, or 1 minute after the attempt's timeout."""
         run = Run()
@@ -106,7 +106,7 @@ class Tick:
             except AttemptDied:
                 run.attempts.append(Outcome("timed out", started))
                 clock.move_to(started + self.timeout)
-            except Exception:  # noqa: BLE001 - any error is a failed attempt, as Lambda sees it
+            except Exception:
                 run.attempts.append(Outcome("raised", started))
             finally:
                 if attempt == 0:
@@ -134,10 +134,11 @@ class Tick:
 
 
 @pytest.fixture
-def faults() -> Iterator[FaultInjector]:
+def lambda_service(runtime: LocalLambdaRuntime, tables: Any) -> Iterator[tuple[LocalLambdaRuntime, Any, FaultInjector]]:
+    """The functions, their tables, and the faults their requests meet."""
     injector = FaultInjector()
     with injector.installed():
-        yield injector
+        yield runtime, tables, injector
 
 
 def _expected_attempts(index: int, last: int, kind: FaultKind) -> tuple[bool, bool]:
@@ -152,9 +153,7 @@ def _expected_attempts(index: int, last: int, kind: FaultKind) -> tuple[bool, bo
     return claimed, completed
 
 
-def _check(
-    tick: Tick, run: Run, reference: dict[str, Any], index: int, last: int, kind: FaultKind
-) -> list[str]:
+def _check(tick: Tick, run: Run, *, reference: dict[str, Any], index: int, last: int, kind: FaultKind) -> list[str]:
     problems = []
     if len(run.requests) < index or run.requests[index - 1].fault is not kind:
         problems.append(f"the fault did not fire at request {index}: {run.requests}")
@@ -183,13 +182,15 @@ def _check(
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
 @pytest.mark.parametrize("job", ["window-generation", "session-cleanup"])
 def test_every_request_of_a_first_delivery_survives_every_fault(
-    job: str, kind: FaultKind, template: Template, runtime: LocalLambdaRuntime, tables: Any, faults: FaultInjector
+    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
 ) -> None:
+    runtime, tables, faults = lambda_service
     schedule = template.jobs[job]
     tick = Tick(template, runtime, schedule, tables)
-    with runtime.function_environment(schedule.function_id), time_machine.travel(
-        tick.time + timedelta(seconds=20), tick=False
-    ) as clock:
+    with (
+        runtime.function_environment(schedule.function_id),
+        time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
+    ):
         # The reference: one clean delivery, and the requests it makes.
         tick.reset()
         clean = tick.deliver(clock, faults, faults.watch)
@@ -198,7 +199,8 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
         last = len(requests)
         # The first request is the claim, the last the completion; the job's own lie between.
         (idempotency,) = template.tables_of_kind("idempotency")
-        assert idempotency in requests[0].tables and idempotency in requests[-1].tables
+        assert idempotency in requests[0].tables
+        assert idempotency in requests[-1].tables
         assert any(table not in _bookkeeping_names(template) for r in requests for table in r.tables)
 
         failures: dict[int, list[str]] = {}
@@ -206,9 +208,11 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
             tick.reset()
             clock.move_to(tick.time + timedelta(seconds=20))
             run = tick.deliver(
-                clock, faults, lambda index=index: faults.arm(index, kind, count_spared=True)  # type: ignore[misc]
+                clock,
+                faults,
+                lambda index=index: faults.arm(index, kind, count_spared=True),  # type: ignore[misc]
             )
-            problems = _check(tick, run, reference, index, last, kind)
+            problems = _check(tick, run, reference=reference, index=index, last=last, kind=kind)
             with count_requests() as redelivery:
                 again = runtime.handler(schedule.function_id)(dict(tick.event), runtime.context(schedule.function_id))
             if again["outcome"] != "duplicate" or redelivery.total != 1:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clockless_tools.delivery import TickPlan, plan_deliveries
-from clockless_tools.faults import FaultInjector, InjectedFault, tables_in_request
+from clockless_tools.faults import tables_in_request
 from clockless_tools.simulate import (
     SimulationInputError,
     SimulationRequest,
@@ -146,19 +146,3 @@ def test_the_tables_a_request_names_are_found_in_every_operation_shape() -> None
     ) == {"A", "B"}
     assert tables_in_request(_request({"RequestItems": {"C": []}})) == {"C"}
     assert tables_in_request(_Request(b"not json")) == set()
-
-
-def test_an_armed_fault_fires_after_the_nth_domain_response_only() -> None:
-    faults = FaultInjector(spared_tables={"IdempotencyTable"})
-    faults.arm(2)
-
-    faults._after_response(_request({"TableName": "IdempotencyTable"}, "PutItem"))  # bookkeeping: not counted
-    faults._after_response(_request({"TableName": "Sessions"}, "DeleteItem"))
-    with pytest.raises(InjectedFault, match="Sessions") as fired:
-        faults._after_response(_request({"TableName": "Sessions"}))
-    faults._after_response(_request({"TableName": "Sessions"}))  # fires once
-
-    assert fired.value.writes_done == 1  # the delete had taken effect: a partial run
-
-    assert faults.disarm() is True
-    assert faults.disarm() is False

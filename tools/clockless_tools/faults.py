@@ -76,7 +76,7 @@ class InjectedFault(RuntimeError):
         self.writes_done = writes_done
 
 
-class AttemptDied(BaseException):  # noqa: N818 - not an error the code may handle: the process is gone
+class AttemptDied(BaseException):
     """The Lambda attempt was killed right after a request (its timeout). A BaseException, so no
     `except Exception` in the code under test can run anything after it, as in Lambda."""
 
@@ -126,7 +126,8 @@ class _Raw:
 
 
 def _response(request: Any, status: int, content: bytes, headers: dict[str, str] | None = None) -> AWSResponse:
-    return AWSResponse(request.url, status, headers or {"Content-Type": "application/x-amz-json-1.0"}, _Raw(content))
+    fields: Any = headers or {"Content-Type": "application/x-amz-json-1.0"}
+    return AWSResponse(request.url, status, fields, _Raw(content))
 
 
 def _error_response(request: Any, code: str, message: str) -> AWSResponse:
@@ -278,7 +279,9 @@ class FaultInjector:
             if applied is not None:
                 if applied.body != body:
                     return _error_response(
-                        request, "IdempotentParameterMismatchException", "ClientRequestToken reused with other parameters"
+                        request,
+                        "IdempotentParameterMismatchException",
+                        "ClientRequestToken reused with other parameters",
                     )
                 self.counts.answered_from_token += 1
                 return _response(request, applied.status, applied.content, applied.headers)
@@ -317,9 +320,9 @@ class _NoSleepTime:
 
 @contextlib.contextmanager
 def _instant_sdk_retries() -> Iterator[None]:
-    saved = botocore.endpoint.time
-    botocore.endpoint.time = _NoSleepTime()  # type: ignore[assignment]
+    saved = getattr(botocore.endpoint, "time")  # noqa: B009 - the module botocore sleeps through
+    setattr(botocore.endpoint, "time", _NoSleepTime())  # noqa: B010
     try:
         yield
     finally:
-        botocore.endpoint.time = saved
+        setattr(botocore.endpoint, "time", saved)  # noqa: B010

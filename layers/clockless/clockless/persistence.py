@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -29,7 +28,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import S
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
 from clockless.tick import Tick
 
-CLAIM_TOKEN_ATTR: Final = "claim_token"
+CLAIM_TOKEN_ATTR: Final = "claim_token"  # noqa: S105 - an attribute name
 REQUEST_ID_ATTR: Final = "request_id"
 _INPROGRESS: Final = STATUS_CONSTANTS["INPROGRESS"]
 _COMPLETED: Final = STATUS_CONSTANTS["COMPLETED"]
@@ -79,6 +78,8 @@ _current: ContextVar[Delivery | None] = ContextVar("clockless_delivery", default
 class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
     def __init__(self, *, table_name: str, ledger_table_name: str, ledger_retention_seconds: int) -> None:
         super().__init__(table_name=table_name)
+        # Untyped on purpose: requests are built as plain dicts, and exceptions are read by name.
+        self.dynamodb: Any = self.client
         self.ledger = RunLedger(ledger_table_name, self.client, retention_seconds=ledger_retention_seconds)
 
     @contextlib.contextmanager
@@ -115,8 +116,8 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             # ledger notes beside the first outcome.
             delivery.rerun = True
             try:
-                self.client.put_item(**claim)
-            except self.client.exceptions.ConditionalCheckFailedException as error:
+                self.dynamodb.put_item(**claim)
+            except self.dynamodb.exceptions.ConditionalCheckFailedException as error:
                 raise self._already_exists(error.response.get("Item")) from error
             return
         delivery.earlier_attempts = _number(cancelled, "attempts")
@@ -140,10 +141,10 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             "#status": self.status_attr,
             "#token": CLAIM_TOKEN_ATTR,
         }
-        now = datetime.now()
+        now = time.time()
         values: dict[str, Any] = {
-            ":now": {"N": str(int(now.timestamp()))},
-            ":now_in_millis": {"N": str(int(now.timestamp() * 1000))},
+            ":now": {"N": str(int(now))},
+            ":now_in_millis": {"N": str(int(now * 1000))},
             ":inprogress": {"S": _INPROGRESS},
             ":token": {"S": delivery.token},
         }
@@ -178,8 +179,8 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             {"Update": self.ledger.started_update(delivery.tick, delivery.token, first=first)},
         ]
         try:
-            self.client.transact_write_items(TransactItems=transaction)
-        except self.client.exceptions.TransactionCanceledException as error:
+            self.dynamodb.transact_write_items(TransactItems=transaction)
+        except self.dynamodb.exceptions.TransactionCanceledException as error:
             claim_reason, ledger_reason = _reasons(error, 2)
             if claim_reason.get("Code") == "ConditionalCheckFailed":
                 raise self._already_exists(claim_reason.get("Item")) from error
@@ -223,7 +224,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         }
         transaction: list[Any] = [{"Update": completion}, {"Update": self.ledger.succeeded_update(result)}]
         # A resend after a lost answer carries the same ClientRequestToken: DynamoDB applies it once.
-        self.client.transact_write_items(TransactItems=transaction)
+        self.dynamodb.transact_write_items(TransactItems=transaction)
         delivery.phase = Phase.DONE
 
     # ---------------------------------------------------------------------------------- release
@@ -253,16 +254,16 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         if delivery.rerun:
             # The ledger keeps the first success; only the claim goes.
             try:
-                self.client.delete_item(**delete)
-            except self.client.exceptions.ConditionalCheckFailedException as failed:
+                self.dynamodb.delete_item(**delete)
+            except self.dynamodb.exceptions.ConditionalCheckFailedException as failed:
                 return self._not_released(failed.response.get("Item"))
             return Release.RELEASED
         failed_update = self.ledger.failed_update(
             delivery.tick, delivery.token, error, duration_ms=delivery.elapsed_ms()
         )
         try:
-            self.client.transact_write_items(TransactItems=[{"Delete": delete}, {"Update": failed_update}])
-        except self.client.exceptions.TransactionCanceledException as cancelled:
+            self.dynamodb.transact_write_items(TransactItems=[{"Delete": delete}, {"Update": failed_update}])
+        except self.dynamodb.exceptions.TransactionCanceledException as cancelled:
             claim_reason, _ = _reasons(cancelled, 2)
             if claim_reason.get("Code") == "ConditionalCheckFailed":
                 return self._not_released(claim_reason.get("Item"))
