@@ -27,7 +27,7 @@ import enum
 import json
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -156,13 +156,15 @@ class RequestRecord:
 
 @dataclass
 class _Armed:
-    at_request: int
-    kind: FaultKind
+    # request index (1-based) -> the fault it meets
+    plan: dict[int, FaultKind]
     count_spared: bool
     seen: int = 0
     writes: int = 0
     fired: bool = False
+    # the faulted request being sent (botocore's attempts of one call share its invocation id)
     faulted_call: str | None = None
+    kind: FaultKind = FaultKind.ERROR_AFTER
     sends_of_fault: int = 0
     dead: bool = False
     requests: list[RequestRecord] = field(default_factory=list)
@@ -188,15 +190,24 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._transactions: dict[str, _Applied] = {}
 
-    def arm(self, after_requests: int, kind: FaultKind = FaultKind.ERROR_AFTER, *, count_spared: bool = False) -> None:
-        """The fault hits this thread's `after_requests`-th request from now (1 = the next one)."""
-        if after_requests < 1:
+    def arm(
+        self,
+        after_requests: int,
+        kind: FaultKind = FaultKind.ERROR_AFTER,
+        *,
+        count_spared: bool = False,
+        then: Mapping[int, FaultKind] | None = None,
+    ) -> None:
+        """The fault hits this thread's `after_requests`-th request from now (1 = the next one);
+        `then` adds faults at later requests of the same delivery."""
+        plan = {after_requests: FaultKind(kind), **{index: FaultKind(k) for index, k in (then or {}).items()}}
+        if min(plan) < 1:
             raise ValueError("a fault fires at the first request at the earliest")
-        self._local.armed = _Armed(after_requests, FaultKind(kind), count_spared)
+        self._local.armed = _Armed(plan, count_spared)
 
     def watch(self) -> None:
         """Record this thread's requests without injecting anything (a clean run to compare with)."""
-        self._local.armed = _Armed(0, FaultKind.ERROR_AFTER, count_spared=True)
+        self._local.armed = _Armed({}, count_spared=True)
 
     def disarm(self) -> bool:
         """Stop on this thread; True if the armed fault fired."""
@@ -225,13 +236,17 @@ class FaultInjector:
             armed.calls.add(call)
             armed.seen += 1
             armed.requests.append(RequestRecord(armed.seen, operation_of(request), frozenset(tables)))
-            if armed.at_request and armed.seen == armed.at_request and not armed.fired:
+            if armed.seen in armed.plan:
                 armed.fired = True
-                armed.faulted_call = call
+                armed.faulted_call, armed.kind, armed.sends_of_fault = call, armed.plan[armed.seen], 0
                 armed.requests[-1].fault = armed.kind
                 with self._lock:
                     self.counts.injected[armed.kind] = self.counts.injected.get(armed.kind, 0) + 1
                 return self._resend_of_fault(original, endpoint, request, armed)
+            response = self._forward(original, endpoint, request)
+            if operation_of(request) in WRITE_OPERATIONS:
+                armed.writes += 1
+            return response
         return self._forward(original, endpoint, request)
 
     def _resend_of_fault(self, original: Any, endpoint: Endpoint, request: Any, armed: _Armed) -> AWSResponse:
@@ -247,7 +262,7 @@ class FaultInjector:
         if not first:
             return response  # the SDK's resend after a lost answer, answered as DynamoDB would
         if operation_of(request) in WRITE_OPERATIONS:
-            armed.writes += 1
+            armed.writes += 1  # a write that took effect, whatever its sender hears
         if kind in (FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED):
             raise ConnectionClosedError(endpoint_url=request.url)
         if kind is FaultKind.DIES_AFTER:
@@ -260,11 +275,6 @@ class FaultInjector:
         )
 
     def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
-        armed: _Armed | None = getattr(self._local, "armed", None)
-        if armed is not None and armed.faulted_call is None and operation_of(request) in WRITE_OPERATIONS:
-            tables = tables_in_request(request)
-            if armed.count_spared or not (tables and tables <= self.spared_tables):
-                armed.writes += 1
         if operation_of(request) != "TransactWriteItems":
             return original(endpoint, request)  # type: ignore[no-any-return]
         body = _payload(request)
