@@ -159,7 +159,10 @@ class _Armed:
     # request index (1-based) -> the fault it meets
     plan: dict[int, FaultKind]
     count_spared: bool
+    # indexes among all requests (bookkeeping included) whose answer is lost and resent
+    lost_answers: frozenset[int] = frozenset()
     seen: int = 0
+    seen_all: int = 0
     writes: int = 0
     fired: bool = False
     # the faulted request being sent (botocore's attempts of one call share its invocation id)
@@ -192,18 +195,22 @@ class FaultInjector:
 
     def arm(
         self,
-        after_requests: int,
+        after_requests: int | None,
         kind: FaultKind = FaultKind.ERROR_AFTER,
         *,
         count_spared: bool = False,
         then: Mapping[int, FaultKind] | None = None,
+        lost_answers: Collection[int] = (),
     ) -> None:
-        """The fault hits this thread's `after_requests`-th request from now (1 = the next one);
-        `then` adds faults at later requests of the same delivery."""
-        plan = {after_requests: FaultKind(kind), **{index: FaultKind(k) for index, k in (then or {}).items()}}
-        if min(plan) < 1:
+        """The fault hits this thread's `after_requests`-th request from now (1 = the next one;
+        bookkeeping requests count only with `count_spared`); `then` adds faults at later
+        requests of the same delivery. `lost_answers` are indexes among all its requests whose
+        answer is lost (and resent by botocore)."""
+        plan = {} if after_requests is None else {after_requests: FaultKind(kind)}
+        plan.update({index: FaultKind(k) for index, k in (then or {}).items()})
+        if min([*plan, *lost_answers], default=1) < 1:
             raise ValueError("a fault fires at the first request at the earliest")
-        self._local.armed = _Armed(plan, count_spared)
+        self._local.armed = _Armed(plan, count_spared, frozenset(lost_answers))
 
     def watch(self) -> None:
         """Record this thread's requests without injecting anything (a clean run to compare with)."""
@@ -229,27 +236,38 @@ class FaultInjector:
             raise AttemptDied("the attempt is dead; nothing it would still send is sent")
         call = _header(request, "amz-sdk-invocation-id") or str(id(request))
         if call == armed.faulted_call:
-            return self._resend_of_fault(original, endpoint, request, armed)
+            return self._resend_of_fault(original, endpoint, request, armed, domain=False)
+        if call in armed.calls:
+            return self._forward(original, endpoint, request)  # botocore's retry of a request met before
+        armed.calls.add(call)
         tables = tables_in_request(request)
-        counted = armed.count_spared or not (tables and tables <= self.spared_tables)
-        if call not in armed.calls and counted:
-            armed.calls.add(call)
-            armed.seen += 1
-            armed.requests.append(RequestRecord(armed.seen, operation_of(request), frozenset(tables)))
-            if armed.seen in armed.plan:
-                armed.fired = True
-                armed.faulted_call, armed.kind, armed.sends_of_fault = call, armed.plan[armed.seen], 0
-                armed.requests[-1].fault = armed.kind
-                with self._lock:
-                    self.counts.injected[armed.kind] = self.counts.injected.get(armed.kind, 0) + 1
-                return self._resend_of_fault(original, endpoint, request, armed)
-            response = self._forward(original, endpoint, request)
-            if operation_of(request) in WRITE_OPERATIONS:
-                armed.writes += 1
-            return response
-        return self._forward(original, endpoint, request)
+        domain = not (tables and tables <= self.spared_tables)
+        counted = armed.count_spared or domain
+        armed.seen_all += 1
+        armed.seen += counted
+        armed.requests.append(RequestRecord(armed.seen_all, operation_of(request), frozenset(tables)))
+        kind = armed.plan.get(armed.seen) if counted else None
+        if kind is None and armed.seen_all in armed.lost_answers:
+            kind = FaultKind.LOST_RESPONSE
+        if kind is not None:
+            armed.fired = True
+            armed.faulted_call, armed.kind, armed.sends_of_fault = call, kind, 0
+            armed.requests[-1].fault = kind
+            with self._lock:
+                self.counts.injected[kind] = self.counts.injected.get(kind, 0) + 1
+            return self._resend_of_fault(original, endpoint, request, armed, domain=domain)
+        response = self._forward(original, endpoint, request)
+        if domain and operation_of(request) in WRITE_OPERATIONS:
+            armed.writes += 1
+        return response
 
-    def _resend_of_fault(self, original: Any, endpoint: Endpoint, request: Any, armed: _Armed) -> AWSResponse:
+    def lost_answers(self) -> int:
+        """How many answers this thread's armed delivery lost (and had resent)."""
+        return sum(1 for r in self.requests() if r.fault in (FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED))
+
+    def _resend_of_fault(
+        self, original: Any, endpoint: Endpoint, request: Any, armed: _Armed, *, domain: bool
+    ) -> AWSResponse:
         """Every SDK attempt of the faulted request comes here; `sends_of_fault` says which one."""
         armed.sends_of_fault += 1
         first = armed.sends_of_fault == 1
@@ -261,8 +279,8 @@ class FaultInjector:
         response = self._forward(original, endpoint, request)
         if not first:
             return response  # the SDK's resend after a lost answer, answered as DynamoDB would
-        if operation_of(request) in WRITE_OPERATIONS:
-            armed.writes += 1  # a write that took effect, whatever its sender hears
+        if domain and operation_of(request) in WRITE_OPERATIONS:
+            armed.writes += 1  # a domain write that took effect, whatever its sender hears
         if kind in (FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED):
             raise ConnectionClosedError(endpoint_url=request.url)
         if kind is FaultKind.DIES_AFTER:
