@@ -212,8 +212,10 @@ class ScheduledJob:
         if delivery.error is not None:
             # The job raised; Powertools released the claim through `store.release`.
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
-            if error is delivery.error:
+            if error is delivery.error and delivery.released is Release.RELEASED:
                 self.logger.exception("tick failed; the claim is released and the ledger says failed")
+            elif error is delivery.error:
+                self.logger.exception("tick failed; its claim was no longer this delivery's, so nothing was released")
             else:
                 self.logger.error(
                     "tick failed and its claim could not be released; Lambda's retry of this request takes it over",

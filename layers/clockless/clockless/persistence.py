@@ -67,6 +67,8 @@ class Delivery:
     result: dict[str, Any] | None = None
     # the claim's primary key, once a claim was sent
     key: dict[str, Any] | None = None
+    # what releasing the claim found, once it was released
+    released: Release | None = None
 
     def elapsed_ms(self) -> int:
         return round((time.monotonic() - self.started) * 1000)
@@ -233,7 +235,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         delivery = self._delivery()
         error = delivery.error
         described = "the job failed" if error is None else f"{type(error).__name__}: {error}"
-        self.release(delivery, described)
+        delivery.released = self.release(delivery, described)
 
     def release(self, delivery: Delivery, error: str) -> Release:
         """Give up this delivery's claim so a retry runs the tick, and record the attempt failed.
