@@ -117,25 +117,25 @@ class RunLedger:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def started_update(self, tick: Tick, claim_token: str, *, first: bool) -> dict[str, Any]:
+    def started_update(self, tick: Tick, claim_id: str, *, first: bool) -> dict[str, Any]:
         """The ledger half of the claim: this delivery starts the tick (`attempts` + 1).
 
         `first`: only if no delivery has touched the tick yet, so the claim learns for free (one
         request) that it is the first. Otherwise: unless the tick already succeeded, and unless
-        this very claim is already counted (`claim_token`): a resend DynamoDB did not recognise
+        this very claim is already counted (`claim_id`): a resend DynamoDB did not recognise
         must not count a second attempt.
         """
         condition = (
             "attribute_not_exists(#status)"
             if first
-            else "#status <> :succeeded AND (attribute_not_exists(claim_token) OR claim_token <> :token)"
+            else "#status <> :succeeded AND (attribute_not_exists(claim_id) OR claim_id <> :claim_id)"
         )
         values: dict[str, dict[str, str]] = {
             ":started": {"S": STATUS_STARTED},
             ":attempt": {"N": str(tick.attempt)},
             ":trigger": {"S": tick.trigger.value},
             ":execution_id": {"S": tick.execution_id or "-"},
-            ":token": {"S": claim_token},
+            ":claim_id": {"S": claim_id},
             ":one": {"N": "1"},
         }
         if not first:
@@ -143,25 +143,25 @@ class RunLedger:
         return self._entry_update(
             tick,
             "SET #status = :started, attempt = :attempt, #trigger = :trigger, started_at = :now, "
-            "execution_id = :execution_id, claim_token = :token, expires_at = :expires_at ADD attempts :one",
+            "execution_id = :execution_id, claim_id = :claim_id, expires_at = :expires_at ADD attempts :one",
             condition,
             {"#trigger": "trigger"},
             values,
         )
 
-    def failed_update(self, tick: Tick, claim_token: str, error: str, *, duration_ms: int) -> dict[str, Any]:
+    def failed_update(self, tick: Tick, claim_id: str, error: str, *, duration_ms: int) -> dict[str, Any]:
         """The ledger half of a release: this delivery's attempt failed. Only while the entry is
         still this delivery's (a later claim owns it otherwise) and never over a success."""
         return self._entry_update(
             tick,
             "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
             "expires_at = :expires_at",
-            "claim_token = :token AND #status <> :succeeded",
+            "claim_id = :claim_id AND #status <> :succeeded",
             {"#error": "error"},
             {
                 ":failed": {"S": STATUS_FAILED},
                 ":succeeded": {"S": STATUS_SUCCEEDED},
-                ":token": {"S": claim_token},
+                ":claim_id": {"S": claim_id},
                 ":duration": {"N": str(duration_ms)},
                 ":error": {"S": error[:1000]},
             },

@@ -5,7 +5,7 @@ A first delivery pays two requests for its bookkeeping, a duplicate one.
 
 Every request can be applied with its answer lost and then resent by botocore, so each write
 recognises its own earlier send: DynamoDB answers a resent `TransactWriteItems` from its
-`ClientRequestToken` (botocore fills it in), and the claim also carries this delivery's token,
+`ClientRequestToken` (botocore fills it in), and the claim also carries this delivery's claim id,
 which its conditions accept as "mine". See docs/tick-contract.md.
 """
 
@@ -28,7 +28,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import S
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
 from clockless.tick import Tick
 
-CLAIM_TOKEN_ATTR: Final = "claim_token"  # noqa: S105 - an attribute name
+CLAIM_ID_ATTR: Final = "claim_id"
 REQUEST_ID_ATTR: Final = "request_id"
 _INPROGRESS: Final = STATUS_CONSTANTS["INPROGRESS"]
 _COMPLETED: Final = STATUS_CONSTANTS["COMPLETED"]
@@ -57,7 +57,7 @@ class Delivery:
     # Lambda keeps the request id across its async retries of one event: a retry recognises the
     # claim of the attempt it replaces, which ended (failed or timed out) before Lambda retried.
     request_id: str | None = None
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    claim_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     phase: Phase = Phase.CLAIMING
     # earlier deliveries that claimed this tick (and may have done part of its work)
     earlier_attempts: int = 0
@@ -109,7 +109,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         if cancelled is None:
             return
         # The ledger already has an entry for this tick: say why before claiming again.
-        if _text(cancelled, CLAIM_TOKEN_ATTR) == delivery.token:
+        if _text(cancelled, CLAIM_ID_ATTR) == delivery.claim_id:
             # This very claim, resent by botocore and not recognised as a resend: it is ours.
             delivery.earlier_attempts = max(0, _number(cancelled, "attempts") - 1)
             return
@@ -124,7 +124,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             return
         delivery.earlier_attempts = _number(cancelled, "attempts")
         again = self._claim_with_ledger(claim, delivery, first=False)
-        if again is not None and _text(again, CLAIM_TOKEN_ATTR) != delivery.token:
+        if again is not None and _text(again, CLAIM_ID_ATTR) != delivery.claim_id:
             raise RuntimeError(f"the run ledger entry of {delivery.tick.key} changed while it was claimed; retry")
 
     def _claim(self, data_record: DataRecord, delivery: Delivery) -> dict[str, Any]:
@@ -132,7 +132,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             **self._get_key(data_record.idempotency_key),
             self.expiry_attr: {"N": str(data_record.expiry_timestamp)},
             self.status_attr: {"S": data_record.status},
-            CLAIM_TOKEN_ATTR: {"S": delivery.token},
+            CLAIM_ID_ATTR: {"S": delivery.claim_id},
         }
         if data_record.in_progress_expiry_timestamp is not None:
             item[self.in_progress_expiry_attr] = {"N": str(data_record.in_progress_expiry_timestamp)}
@@ -141,18 +141,18 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             "#expiry": self.expiry_attr,
             "#in_progress_expiry": self.in_progress_expiry_attr,
             "#status": self.status_attr,
-            "#token": CLAIM_TOKEN_ATTR,
+            "#claim_id": CLAIM_ID_ATTR,
         }
         now = time.time()
         values: dict[str, Any] = {
             ":now": {"N": str(int(now))},
             ":now_in_millis": {"N": str(int(now * 1000))},
             ":inprogress": {"S": _INPROGRESS},
-            ":token": {"S": delivery.token},
+            ":claim_id": {"S": delivery.claim_id},
         }
         # Powertools' conditions (no record, an expired one, an in-progress one whose attempt has
         # timed out), and: an in-progress record this delivery wrote, or the attempt Lambda retries.
-        mine = "#token = :token"
+        mine = "#claim_id = :claim_id"
         if delivery.request_id:
             item[REQUEST_ID_ATTR] = {"S": delivery.request_id}
             names["#request_id"] = REQUEST_ID_ATTR
@@ -178,7 +178,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         when only the ledger's condition failed. A claim held elsewhere raises Powertools' error."""
         transaction = [
             {"Put": claim},
-            {"Update": self.ledger.started_update(delivery.tick, delivery.token, first=first)},
+            {"Update": self.ledger.started_update(delivery.tick, delivery.claim_id, first=first)},
         ]
         try:
             self.dynamodb.transact_write_items(TransactItems=transaction)
@@ -248,9 +248,9 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         delete: dict[str, Any] = {
             "TableName": self.table_name,
             "Key": delivery.key,
-            "ConditionExpression": "#token = :token AND #status = :inprogress",
-            "ExpressionAttributeNames": {"#token": CLAIM_TOKEN_ATTR, "#status": self.status_attr},
-            "ExpressionAttributeValues": {":token": {"S": delivery.token}, ":inprogress": {"S": _INPROGRESS}},
+            "ConditionExpression": "#claim_id = :claim_id AND #status = :inprogress",
+            "ExpressionAttributeNames": {"#claim_id": CLAIM_ID_ATTR, "#status": self.status_attr},
+            "ExpressionAttributeValues": {":claim_id": {"S": delivery.claim_id}, ":inprogress": {"S": _INPROGRESS}},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         if delivery.rerun:
@@ -261,7 +261,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
                 return self._not_released(failed.response.get("Item"))
             return Release.RELEASED
         failed_update = self.ledger.failed_update(
-            delivery.tick, delivery.token, error, duration_ms=delivery.elapsed_ms()
+            delivery.tick, delivery.claim_id, error, duration_ms=delivery.elapsed_ms()
         )
         try:
             self.dynamodb.transact_write_items(TransactItems=[{"Delete": delete}, {"Update": failed_update}])
