@@ -240,9 +240,12 @@ class ScheduledJob:
                 self.logger.warning(f"the {step}'s answer was lost, but DynamoDB had applied it: the tick is done")
                 return delivery.result
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
-            self.logger.exception(
-                f"the tick's {step} failed; the claim is {released.value} and Lambda's retry runs the tick"
+            held = (
+                "its claim is released and the ledger says failed"
+                if released is Release.RELEASED
+                else "this delivery holds no claim to release"
             )
+            self.logger.exception(f"the tick's {step} failed; {held}; Lambda's retry runs the tick")
             raise error
         metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
         self.logger.exception("tick failed")
