@@ -170,14 +170,14 @@ class ScheduledJob:
             lambda_context=context,  # type: ignore[arg-type]
             response_hook=_mark_duplicate,
         )
+        store = self.persistence_store()
         run_once = idempotent_function(
             self._execute,
             data_keyword_argument="tick_identity",
-            persistence_store=self.persistence_store(),
+            persistence_store=store,
             config=config,
             key_prefix=self.idempotency_key_prefix,
         )
-        store = self.persistence_store()
         delivery = Delivery(tick, request_id=getattr(context, "aws_request_id", None))
         try:
             with store.delivering(delivery):
