@@ -129,6 +129,25 @@ def test_a_rerun_claim_whose_answer_was_lost_and_resent_runs_the_tick(
     assert _ledger(kit_env)["status"]["S"] == "succeeded"
 
 
+@pytest.mark.parametrize("earlier_attempt", [False, True], ids=["first delivery", "retry"])
+def test_a_resent_claim_dynamodb_did_not_recognise_is_still_its_own(
+    kit_env: Any, runs: list[str], handler: Handler, earlier_attempt: bool
+) -> None:
+    """Without the transaction's token the resend meets its own claim: the claim id says it is ours."""
+    unrecognised = FaultInjector(client_request_tokens=False)
+    with unrecognised.installed():
+        if earlier_attempt:
+            with pytest.raises(Exception):  # noqa: B017, PT011 - a first attempt whose completion is refused
+                _deliver_with(unrecognised, handler, 2, FaultKind.REFUSED)
+        # the claim's transaction(s): the first asks for a fresh ledger entry, a retry's second claims
+        claim = 2 if earlier_attempt else 1
+        result = _deliver_with(unrecognised, handler, claim, FaultKind.LOST_RESPONSE)
+
+    assert result["outcome"] == "executed"
+    entry = _ledger(kit_env)
+    assert (entry["status"]["S"], entry["attempts"]["N"]) == ("succeeded", "2" if earlier_attempt else "1")
+
+
 # ------------------------------------------------------------------------ finding 2: the completion
 @pytest.mark.parametrize("kind", [FaultKind.REFUSED, FaultKind.THROTTLED], ids=str)
 def test_a_failed_completion_releases_the_claim_and_the_retry_a_minute_later_runs_the_tick(

@@ -185,9 +185,12 @@ class FaultCounts:
 class FaultInjector:
     """Arm a thread's next delivery to meet one fault; install once around everything that sends."""
 
-    def __init__(self, spared_tables: Collection[str] = ()) -> None:
+    def __init__(self, spared_tables: Collection[str] = (), *, client_request_tokens: bool = True) -> None:
         # Requests to these tables (the kit's bookkeeping) are not counted unless an arm says so.
         self.spared_tables = frozenset(spared_tables)
+        # False: resent transactions reach moto as new requests, as if DynamoDB had not recognised
+        # them (how a caller must cope without the token, e.g. past its 10 minutes).
+        self.client_request_tokens = client_request_tokens
         self.counts = FaultCounts()
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -293,7 +296,7 @@ class FaultInjector:
         )
 
     def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
-        if operation_of(request) != "TransactWriteItems":
+        if not self.client_request_tokens or operation_of(request) != "TransactWriteItems":
             return original(endpoint, request)  # type: ignore[no-any-return]
         body = _payload(request)
         token = body.get("ClientRequestToken")
