@@ -33,9 +33,10 @@ from clockless_tools.local import table_definition
 from clockless_tools.requests import count_requests
 from clockless_tools.runtime import LocalLambdaRuntime
 from clockless_tools.schedule import ticks_between
-from clockless_tools.seed import SeedPlan, plan_data, seed
+from clockless_tools.seed import DEMO_TABLES, SeedPlan, plan_data, seed
 from clockless_tools.snapshot import Snapshot, dump_tables, load_tables
 from clockless_tools.template import LocalNames, Schedule, Template
+from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import scan_all
 
 # A night and an hour whose ticks find work: overdue programs, sessions past their grace.
@@ -94,8 +95,9 @@ class Tick:
             self.client.create_table(**definition)
         if self.seeded is None:
             data = plan_data(SEED, business_date=self.time.date(), now=self.time, session_span=timedelta(hours=8))
-            seed(data, programs_table="ProgramsTable", windows_table="WindowsTable", sessions_table="SessionsTable")
-            self.seeded = dump_tables(self.client, ["ProgramsTable", "WindowsTable", "SessionsTable"])
+            programs, windows, sessions = DEMO_TABLES
+            seed(data, programs_table=programs, windows_table=windows, sessions_table=sessions)
+            self.seeded = dump_tables(self.client, DEMO_TABLES)
         else:
             load_tables(self.client, self.seeded)
 
@@ -191,7 +193,7 @@ def _check(tick: Tick, run: Run, *, reference: dict[str, Any], index: int, last:
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
-@pytest.mark.parametrize("job", ["window-generation", "session-cleanup"])
+@pytest.mark.parametrize("job", list(Template.load(PROJECT_ROOT / "template.yaml").jobs))
 def test_every_request_of_a_first_delivery_survives_every_fault(
     job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
 ) -> None:
