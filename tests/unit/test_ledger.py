@@ -28,10 +28,11 @@ def test_the_summary_scope_is_read_as_written(scope: str) -> None:
     assert entry.summary_scope == scope
 
 
-def test_an_entry_written_before_summary_scopes_existed_reads_as_the_whole_tick() -> None:
-    entry = LedgerEntry.from_item(_item(summary={"S": "{}"}))
+@pytest.mark.parametrize(("attempts", "scope"), [("1", SUMMARY_WHOLE_TICK), ("2", SUMMARY_LAST_ATTEMPT)])
+def test_an_entry_written_before_summary_scopes_existed_says_what_its_attempts_imply(attempts: str, scope: str) -> None:
+    entry = LedgerEntry.from_item(_item(summary={"S": "{}"}, attempts={"N": attempts}))
 
-    assert entry.summary_scope == SUMMARY_WHOLE_TICK
+    assert entry.summary_scope == scope
 
 
 def test_an_entry_without_a_summary_has_no_scope() -> None:

@@ -63,8 +63,15 @@ class LedgerEntry:
             duration_ms=None if duration is None else int(duration),
             summary=None if summary is None else json.loads(summary),
             error=text("error"),
-            summary_scope=text("summary_scope") or (None if summary is None else SUMMARY_WHOLE_TICK),
+            summary_scope=text("summary_scope") or _scope_of_older_entry(summary, int(text("attempts") or 0)),
         )
+
+
+def _scope_of_older_entry(summary: str | None, attempts: int) -> str | None:
+    """Entries written before the scope was stored: the summary was the last attempt's all along."""
+    if summary is None:
+        return None
+    return SUMMARY_WHOLE_TICK if attempts <= 1 else SUMMARY_LAST_ATTEMPT
 
 
 def iso_now() -> str:
