@@ -3,6 +3,12 @@
 EventBridge Scheduler keeps no run history, so this is the history: status (started, succeeded,
 failed), attempts, trigger, timings and the job's summary. `clockless status` and
 `clockless backfill` read it to find ticks that never succeeded.
+
+The kit writes it only inside its claim, completion and release transactions
+(`clockless.persistence`), so it moves in step with the idempotency record. `attempts` counts the
+deliveries whose claim took effect (a resent request never counts twice, a duplicate never
+counts); `summary_scope` says whether the summary is the whole tick's or the last attempt's
+share. docs/tick-contract.md has the whole contract.
 """
 
 from __future__ import annotations
