@@ -36,15 +36,6 @@ def _context(request_id: str | None = None) -> LocalLambdaContext:
 
 
 @pytest.fixture
-def kit_env(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable")
-    monkeypatch.setenv("IDEMPOTENCY_EXPIRY_SECONDS", "3600")
-    monkeypatch.setenv("LEDGER_TABLE_NAME", "LedgerTable")
-    monkeypatch.setenv("LEDGER_RETENTION_DAYS", "30")
-    return tables
-
-
-@pytest.fixture
 def faults() -> Iterator[FaultInjector]:
     injector = FaultInjector()
     with injector.installed():
