@@ -27,15 +27,16 @@ from typing import Any, Final
 import pytest
 import time_machine
 
-from clockless_tools.events import Attempt, render_input, schedule_arn
-from clockless_tools.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
-from clockless_tools.local import table_definition
-from clockless_tools.requests import count_requests
-from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.schedule import ticks_between
-from clockless_tools.seed import DEMO_TABLES, SeedPlan, plan_data, seed
-from clockless_tools.snapshot import Snapshot, dump_tables, load_tables
-from clockless_tools.template import LocalNames, Schedule, Template
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.dynamodb import table_definition
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.seed import DEMO_TABLES, SeedPlan, plan_data, seed
+from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
+from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
+from clockless_tools.template.events import Attempt, render_input, schedule_arn
+from clockless_tools.template.expressions import ticks_between
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Schedule, Template
 from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import scan_all
 

@@ -13,7 +13,7 @@ from pynamodb.connection import Connection
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from clockless_tools.faults import FaultInjector, FaultKind
+from clockless_tools.simulate.faults import FaultInjector, FaultKind
 from tests.integration.conftest import scan_all
 
 TABLE = "WindowsTable"  # any table of the template: (program_key, start_date)

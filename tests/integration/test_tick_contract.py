@@ -16,8 +16,8 @@ import pytest
 import time_machine
 
 from clockless import JobRun, ScheduledJob, Tick, Trigger
-from clockless_tools.faults import FaultInjector, FaultKind, RequestRecord
-from clockless_tools.runtime import LocalLambdaContext
+from clockless_tools.local.runtime import LocalLambdaContext
+from clockless_tools.simulate.faults import FaultInjector, FaultKind, RequestRecord
 from tests.integration.conftest import scan_all
 
 TICK_TIME = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
