@@ -13,13 +13,17 @@ minute after the attempt's timeout). Asserted per index:
 - the ledger says succeeded, with `attempts` the number of deliveries that claimed the tick,
   and a summary scope that says whether earlier attempts may have done part of the work;
 - a later redelivery is a duplicate and costs one request.
+
+The same holds when the fault hits Lambda's retry of a failed first attempt instead, at the kit's
+requests that only a retry makes or that end it (its two claim transactions, its completion).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
@@ -61,8 +65,8 @@ class Outcome:
 @dataclass
 class Run:
     attempts: list[Outcome] = field(default_factory=list)
-    # the requests of the first attempt
-    requests: list[RequestRecord] = field(default_factory=list)
+    # the requests of each attempt
+    requests: list[list[RequestRecord]] = field(default_factory=list)
 
     @property
     def succeeded(self) -> bool:
@@ -102,14 +106,14 @@ class Tick:
         else:
             load_tables(self.client, self.seeded)
 
-    def deliver(self, clock: time_machine.Traveller, faults: FaultInjector, arm: Callable[[], None]) -> Run:
+    def deliver(self, clock: time_machine.Traveller, faults: FaultInjector, arms: Sequence[Callable[[], None]]) -> Run:
         """The event handed to the function, and Lambda's retries of it: same event, same request
-        id, after 1 then 2 minutes, or 1 minute after the attempt's timeout."""
+        id, after 1 then 2 minutes, or 1 minute after the attempt's timeout. `arms[n]` arms the
+        faults of attempt n (every attempt is watched)."""
         run = Run()
         request_id = str(uuid.uuid4())
         for attempt in range(1 + self.max_retries):
-            if attempt == 0:
-                arm()
+            (arms[attempt] if attempt < len(arms) else faults.watch)()
             context = self.runtime.context(self.schedule.function_id)
             context.aws_request_id = request_id
             started = datetime.now(UTC)
@@ -123,8 +127,7 @@ class Tick:
             except Exception:
                 run.attempts.append(Outcome("raised", started))
             finally:
-                if attempt == 0:
-                    run.requests = faults.requests()
+                run.requests.append(faults.requests())
                 faults.disarm()
             if attempt < self.max_retries:
                 clock.shift(LAMBDA_RETRY_DELAYS[min(attempt, len(LAMBDA_RETRY_DELAYS) - 1)])
@@ -155,46 +158,98 @@ def lambda_service(runtime: LocalLambdaRuntime, tables: Any) -> Iterator[tuple[L
         yield runtime, tables, injector
 
 
-def _expected_attempts(index: int, last: int, kind: FaultKind) -> tuple[bool, bool]:
-    """(the first delivery's claim took effect, the first delivery completed the tick), as the
-    fault model says: request 1 is the claim, the last one the completion."""
-    claimed = not (index == 1 and kind in (FaultKind.REFUSED, FaultKind.THROTTLED))
-    # A lost answer is recovered by the resend; an applied completion is the tick done, whatever
-    # its sender heard afterwards.
-    completed = kind is FaultKind.LOST_RESPONSE or (
+def _applied(kind: FaultKind) -> bool:
+    """Whether a request that met this fault took effect in DynamoDB (if it could)."""
+    return kind not in (FaultKind.REFUSED, FaultKind.THROTTLED)
+
+
+def _completed(index: int, last: int, kind: FaultKind) -> bool:
+    """Whether the attempt that met the fault at request `index` completed the tick: a lost answer
+    is recovered by the resend; an applied completion is the tick done, whatever its sender heard."""
+    return kind is FaultKind.LOST_RESPONSE or (
         index == last and kind in (FaultKind.LOST_THEN_THROTTLED, FaultKind.DIES_AFTER)
     )
-    return claimed, completed
 
 
-def _check(tick: Tick, run: Run, *, reference: dict[str, Any], index: int, last: int, kind: FaultKind) -> list[str]:
+@dataclass(frozen=True)
+class Expected:
+    """What the ledger must say: deliveries that claimed the tick, and the summary's scope."""
+
+    attempts: int
+    scope: str
+
+
+@dataclass(frozen=True)
+class Aim:
+    """Where the fault under test goes: the attempt (0 = the first) and its request (1 = the first)."""
+
+    attempt: int
+    request: int
+    kind: FaultKind
+
+
+def _check(tick: Tick, run: Run, reference: Reference, aim: Aim, expected: Expected) -> list[str]:
     problems = []
-    if len(run.requests) < index or run.requests[index - 1].fault is not kind:
-        problems.append(f"the fault did not fire at request {index}: {run.requests}")
+    hit = run.requests[aim.attempt] if aim.attempt < len(run.requests) else []
+    if len(hit) < aim.request or hit[aim.request - 1].fault is not aim.kind:
+        problems.append(f"the {aim.kind} fault did not fire at request {aim.request}: {hit}")
     if not run.succeeded:
         problems.append(f"no delivery succeeded: {[a.ended for a in run.attempts]}")
     if any(a.ended == "duplicate_in_progress" for a in run.attempts):
         problems.append(f"a delivery returned 'in progress' with nothing else live: {[a.ended for a in run.attempts]}")
     tables = tick.domain_tables()
-    for table, items in reference.items():
+    for table, items in reference.tables.items():
         if tables[table] != items:
             problems.append(f"{table} differs from one clean delivery: {len(tables[table])} vs {len(items)} items")
     entry = tick.ledger_entry()
-    claimed, completed = _expected_attempts(index, last, kind)
-    attempts = int(claimed) + int(not completed)
     status = entry.get("status", {}).get("S")
     if status != "succeeded":
         problems.append(f"ledger status {status!r}, not 'succeeded'")
-    if entry.get("attempts", {}).get("N") != str(attempts):
-        problems.append(f"ledger attempts {entry.get('attempts')}, expected {attempts}")
-    scope = LAST_ATTEMPT if claimed and not completed else WHOLE_TICK
-    if entry.get("summary_scope", {}).get("S") != scope:
-        problems.append(f"ledger summary scope {entry.get('summary_scope')}, expected {scope!r}")
+    if entry.get("attempts", {}).get("N") != str(expected.attempts):
+        problems.append(f"ledger attempts {entry.get('attempts')}, expected {expected.attempts}")
+    if entry.get("summary_scope", {}).get("S") != expected.scope:
+        problems.append(f"ledger summary scope {entry.get('summary_scope')}, expected {expected.scope!r}")
+    with count_requests() as redelivery:
+        again = tick.runtime.handler(tick.schedule.function_id)(
+            dict(tick.event), tick.runtime.context(tick.schedule.function_id)
+        )
+    if again["outcome"] != "duplicate" or redelivery.total != 1:
+        problems.append(f"a later redelivery: {again['outcome']}, {dict(redelivery.operations)}")
     return problems
 
 
+@dataclass(frozen=True)
+class Reference:
+    """One clean delivery: its domain tables, and the requests it made (where faults are aimed)."""
+
+    tables: dict[str, list[dict[str, Any]]]
+    requests: list[RequestRecord]
+
+
+# Per job: the seed and the code are the same for every test of the module, so is the reference.
+_references: dict[str, Reference] = {}
+
+
+def _reference(tick: Tick, clock: time_machine.Traveller, faults: FaultInjector, template: Template) -> Reference:
+    if tick.schedule_job not in _references:
+        tick.reset()
+        clean = tick.deliver(clock, faults, [faults.watch])
+        assert [a.ended for a in clean.attempts] == ["executed"]
+        requests = clean.requests[0]
+        # The first request is the claim, the last the completion; the job's own lie between.
+        (idempotency,) = template.tables_of_kind("idempotency")
+        assert idempotency in requests[0].tables
+        assert idempotency in requests[-1].tables
+        assert any(table not in _bookkeeping_names(template) for r in requests for table in r.tables)
+        _references[tick.schedule_job] = Reference(tick.domain_tables(), requests)
+    return _references[tick.schedule_job]
+
+
+JOBS = list(Template.load(PROJECT_ROOT / "template.yaml").jobs)
+
+
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
-@pytest.mark.parametrize("job", list(Template.load(PROJECT_ROOT / "template.yaml").jobs))
+@pytest.mark.parametrize("job", JOBS)
 def test_every_request_of_a_first_delivery_survives_every_fault(
     job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
 ) -> None:
@@ -205,34 +260,66 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
         runtime.function_environment(schedule.function_id),
         time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
     ):
-        # The reference: one clean delivery, and the requests it makes.
-        tick.reset()
-        clean = tick.deliver(clock, faults, faults.watch)
-        reference, requests = tick.domain_tables(), clean.requests
-        assert [a.ended for a in clean.attempts] == ["executed"]
-        last = len(requests)
-        # The first request is the claim, the last the completion; the job's own lie between.
-        (idempotency,) = template.tables_of_kind("idempotency")
-        assert idempotency in requests[0].tables
-        assert idempotency in requests[-1].tables
-        assert any(table not in _bookkeeping_names(template) for r in requests for table in r.tables)
-
+        reference = _reference(tick, clock, faults, template)
+        last = len(reference.requests)
         failures: dict[int, list[str]] = {}
         for index in range(1, last + 1):
             tick.reset()
             clock.move_to(tick.time + timedelta(seconds=20))
-            run = tick.deliver(
-                clock,
-                faults,
-                lambda index=index: faults.arm(index, kind, count_spared=True),  # type: ignore[misc]
+            arm = functools.partial(faults.arm, index, kind, count_spared=True)
+            run = tick.deliver(clock, faults, [arm])
+            claimed = not (index == 1 and not _applied(kind))
+            completed = _completed(index, last, kind)
+            expected = Expected(
+                int(claimed) + int(not completed), LAST_ATTEMPT if claimed and not completed else WHOLE_TICK
             )
-            problems = _check(tick, run, reference=reference, index=index, last=last, kind=kind)
-            with count_requests() as redelivery:
-                again = runtime.handler(schedule.function_id)(dict(tick.event), runtime.context(schedule.function_id))
-            if again["outcome"] != "duplicate" or redelivery.total != 1:
-                problems.append(f"a later redelivery: {again['outcome']}, {dict(redelivery.operations)}")
+            problems = _check(tick, run, reference, Aim(0, index, kind), expected)
             if problems:
-                failures[index] = [f"request {index} ({requests[index - 1].operation}): {p}" for p in problems]
+                operation = reference.requests[index - 1].operation
+                failures[index] = [f"request {index} ({operation}): {p}" for p in problems]
+
+    assert not failures, "\n".join(line for lines in failures.values() for line in lines)
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
+@pytest.mark.parametrize("job", JOBS)
+def test_the_retry_after_a_failed_attempt_survives_every_fault_to_its_bookkeeping(
+    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
+) -> None:
+    """The first attempt fails in the job (after claiming), so Lambda's retry claims a tick that
+    has a ledger entry (two claim transactions) and completes it: each of those requests meets
+    the fault, and Lambda's third attempt follows if the retry fails."""
+    runtime, tables, faults = lambda_service
+    schedule = template.jobs[job]
+    tick = Tick(template, runtime, schedule, tables)
+    with (
+        runtime.function_environment(schedule.function_id),
+        time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
+    ):
+        reference = _reference(tick, clock, faults, template)
+        # The job's first request fails (after the claim): a claimed, failed first attempt.
+        job_fails = functools.partial(faults.arm, 2, FaultKind.ERROR_AFTER, count_spared=True)
+        tick.reset()
+        clock.move_to(tick.time + timedelta(seconds=20))
+        clean_retry = tick.deliver(clock, faults, [job_fails, faults.watch])
+        assert [a.ended for a in clean_retry.attempts] == ["raised", "executed"]
+        retry = clean_retry.requests[1]
+        last = len(retry)
+        failures: dict[int, list[str]] = {}
+        for index in (1, 2, last):  # the claim learning of the first attempt, the claim, the completion
+            tick.reset()
+            clock.move_to(tick.time + timedelta(seconds=20))
+            run = tick.deliver(
+                clock, faults, [job_fails, functools.partial(faults.arm, index, kind, count_spared=True)]
+            )
+            # The first claim transaction is cancelled (the ledger has an entry): only a lost answer
+            # lets the retry go on to claim. The second is the claim itself.
+            claimed = kind is FaultKind.LOST_RESPONSE if index == 1 else (index != 2 or _applied(kind))
+            completed = _completed(index, last, kind)
+            expected = Expected(1 + int(claimed) + int(not completed), LAST_ATTEMPT)
+            problems = _check(tick, run, reference, Aim(1, index, kind), expected)
+            if problems:
+                failures[index] = [f"retry's request {index} ({retry[index - 1].operation}): {p}" for p in problems]
 
     assert not failures, "\n".join(line for lines in failures.values() for line in lines)
 
