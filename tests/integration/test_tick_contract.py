@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import time_machine
 
-from clockless import JobRun, ScheduledJob, Tick, Trigger
+from clockless import JobRun, ScheduledJob, Tick, Trigger, format_scheduled_time
 from clockless_tools.local.runtime import LocalLambdaContext
 from clockless_tools.simulate.faults import FaultInjector, FaultKind, RequestRecord
 from tests.integration.conftest import scan_all
@@ -60,7 +60,7 @@ def handler(kit_env: Any, runs: list[str]) -> Handler:
 
 
 def _ledger_key(scheduled: datetime) -> dict[str, Any]:
-    return {"job": {"S": "kit-test"}, "scheduled_time": {"S": scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")}}
+    return {"job": {"S": "kit-test"}, "scheduled_time": {"S": format_scheduled_time(scheduled)}}
 
 
 def _ledger(tables: Any, scheduled: datetime = TICK_TIME) -> dict[str, Any]:
@@ -93,10 +93,15 @@ def _deliver_with(
 
 
 # ----------------------------------------------------------------------------- finding 1: the claim
-def test_a_claim_whose_answer_was_lost_and_resent_runs_the_tick(handler: Handler, faults: FaultInjector) -> None:
+def test_a_claim_whose_answer_was_lost_and_resent_runs_the_tick(
+    handler: Handler, faults: FaultInjector, runs: list[str], kit_env: Any
+) -> None:
     result = _deliver_with(faults, handler, 1, FaultKind.LOST_RESPONSE)
 
     assert result["outcome"] == "executed"
+    assert runs == ["kit-test@2026-11-29T14:00:00Z"]
+    entry = _ledger(kit_env)
+    assert (entry["status"]["S"], entry["attempts"]["N"]) == ("succeeded", "1")
 
 
 def test_a_rerun_claim_whose_answer_was_lost_and_resent_runs_the_tick(
