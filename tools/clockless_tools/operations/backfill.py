@@ -10,11 +10,15 @@ from enum import StrEnum
 from typing import Any
 
 from clockless import Trigger, format_scheduled_time
+from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
 from clockless_tools.template.expressions import ticks_between
+from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 
+# Where the functions' logs and metrics go while backfilling on the local runtime (`--verbose`: stderr).
+BACKFILL_LOG = PROJECT_ROOT / ".clockless" / "backfill-function-output.log"
 DEFAULT_MAX_BACKFILL_TICKS = 200
 DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
 
@@ -33,6 +37,15 @@ class BackfillResult:
     planned: list[datetime]
     outcomes: dict[str, str] = field(default_factory=dict)  # scheduled time -> outcome
     dry_run: bool = False
+    # Older missing ticks `latest` records as skipped once the newest is replayed: time -> outcome.
+    superseded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def verb(self) -> str:
+        """What was (or, dry, would be) done to each planned tick."""
+        if self.policy is BackfillPolicy.SKIP:
+            return "would skip" if self.dry_run else "recorded as skipped"
+        return "would replay" if self.dry_run else "replayed"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +55,7 @@ class BackfillResult:
             "missing": [format_scheduled_time(t) for t in self.missing],
             "planned": [format_scheduled_time(t) for t in self.planned],
             "outcomes": self.outcomes,
+            "superseded": self.superseded,
         }
 
 
@@ -57,9 +71,14 @@ def backfill(
     force: bool = False,
     max_ticks: int = DEFAULT_MAX_BACKFILL_TICKS,
     max_range: timedelta = DEFAULT_MAX_BACKFILL_RANGE,
+    on_plan: Callable[[list[datetime]], None] = lambda _planned: None,
     on_tick: Callable[[datetime, str], None] = lambda _t, _o: None,
 ) -> BackfillResult:
-    """Replay each tick in [start, end) that never succeeded, through the job's own function."""
+    """Replay each tick in [start, end) that never succeeded, through the job's own function.
+
+    `latest` replays the newest missing tick and, once it has run, records the older ones as
+    skipped (superseded by it), so the next backfill of the range finds nothing to do.
+    """
     require_job(template, job)
     if end <= start:
         raise OperationError(
@@ -68,13 +87,16 @@ def backfill(
     expected = ticks_between(template.jobs[job].expression, start, end)
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
-            f"refusing to backfill {len(expected)} ticks over {end - start} (limits: {max_ticks} ticks, "
-            f"{max_range}); narrow the range or pass --force"
+            f"refusing to backfill {len(expected)} ticks over {format_span(end - start)} (limits: {max_ticks} "
+            f"ticks, {format_span(max_range)}); narrow the range or pass --force"
         )
     missing = missing_ticks(template, target.ledger(), job, start, end)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
     result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
+    older = missing[:-1] if policy is BackfillPolicy.LATEST else []
+    on_plan(planned)
     if dry_run:
+        result.superseded = {format_scheduled_time(t): "would skip (superseded by the newest)" for t in older}
         return result
     for scheduled_time in planned:
         key = format_scheduled_time(scheduled_time)
@@ -86,4 +108,13 @@ def backfill(
             outcome = str(response.get("outcome"))
         result.outcomes[key] = outcome
         on_tick(scheduled_time, outcome)
+    if planned and result.outcomes.get(format_scheduled_time(planned[-1])) in ("executed", "duplicate"):
+        newest = format_scheduled_time(planned[-1])
+        for scheduled_time in older:
+            recorded = target.ledger().record_skipped(
+                job, scheduled_time, reason=f"superseded by {newest} (clockless backfill --policy latest)"
+            )
+            result.superseded[format_scheduled_time(scheduled_time)] = (
+                "skipped (superseded by the newest)" if recorded else "already recorded"
+            )
     return result
