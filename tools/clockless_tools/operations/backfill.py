@@ -11,9 +11,8 @@ from typing import Any
 
 from clockless import Trigger, format_scheduled_time
 from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import missing_ticks
+from clockless_tools.operations.status import expected_ticks, missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
-from clockless_tools.template.expressions import ticks_between
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 
@@ -84,13 +83,14 @@ def backfill(
         raise OperationError(
             f"--to ({format_scheduled_time(end)}) must be after --from ({format_scheduled_time(start)})"
         )
-    expected = ticks_between(template.jobs[job].expression, start, end)
+    spec = target.schedule_spec(job)
+    expected = expected_ticks(spec, start, end)
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
             f"refusing to backfill {len(expected)} ticks over {format_span(end - start)} (limits: {max_ticks} "
             f"ticks, {format_span(max_range)}); narrow the range or pass --force"
         )
-    missing = missing_ticks(template, target.ledger(), job, start, end)
+    missing = missing_ticks(spec, target.ledger(), job, start, end)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
     result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
     older = missing[:-1] if policy is BackfillPolicy.LATEST else []
