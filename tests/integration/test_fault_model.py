@@ -38,7 +38,6 @@ from clockless_tools.local.seed import DEMO_TABLES, SeedPlan, plan_data, seed
 from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
 from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
 from clockless_tools.template.events import Attempt, render_input, schedule_arn
-from clockless_tools.template.expressions import ticks_between
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Schedule, Template
 from tests.conftest import PROJECT_ROOT
@@ -81,7 +80,7 @@ class Tick:
         self.runtime = runtime
         self.schedule = schedule
         self.client = client
-        self.time = ticks_between(schedule.expression, FROM, FROM + timedelta(days=1))[0]
+        self.time = schedule.spec(template).ticks_between(FROM, FROM + timedelta(days=1))[0]
         self.event = render_input(
             schedule, Attempt(self.time, schedule_arn(schedule), 1, str(uuid.uuid5(uuid.NAMESPACE_URL, "fault")))
         )
