@@ -32,7 +32,7 @@ export PYTHONTZPATH :=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench clean sam status backfill run-now
+        build deploy bench docs clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -114,7 +114,7 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<LogicalId> EVENT=<event file>" >&2; exit 2; }
 	$(CLOCKLESS) invoke "$(FN)" -e "$(EVENT)"
 
-local-up: $(STAMP) ## Start the persistent embedded DynamoDB with the template's tables
+local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables
 	$(CLOCKLESS) local up
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
@@ -149,6 +149,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
+
+docs: $(STAMP) ## Rewrite the generated tables in README.md and docs/ (rules, bench figures); make test checks them
+	$(CLOCKLESS) docs
 
 clean: ## Remove the venvs, build output and local state
 	rm -rf $(VENV) $(SAM_VENV) $(UV_BOOT) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp
