@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.logging import correlation_paths
 
+from clockless.tick import utc_now
 from job_trigger.logic import (
     SECRET_HEADER,
     TickRequest,
@@ -67,8 +66,7 @@ def post_tick(job: str) -> Response[str]:
         body=event.body,
         body_base64_encoded=bool(event.is_base64_encoded),
         request_id=event.request_context.request_id,
-        # time.time(), not datetime.now(): simulated clocks in tests move both.
-        now=datetime.fromtimestamp(time.time(), UTC),
+        now=utc_now(),
     )
     try:
         response = trigger_tick(
