@@ -15,8 +15,9 @@ from typing import Any, Protocol
 
 import boto3
 
-from clockless import Tick, Trigger, format_scheduled_time
+from clockless import MalformedTickError, Tick, Trigger, format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless.tick import reject_future, utc_now
 from clockless_tools.local import dynamodb_client
 from clockless_tools.runtime import LocalLambdaRuntime
 from clockless_tools.schedule import next_ticks, ticks_between
@@ -195,10 +196,18 @@ def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime
     return {entry.scheduled_time: entry for entry in ledger.entries(job, start, end)}
 
 
-def missing_ticks(template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime) -> list[datetime]:
-    """Ticks the schedule expected in [start, end) that the ledger does not show as succeeded or skipped."""
-    expected = ticks_between(template.jobs[job].expression, start, end)
+def missing_ticks(
+    template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime, *, now: datetime
+) -> list[datetime]:
+    """Ticks the schedule expected in [start, end), up to `now`, that the ledger does not show as
+    succeeded or skipped. A tick after `now` has not happened: it is never missing."""
+    expected = due_ticks(template, job, start, end, now=now)
     return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
+
+
+def due_ticks(template: Template, job: str, start: datetime, end: datetime, *, now: datetime) -> list[datetime]:
+    """The schedule's ticks in [start, end) that are due at `now`."""
+    return [t for t in ticks_between(template.jobs[job].expression, start, end) if t <= now]
 
 
 def _not_accounted_for(expected: list[datetime], entries: dict[datetime, LedgerEntry]) -> list[datetime]:
@@ -258,6 +267,8 @@ class BackfillResult:
     planned: list[datetime]
     outcomes: dict[str, str] = field(default_factory=dict)  # scheduled time -> outcome
     dry_run: bool = False
+    # Ticks of [start, end) after now: not missing, never replayed; the schedule will deliver them.
+    not_yet_due: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -267,6 +278,7 @@ class BackfillResult:
             "missing": [format_scheduled_time(t) for t in self.missing],
             "planned": [format_scheduled_time(t) for t in self.planned],
             "outcomes": self.outcomes,
+            "not_yet_due": self.not_yet_due,
         }
 
 
@@ -283,22 +295,26 @@ def backfill(
     max_ticks: int = DEFAULT_MAX_BACKFILL_TICKS,
     max_range: timedelta = DEFAULT_MAX_BACKFILL_RANGE,
     on_tick: Callable[[datetime, str], None] = lambda _t, _o: None,
+    now: datetime | None = None,
 ) -> BackfillResult:
-    """Replay each tick in [start, end) that never succeeded, through the job's own function."""
+    """Replay each tick in [start, end) that never succeeded, through the job's own function.
+    Ticks after `now` (default: this machine's clock) are left out: they have not happened."""
     _require_job(template, job)
     if end <= start:
         raise OperationError(
             f"--to ({format_scheduled_time(end)}) must be after --from ({format_scheduled_time(start)})"
         )
-    expected = ticks_between(template.jobs[job].expression, start, end)
+    now = utc_now() if now is None else now
+    expected = due_ticks(template, job, start, end, now=now)
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
             f"refusing to backfill {len(expected)} ticks over {end - start} (limits: {max_ticks} ticks, "
             f"{max_range}); narrow the range or pass --force"
         )
-    missing = missing_ticks(template, target.ledger(), job, start, end)
+    missing = missing_ticks(template, target.ledger(), job, start, end, now=now)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
     result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
+    result.not_yet_due = len(ticks_between(template.jobs[job].expression, start, end)) - len(expected)
     if dry_run:
         return result
     for scheduled_time in planned:
@@ -314,8 +330,16 @@ def backfill(
     return result
 
 
-def run_now(target: JobTarget, template: Template, job: str, *, at: datetime | None = None) -> dict[str, Any]:
-    """A manual tick with the scheduler's payload contract: at `at`, or now truncated to the minute."""
+def run_now(
+    target: JobTarget, template: Template, job: str, *, at: datetime | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """A manual tick with the scheduler's payload contract: at `at`, or now truncated to the minute.
+    A tick from the future is refused before anything is invoked, as the kit would refuse it."""
     _require_job(template, job)
-    scheduled_time = (at or datetime.now(UTC)).astimezone(UTC).replace(second=0, microsecond=0)
+    now = utc_now() if now is None else now
+    scheduled_time = (at or now).astimezone(UTC).replace(second=0, microsecond=0)
+    try:
+        reject_future(scheduled_time, now=now, field="--at")
+    except MalformedTickError as error:
+        raise OperationError(f"--at {error.problem}") from None
     return target.invoke(job, tick_event(target, job, scheduled_time, Trigger.MANUAL))

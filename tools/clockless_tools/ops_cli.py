@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -39,7 +40,8 @@ EndpointOption = Annotated[
 
 
 def _fail(message: str) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
+    # One line however long (no wrapping), and the message printed as written (no markup).
+    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -148,6 +150,8 @@ def backfill_command(
         "would replay" if dry_run else {"skip": "recorded as skipped", "all": "replayed", "latest": "replayed"}[policy]
     )
     stdout.print(f"{job}: {len(result.missing)} missing tick(s) in [{from_}, {to}) on {target.description}")
+    if result.not_yet_due:
+        stdout.print(f"{result.not_yet_due} tick(s) of the range are after now: not due yet, left to the schedule")
     if not result.planned:
         stdout.print("nothing to do")
     for scheduled_time in result.planned:
