@@ -239,6 +239,24 @@ def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:
     assert raised.value.field == "<body>"
 
 
+def test_an_unknown_field_of_any_length_is_named_by_a_prefix() -> None:
+    body = json.dumps({"k" * 3000: 1})
+
+    with pytest.raises(BadTickRequest) as raised:
+        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+
+    assert raised.value.field.startswith("kkkk")
+    assert len(json.dumps(raised.value.body())) < 400
+
+
+@pytest.mark.parametrize("body", ["[" * 2000 + "]" * 2000, '{"scheduled_time": ' + "[" * 2000 + "]" * 2000 + "}"])
+def test_a_deeply_nested_body_is_a_400_not_a_crash(body: str) -> None:
+    with pytest.raises(BadTickRequest) as raised:
+        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+
+    assert raised.value.field in ("<body>", "scheduled_time")
+
+
 # ---------------------------------------------------------------------------------------------- a press
 def test_a_fresh_tick_is_handed_to_its_jobs_function_with_the_schedulers_payload() -> None:
     # Given an empty ledger
