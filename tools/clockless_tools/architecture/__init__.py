@@ -13,6 +13,8 @@ from clockless_tools.architecture.alarms import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
+from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
+from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RETAINED_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
@@ -27,6 +29,8 @@ RULES: tuple[Rule, ...] = (
     SCHEDULE_DELIVERY_RULE,
     TICK_IDENTITY_RULE,
     DEDUPE_OUTLIVES_RETRIES_RULE,
+    LEDGER_OUTLIVES_DEDUPE_RULE,
+    LEDGER_QUEUES_RETAINED_RULE,
     NO_CLOCK_IN_APP_RULE,
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
