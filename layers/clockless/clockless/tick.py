@@ -35,6 +35,15 @@ FUTURE_TICK_ALLOWANCE: Final = timedelta(seconds=5)
 ECHO_LENGTH: Final = 64
 
 _DIGITS: Final = re.compile(r"[0-9]+")
+# bool before int: True is an int to isinstance.
+_JSON_KINDS: Final[tuple[tuple[Any, str], ...]] = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a non-integer number"),
+    (Mapping, "an object"),
+    (list | tuple, "an array"),
+)
 
 
 class MalformedTickError(ValueError):
@@ -71,9 +80,7 @@ def describe(value: Any) -> str:
         return repr(echo(value))
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**ECHO_LENGTH:
         return f"the integer {value}"
-    kinds = ((type(None), "null"), (bool, "a boolean"), (int, "an integer"), (float, "a non-integer number"))
-    kinds += ((Mapping, "an object"), (list | tuple, "an array"))
-    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
+    return next((name for kind, name in _JSON_KINDS if isinstance(value, kind)), type(value).__name__)
 
 
 def format_scheduled_time(moment: datetime) -> str:
