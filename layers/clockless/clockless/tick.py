@@ -65,7 +65,8 @@ class Trigger(enum.StrEnum):
 
 
 def utc_now() -> datetime:
-    """This process's clock. time.time(), not datetime.now(): simulated clocks move both alike."""
+    """This process's clock, in UTC. Reading the time is not scheduling (no-clock-in-app allows
+    it), and time-machine, the simulator's clock, moves `time.time()`."""
     return datetime.fromtimestamp(time.time(), UTC)
 
 
