@@ -21,6 +21,7 @@ from clockless_tools.architecture.project import Project, ProjectError, Rule, Vi
 from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
+from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.template import TemplateError
 
@@ -28,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     SCHEDULED_BY_KIT_RULE,
     SCHEDULE_DELIVERY_RULE,
     TICK_IDENTITY_RULE,
+    TICKS_ON_THE_MINUTE_RULE,
     DEDUPE_OUTLIVES_RETRIES_RULE,
     LEDGER_OUTLIVES_DEDUPE_RULE,
     LEDGER_QUEUES_RETAINED_RULE,
