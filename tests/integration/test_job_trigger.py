@@ -34,6 +34,7 @@ SAMPLE_STATUS = {
     "not-json.json": 400,
     "bad-time.json": 400,
     "stale-time.json": 400,
+    "future-time.json": 400,
     "unknown-field.json": 400,
 }
 
