@@ -234,9 +234,10 @@ def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:
 
     assert request_body(encoded, base64_encoded=True) == '{"scheduled_time": "2026-11-29T14:00:00Z"}'
     assert request_body("{}", base64_encoded=False) == "{}"
-    with pytest.raises(BadTickRequest) as raised:
-        request_body("not base64!", base64_encoded=True)
-    assert raised.value.field == "<body>"
+    for broken in ("not base64!", "\u00e9t\u00e9", base64.b64encode(b"\xff\xfe").decode()):
+        with pytest.raises(BadTickRequest) as raised:
+            request_body(broken, base64_encoded=True)
+        assert raised.value.field == "<body>"
 
 
 def test_an_unknown_field_of_any_length_is_named_by_a_prefix() -> None:
