@@ -313,8 +313,10 @@ def backfill(
         )
     missing = missing_ticks(template, target.ledger(), job, start, end, now=now)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
-    result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
-    result.not_yet_due = len(ticks_between(template.jobs[job].expression, start, end)) - len(expected)
+    not_yet_due = len(ticks_between(template.jobs[job].expression, start, end)) - len(expected)
+    result = BackfillResult(
+        job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run, not_yet_due=not_yet_due
+    )
     if dry_run:
         return result
     for scheduled_time in planned:
