@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from clockless import MalformedTickError, format_scheduled_time
 from clockless_tools.cli import app
+from clockless_tools.requests import count_requests
 from clockless_tools.runtime import LocalLambdaRuntime
 from clockless_tools.template import Template
 from session_cleanup.logic import SessionRef
@@ -56,11 +57,16 @@ def test_a_scheduled_delivery_from_the_future_claims_nothing_and_deletes_nothing
     event = load_event("session_cleanup/tick.json") | {"scheduled_time": format_scheduled_time(future)}
 
     # When the function receives that tick now
-    with time_machine.travel(NOW, tick=False), pytest.raises(MalformedTickError) as raised:
+    with (
+        time_machine.travel(NOW, tick=False),
+        count_requests() as requests,
+        pytest.raises(MalformedTickError) as raised,
+    ):
         runtime.invoke(FUNCTION, event)
 
-    # Then it is malformed, naming the field, and nothing was claimed, recorded or deleted
+    # Then it is malformed, naming the field, before a single request: nothing claimed, recorded or deleted
     assert raised.value.field == "scheduled_time"
+    assert requests.total == 0
     _nothing_written(tables)
 
 
@@ -137,11 +143,16 @@ def test_a_tick_outside_its_bounds_is_malformed_and_writes_nothing(
     _seed_sessions_past_their_grace_by(NOW)
     event = load_event("session_cleanup/tick.json") | change
 
-    with time_machine.travel(NOW, tick=False), pytest.raises(MalformedTickError) as raised:
+    with (
+        time_machine.travel(NOW, tick=False),
+        count_requests() as requests,
+        pytest.raises(MalformedTickError) as raised,
+    ):
         runtime.invoke(FUNCTION, event)
 
     assert raised.value.field == field
     assert len(str(raised.value)) < 400
+    assert requests.total == 0
     _nothing_written(tables)
 
 
