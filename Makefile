@@ -20,7 +20,7 @@ export SAM_CLI_TELEMETRY := 0
 # `sam build` needs python3.13 on PATH; the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup test unit integration arch lint typecheck cfn-lint run simulate events invoke local-up local-down \
+.PHONY: help setup test unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
         build deploy bench clean
 
 help: ## List the targets
@@ -55,19 +55,16 @@ lint: $(STAMP) cfn-lint typecheck ## ruff, mypy, cfn-lint (with the serverless r
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy (strict) over the code and the tests
 	$(VENV)/bin/mypy
 
-cfn-lint: $(STAMP)
+cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
 
-run: $(STAMP) ## Simulate the last 48 h of every schedule on an embedded DynamoDB; effects checked
-	$(CLOCKLESS) simulate
-
 FROM ?=
 TO   ?=
-simulate: $(STAMP) ## Simulate a range: make simulate FROM=2026-11-27T00:00:00Z TO=2026-11-29T00:00:00Z
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC); effects checked
 	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
@@ -82,7 +79,7 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 local-up: $(STAMP) ## Start the persistent embedded DynamoDB with the template's tables
 	$(CLOCKLESS) local up
 
-local-down: $(STAMP) ## Stop it
+local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down
 
 build: $(SAM_STAMP) ## sam validate --lint and sam build

@@ -9,8 +9,9 @@ from pathlib import Path
 from clockless_tools.architecture import RULES, Project, Violation, check
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# What the rules read: the template, the deployed code, the sample events and the import contracts.
-COPIED = ("template.yaml", "pyproject.toml", "functions", "layers", "events")
+# What the rules read: the template, the deployed code, the sample events, the import contracts
+# and the tools they also cover.
+COPIED = ("template.yaml", "pyproject.toml", "functions", "layers", "events", "tools")
 
 
 @dataclass(frozen=True)

@@ -6,20 +6,19 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from clockless_tools.cli import app
+from clockless_tools.cli.app import app
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
 
 TEMPLATE = "template.yaml"
 CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
 
 
-def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(tmp_path: Path) -> None:
+def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(planted: PlantedCopy) -> None:
     # Given a copy whose cleanup handler is not a job
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(CLEANUP_HANDLER, "@job.handler\n", "")
+    planted.replace(CLEANUP_HANDLER, "@job.handler\n", "")
 
     # When `clockless arch` checks it
-    result = CliRunner().invoke(app, ["arch", "--template", str(copy.root / TEMPLATE)])
+    result = CliRunner().invoke(app, ["arch", "--template", str(planted.root / TEMPLATE)])
 
     # Then it fails naming the rule, the file, the resource and the fix
     assert result.exit_code == 1, result.output

@@ -73,13 +73,13 @@ def unpinned_dependencies(requirements: Path, runtime_provided: frozenset[str]) 
 
 
 def test_the_layer_pins_its_whole_closure_except_the_runtime_sdk() -> None:
-    from clockless_tools.bench_build import RUNTIME_PROVIDED
+    from clockless_tools.bench.cold_start import RUNTIME_PROVIDED
 
     assert unpinned_dependencies(PROJECT_ROOT / "layers/clockless/requirements.txt", RUNTIME_PROVIDED) == []
 
 
 def test_a_dependency_left_out_of_the_layer_is_reported(tmp_path: Path) -> None:
-    from clockless_tools.bench_build import RUNTIME_PROVIDED
+    from clockless_tools.bench.cold_start import RUNTIME_PROVIDED
 
     planted = tmp_path / "requirements.txt"
     planted.write_text("aws-lambda-powertools==3.37.0\npynamodb==6.1.0\n", encoding="utf-8")

@@ -3,8 +3,6 @@ as long as any function's idempotency record lives, whatever retention a deploy 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -29,42 +27,39 @@ RETENTION = "  LedgerRetentionDays:\n"
     ids=["shorter-default", "shorter-minimum", "no-minimum"],
 )
 def test_a_retention_a_deploy_can_choose_below_the_longest_expiry_is_caught(
-    tmp_path: Path, old: str, new: str, complaint: str
+    planted: PlantedCopy, old: str, new: str, complaint: str
 ) -> None:
     # Given the ledger's retention parameter with one bound lowered
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, old, new, after=RETENTION)
+    planted.replace(TEMPLATE, old, new, after=RETENTION)
 
     # When the rule checks the copy
-    violations = copy.violations(RULE)
+    violations = planted.violations(RULE)
 
     # Then it names the parameter and the function whose records outlive the ledger
     violation = found(violations, file=TEMPLATE, resource=PARAMETER, containing=complaint)
     assert violation.fix == "make it at least 2"
 
 
-def test_a_longer_expiry_on_one_function_is_caught(tmp_path: Path) -> None:
+def test_a_longer_expiry_on_one_function_is_caught(planted: PlantedCopy) -> None:
     # Given session cleanup's idempotency records made to live 100 days, past the ledger's 90
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, 'IDEMPOTENCY_EXPIRY_SECONDS: "86400"', 'IDEMPOTENCY_EXPIRY_SECONDS: "8640000"')
+    planted.replace(TEMPLATE, 'IDEMPOTENCY_EXPIRY_SECONDS: "86400"', 'IDEMPOTENCY_EXPIRY_SECONDS: "8640000"')
 
-    violations = copy.violations(RULE)
+    violations = planted.violations(RULE)
 
     violation = found(violations, file=TEMPLATE, resource=PARAMETER, containing="Default is 90 day(s)")
     assert "SessionCleanupFunction's IDEMPOTENCY_EXPIRY_SECONDS 8640000 s" in violation.message
     assert violation.fix == "make it at least 100"
 
 
-def test_a_literal_retention_on_one_function_is_checked_too(tmp_path: Path) -> None:
+def test_a_literal_retention_on_one_function_is_checked_too(planted: PlantedCopy) -> None:
     # Given one function that overrides the ledger's retention with a literal of one day
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+    planted.replace(
         TEMPLATE,
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"\n',
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"\n          LEDGER_RETENTION_DAYS: "1"\n',
     )
 
-    violations = copy.violations(RULE)
+    violations = planted.violations(RULE)
 
     found(
         violations,

@@ -4,8 +4,6 @@ comparisons are not."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON, sensitive_name
@@ -17,7 +15,7 @@ KIT_MODULE = "layers/clockless/clockless/auth.py"
 
 
 @pytest.mark.parametrize(
-    ("planted", "line", "complaint"),
+    ("code", "line", "complaint"),
     [
         pytest.param(
             'def matches(presented: str, value: dict[str, str]) -> bool:\n    secret = value["current"]\n'
@@ -99,15 +97,14 @@ KIT_MODULE = "layers/clockless/clockless/auth.py"
     "where", [(TRIGGER_MODULE, "JobTriggerFunction"), (KIT_MODULE, "ClocklessLayer")], ids=["fn", "layer"]
 )
 def test_an_equality_on_a_secret_is_caught(
-    tmp_path: Path, planted: str, line: int, complaint: str, where: tuple[str, str]
+    planted: PlantedCopy, code: str, line: int, complaint: str, where: tuple[str, str]
 ) -> None:
     # Given a module of a function (or of the layer) that compares a secret value directly
     module, owner = where
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write(module, planted)
+    planted.write(module, code)
 
     # When secret-comparison checks the copy
-    violations = copy.violations(SECRET_COMPARISON)
+    violations = planted.violations(SECRET_COMPARISON)
 
     # Then it names the file, the resource that ships it, the line and the constant-time fix
     violation = found(violations, file=module, resource=owner, containing=complaint)
@@ -115,21 +112,20 @@ def test_an_equality_on_a_secret_is_caught(
     assert "hmac.compare_digest" in violation.fix
 
 
-def test_the_triggers_own_check_is_caught_once_it_uses_equality(tmp_path: Path) -> None:
+def test_the_triggers_own_check_is_caught_once_it_uses_equality(planted: PlantedCopy) -> None:
     # Given the trigger's constant-time comparison replaced by ==
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(
+    planted.replace(
         TRIGGER_LOGIC,
         "matches_current = hmac.compare_digest(digest, self.current_digest)",
         "matches_current = digest == self.current_digest",
     )
 
     # When / Then
-    found(copy.violations(SECRET_COMPARISON), file=TRIGGER_LOGIC, resource="JobTriggerFunction", containing="==")
+    found(planted.violations(SECRET_COMPARISON), file=TRIGGER_LOGIC, resource="JobTriggerFunction", containing="==")
 
 
 @pytest.mark.parametrize(
-    "planted",
+    "code",
     [
         pytest.param(
             "import hmac\n\n\ndef allowed(presented_secret: bytes, stored_secret: bytes) -> bool:\n"
@@ -150,13 +146,12 @@ def test_the_triggers_own_check_is_caught_once_it_uses_equality(tmp_path: Path) 
         ),
     ],
 )
-def test_what_is_not_an_equality_on_a_secret_passes(tmp_path: Path, planted: str) -> None:
+def test_what_is_not_an_equality_on_a_secret_passes(planted: PlantedCopy, code: str) -> None:
     # Given a module that handles secrets without comparing their values with ==
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.write(TRIGGER_MODULE, planted)
+    planted.write(TRIGGER_MODULE, code)
 
     # When / Then
-    assert copy.violations(SECRET_COMPARISON) == []
+    assert planted.violations(SECRET_COMPARISON) == []
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,6 @@ seconds would have every tick refused by the kit."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -16,10 +14,9 @@ HOURLY = "SessionCleanupFunction.Events.Hourly"
 CRON = "ScheduleExpression: cron(0 * * * ? *)"
 
 
-def _planted(tmp_path: Path, schedule: str) -> PlantedCopy:
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, CRON, schedule, after=CLEANUP)
-    return copy
+def _plant(planted: PlantedCopy, schedule: str) -> PlantedCopy:
+    planted.replace(TEMPLATE, CRON, schedule, after=CLEANUP)
+    return planted
 
 
 @pytest.mark.parametrize(
@@ -38,12 +35,12 @@ def _planted(tmp_path: Path, schedule: str) -> PlantedCopy:
     ],
     ids=["rate-from-creation", "rate-start-off-minute", "rate-start-not-literal", "at-off-minute"],
 )
-def test_a_schedule_that_ticks_off_the_minute_is_caught(tmp_path: Path, schedule: str, complaint: str) -> None:
+def test_a_schedule_that_ticks_off_the_minute_is_caught(planted: PlantedCopy, schedule: str, complaint: str) -> None:
     # Given the hourly cleanup schedule rewritten so its ticks may carry seconds
-    copy = _planted(tmp_path, schedule)
+    _plant(planted, schedule)
 
     # When the rule checks the copy
-    violations = copy.violations(RULE)
+    violations = planted.violations(RULE)
 
     # Then it names that schedule
     found(violations, file=TEMPLATE, resource=HOURLY, containing=complaint)
@@ -57,5 +54,5 @@ def test_a_schedule_that_ticks_off_the_minute_is_caught(tmp_path: Path, schedule
     ],
     ids=["rate-from-a-whole-minute", "at-a-whole-minute"],
 )
-def test_a_schedule_on_whole_minutes_holds(tmp_path: Path, schedule: str) -> None:
-    assert _planted(tmp_path, schedule).violations(RULE) == []
+def test_a_schedule_on_whole_minutes_holds(planted: PlantedCopy, schedule: str) -> None:
+    assert _plant(planted, schedule).violations(RULE) == []

@@ -3,8 +3,6 @@ scheduled jobs exactly; each drift planted in a copy is caught."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS
@@ -61,14 +59,13 @@ INVOKE_RESOURCES = (
     ],
 )
 def test_a_trigger_that_drifts_from_the_templates_jobs_is_caught(
-    tmp_path: Path, old: str, new: str, complaint: str
+    planted: PlantedCopy, old: str, new: str, complaint: str
 ) -> None:
     # Given the trigger's job map or invoke policy changed in a copy
-    copy = PlantedCopy.of_project(tmp_path)
-    copy.replace(TEMPLATE, old, new, after=TRIGGER)
+    planted.replace(TEMPLATE, old, new, after=TRIGGER)
 
     # When trigger-targets checks it
-    violations = copy.violations(TRIGGER_TARGETS)
+    violations = planted.violations(TRIGGER_TARGETS)
 
     # Then the drift is named on the trigger function
     violation = found(violations, file=TEMPLATE, resource="JobTriggerFunction", containing=complaint)

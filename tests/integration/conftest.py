@@ -3,14 +3,22 @@ created from template.yaml's own definitions."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from clockless_tools.local import EmbeddedDynamoDB, create_tables, delete_tables, dynamodb_client, local_environment
-from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.template import Template
+from clockless_tools.local.dynamodb import (
+    EmbeddedDynamoDB,
+    create_tables,
+    delete_tables,
+    dynamodb_client,
+    local_environment,
+)
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.template.model import Template
+from tests.conftest import load_event
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +63,9 @@ def scan_all(client: Any, table: str) -> list[dict[str, Any]]:
     for page in client.get_paginator("scan").paginate(TableName=table):
         items.extend(page["Items"])
     return items
+
+
+def delivery(sample: str, attempt: int = 1, **overrides: str) -> dict[str, Any]:
+    """A sample tick of events/ delivered again as the scheduler does: this attempt number and a
+    fresh execution id, the tick's identity (job, scheduled time) unchanged unless overridden."""
+    return load_event(sample) | {"attempt": str(attempt), "execution_id": str(uuid.uuid4())} | overrides

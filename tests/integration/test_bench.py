@@ -9,19 +9,14 @@ from typing import Any
 
 import pytest
 
-from clockless_tools import bench
-from clockless_tools.bench import (
-    CLEANUP_JOB,
-    QUICK,
-    WINDOW_JOB,
-    BenchError,
-    BenchResults,
-    Harness,
-    moto_transactions_snapshot_touched_items,
-    run_bench,
-)
-from clockless_tools.bench_cli import figures_markdown
-from clockless_tools.template import Template
+from clockless_tools.bench import harness as bench
+from clockless_tools.bench import workloads
+from clockless_tools.bench.harness import Harness
+from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
+from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
+from clockless_tools.bench.run import run_bench
+from clockless_tools.cli.bench import figures_markdown
+from clockless_tools.template.model import Template
 
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
 
@@ -135,7 +130,7 @@ def test_in_process_seeding_that_drifts_from_the_repositories_is_refused(
 ) -> None:
     # Given an in-process seed that writes sessions unlike the repository does (no empty-index shard)
     harness = Harness(template, dynamodb_endpoint)
-    monkeypatch.setattr(bench, "empty_session_item", lambda session: bench.session_in_use_item(session, 0))
+    monkeypatch.setattr(bench, "empty_session_item", lambda session: workloads.session_in_use_item(session, 0))
 
     # Then the bench refuses to measure anything on such data
     with pytest.raises(BenchError, match="in-process seeding writes different items"):

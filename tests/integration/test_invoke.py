@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from clockless_tools.cli import app
+from clockless_tools.cli.app import app
 from tests.conftest import EVENTS, PROJECT_ROOT
 from tests.integration.conftest import scan_all
 
@@ -22,7 +23,7 @@ def table_contents(client: Any) -> dict[str, list[dict[str, Any]]]:
 
 def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(tables: Any, dynamodb_endpoint: str) -> None:
     # Given the embedded DynamoDB with the template's tables
-    command = [sys.executable, "-m", "clockless_tools.cli", "invoke", "SessionCleanupFunction"]
+    command = [sys.executable, "-m", "clockless_tools.cli.app", "invoke", "SessionCleanupFunction"]
     command += ["-e", str(EVENTS / "session_cleanup" / "tick.json"), "--endpoint", dynamodb_endpoint]
 
     # When the sample tick is invoked twice, in a fresh process each time, as a user would
@@ -63,7 +64,7 @@ def _invalid_json(tmp_path: Path) -> Path:
     return path
 
 
-BAD_INPUTS = {
+BAD_INPUTS: dict[str, tuple[str, Callable[[Path], Path]]] = {
     "unknown-function": ("NoSuchFunction", lambda _tmp: EVENTS / "session_cleanup" / "tick.json"),
     "missing-file": ("SessionCleanupFunction", lambda tmp: tmp / "missing.json"),
     "invalid-json": ("SessionCleanupFunction", _invalid_json),

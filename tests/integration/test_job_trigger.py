@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,9 +17,10 @@ import time_machine
 
 from clockless.ledger import RunLedger
 from clockless.tick import Tick
-from clockless_tools.local_services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
-from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.template import LocalNames, Template, resolve
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.model import Template
 from tests.conftest import EVENTS, load_event
 
 FUNCTION = "JobTriggerFunction"
@@ -348,7 +350,9 @@ def test_no_secret_reaches_the_logs(api: TriggerApi) -> None:
 
     api.store_secret({"current": "rotated-value-2", "previous": LOCAL_SECRET_VALUE})
     stream = io.StringIO()
-    previous_stream = logger.registered_handler.setStream(stream)
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
+    previous_stream = handler.setStream(stream)
 
     # When callers press with the current, the previous and a near-miss value
     try:
@@ -357,7 +361,7 @@ def test_no_secret_reaches_the_logs(api: TriggerApi) -> None:
             api.press(secret=LOCAL_SECRET_VALUE)
             api.press(secret="rotated-value-3")
     finally:
-        logger.registered_handler.setStream(previous_stream)
+        handler.setStream(previous_stream)
     logs = stream.getvalue()
 
     # Then the function logged each answer, and no value of the secret

@@ -11,7 +11,7 @@ import pytest
 import time_machine
 
 from clockless import JobRun, ScheduledJob, Tick, Trigger
-from clockless_tools.runtime import LocalLambdaContext
+from clockless_tools.local.runtime import LocalLambdaContext
 from tests.integration.conftest import scan_all
 
 TICK_TIME = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
@@ -177,7 +177,7 @@ def test_success_and_duplicate_metrics(kit_env: Any, capsys: pytest.CaptureFixtu
 
 
 def test_importing_a_handler_touches_no_aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    from clockless_tools.requests import count_requests
+    from clockless_tools.local.botocore_hooks import count_requests
 
     job = ScheduledJob("lazy")
     with count_requests() as requests:
@@ -191,7 +191,7 @@ def test_importing_a_handler_touches_no_aws(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_last_success_is_read_only_by_a_job_that_asks_for_it(kit_env: Any) -> None:
-    from clockless_tools.requests import count_requests
+    from clockless_tools.local.botocore_hooks import count_requests
 
     asking, not_asking = ScheduledJob("kit-test"), ScheduledJob("kit-test-2")
 

@@ -9,19 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from clockless import Trigger
-from clockless_tools.cli import app
-from clockless_tools.local import create_tables, delete_tables
-from clockless_tools.operations import (
-    BackfillPolicy,
-    LocalTarget,
-    OperationError,
-    backfill,
-    job_status,
-    run_now,
-    tick_event,
-)
-from clockless_tools.requests import count_requests
-from clockless_tools.template import Template
+from clockless_tools.cli.app import app
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.dynamodb import create_tables, delete_tables
+from clockless_tools.operations.backfill import BackfillPolicy, backfill
+from clockless_tools.operations.run_now import run_now
+from clockless_tools.operations.status import job_status
+from clockless_tools.operations.targets import LocalTarget, OperationError, tick_event
+from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore
 from tests.integration.conftest import scan_all

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
 import time_machine
 
-from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from session_cleanup.repository import DynamoSessionStore
-from tests.conftest import load_event
-from tests.integration.conftest import scan_all
+from tests.integration.conftest import delivery, scan_all
 
+TICK_SAMPLE = "session_cleanup/tick.json"
 FN = "SessionCleanupFunction"
-
-
-def _delivery(attempt: int = 1, **overrides: str) -> dict[str, Any]:
-    event = load_event("session_cleanup/tick.json") | {"attempt": str(attempt), "execution_id": str(uuid.uuid4())}
-    return event | overrides
 
 
 def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
@@ -34,7 +28,7 @@ def ready(tables: Any, function_env: Any) -> Any:
 
 
 def test_a_succeeded_tick_is_recorded_with_its_summary(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    result = runtime.call(FN, _delivery())
+    result = runtime.call(FN, delivery(TICK_SAMPLE))
 
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["job"]["S"] == "session-cleanup"
@@ -57,13 +51,13 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
     with monkeypatch.context() as patched:
         patched.setattr(DynamoSessionStore, "find_empty_sessions", broken)
         with pytest.raises(RuntimeError):
-            runtime.call(FN, _delivery(attempt=1))
+            runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
     failed = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert failed["status"]["S"] == "failed"
     assert "injected: table unavailable" in failed["error"]["S"]
     assert "succeeded_job" not in failed
 
-    runtime.call(FN, _delivery(attempt=2))
+    runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
 
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["status"]["S"] == "succeeded"
@@ -73,21 +67,21 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
 
 
 def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    runtime.call(FN, _delivery())
+    runtime.call(FN, delivery(TICK_SAMPLE))
     before = _ledger(ready)
 
-    runtime.call(FN, _delivery(attempt=2))
-    runtime.call(FN, _delivery(attempt=3))
+    runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
+    runtime.call(FN, delivery(TICK_SAMPLE, attempt=3))
 
     assert _ledger(ready) == before
 
 
 def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    first = runtime.call(FN, _delivery())
+    first = runtime.call(FN, delivery(TICK_SAMPLE))
     expiry = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
 
     with time_machine.travel(timedelta(seconds=expiry + 60), tick=True):
-        rerun = runtime.call(FN, _delivery(attempt=2))
+        rerun = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
 
     assert rerun["rerun"] is True
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
@@ -97,10 +91,10 @@ def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(ready: Any, run
 
 
 def test_each_tick_has_its_own_entry_and_sees_the_previous_success(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    runtime.call(FN, _delivery(scheduled_time="2026-11-29T09:00:00Z"))
-    later = runtime.call(FN, _delivery(scheduled_time="2026-11-29T10:00:00Z"))
+    runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T09:00:00Z"))
+    later = runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T10:00:00Z"))
     # a backfilled older tick sees the success before *it*, not the newest one
-    older = runtime.call(FN, _delivery(scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
+    older = runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
 
     assert later["last_success"] == "2026-11-29T09:00:00Z"
     assert older["last_success"] is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,22 +11,15 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
-from clockless_tools.requests import count_requests
-from clockless_tools.runtime import LocalLambdaRuntime
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore
 from tests.conftest import load_event
-from tests.integration.conftest import scan_all
+from tests.integration.conftest import delivery, scan_all
 
+TICK_SAMPLE = "session_cleanup/tick.json"
 FN = "SessionCleanupFunction"
 TICK = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)  # events/session_cleanup/tick.json; grace is 120 min
-
-
-def _delivery(attempt: int = 1) -> dict[str, Any]:
-    event = load_event("session_cleanup/tick.json")
-    event["attempt"] = str(attempt)
-    event["execution_id"] = str(uuid.uuid4())
-    return event
 
 
 def _session_ids(tables: Any) -> set[str]:
@@ -51,7 +43,7 @@ def ready(tables: Any, function_env: Any) -> Any:
 
 
 def test_deletes_only_sessions_still_empty_after_the_grace_period(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    result = runtime.call(FN, _delivery())
+    result = runtime.call(FN, delivery(TICK_SAMPLE))
 
     assert result["outcome"] == "executed"
     assert result["summary"] == {
@@ -75,7 +67,7 @@ def test_session_that_gets_its_first_exercise_after_listing_survives(
         return real_delete(self, session)
 
     monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", exercise_arrives_first)
-    result = runtime.call(FN, _delivery())
+    result = runtime.call(FN, delivery(TICK_SAMPLE))
 
     assert result["summary"]["sessions_deleted"] == 1
     assert result["summary"]["kept_no_longer_empty"] == 1
@@ -83,11 +75,11 @@ def test_session_that_gets_its_first_exercise_after_listing_survives(
 
 
 def test_duplicate_retry_and_burst_delete_each_session_once(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    first = runtime.call(FN, _delivery())
+    first = runtime.call(FN, delivery(TICK_SAMPLE))
     barrier = threading.Barrier(6)
 
     def deliver(attempt: int) -> str:
-        event = _delivery(attempt)
+        event = delivery(TICK_SAMPLE, attempt)
         barrier.wait()
         return str(runtime.call(FN, event)["outcome"])
 
@@ -103,7 +95,7 @@ def test_concurrent_first_deliveries_execute_once(ready: Any, runtime: LocalLamb
     barrier = threading.Barrier(8)
 
     def deliver(_: int) -> dict[str, Any]:
-        event = _delivery()
+        event = delivery(TICK_SAMPLE)
         barrier.wait()
         return dict(runtime.call(FN, event))
 
@@ -130,11 +122,11 @@ def test_failure_mid_run_then_retry_completes_without_duplicate(
 
     monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", fail_after_first_delete)
     with pytest.raises(TimeoutError):
-        runtime.call(FN, _delivery(attempt=1))
+        runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
     assert len(_session_ids(ready)) == 3
 
     monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", real_delete)
-    retry = runtime.call(FN, _delivery(attempt=2))
+    retry = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
 
     assert retry["outcome"] == "executed"
     assert retry["summary"]["sessions_deleted"] == 1
@@ -144,14 +136,14 @@ def test_failure_mid_run_then_retry_completes_without_duplicate(
 def test_redelivery_after_idempotency_record_expired_deletes_nothing_more(
     ready: Any, runtime: LocalLambdaRuntime
 ) -> None:
-    runtime.call(FN, _delivery())
+    runtime.call(FN, delivery(TICK_SAMPLE))
     DynamoSessionStore("SessionsTable").start_sessions(
         [SessionRef("tenant-c", "started-after-the-tick", TICK + timedelta(minutes=10))]
     )
     expiry_seconds = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
 
     with time_machine.travel(timedelta(seconds=expiry_seconds + 60), tick=True):
-        late = runtime.call(FN, _delivery(attempt=2))
+        late = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
 
     assert late["outcome"] == "executed"
     assert late["summary"]["sessions_deleted"] == 0
@@ -167,25 +159,15 @@ def test_malformed_tick_is_rejected_and_writes_nothing(ready: Any, runtime: Loca
     assert {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]} == before
 
 
-def test_duplicate_delivery_costs_exactly_one_dynamodb_request(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    runtime.call(FN, _delivery())
-
-    with count_requests() as requests:
-        result = runtime.call(FN, _delivery(attempt=2))
-
-    assert result["outcome"] == "duplicate"
-    assert dict(requests.operations) == {"PutItem": 1}
-
-
 def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(ready: Any, runtime: LocalLambdaRuntime) -> None:
     # Given the 09:00 tick succeeded and the 10:00 and 11:00 ticks never fired
-    runtime.call(FN, _delivery())
+    runtime.call(FN, delivery(TICK_SAMPLE))
     DynamoSessionStore("SessionsTable").start_sessions(
         [SessionRef("tenant-c", "started-08:30", TICK - timedelta(minutes=30))]
     )
 
     # When the 12:00 tick runs
-    event = _delivery() | {"scheduled_time": "2026-11-29T12:00:00Z"}
+    event = delivery(TICK_SAMPLE) | {"scheduled_time": "2026-11-29T12:00:00Z"}
     result = runtime.call(FN, event)
 
     # Then it knows the last success and covers everything since it (minus the late-arrival margin)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from clockless_tools.cli import app
-from clockless_tools.seed import SeedPlan, seed_demo_tables
-from clockless_tools.template import Template
+from clockless_tools.cli.app import app
+from clockless_tools.local.seed import SeedPlan, seed_demo_tables
+from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import scan_all
 

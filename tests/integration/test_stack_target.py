@@ -16,8 +16,11 @@ import pytest
 from moto import mock_aws
 
 from clockless import Tick, Trigger
-from clockless_tools.operations import BackfillPolicy, OperationError, StackTarget, backfill, job_status, run_now
-from clockless_tools.template import Template
+from clockless_tools.operations.backfill import BackfillPolicy, backfill
+from clockless_tools.operations.run_now import run_now
+from clockless_tools.operations.status import job_status
+from clockless_tools.operations.targets import OperationError, StackTarget
+from clockless_tools.template.model import Template
 
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 

@@ -15,10 +15,10 @@ import time_machine
 from typer.testing import CliRunner
 
 from clockless import MalformedTickError, format_scheduled_time
-from clockless_tools.cli import app
-from clockless_tools.requests import count_requests
-from clockless_tools.runtime import LocalLambdaRuntime
-from clockless_tools.template import Template
+from clockless_tools.cli.app import app
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore
 from tests.conftest import load_event

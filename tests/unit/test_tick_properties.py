@@ -24,8 +24,8 @@ from clockless.tick import (
     format_scheduled_time,
     parse_tick_time,
 )
-from job_trigger.logic import BODY_FIELDS, BadTickRequest, scheduled_time_from_body, trigger_tick
-from tests.unit.test_job_trigger_logic import CURRENT, JOBS, FakeInvoker, FakeLedger, FakeSecret, TickRequest
+from job_trigger.logic import BODY_FIELDS, BadTickRequest, TickRequest, scheduled_time_from_body, trigger_tick
+from tests.unit.test_job_trigger_logic import CURRENT, JOBS, FakeInvoker, FakeLedger, FakeSecret
 
 JOB = "session-cleanup"
 NOW = datetime(2026, 11, 29, 9, 20, 17, tzinfo=UTC)
@@ -81,7 +81,7 @@ events = st.one_of(
 )
 
 
-def _outcome[T](parse: Callable[[], T], refusal: type[Exception]) -> T | Exception:
+def _outcome[T, E: Exception](parse: Callable[[], T], refusal: type[E]) -> T | E:
     """What parsing answered: its result, or the refusal it raised (anything else propagates)."""
     try:
         return parse()

@@ -13,27 +13,21 @@ from typing import Any
 
 import pytest
 
-from clockless_tools.template import Template, TemplateError
-from clockless_tools.timezones import (
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
+from clockless_tools.timezones.check import LocalTimeViolation, ScheduleCheck, one_year_from
+from clockless_tools.timezones.declaration import read_declaration, with_parameter_overrides
+from clockless_tools.timezones.event import utc_offset
+from clockless_tools.timezones.rule import (
     NOT_AFTER,
     NOT_BEFORE,
     SAME_LOCAL_DATE,
     DeclarationError,
     LocalTimeRule,
-    ScheduleCheck,
-    Violation,
     breaches,
-    describe_hours,
-    fixed_minute,
-    hour_runs,
     local_times,
-    offset_changes,
-    one_year_from,
-    read_declaration,
-    suggest_utc_hours,
-    utc_offset,
-    with_parameter_overrides,
 )
+from clockless_tools.timezones.suggest import describe_hours, fixed_minute, hour_runs, offset_changes, suggest_utc_hours
 from window_generation.logic import business_date_of
 
 NY, CHICAGO, DENVER, PHOENIX, LA, ANCHORAGE, HONOLULU = ZONES = (
@@ -258,7 +252,7 @@ def test_violations_of_one_zone_and_clock_time_are_grouped_into_stretches_split_
     days = [date(2027, 1, 1) + timedelta(days=n) for n in range(365)]
     winter = [datetime.combine(d, time(11), UTC) for d in days if not (date(2027, 3, 14) <= d < date(2027, 11, 7))]
     violations = tuple(
-        Violation("job", "Fn", "Ev", NOT_BEFORE, "before 04:00 local", tick, LA, local_times(tick, [LA])[LA])
+        LocalTimeViolation("job", "Fn", "Ev", NOT_BEFORE, "before 04:00 local", tick, LA, local_times(tick, [LA])[LA])
         for tick in winter
     )
     check = ScheduleCheck(

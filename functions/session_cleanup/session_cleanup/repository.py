@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Final
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -11,16 +11,12 @@ from pynamodb.exceptions import DeleteError, UpdateError
 from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
+from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.dynamo import bind_table, is_condition_failure, shard_for
 from session_cleanup.logic import SessionRef
 
 # Empty sessions are spread over this many partitions of the sparse index.
 EMPTY_INDEX_SHARDS: Final = 4
-_TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def _format(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
 
 
 class EmptySessionIndex(GlobalSecondaryIndex["SessionModel"]):
@@ -53,19 +49,19 @@ class DynamoSessionStore:
     def find_empty_sessions(
         self, *, started_after: datetime | None, started_at_or_before: datetime
     ) -> Iterator[SessionRef]:
-        cutoff = _format(started_at_or_before)
+        cutoff = format_scheduled_time(started_at_or_before)
         condition = (
             SessionModel.started_at <= cutoff
             if started_after is None
             # BETWEEN is inclusive; one second past the lower bound keeps the range half-open.
-            else SessionModel.started_at.between(_format(started_after + timedelta(seconds=1)), cutoff)
+            else SessionModel.started_at.between(format_scheduled_time(started_after + timedelta(seconds=1)), cutoff)
         )
         for shard in range(EMPTY_INDEX_SHARDS):
             for item in SessionModel.empty_index.query(str(shard), condition):
                 yield SessionRef(
                     tenant_id=item.tenant_id,
                     session_id=item.session_id,
-                    started_at=datetime.strptime(item.started_at, _TIME_FORMAT).replace(tzinfo=UTC),
+                    started_at=parse_scheduled_time(item.started_at, field="started_at"),
                 )
 
     def delete_if_empty(self, session: SessionRef) -> bool:
@@ -85,7 +81,7 @@ class DynamoSessionStore:
                     SessionModel(
                         session.tenant_id,
                         session.session_id,
-                        started_at=_format(session.started_at),
+                        started_at=format_scheduled_time(session.started_at),
                         exercise_count=0,
                         empty_shard=shard_for(f"{session.tenant_id}#{session.session_id}", EMPTY_INDEX_SHARDS),
                     )

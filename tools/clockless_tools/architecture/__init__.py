@@ -1,6 +1,9 @@
 """Architecture rules over template.yaml and the code: the failures that compile fine and say nothing.
 
-Each rule takes a `Project` and yields every `Violation` it finds, each with a one-line fix.
+One module per rule, named after the rule id `clockless arch` reports (`least-privilege` is
+`least_privilege.py`, tests/architecture/test_least_privilege.py plants its violations). Each rule
+takes a `Project` (`project.py`: the template and the code on disk) and yields every `Violation`
+it finds, each with a one-line fix; `code.py` reads what Python code does from its syntax tree.
 `check` runs them all and reports everything at once; `clockless arch` and tests/architecture
 call it.
 """
@@ -9,21 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clockless_tools.architecture.alarms import DEAD_MAN_ALARM_RULE
-from clockless_tools.architecture.clock import NO_CLOCK_IN_APP_RULE
-from clockless_tools.architecture.jobs import SCHEDULED_BY_KIT_RULE, TICK_IDENTITY_RULE
+from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
+from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
+from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
+from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
 from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RETAINED_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
-from clockless_tools.architecture.privilege import LEAST_PRIVILEGE_RULE
+from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
-from clockless_tools.architecture.samples import EVENT_SAMPLES_RULE
-from clockless_tools.architecture.schedules import DEDUPE_OUTLIVES_RETRIES_RULE, SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
+from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
 from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
-from clockless_tools.template import TemplateError
+from clockless_tools.template.loader import TemplateError
 
 RULES: tuple[Rule, ...] = (
     SCHEDULED_BY_KIT_RULE,

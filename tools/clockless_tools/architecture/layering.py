@@ -1,4 +1,4 @@
-"""Rule 8: layering. Handlers sit over repositories and settings, which sit over plain logic; the
+"""Rule `layering`: Handlers sit over repositories and settings, which sit over plain logic; the
 kit knows no job; no job imports another.
 
 Import direction is import-linter's job: its contracts live in pyproject.toml (`lint-imports` runs
@@ -31,6 +31,9 @@ JOB_LAYERS: Final = "job-layers"
 PLAIN_LOGIC: Final = "plain-logic"
 KIT_INDEPENDENT: Final = "kit-independent-of-jobs"
 JOBS_INDEPENDENT: Final = "jobs-independent"
+TOOLS_LAYERS: Final = "tools-layers"
+# The developer tools: never deployed, but their import direction is a contract too.
+TOOLS_DIR: Final = "tools"
 
 _FIXES: Final = {
     JOB_LAYERS: "move the import up a layer: the handler wires repository and settings into the logic",
@@ -38,6 +41,7 @@ _FIXES: Final = {
     "logic-reads-no-environment": "read configuration in settings.py and pass the values to the logic",
     KIT_INDEPENDENT: "the kit must not know its jobs: pass what it needs in from the handler",
     JOBS_INDEPENDENT: "Lambda ships each CodeUri alone: move shared code into the layer",
+    TOOLS_LAYERS: "cli > simulate/operations/bench/architecture/timezones > local > template: import downwards",
 }
 _ENVIRONMENT_READS: Final = {"os.environ", "os.environb", "os.getenv", "os.getenvb"}
 
@@ -134,7 +138,7 @@ def _check_coverage(project: Project, options: _Options) -> Iterator[Violation]:
             (owner, package, "modules", JOBS_INDEPENDENT),
         ]
     expected += [(owner, package, "source_modules", KIT_INDEPENDENT) for owner, package in layers]
-    for contract_id in (JOB_LAYERS, PLAIN_LOGIC, KIT_INDEPENDENT, JOBS_INDEPENDENT):
+    for contract_id in (JOB_LAYERS, PLAIN_LOGIC, KIT_INDEPENDENT, JOBS_INDEPENDENT, TOOLS_LAYERS):
         if contract_id not in options.contracts:
             yield Violation(
                 LAYERING,
@@ -188,7 +192,8 @@ def _check_contracts(project: Project, options: _Options) -> Iterator[Violation]
         registry.register(contract_class, name)
     relative = project.relative(project.pyproject_path)
     try:
-        with _importable_from(list(project.code_roots.values()), set(options.root_packages)):
+        roots = [*project.code_roots.values(), project.root / TOOLS_DIR]
+        with _importable_from(roots, set(options.root_packages)):
             report = use_cases.create_report(options.user_options, cache_dir=None)
     except (InvalidUserOptions, ValueError, ImportError) as error:
         yield Violation(
@@ -260,12 +265,21 @@ def _chain_violation(
     steps = [importer] + [f"{link['imported']} (line {_first_line(link)})" for link in chain]
     return Violation(
         LAYERING,
-        source.relative if source is not None else project.relative(project.pyproject_path),
+        source.relative if source is not None else _tools_file(project, importer),
         source.owner if source is not None else importer,
         f"{contract_name}: {' -> '.join(steps)}",
         _fix(contract_id),
         line=_first_line(first),
     )
+
+
+def _tools_file(project: Project, module: str) -> str:
+    """Where a module of the tools lives, or pyproject.toml when it is no file of the project."""
+    base = project.root.joinpath(TOOLS_DIR, *module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return project.relative(candidate)
+    return project.relative(project.pyproject_path)
 
 
 def _first_line(link: Mapping[str, Any]) -> int | None:
@@ -280,6 +294,6 @@ def _fix(contract_id: str) -> str:
 LAYERING_RULE = Rule(
     LAYERING,
     "handler > repository/settings > logic; logic imports no boto3/botocore/pynamodb and reads no os.environ; "
-    "layers import no function",
+    "layers import no function; tools: cli > features > local > template",
     check_layering,
 )

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from clockless_tools.architecture.dedupe_outlives_retries import EXPIRY_VARIABLE
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.architecture.schedules import EXPIRY_VARIABLE
 
 LEDGER_OUTLIVES_DEDUPE: Final = "ledger-outlives-dedupe"
 # The variable the kit reads the ledger's retention from, in days.

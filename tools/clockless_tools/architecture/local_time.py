@@ -1,4 +1,4 @@
-"""The time-zone linter (`clockless schedules check`) as an architecture rule, so `clockless arch`
+"""Rule `local-time`: the time-zone linter (`clockless schedules check`) as an architecture rule, so `clockless arch`
 reports it beside the others: a year of every schedule's ticks against its declared zones."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.timezones import check_template
+from clockless_tools.timezones.check import check_template
 
 LOCAL_TIME = "local-time"
 

@@ -14,7 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from clockless_tools.template import Function, Template, TemplateError
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function, Template
 
 # The kit's package, as handlers import it.
 KIT_PACKAGE = "clockless"

@@ -1,4 +1,5 @@
-"""No `==` on a secret: an equality returns sooner the earlier two strings differ, so a caller who
+"""Rule `secret-comparison`: no `==` on a secret: an equality returns sooner the earlier two strings
+differ, so a caller who
 times it can guess a secret one character at a time. Secrets are compared with
 `hmac.compare_digest` over equal-length digests.
 

@@ -1,4 +1,4 @@
-"""The HTTP trigger delivers exactly the template's jobs, each to the function its schedule
+"""Rule `trigger-targets`: the HTTP trigger delivers exactly the template's jobs, each to the function its schedule
 invokes, and may invoke nothing else.
 
 A function that reads `JOB_FUNCTIONS` (job -> function ARN, written in template.yaml) is a
@@ -14,7 +14,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template import Function, LocalNames, TemplateError, resolve
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function
 
 TRIGGER_TARGETS: Final = "trigger-targets"
 JOB_MAP_VARIABLE: Final = "JOB_FUNCTIONS"

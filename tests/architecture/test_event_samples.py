@@ -1,0 +1,129 @@
+"""Rule `event-samples`: planted drift between the samples, the env-vars file and the template, each caught."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.architecture.planting import PlantedCopy, found
+
+TEMPLATE = "template.yaml"
+
+
+ENV_VARS = "events/env.local.json"
+
+
+CLEANUP_EVENTS = "events/session_cleanup"
+
+
+def _edit_env_vars(copy: PlantedCopy, function: str, **changes: str | None) -> None:
+    path = copy.root / ENV_VARS
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    for name, value in changes.items():
+        if value is None:
+            del entries[function][name]
+        else:
+            entries[function][name] = value
+    path.write_text(json.dumps(entries, indent=2), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------- event-samples
+def test_a_sample_missing_an_input_key_is_caught(planted: PlantedCopy) -> None:
+    # Given cleanup's tick sample without the schedule ARN the Input carries
+    sample = json.loads((planted.root / CLEANUP_EVENTS / "tick.json").read_text())
+    del sample["schedule_arn"]
+    planted.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
+
+    violations = planted.violations("event-samples")
+
+    found(
+        violations,
+        file=f"{CLEANUP_EVENTS}/tick.json",
+        resource="SessionCleanupFunction",
+        containing="missing ['schedule_arn']",
+    )
+
+
+def test_a_missing_sample_is_caught(planted: PlantedCopy) -> None:
+    planted.delete(f"{CLEANUP_EVENTS}/retry.json")
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="is missing")
+
+
+def test_a_malformed_sample_that_parses_is_caught(planted: PlantedCopy) -> None:
+    planted.write(f"{CLEANUP_EVENTS}/malformed.json", (planted.root / CLEANUP_EVENTS / "tick.json").read_text())
+
+    violations = planted.violations("event-samples")
+
+    found(
+        violations,
+        file=f"{CLEANUP_EVENTS}/malformed.json",
+        resource="SessionCleanupFunction",
+        containing="parses as a valid tick",
+    )
+
+
+def test_a_tick_sample_the_kit_rejects_is_caught(planted: PlantedCopy) -> None:
+    sample = json.loads((planted.root / CLEANUP_EVENTS / "tick.json").read_text())
+    sample["scheduled_time"] = "2026-11-29T09:00:00"  # no zone
+    planted.write(f"{CLEANUP_EVENTS}/tick.json", json.dumps(sample))
+
+    violations = planted.violations("event-samples")
+
+    found(
+        violations, file=f"{CLEANUP_EVENTS}/tick.json", resource="SessionCleanupFunction", containing="has no time zone"
+    )
+
+
+def test_a_retry_sample_that_is_not_a_redelivery_is_caught(planted: PlantedCopy) -> None:
+    sample = json.loads((planted.root / CLEANUP_EVENTS / "retry.json").read_text())
+    sample["attempt"] = "1"
+    planted.write(f"{CLEANUP_EVENTS}/retry.json", json.dumps(sample))
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="redelivery")
+
+
+def test_a_function_missing_from_the_env_vars_file_is_caught(planted: PlantedCopy) -> None:
+    entries = json.loads((planted.root / ENV_VARS).read_text())
+    del entries["SessionCleanupFunction"]
+    planted.write(ENV_VARS, json.dumps(entries))
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="has no entry")
+
+
+@pytest.mark.parametrize(
+    ("changes", "complaint"),
+    [
+        ({"SESSIONS_TABLE_NAME": None}, "SESSIONS_TABLE_NAME (a table) is not overridden"),
+        ({"SESSIONS_TABLE_NAME": "sessions-prod"}, "names that table 'SessionsTable'"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": None}, "not a local endpoint"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com"}, "not a local endpoint"),
+        ({"SESSION_TABLE": "SessionsTable"}, "does not declare SESSION_TABLE, so SAM ignores it"),
+    ],
+    ids=["table-variable-missing", "wrong-local-table", "no-endpoint", "remote-endpoint", "undeclared-variable"],
+)
+def test_an_env_vars_entry_that_does_not_point_the_function_at_local_tables_is_caught(
+    planted: PlantedCopy, changes: dict[str, str | None], complaint: str
+) -> None:
+    _edit_env_vars(planted, "SessionCleanupFunction", **changes)
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing=complaint)
+
+
+def test_a_function_using_tables_without_a_declared_endpoint_is_caught(planted: PlantedCopy) -> None:
+    # Given Globals no longer declaring the endpoint variable, which SAM then refuses to override
+    planted.replace(TEMPLATE, '        AWS_ENDPOINT_URL_DYNAMODB: ""\n', "")
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="does not declare AWS_ENDPOINT")
+    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="so SAM ignores it")

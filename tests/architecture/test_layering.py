@@ -1,0 +1,135 @@
+"""Rule `layering`: planted imports against the contracts, each caught, and contracts that cover
+every deployed package."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.architecture.planting import PlantedCopy, found
+
+CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+
+
+CLEANUP_LOGIC = "functions/session_cleanup/session_cleanup/logic.py"
+
+
+WINDOW_LOGIC = "functions/window_generation/window_generation/logic.py"
+
+
+KIT_TICK = "layers/clockless/clockless/tick.py"
+
+
+TOOLS_TEMPLATE = "tools/clockless_tools/template/model.py"
+
+
+PYPROJECT = "pyproject.toml"
+
+
+# ---------------------------------------------------------------------------------------------- layering
+def test_logic_importing_boto3_is_caught(planted: PlantedCopy) -> None:
+    planted.append(CLEANUP_LOGIC, "\nimport boto3  # noqa: E402\n")
+
+    violations = planted.violations("layering")
+
+    violation = found(violations, file=CLEANUP_LOGIC, resource="SessionCleanupFunction", containing="boto3")
+    assert "no boto3" in violation.message
+    assert violation.line == len((planted.root / CLEANUP_LOGIC).read_text().splitlines())
+
+
+def test_logic_reaching_pynamodb_through_another_module_is_caught(planted: PlantedCopy) -> None:
+    planted.write("functions/session_cleanup/session_cleanup/helpers.py", "from pynamodb.models import Model\n")
+    planted.append(CLEANUP_LOGIC, "\nfrom session_cleanup import helpers  # noqa: E402\n")
+
+    violations = planted.violations("layering")
+
+    found(
+        violations,
+        file=CLEANUP_LOGIC,
+        resource="SessionCleanupFunction",
+        containing="session_cleanup.logic -> session_cleanup.helpers",
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "\nimport os  # noqa: E402\n\nTABLE = os.environ['SESSIONS_TABLE_NAME']\n",
+        "\nimport os  # noqa: E402\n\nTABLE = os.getenv('SESSIONS_TABLE_NAME')\n",
+        "\nfrom os import environ  # noqa: E402\n",
+    ],
+    ids=["environ", "getenv", "from-os-import-environ"],
+)
+def test_logic_reading_the_environment_is_caught(planted: PlantedCopy, code: str) -> None:
+    planted.append(CLEANUP_LOGIC, code)
+
+    violations = planted.violations("layering")
+
+    found(violations, file=CLEANUP_LOGIC, resource="SessionCleanupFunction", containing="reads the environment")
+
+
+@pytest.mark.parametrize(
+    ("module", "code", "resource", "complaint"),
+    [
+        (
+            CLEANUP_LOGIC,
+            "from clockless.config import env_str",
+            "SessionCleanupFunction",
+            "Job logic reads no configuration",
+        ),
+        (
+            WINDOW_LOGIC,
+            "from window_generation import repository",
+            "WindowGenerationFunction",
+            "window_generation.logic -> window_generation.repository",
+        ),
+        (KIT_TICK, "import window_generation.logic", "ClocklessLayer", "The kit (layers/) imports no job"),
+        (
+            CLEANUP_HANDLER,
+            "from window_generation.logic import business_date_of",
+            "SessionCleanupFunction",
+            "No job imports another",
+        ),
+        (
+            TOOLS_TEMPLATE,
+            "from clockless_tools.cli import common",
+            "clockless_tools.template.model",
+            "clockless_tools.template.model -> clockless_tools.cli.common",
+        ),
+    ],
+    ids=[
+        "logic-reads-kit-config",
+        "logic-imports-repository",
+        "layer-imports-function",
+        "job-imports-job",
+        "tools-template-imports-cli",
+    ],
+)
+def test_an_import_against_the_layering_is_caught(
+    planted: PlantedCopy, module: str, code: str, resource: str, complaint: str
+) -> None:
+    # Given one import code against the direction the contracts allow
+    planted.append(module, f"\n{code}  # noqa: E402\n")
+
+    # When layering checks the copy
+    violations = planted.violations("layering")
+
+    # Then it names the importing module, the resource that ships it and the contract it breaks
+    violation = found(violations, file=module, resource=resource, containing=complaint)
+    assert violation.line == len((planted.root / module).read_text().splitlines())
+
+
+def test_a_function_package_missing_from_the_contracts_is_caught(planted: PlantedCopy) -> None:
+    # Given the contracts no longer listing cleanup as a layered job
+    planted.replace(PYPROJECT, '"session_cleanup"', '"window_generation"', after='id = "job-layers"')
+
+    violations = planted.violations("layering")
+
+    found(violations, file=PYPROJECT, resource="SessionCleanupFunction", containing="contract job-layers's containers")
+
+
+def test_a_project_without_import_contracts_is_caught(planted: PlantedCopy) -> None:
+    planted.write(PYPROJECT, '[project]\nname = "clockless"\n')
+
+    violations = planted.violations("layering")
+
+    found(violations, file=PYPROJECT, resource="[tool.importlinter]", containing="no import-linter contracts")

@@ -1,0 +1,145 @@
+"""Rule `least-privilege`: A function's policies name only the tables and queues it uses.
+
+"Uses" is derived, never listed: the resources its environment references (the variables its
+code reads table names from) plus its asynchronous-invocation destinations and dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from clockless_tools.architecture.project import Project, Rule, Violation, sub_text
+from clockless_tools.template.model import Function
+
+LEAST_PRIVILEGE: Final = "least-privilege"
+
+_SCOPED_TYPES: Final = ("AWS::DynamoDB::Table", "AWS::SQS::Queue")
+_SENSITIVE_SERVICES: Final = {"dynamodb", "sqs", "lambda"}
+# AWS managed policies that grant a whole service (e.g. AmazonDynamoDBFullAccess, AWSLambda_FullAccess).
+_BROAD_MANAGED = re.compile(r"(DynamoDB|SQS|Lambda).*FullAccess", re.IGNORECASE)
+# Policy-template parameters that name a resource (DynamoDBCrudPolicy: {TableName: ...}).
+_NAMING_PARAMETERS: Final = {"TableName", "QueueName"}
+
+
+def check_least_privilege(project: Project) -> Iterator[Violation]:
+    for logical_id, fn in project.template.functions.items():
+        used = _used_resources(project, fn)
+        policies = fn.prop("Policies")
+        if policies is None:
+            continue
+        for index, policy in enumerate(policies if isinstance(policies, list) else [policies]):
+            where = f"Policies[{index}]"
+            if isinstance(policy, str):
+                yield from _check_managed(project, logical_id, where, policy)
+            elif isinstance(policy, Mapping) and "Statement" in policy:
+                yield from _check_document(project, logical_id, where, policy, used)
+            elif isinstance(policy, Mapping):
+                yield from _check_policy_templates(project, logical_id, where, policy, used)
+
+
+def _used_resources(project: Project, fn: Function) -> set[str]:
+    destinations = (fn.event_invoke_config.get("DestinationConfig") or {}).values()
+    sources = [fn.environment, list(destinations), fn.prop("DeadLetterQueue")]
+    return project.ids_of_type(sources, *_SCOPED_TYPES)
+
+
+def _violation(project: Project, logical_id: str, message: str, fix: str) -> Violation:
+    return Violation(LEAST_PRIVILEGE, project.template_file, logical_id, message, fix)
+
+
+def _check_managed(project: Project, logical_id: str, where: str, policy: str) -> Iterator[Violation]:
+    if _BROAD_MANAGED.search(policy):
+        yield _violation(
+            project,
+            logical_id,
+            f"{where} attaches {policy}, which grants the service on every resource",
+            "replace it with a statement naming only the function's own tables and queues",
+        )
+
+
+def _check_policy_templates(
+    project: Project, logical_id: str, where: str, policy: Mapping[str, Any], used: set[str]
+) -> Iterator[Violation]:
+    for template_name, parameters in policy.items():
+        for unused in sorted(project.ids_of_type(parameters, *_SCOPED_TYPES) - used):
+            yield _violation(
+                project,
+                logical_id,
+                f"{where} {template_name} grants {unused}, which the function does not use "
+                "(no variable in its Environment references it)",
+                f"drop {template_name} on {unused}, or reference {unused} in the Environment if the code uses it",
+            )
+        if isinstance(parameters, Mapping):
+            for parameter in sorted(_NAMING_PARAMETERS & set(parameters)):
+                if isinstance(parameters[parameter], str):
+                    yield _violation(
+                        project,
+                        logical_id,
+                        f"{where} {template_name} names {parameter} {parameters[parameter]!r} literally, "
+                        "so its use cannot be checked",
+                        f"reference the resource: {parameter}: !Ref <LogicalId>",
+                    )
+
+
+def _check_document(
+    project: Project, logical_id: str, where: str, document: Mapping[str, Any], used: set[str]
+) -> Iterator[Violation]:
+    statements = document.get("Statement")
+    for index, statement in enumerate(statements if isinstance(statements, list) else [statements]):
+        if not isinstance(statement, Mapping) or statement.get("Effect", "Allow") != "Allow":
+            continue
+        sid = statement.get("Sid")
+        label = f"{where}.Statement[{index}]" + (f" ({sid})" if sid else "")
+        services = _services(statement.get("Action"))
+        sensitive = sorted(services & _SENSITIVE_SERVICES) if "*" not in services else sorted(_SENSITIVE_SERVICES)
+        if "NotResource" in statement and sensitive:
+            yield _violation(
+                project,
+                logical_id,
+                f"{label} allows {'/'.join(sensitive)} actions on NotResource, i.e. on almost everything",
+                "list the resources in Resource instead",
+            )
+        resources = statement.get("Resource")
+        for resource in resources if isinstance(resources, list) else [resources]:
+            if resource is None:
+                continue
+            if sensitive and _is_wildcard(project, resource):
+                yield _violation(
+                    project,
+                    logical_id,
+                    f"{label} allows {'/'.join(sensitive)} actions on {sub_text(resource)!r}",
+                    "name the function's own tables and queues with !GetAtt <LogicalId>.Arn",
+                )
+            for unused in sorted(project.ids_of_type(resource, *_SCOPED_TYPES) - used):
+                yield _violation(
+                    project,
+                    logical_id,
+                    f"{label} names {unused}, which the function does not use "
+                    "(no variable in its Environment references it)",
+                    f"drop {unused} from the statement, or reference it in the Environment if the code uses it",
+                )
+
+
+def _services(actions: Any) -> set[str]:
+    found = set()
+    for action in actions if isinstance(actions, list) else [actions]:
+        if isinstance(action, str):
+            found.add("*" if action == "*" else action.split(":", 1)[0].lower())
+    return found
+
+
+def _is_wildcard(project: Project, resource: Any) -> bool:
+    """`*`, or a pattern like `arn:...:table/*` that names no resource of this template."""
+    text = sub_text(resource)
+    if text is None:
+        return False
+    return "*" in text and not project.referenced_ids(resource)
+
+
+LEAST_PRIVILEGE_RULE = Rule(
+    LEAST_PRIVILEGE,
+    "policies name only the tables and queues the function uses; no '*' resource for DynamoDB, SQS or Lambda",
+    check_least_privilege,
+)

@@ -1,0 +1,196 @@
+"""The harness: one embedded DynamoDB, the runtime, and a tick measured with and without the kit."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from clockless import JobRun, KitSettings, Tick, Trigger, format_scheduled_time
+from clockless_tools.bench.moto_patches import moto_dynamodb_backend
+from clockless_tools.bench.read_units import Measured, measure
+from clockless_tools.bench.results import CLEANUP_JOB, CLEANUP_TICK, WINDOW_JOB, WINDOW_TICK, BenchError
+from clockless_tools.bench.workloads import Layout, Workload, empty_session_item, session_in_use_item
+from clockless_tools.local.dynamodb import (
+    create_tables,
+    delete_tables,
+    dynamodb_client,
+    patched_environ,
+)
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
+from session_cleanup.repository import DynamoSessionStore, SessionModel
+from session_cleanup.settings import SessionCleanupSettings
+from window_generation.logic import business_date_of
+from window_generation.repository import DynamoProgramStore, ProgramModel, _program_item
+from window_generation.settings import WindowGenerationSettings
+
+
+class Harness:
+    """The template's tables on moto's server and both jobs' functions, for one bench run."""
+
+    def __init__(self, template: Template, endpoint: str) -> None:
+        self.template = template
+        self.endpoint = endpoint
+        self.runtime = LocalLambdaRuntime(template, endpoint)
+        self.client = dynamodb_client(endpoint)
+        self.functions = {job: template.function_for_job(job).logical_id for job in (WINDOW_JOB, CLEANUP_JOB)}
+        window_env = self.runtime.environment(self.functions[WINDOW_JOB])
+        cleanup_env = self.runtime.environment(self.functions[CLEANUP_JOB])
+        self.window_settings = WindowGenerationSettings.from_env(window_env)
+        self.cleanup_settings = SessionCleanupSettings.from_env(cleanup_env)
+        kit = KitSettings.from_env(window_env)
+        self.bookkeeping_tables = frozenset({kit.idempotency_table, kit.ledger_table})
+        self.layout = Layout(
+            business_date=business_date_of(WINDOW_TICK, self.window_settings.operating_time_zones),
+            cleanup_tick=CLEANUP_TICK,
+            grace=self.cleanup_settings.grace,
+        )
+
+    def reset_tables(self) -> None:
+        delete_tables(self.template, self.endpoint)
+        create_tables(self.template, self.endpoint)
+
+    def seed(self, workload: Workload, *, in_process: bool) -> float:
+        """Load a workload: over HTTP through the repositories' own write path, or straight into
+        moto's state in this process (100k items over HTTP take minutes; the ticks never do)."""
+        started = time.perf_counter()
+        active, ended = self.layout.programs(workload)
+        empty, in_use = self.layout.sessions(workload)
+        if in_process:
+            backend = moto_dynamodb_backend()
+            programs_table, sessions_table = self.window_settings.programs_table, self.cleanup_settings.sessions_table
+            if not {programs_table, sessions_table} <= set(backend.tables):
+                raise BenchError(f"{self.endpoint} is not moto's server in this process: cannot seed it in-process")
+            for program in active:
+                backend.put_item(programs_table, _program_item(program, active=True).serialize())
+            for program in ended:
+                backend.put_item(programs_table, _program_item(program, active=False).serialize())
+            for session in empty:
+                backend.put_item(sessions_table, empty_session_item(session).serialize())
+            for session, exercises in in_use:
+                backend.put_item(sessions_table, session_in_use_item(session, exercises).serialize())
+        else:
+            with patched_environ(self.runtime.environment(self.functions[WINDOW_JOB])):
+                programs = DynamoProgramStore(self.window_settings.programs_table, self.window_settings.windows_table)
+                programs.save_programs(active, active=True)
+                programs.save_programs(ended, active=False)
+                sessions = DynamoSessionStore(self.cleanup_settings.sessions_table)
+                sessions.start_sessions([*empty, *(session for session, _ in in_use)])
+                for session, exercises in in_use:
+                    for _ in range(exercises):
+                        sessions.log_exercise(session.tenant_id, session.session_id)
+        return time.perf_counter() - started
+
+    def check_in_process_items_match_the_repositories(self) -> None:
+        """The in-process seed builds items itself; fail loudly if they drift from the repositories'."""
+        sample = Workload(due_programs=1, ended_programs=1, expired_empty_sessions=1, sessions_in_use=1)
+        seen = []
+        for in_process in (False, True):
+            self.reset_tables()
+            self.seed(sample, in_process=in_process)
+            seen.append(
+                {
+                    table: sorted(
+                        (
+                            item
+                            for page in self.client.get_paginator("scan").paginate(TableName=table)
+                            for item in page["Items"]
+                        ),
+                        key=lambda item: json.dumps(item, sort_keys=True),
+                    )
+                    for table in (self.window_settings.programs_table, self.cleanup_settings.sessions_table)
+                }
+            )
+        over_http, in_process_items = seen
+        if over_http != in_process_items:
+            raise BenchError(
+                "in-process seeding writes different items than the repositories do; update "
+                f"bench.empty_session_item/session_in_use_item: {over_http} != {in_process_items}"
+            )
+
+    def tick(self, job: str, *, attempt: int = 1) -> Tick:
+        scheduled = WINDOW_TICK if job == WINDOW_JOB else CLEANUP_TICK
+        names = LocalNames()
+        arn = f"arn:aws:scheduler:{names.region}:{names.account_id}:schedule/default/{job}"
+        return Tick(job, scheduled, arn, attempt, str(uuid.uuid4()), Trigger.SCHEDULE)
+
+    def deliver(self, job: str, tick: Tick) -> Measured:
+        """The tick through the function's handler, as Lambda calls it."""
+        function_id = self.functions[job]
+        with self.runtime.function_environment(function_id):
+            event, context = tick.to_event(), self.runtime.context(function_id)
+            handler = self.runtime.handler(function_id)
+            return measure(lambda: handler(event, context), bookkeeping_tables=self.bookkeeping_tables)
+
+    def call_bare(self, job: str, tick: Tick) -> Measured:
+        """The same job function the handler wraps, called without the kit: logic and repository."""
+        function_id = self.functions[job]
+        with self.runtime.function_environment(function_id):
+            bare = getattr(self.runtime.handler(function_id), "__wrapped__", None)
+            if bare is None:
+                raise BenchError(f"{function_id}'s handler is not a ScheduledJob handler (no __wrapped__)")
+            run = JobRun(tick=tick)
+            return measure(lambda: bare(run), bookkeeping_tables=self.bookkeeping_tables)
+
+    def time_empty_index_query(self, job: str) -> float:
+        """Seconds moto takes to answer, after the tick, the job's index query for one shard: it
+        returns nothing (the work is done), yet moto scans every item of the table to find that."""
+        if job == WINDOW_JOB:
+            table, index = self.window_settings.programs_table, ProgramModel.due_index.Meta.index_name
+            shard, range_key, upper = "due_shard", "current_window_end", self.layout.business_date.isoformat()
+        else:
+            table, index = self.cleanup_settings.sessions_table, SessionModel.empty_index.Meta.index_name
+            cutoff = self.layout.cleanup_tick - self.layout.grace
+            shard, range_key, upper = "empty_shard", "started_at", format_scheduled_time(cutoff)
+        request = {
+            "TableName": table,
+            "IndexName": index,
+            "KeyConditionExpression": "#shard = :shard AND #range <= :upper",
+            "ExpressionAttributeNames": {"#shard": shard, "#range": range_key},
+            "ExpressionAttributeValues": {":shard": {"S": "0"}, ":upper": {"S": upper}},
+        }
+        started = time.perf_counter()
+        found = self.client.query(**request)["Count"]
+        seconds = time.perf_counter() - started
+        if found:
+            raise BenchError(f"{job}: {found} item(s) still due after the tick")
+        return seconds
+
+    def count_items(self, table: str) -> int:
+        paginator = self.client.get_paginator("scan")
+        return sum(page["Count"] for page in paginator.paginate(TableName=table, Select="COUNT"))
+
+
+def effect_of(job: str, summary: Mapping[str, Any]) -> int:
+    """How much a tick of the job did: windows created, sessions deleted."""
+    return int(summary["windows_created" if job == WINDOW_JOB else "sessions_deleted"])
+
+
+def expected_effect(job: str, workload: Workload) -> int:
+    """How much a first tick of the job must do on the workload."""
+    return workload.windows_expected if job == WINDOW_JOB else workload.expired_empty_sessions
+
+
+def executed(job: str, measured: Measured, workload: Workload) -> Mapping[str, Any]:
+    result = measured.result
+    if result.get("outcome") != "executed":
+        raise BenchError(f"{job}: expected an executed tick, got {result}")
+    summary: Mapping[str, Any] = result["summary"]
+    if effect_of(job, summary) != expected_effect(job, workload):
+        raise BenchError(f"{job}: the tick did {summary}, the workload needs {expected_effect(job, workload)}")
+    return summary
+
+
+def same(job: str, what: str, values: Sequence[Any]) -> Any:
+    if any(value != values[0] for value in values):
+        raise BenchError(f"{job}: {what} differs between identical runs: {values}")
+    return values[0]
+
+
+def median_ms(measured: Sequence[Measured]) -> float:
+    return statistics.median(m.seconds for m in measured) * 1000

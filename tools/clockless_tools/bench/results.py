@@ -1,0 +1,123 @@
+"""The results of a bench run: its sizes, each figure beside its baseline, and bench/results.json's shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+RESULTS_SCHEMA: Final = 1
+WINDOW_JOB: Final = "window-generation"
+CLEANUP_JOB: Final = "session-cleanup"
+# The ticks the README's demo shows; fixed, so every run lays its data out around the same dates.
+WINDOW_TICK: Final = datetime(2026, 11, 28, 14, 0, tzinfo=UTC)
+CLEANUP_TICK: Final = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+TENANT: Final = "tenant-bench"
+
+KIT_ADDED_REQUESTS_TARGET: Final = 4
+SCALE_RATIO_TARGET: Final = 1.1
+
+
+class BenchError(RuntimeError):
+    """The bench could not measure what it set out to (wrong effect, inconsistent counts...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSizes:
+    """How much each measurement does. `FULL` is `make bench`; `QUICK` keeps the machinery tested."""
+
+    first_deliveries: int = 10
+    duplicates: int = 30
+    scale_table_items: tuple[int, ...] = (1_000, 10_000, 100_000)
+    scale_work: int = 50
+    throughput_programs: int = 10_000
+    imports: int = 10
+    sam_build: bool = True
+    # An untimed first round, so making clients, connections and imports is not timed.
+    warm_up: bool = True
+
+
+FULL: Final = BenchSizes()
+QUICK: Final = BenchSizes(
+    first_deliveries=1,
+    duplicates=1,
+    scale_table_items=(40, 160),
+    scale_work=4,
+    throughput_programs=25,
+    imports=1,
+    sam_build=False,
+    warm_up=False,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One measured value beside its baseline from the same run."""
+
+    key: str
+    label: str
+    unit: str
+    value: float
+    baseline: float | None
+    baseline_label: str
+    target: str = ""
+    met: bool | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline is None or self.baseline == 0:
+            return None
+        return self.value / self.baseline
+
+    def as_dict(self) -> dict[str, Any]:
+        ratio = self.ratio
+        return {
+            "label": self.label,
+            "unit": self.unit,
+            "value": _round(self.value),
+            "baseline": None if self.baseline is None else _round(self.baseline),
+            "baseline_label": self.baseline_label,
+            "ratio": None if ratio is None else round(ratio, 3),
+            "target": self.target,
+            "met": self.met,
+        }
+
+
+def _round(value: float) -> float:
+    return round(value, 3) if isinstance(value, float) and not value.is_integer() else value
+
+
+@dataclass
+class BenchResults:
+    figures: list[Figure] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, section: str, figures: Iterable[Figure], details: Mapping[str, Any]) -> None:
+        self.figures.extend(figures)
+        self.details[section] = dict(details)
+
+    def figure(self, key: str) -> Figure:
+        for candidate in self.figures:
+            if candidate.key == key:
+                return candidate
+        raise KeyError(key)
+
+    @property
+    def missed(self) -> list[Figure]:
+        return [f for f in self.figures if f.met is False]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "schema": RESULTS_SCHEMA,
+            "environment": self.environment,
+            "figures": {f.key: f.as_dict() for f in self.figures},
+            "details": self.details,
+        }
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")

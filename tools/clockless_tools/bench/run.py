@@ -1,0 +1,86 @@
+"""`clockless bench run`: every measurement in one process, into bench/results.json."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from clockless_tools.bench.artifacts import measure_artifacts
+from clockless_tools.bench.cold_start import measure_cold_start, source_setup
+from clockless_tools.bench.harness import Harness
+from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
+from clockless_tools.bench.overhead import measure_overhead
+from clockless_tools.bench.results import FULL, BenchResults, BenchSizes
+from clockless_tools.bench.scale import measure_scale
+from clockless_tools.bench.throughput import measure_throughput
+from clockless_tools.local.dynamodb import (
+    EmbeddedDynamoDB,
+    delete_tables,
+)
+from clockless_tools.template.model import Template
+
+
+def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "moto": importlib.metadata.version("moto"),
+        "botocore": importlib.metadata.version("botocore"),
+        "dynamodb": "moto's server in the bench process, over loopback HTTP",
+        "moto_transactions": "snapshot only the items a transaction names (bench patch; see bench/moto_patches.py)",
+        "sizes": {name: getattr(sizes, name) for name in BenchSizes.__dataclass_fields__},
+    }
+
+
+def run_bench(
+    template: Template,
+    *,
+    sizes: BenchSizes = FULL,
+    endpoint: str | None = None,
+    sam: Path | None = None,
+    work_dir: Path | None = None,
+    function_output: TextIO | None = None,
+    progress: Callable[[str], None] = lambda _message: None,
+) -> BenchResults:
+    """Every measurement, in one process. `endpoint` reuses a running in-process moto server."""
+    results = BenchResults(environment=environment_facts(sizes))
+    started = time.perf_counter()
+    redirect = contextlib.redirect_stdout(function_output) if function_output else contextlib.nullcontext()
+    server = contextlib.nullcontext(None) if endpoint else EmbeddedDynamoDB()
+    with redirect, server as db, moto_transactions_snapshot_touched_items():
+        endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
+        harness = Harness(template, endpoint)
+        try:
+            progress("1/5 kit overhead per tick")
+            results.add("overhead", *measure_overhead(harness, sizes))
+            progress(
+                f"2/5 cost per tick as the table grows: {', '.join(f'{n:,}' for n in sizes.scale_table_items)} items"
+            )
+            results.add("scale", *measure_scale(harness, sizes))
+            progress(f"3/5 throughput at {sizes.throughput_programs:,} due programs, built and naive")
+            results.add("throughput", *measure_throughput(harness, sizes))
+            setups = [source_setup(template)]
+            if sizes.sam_build and sam is not None and sam.exists():
+                progress("4/5 sam build, the layer without what the runtime ships, a tick on each")
+                work = (work_dir or template.root / "bench" / "work.tmp").resolve()
+                figures, details, built_setups = measure_artifacts(harness, sam.resolve(), work, sizes)
+                results.add("artifacts", figures, details)
+                setups += built_setups
+            else:
+                reason = "SAM CLI not found (make bench installs it)" if sizes.sam_build else "not asked for"
+                results.add("artifacts", [], {"skipped": reason})
+            progress(f"5/5 cold start: each handler imported {sizes.imports} times per setup")
+            environments = {logical_id: harness.runtime.environment(logical_id) for logical_id in template.functions}
+            results.add("cold_start", *measure_cold_start(template, setups, sizes, environments))
+        finally:
+            with contextlib.suppress(Exception):
+                delete_tables(template, endpoint)
+    results.environment["seconds"] = round(time.perf_counter() - started, 1)
+    return results

@@ -1,0 +1,122 @@
+"""`clockless bench run|show`: what a tick costs, measured beside a baseline (what `make bench` runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from clockless_tools.bench.results import FULL, QUICK, BenchError
+from clockless_tools.bench.run import run_bench
+from clockless_tools.cli.common import TemplateOption, fail, load_template
+from clockless_tools.cli.common import line_stderr as stderr
+from clockless_tools.cli.common import line_stdout as stdout
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
+
+DEFAULT_RESULTS = Path("bench") / "results.json"
+
+app = typer.Typer(no_args_is_help=True, help=__doc__)
+
+
+@app.command("run")
+def run(
+    template: TemplateOption = DEFAULT_TEMPLATE,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the results.")] = DEFAULT_RESULTS,
+    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes, no sam build: checks the machinery.")] = False,
+    sam: Annotated[Path, typer.Option(help="SAM CLI for the artifact measurements.")] = Path(".venv-sam/bin/sam"),
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a target is missed.")] = False,
+) -> None:
+    """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
+    tpl = load_template(template)
+    log_path = Path(".clockless") / "bench-function-output.log"
+    log_path.parent.mkdir(exist_ok=True)
+    with log_path.open("w", encoding="utf-8") as log:
+        try:
+            results = run_bench(
+                tpl,
+                sizes=QUICK if quick else FULL,
+                sam=sam,
+                function_output=log,
+                progress=lambda message: stderr.print(f"[dim]{escape(message)}[/]"),
+            )
+        except BenchError as error:
+            stderr.print(f"[bold red]bench failed:[/] {escape(str(error))}")
+            raise typer.Exit(code=1) from None
+    results.write(output)
+    document = results.as_dict()
+    stdout.print(figures_table(document))
+    missed = [key for key, figure in document["figures"].items() if figure["met"] is False]
+    stdout.print(
+        f"{len(document['figures'])} figures, {len(missed)} target(s) missed; written to {output} "
+        f"({document['environment']['seconds']} s; function logs in {log_path})"
+    )
+    if strict and missed:
+        raise typer.Exit(code=1)
+
+
+@app.command("show")
+def show(
+    results: Annotated[Path, typer.Argument(help="A results file written by `clockless bench run`.")] = DEFAULT_RESULTS,
+    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table (for the README).")] = False,
+) -> None:
+    """Print a results file as the table `run` prints, or as Markdown."""
+    try:
+        document = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise fail(f"cannot read {results}: {error}") from None
+    if markdown:
+        print(figures_markdown(document))
+    else:
+        stdout.print(figures_table(document))
+
+
+def _number(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit in ("requests",) and float(value).is_integer():
+        return f"{int(value):,}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{int(value):,}"
+
+
+def _quantity(value: float, unit: str) -> str:
+    number = _number(value, unit)
+    return f"{number} {unit.removesuffix('s') if number == '1' and unit == 'requests' else unit}"
+
+
+def _rows(document: dict[str, Any]) -> list[tuple[str, str, str, str, str, bool | None]]:
+    rows = []
+    for figure in document["figures"].values():
+        unit = figure["unit"]
+        value = _quantity(figure["value"], unit)
+        baseline = (
+            "-" if figure["baseline"] is None else f"{_quantity(figure['baseline'], unit)} ({figure['baseline_label']})"
+        )
+        ratio = "-" if figure["ratio"] is None else f"{figure['ratio']:.2f}x"
+        rows.append((figure["label"], value, baseline, ratio, figure["target"], figure["met"]))
+    return rows
+
+
+def figures_table(document: dict[str, Any]) -> Table:
+    table = Table(title="clockless bench: every figure beside its baseline from the same run")
+    for column in ("figure", "value", "baseline", "ratio", "target"):
+        table.add_column(column, justify="right" if column in ("value", "ratio") else "left")
+    for label, value, baseline, ratio, target, met in _rows(document):
+        verdict = (
+            "" if met is None else (f"[green]{escape(target)} ✓[/]" if met else f"[bold red]{escape(target)} ✗[/]")
+        )
+        table.add_row(escape(label), value, escape(baseline), ratio, verdict)
+    return table
+
+
+def figures_markdown(document: dict[str, Any]) -> str:
+    lines = ["| figure | value | baseline | ratio | target |", "| --- | ---: | --- | ---: | --- |"]
+    for label, value, baseline, ratio, target, met in _rows(document):
+        verdict = "" if met is None else f"{target} {'met' if met else '**missed**'}"
+        lines.append(f"| {label} | {value} | {baseline} | {ratio} | {verdict} |")
+    return "\n".join(lines)

@@ -1,0 +1,59 @@
+"""`clockless invoke`: one function invoked the way `sam local invoke` does, without Docker."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, load_template
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.server import running_endpoint
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
+
+app = typer.Typer()
+
+
+@app.command(rich_help_panel=RUN_LOCALLY)
+def invoke(
+    function: Annotated[str, typer.Argument(help="Logical id of the function in template.yaml.")],
+    event: Annotated[Path, typer.Option("--event", "-e", help="JSON event file.")],
+    template: TemplateOption = DEFAULT_TEMPLATE,
+    endpoint: Annotated[str | None, typer.Option(help="DynamoDB endpoint (default: the running `local up`).")] = None,
+) -> None:
+    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr."""
+    tpl = load_template(template)
+    try:
+        tpl.function(function)
+    except TemplateError as error:
+        raise fail(str(error)) from None
+    payload = read_event(event)
+    endpoint = endpoint or running_endpoint()
+    if endpoint is None:
+        raise fail("no embedded DynamoDB is running: start it with `make local-up` (or pass --endpoint)")
+    runtime = LocalLambdaRuntime(tpl, endpoint)
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # the function's logs and metrics, like Lambda's log stream
+    try:
+        result = runtime.invoke(function, payload)
+    except Exception as error:  # the function's own error, reported as Lambda reports it
+        sys.stdout = real_stdout
+        print(json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}))
+        raise typer.Exit(code=1) from None
+    finally:
+        sys.stdout = real_stdout
+    print(json.dumps(result, default=str))
+
+
+def read_event(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise fail(f"cannot read event file {path}: {error.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise fail(f"event file {path} is not valid JSON: {error.msg} at line {error.lineno}") from None

@@ -1,0 +1,188 @@
+"""`clockless simulate` (`make run`): every schedule replayed over a range in simulated
+time, each tick delivered at least once, checked against a replay that delivers each tick once."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
+from clockless_tools.local.seed import SeedPlan
+from clockless_tools.simulate.report import JobReport, SimulationReport
+from clockless_tools.simulate.request import (
+    DEFAULT_LOG,
+    SimulationError,
+    SimulationInputError,
+    SimulationRequest,
+    check_endpoint,
+    last_whole_hour,
+    load_template_for_simulation,
+    parse_drop,
+    parse_utc,
+)
+from clockless_tools.simulate.run import run_simulation
+from clockless_tools.simulate.snapshot import TableEffects
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
+
+DEFAULT_SPAN = timedelta(hours=48)
+MAX_LISTED = 12
+
+app = typer.Typer()
+
+
+@app.command(rich_help_panel=RUN_LOCALLY)
+def simulate(
+    start: Annotated[
+        str | None, typer.Option("--from", help="UTC start, e.g. 2026-11-27T00:00:00Z (default: --to minus 48 h).")
+    ] = None,
+    end: Annotated[str | None, typer.Option("--to", help="UTC end, exclusive (default: the last whole hour).")] = None,
+    seed: Annotated[int, typer.Option(help="Seeds the demo data and the delivery plan: same seed, same report.")] = 7,
+    drop: Annotated[
+        list[str] | None,
+        typer.Option(help="JOB@UTC_TIME: never deliver that tick (a scheduler outage). Repeatable."),
+    ] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="Run the simulation on this running DynamoDB (`clockless local up` + `local seed`)."),
+    ] = None,
+    tenants: Annotated[int, typer.Option(min=1, help="Tenants in the demo data (40 programs, 60 sessions each).")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    template: TemplateOption = DEFAULT_TEMPLATE,
+) -> None:
+    """Replay every schedule over a range in simulated time, each tick delivered at least once
+    (duplicates, concurrent copies, failures and retries, late deliveries), and check that every
+    tick took effect exactly once against a replay that delivers each tick once."""
+    started = time.monotonic()
+    try:
+        tpl = load_template_for_simulation(template)
+        until = parse_utc(end, option="--to") if end else last_whole_hour()
+        since = parse_utc(start, option="--from") if start else until - DEFAULT_SPAN
+        request = SimulationRequest(
+            template=tpl,
+            start=since,
+            end=until,
+            seed=seed,
+            drops=tuple(parse_drop(text) for text in drop or []),
+            endpoint=check_endpoint(endpoint) if endpoint else None,
+            seed_plan=SeedPlan(tenants=tenants),
+            log_path=DEFAULT_LOG,
+        )
+        request.validate()
+    except SimulationInputError as error:
+        raise fail(str(error)) from None
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+        disable=not stderr.is_terminal,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(f"{name} replay: deliveries", total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        def note(message: str) -> None:
+            bar.console.print(f"[dim]{escape(message)}[/]", highlight=False, soft_wrap=True)
+
+        note(f"simulating {_range(request)} of {', '.join(tpl.jobs)} (seed {seed})")
+        try:
+            report = run_simulation(request, progress=progress, note=note)
+        except SimulationError as error:
+            stderr.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=1) from None
+    elapsed = time.monotonic() - started
+    log = shown(request.log_path)
+    if as_json:
+        print(json.dumps({**report.as_dict(), "seconds": round(elapsed, 2), "function_log": log}, indent=2))
+    else:
+        render_report(report)
+        stdout.print(f"function logs and metrics: {log}   ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
+    if not report.ok:
+        stderr.print("[bold red]a tick did not take effect exactly once[/]")
+        raise typer.Exit(code=1)
+
+
+def _range(request: SimulationRequest) -> str:
+    hours = (request.end - request.start) / timedelta(hours=1)
+    return f"{request.start:%Y-%m-%dT%H:%MZ} to {request.end:%Y-%m-%dT%H:%MZ} ({hours:g} h)"
+
+
+def _effects(effects: Mapping[str, TableEffects]) -> str:
+    """`+created ~updated -deleted` per table, one line each."""
+    lines = []
+    for table, effect in effects.items():
+        counts = [
+            f"{sign}{n}" for sign, n in (("+", effect.created), ("~", effect.updated), ("-", effect.deleted)) if n
+        ]
+        lines.append(f"{table} {' '.join(counts) or '0'}")
+    return "\n".join(lines) or "-"
+
+
+def _yes(value: bool) -> str:
+    return "[green]yes[/]" if value else "[bold red]NO[/]"
+
+
+def render_report(report: SimulationReport) -> None:
+    """The report as a table per job, then every finding by name."""
+    table = Table(title=f"clockless simulate: {report.start:%Y-%m-%d %H:%M} to {report.end:%Y-%m-%d %H:%M} UTC")
+    table.add_column("")
+    for job in report.jobs:
+        table.add_column(job.job, justify="right")
+
+    def row(label: str, cell: Callable[[JobReport], str]) -> None:
+        table.add_row(label, *(cell(job) for job in report.jobs))
+
+    row("schedule (UTC)", lambda j: j.expression)
+    row("ticks expected", lambda j: str(j.ticks_expected))
+    row("  dropped (by request)", lambda j: str(len(j.ticks_dropped)))
+    row("deliveries", lambda j: str(j.deliveries))
+    row("  first attempts", lambda j: str(j.by_kind["tick"]))
+    row("  retries after failures", lambda j: str(j.by_kind["retry"]))
+    row("  concurrent copies", lambda j: str(j.by_kind["concurrent"]))
+    row("  same event again", lambda j: str(j.by_kind["redelivery"]))
+    row("  late, after next tick", lambda j: str(j.by_kind["late"]))
+    row("executions", lambda j: str(j.executions))
+    row("duplicates suppressed", lambda j: str(j.duplicates_suppressed))
+    row("failures (injected)", lambda j: f"{j.failures} ({j.failures_injected})")
+    row("  after some writes", lambda j: str(j.failures_after_writes))
+    row("  retried", lambda j: str(j.failures_retried))
+    row("ticks missed", lambda j: str(len(j.ticks_missed)))
+    row("effects in the tables", lambda j: _effects(j.effects))
+    row("  each tick once", lambda j: _effects(j.reference_effects))
+    row("  identical, item by item", lambda j: _yes(not j.differences))
+    row("exactly once", lambda j: _yes(j.exactly_once))
+    stdout.print(table)
+    stdout.print("effects: + items created, ~ updated, - deleted", highlight=False)
+    if report.seeded:
+        stdout.print(f"seeded: {report.seeded}", highlight=False)
+    stdout.print(f"compared item by item: {', '.join(report.compared_tables)}", highlight=False)
+    for job in report.jobs:
+        _list(f"{job.job}: dropped (by request)", job.ticks_dropped, style="dim")
+        _list(f"{job.job}: ticks that never took effect", job.ticks_missed)
+        _list(f"{job.job}: the reference replay failed", job.reference_failures)
+        _list(f"{job.job}: effects that differ", [d.describe() for d in job.differences])
+    _list("tables no job names: effects that differ", [d.describe() for d in report.differences])
+
+
+def _list(title: str, lines: list[str], *, style: str = "bold red") -> None:
+    if not lines:
+        return
+    stdout.print(f"[{style}]{escape(title)}[/] ({len(lines)})", highlight=False)
+    for line in lines[:MAX_LISTED]:
+        stdout.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+    if len(lines) > MAX_LISTED:
+        stdout.print(f"  ... and {len(lines) - MAX_LISTED} more (see --json)", highlight=False)

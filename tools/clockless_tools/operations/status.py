@@ -1,0 +1,105 @@
+"""`clockless status`: per job, the last success and failure, the next ticks, and the expected ticks
+the ledger does not show as succeeded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from clockless import format_scheduled_time
+from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless_tools.operations.targets import JobTarget
+from clockless_tools.template.expressions import next_ticks, ticks_between
+from clockless_tools.template.model import Template
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job: str
+    function_id: str
+    expression: str
+    window_start: datetime
+    window_end: datetime
+    last_success: LedgerEntry | None
+    last_failure: LedgerEntry | None
+    next_ticks: list[datetime]
+    expected: int
+    missing: list[datetime]
+    skipped: list[datetime] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
+            if e is None:
+                return None
+            return {
+                "scheduled_time": format_scheduled_time(e.scheduled_time),
+                "status": e.status,
+                "attempts": e.attempts,
+                "trigger": e.trigger,
+                "finished_at": e.finished_at,
+                "error": e.error,
+            }
+
+        return {
+            "job": self.job,
+            "function": self.function_id,
+            "schedule": self.expression,
+            "window": [format_scheduled_time(self.window_start), format_scheduled_time(self.window_end)],
+            "last_success": entry(self.last_success),
+            "last_failure": entry(self.last_failure),
+            "next_ticks": [format_scheduled_time(t) for t in self.next_ticks],
+            "expected": self.expected,
+            "missing": [format_scheduled_time(t) for t in self.missing],
+            "skipped": [format_scheduled_time(t) for t in self.skipped],
+        }
+
+
+def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime) -> dict[datetime, LedgerEntry]:
+    return {entry.scheduled_time: entry for entry in ledger.entries(job, start, end)}
+
+
+def missing_ticks(
+    template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime, *, now: datetime
+) -> list[datetime]:
+    """Ticks the schedule expected in [start, end), up to `now`, that the ledger does not show as
+    succeeded or skipped. A tick after `now` has not happened: it is never missing."""
+    expected = due_ticks(template, job, start, end, now=now)
+    return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
+
+
+def due_ticks(template: Template, job: str, start: datetime, end: datetime, *, now: datetime) -> list[datetime]:
+    """The schedule's ticks in [start, end) that are due at `now`."""
+    return [t for t in ticks_between(template.jobs[job].expression, start, end) if t <= now]
+
+
+def _not_accounted_for(expected: list[datetime], entries: dict[datetime, LedgerEntry]) -> list[datetime]:
+    return [t for t in expected if t not in entries or entries[t].status not in (STATUS_SUCCEEDED, STATUS_SKIPPED)]
+
+
+def job_status(template: Template, target: JobTarget, job: str, *, now: datetime, window: timedelta) -> JobStatus:
+    schedule = template.jobs[job]
+    start, end = now - window, now
+    ledger = target.ledger()
+    entries = _entries_by_time(ledger, job, start, end)
+    expected = ticks_between(schedule.expression, start, end)
+    failures = [e for e in entries.values() if e.status == STATUS_FAILED]
+    last_success_time = ledger.last_success_before(job, now + timedelta(seconds=1))
+    last_success = None
+    if last_success_time is not None:
+        last_success = entries.get(last_success_time) or next(
+            iter(ledger.entries(job, last_success_time, last_success_time + timedelta(seconds=1))), None
+        )
+    return JobStatus(
+        job=job,
+        function_id=schedule.function_id,
+        expression=schedule.expression,
+        window_start=start,
+        window_end=end,
+        last_success=last_success,
+        last_failure=max(failures, key=lambda e: e.scheduled_time) if failures else None,
+        next_ticks=next_ticks(schedule.expression, now, 3),
+        expected=len(expected),
+        missing=_not_accounted_for(expected, entries),
+        skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
+    )

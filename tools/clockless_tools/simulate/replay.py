@@ -1,0 +1,180 @@
+"""One replay of the simulator, in a process of its own: `python -m clockless_tools.simulate.replay SPEC OUT`.
+
+Each replay gets a fresh interpreter because handlers cache what they build on first use
+(settings and stores behind `functools.cache`, the kit's persistence layer, PynamoDB connections
+bound to the endpoint they were made for), and moto keeps its tables in module-level state: a
+second server in the same process would share the first one's tables and be reached through the
+first one's clients. A process per replay needs no knowledge of any of those caches, so a cache
+added tomorrow cannot make the comparison lie.
+
+Two roles, told apart by SPEC:
+- the simulation delivers SPEC's tick plans; it announces on stdout where it wrote the seeded
+  tables (`{"before": path}`) and each tick as soon as it first took effect (`{"took_effect": ...}`);
+- the reference (`"stream": true`) reads commands on stdin as they come: `{"load": path}`, then
+  `{"plan": ...}` per tick to deliver right away, then `{"end": true}`. So it runs alongside the
+  simulation instead of after it.
+Both write progress as JSON lines on stdout, the functions' own output to SPEC's log file, and the
+tables (before and after) and every delivery to OUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import time_machine
+
+from clockless_tools.local.dynamodb import (
+    EmbeddedDynamoDB,
+    create_tables,
+    dynamodb_client,
+    local_environment,
+    patched_environ,
+)
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.seed import SeedPlan, seed_demo_tables
+from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord, TickPlan
+from clockless_tools.simulate.faults import FaultInjector
+from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
+
+
+def send(channel: TextIO, **message: Any) -> None:
+    channel.write(json.dumps(message) + "\n")
+    channel.flush()
+
+
+@contextlib.contextmanager
+def _dynamodb(endpoint: str | None) -> Iterator[str]:
+    if endpoint is not None:
+        yield endpoint
+        return
+    # Not stopped: the process ends with the replay, and a clean shutdown would wait out the
+    # server's half-second poll for nothing. Its thread is a daemon.
+    yield EmbeddedDynamoDB().start().endpoint
+
+
+class _Clock:
+    """time-machine started on the first move, so a streamed replay needs no start time up front."""
+
+    def __init__(self) -> None:
+        self._travel: time_machine.travel | None = None
+        self._coordinates: time_machine.Traveller | None = None
+
+    def move_to(self, destination: datetime, tick: bool | None = None) -> None:
+        if self._coordinates is None:
+            self._travel = time_machine.travel(destination, tick=False)
+            self._coordinates = self._travel.start()
+        self._coordinates.move_to(destination, tick=tick)
+
+    def stop(self) -> None:
+        if self._travel is not None:
+            self._travel.stop()
+
+
+def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[str, Any]:
+    """Carry out one replay as SPEC describes (see the module's docstring)."""
+    template = Template.load(spec["template"])
+    names = LocalNames()
+    with _dynamodb(spec.get("endpoint")) as endpoint, patched_environ(local_environment(endpoint)):
+        if spec.get("endpoint") is None:
+            send(channel, note=f"embedded DynamoDB on {endpoint}")
+        tables = create_tables(template, endpoint, names)
+        client = dynamodb_client(endpoint)
+        seeded = _seed(template, spec.get("seed"), names)
+        if seeded:
+            send(channel, note=f"seeded {seeded}")
+        before = dump_tables(client, tables)
+        if spec.get("before_path"):
+            Path(spec["before_path"]).write_text(json.dumps(before), encoding="utf-8")
+            send(channel, before=spec["before_path"])
+        runtime = LocalLambdaRuntime(template, endpoint, names)
+        injector = FaultInjector(spared_tables=spec["spared_tables"])
+        clock = _Clock()
+        expected = spec.get("expected")
+        engine = DeliveryEngine(
+            template,
+            runtime,
+            injector,
+            clock,
+            progress=lambda done, queued: send(channel, done=done, total=expected or done + queued),
+            took_effect=lambda plan, record: send(channel, took_effect=plan.key, at=record.at, round=record.round),
+        )
+        try:
+            with injector.installed():
+                if spec.get("stream"):
+                    records, before = _stream(engine, commands, client, channel, before)
+                else:
+                    records = engine.run([TickPlan.from_dict(plan) for plan in spec["plans"]])
+        finally:
+            clock.stop()
+        after = dump_tables(client, tables)
+    return {
+        "endpoint": endpoint,
+        "seeded": seeded,
+        "before": before,
+        "after": after,
+        "records": [asdict(record) for record in records],
+    }
+
+
+def _seed(template: Template, seed: Mapping[str, Any] | None, names: LocalNames) -> str | None:
+    if not seed:
+        return None
+    return seed_demo_tables(
+        template,
+        SeedPlan(**seed["plan"]),
+        business_date=date.fromisoformat(seed["business_date"]),
+        now=datetime.fromisoformat(seed["now"]),
+        session_span=timedelta(seconds=seed["session_span_seconds"]),
+        names=names,
+    )
+
+
+def _stream(
+    engine: DeliveryEngine, commands: TextIO, client: Any, channel: TextIO, before: Snapshot
+) -> tuple[list[DeliveryRecord], Snapshot]:
+    records: list[DeliveryRecord] = []
+    for line in commands:
+        command = json.loads(line)
+        if "load" in command:
+            before = json.loads(Path(command["load"]).read_text(encoding="utf-8"))
+            send(channel, note=f"loaded {load_tables(client, before)} items: a fresh copy of the seeded tables")
+        elif "plan" in command:
+            records.extend(engine.run([TickPlan.from_dict(command["plan"])]))
+        elif command.get("end"):
+            break
+    return records, before
+
+
+def main(argv: list[str] | None = None) -> int:
+    spec_path, out_path = argv if argv is not None else sys.argv[1:]
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    channel, commands = sys.stdout, sys.stdin
+    log_path = Path(spec["log"])
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    # Handlers log and emit metrics to stdout, as in Lambda. The redirect is in place before any
+    # handler is imported, because Powertools binds its stream when a logger is created.
+    with log_path.open("a", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+        result = replay(spec, channel, commands)
+    Path(out_path).write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    # A crash is a traceback on stderr and a non-zero exit, which the simulator reports.
+    code = main()
+    # Leave without the interpreter's teardown: the embedded server's request threads would hold
+    # the exit until their keep-alive connections time out, about a second, and nothing is left
+    # to clean up (OUT is written and closed).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

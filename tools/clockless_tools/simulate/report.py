@@ -1,0 +1,203 @@
+"""What a simulation found: per job, ticks expected, deliveries by kind, executions, suppressed
+duplicates and failures, and the effects in each table against the reference replay."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from clockless import OUTCOME_EXECUTED, format_scheduled_time
+from clockless_tools.simulate.engine import (
+    KINDS,
+    OUTCOME_FAILED,
+    SUPPRESSED,
+    TOOK_EFFECT,
+    DeliveryRecord,
+    TickPlan,
+)
+from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
+from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
+
+
+def bookkeeping_tables(template: Template) -> set[str]:
+    """Logical ids of tables the kit keeps for itself (idempotency records, the run ledger)."""
+    return set(template.tables_of_kind(*BOOKKEEPING_KINDS))
+
+
+def job_tables(template: Template, function_id: str) -> list[str]:
+    """The domain tables a function's environment names (`!Ref <Table>`): where its effects land."""
+    domain = template.tables.keys() - bookkeeping_tables(template)
+    found = []
+    for value in template.function(function_id).environment.values():
+        if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
+            found.append(value["Ref"])
+    return found
+
+
+def key_attributes(template: Template, logical_id: str) -> list[str]:
+    schema = template.tables[logical_id].get("KeySchema") or []
+    ordered = sorted(schema, key=lambda element: element.get("KeyType") != "HASH")
+    return [str(element["AttributeName"]) for element in ordered]
+
+
+@dataclass
+class JobReport:
+    job: str
+    function_id: str
+    expression: str
+    tables: list[str]
+    ticks_expected: int = 0
+    ticks_dropped: list[str] = field(default_factory=list)
+    deliveries: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    executions: int = 0
+    duplicates_suppressed: int = 0
+    failures: int = 0
+    failures_injected: int = 0
+    failures_after_writes: int = 0
+    failures_retried: int = 0
+    ticks_missed: list[str] = field(default_factory=list)
+    effects: dict[str, TableEffects] = field(default_factory=dict)
+    reference_effects: dict[str, TableEffects] = field(default_factory=dict)
+    differences: list[ItemDifference] = field(default_factory=list)
+    reference_failures: list[str] = field(default_factory=list)
+
+    @property
+    def ticks_delivered(self) -> int:
+        return self.ticks_expected - len(self.ticks_dropped)
+
+    @property
+    def effects_total(self) -> int:
+        return sum(effects.total for effects in self.effects.values())
+
+    @property
+    def reference_effects_total(self) -> int:
+        return sum(effects.total for effects in self.reference_effects.values())
+
+    @property
+    def exactly_once(self) -> bool:
+        return not self.ticks_missed and not self.differences and not self.reference_failures
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "function": self.function_id,
+            "schedule": self.expression,
+            "tables": self.tables,
+            "ticks_expected": self.ticks_expected,
+            "ticks_dropped": self.ticks_dropped,
+            "deliveries": self.deliveries,
+            "deliveries_by_kind": self.by_kind,
+            "executions": self.executions,
+            "duplicates_suppressed": self.duplicates_suppressed,
+            "failures": self.failures,
+            "failures_injected": self.failures_injected,
+            "failures_after_writes": self.failures_after_writes,
+            "failures_retried": self.failures_retried,
+            "ticks_missed": self.ticks_missed,
+            "effects": {table: asdict(effects) for table, effects in self.effects.items()},
+            "reference_effects": {table: asdict(effects) for table, effects in self.reference_effects.items()},
+            "differences": [difference.as_dict() for difference in self.differences],
+            "reference_failures": self.reference_failures,
+            "exactly_once": self.exactly_once,
+        }
+
+
+@dataclass
+class SimulationReport:
+    start: datetime
+    end: datetime
+    seed: int
+    endpoint: str | None
+    seeded: str | None
+    jobs: list[JobReport]
+    compared_tables: list[str]
+    differences: list[ItemDifference]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences and all(job.exactly_once for job in self.jobs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "from": format_scheduled_time(self.start),
+            "to": format_scheduled_time(self.end),
+            "seed": self.seed,
+            "endpoint": self.endpoint,
+            "seeded": self.seeded,
+            "compared_tables": self.compared_tables,
+            "jobs": [job.as_dict() for job in self.jobs],
+            "differences": [difference.as_dict() for difference in self.differences],
+            "ok": self.ok,
+        }
+
+
+def build_report(
+    request: SimulationRequest,
+    ticks: Mapping[str, list[datetime]],
+    plans: list[TickPlan],
+    records: list[DeliveryRecord],
+    reference_records: list[DeliveryRecord],
+    *,
+    before: Snapshot,
+    after: Snapshot,
+    reference_after: Snapshot,
+    seeded: str | None,
+) -> SimulationReport:
+    """Counters per job from the deliveries; effects and differences from the tables."""
+    template = request.template
+    names = LocalNames()
+    compared = sorted(template.tables.keys() - bookkeeping_tables(template))
+    differences: dict[str, list[ItemDifference]] = {}
+    for table in compared:
+        keys = key_attributes(template, table)
+        name = names.table_name(table)
+        differences[table] = compare_table(name, after.get(name, []), reference_after.get(name, []), keys)
+    owned: set[str] = set()
+    jobs = []
+    for job, times in ticks.items():
+        schedule = template.jobs[job]
+        tables = job_tables(template, schedule.function_id)
+        owned.update(tables)
+        report = JobReport(job, schedule.function_id, schedule.expression, tables, ticks_expected=len(times))
+        report.ticks_dropped = sorted(format_scheduled_time(t) for j, t in request.drops if j == job)
+        _count_deliveries(report, [r for r in records if r.job == job])
+        took_effect = {r.tick_key for r in records if r.job == job and r.outcome in TOOK_EFFECT}
+        report.ticks_missed = [plan.key for plan in plans if plan.job == job and plan.key not in took_effect]
+        report.reference_failures = [
+            f"{r.tick_key}: {r.error}" for r in reference_records if r.job == job and r.outcome == OUTCOME_FAILED
+        ]
+        for table in tables:
+            keys, name = key_attributes(template, table), names.table_name(table)
+            report.effects[table] = effects_between(before.get(name, []), after.get(name, []), keys)
+            report.reference_effects[table] = effects_between(before.get(name, []), reference_after.get(name, []), keys)
+            report.differences.extend(differences[table])
+        jobs.append(report)
+    unowned = [d for table in compared if table not in owned for d in differences[table]]
+    return SimulationReport(
+        start=request.start,
+        end=request.end,
+        seed=request.seed,
+        endpoint=request.endpoint,
+        seeded=seeded,
+        jobs=jobs,
+        compared_tables=compared,
+        differences=unowned,
+    )
+
+
+def _count_deliveries(report: JobReport, records: Collection[DeliveryRecord]) -> None:
+    kinds = Counter(record.kind for record in records)
+    report.by_kind = {kind: kinds[kind] for kind in KINDS}
+    report.deliveries = len(records)
+    report.executions = sum(1 for r in records if r.outcome == OUTCOME_EXECUTED)
+    report.duplicates_suppressed = sum(1 for r in records if r.outcome in SUPPRESSED)
+    report.failures = sum(1 for r in records if r.outcome == OUTCOME_FAILED)
+    report.failures_injected = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.injected)
+    report.failures_after_writes = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.writes_done > 0)
+    report.failures_retried = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.retried)

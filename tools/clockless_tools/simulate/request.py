@@ -1,0 +1,117 @@
+"""What a simulation is asked for: the range, the seed, the dropped ticks, the endpoint; and bad input
+refused with a clear error."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit
+
+from clockless import format_scheduled_time
+from clockless_tools.local.seed import SeedPlan
+from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
+from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
+from clockless_tools.template.model import Template
+
+BOOKKEEPING_KINDS: Final = frozenset({"idempotency", "ledger"})
+DEFAULT_LOG: Final = PROJECT_ROOT / ".clockless" / "simulate-function-output.log"
+Progress = Callable[[str, int, int], None]
+Note = Callable[[str], None]
+
+
+class SimulationInputError(ValueError):
+    """Bad input (range, --drop, template): nothing was run."""
+
+
+class SimulationError(RuntimeError):
+    """A replay process broke down (not a finding about the jobs): the message says where."""
+
+
+def parse_utc(text: str, *, option: str) -> datetime:
+    """An ISO-8601 instant that names its zone (`Z` or an offset), in UTC, whole seconds."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise SimulationInputError(f"{option} {text!r} is not an ISO-8601 time (e.g. 2026-11-27T00:00:00Z)") from None
+    if moment.tzinfo is None:
+        raise SimulationInputError(f"{option} {text!r} names no time zone: write it in UTC, e.g. {text.strip()}Z")
+    return moment.astimezone(UTC).replace(microsecond=0)
+
+
+def parse_drop(text: str) -> tuple[str, datetime]:
+    """`JOB@UTC_TIME`: that tick is never delivered."""
+    job, separator, moment = text.partition("@")
+    if not separator or not job.strip():
+        raise SimulationInputError(f"--drop {text!r} must be JOB@UTC_TIME, e.g. session-cleanup@2026-11-28T03:00:00Z")
+    return job.strip(), parse_utc(moment, option=f"--drop {job.strip()}@")
+
+
+def check_endpoint(url: str) -> str:
+    """`--endpoint` must be an http(s) URL something listens on; checked before anything runs."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SimulationInputError(f"--endpoint {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8765")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=2).close()
+    except OSError as error:
+        raise SimulationInputError(
+            f"--endpoint {url}: nothing answers ({error.strerror or error}); start it with `clockless local up`"
+        ) from None
+    return url.rstrip("/")
+
+
+def expected_ticks(template: Template, start: datetime, end: datetime) -> dict[str, list[datetime]]:
+    ticks = {}
+    for job, schedule in template.jobs.items():
+        try:
+            ticks[job] = ticks_between(schedule.expression, start, end)
+        except ScheduleExpressionError as error:
+            raise SimulationInputError(f"{schedule.function_id}.Events.{schedule.event_id}: {error}") from None
+    return ticks
+
+
+@dataclass(frozen=True)
+class SimulationRequest:
+    template: Template
+    start: datetime
+    end: datetime
+    seed: int = 7
+    drops: tuple[tuple[str, datetime], ...] = ()
+    endpoint: str | None = None
+    seed_plan: SeedPlan = SeedPlan()
+    log_path: Path = DEFAULT_LOG
+
+    def validate(self) -> dict[str, list[datetime]]:
+        if self.start >= self.end:
+            raise SimulationInputError(
+                f"--from {format_scheduled_time(self.start)} is not before --to {format_scheduled_time(self.end)}"
+            )
+        ticks = expected_ticks(self.template, self.start, self.end)
+        if not ticks:
+            raise SimulationInputError(f"{self.template.path} declares no schedules (ScheduleV2 events)")
+        for job, moment in self.drops:
+            if job not in ticks:
+                known = ", ".join(ticks)
+                raise SimulationInputError(f"--drop {job}@...: unknown job (the template schedules: {known})")
+            if moment not in ticks[job]:
+                raise SimulationInputError(
+                    f"--drop {job}@{format_scheduled_time(moment)}: not a tick of {job} "
+                    f"({self.template.jobs[job].expression}) between --from and --to"
+                )
+        return ticks
+
+
+def last_whole_hour(now: datetime | None = None) -> datetime:
+    return (now or datetime.now(UTC)).astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def load_template_for_simulation(path: Path) -> Template:
+    try:
+        return Template.load(path)
+    except TemplateError as error:
+        raise SimulationInputError(str(error)) from None

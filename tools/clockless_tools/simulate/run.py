@@ -1,0 +1,182 @@
+"""`clockless simulate`: the two replays, each in its own process, and the report built from them.
+
+1. the simulation: the seeded tables (or an already running DynamoDB), every tick delivered by
+   the seeded plan in `clockless_tools.simulate.engine` (duplicates, concurrent copies, failures and
+   retries, late deliveries);
+2. the reference: a fresh copy of the same seeded tables, each tick delivered exactly once, at
+   the simulated time and in the order its work was done in the simulation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from clockless_tools.local.seed import SeedPlan
+from clockless_tools.simulate.engine import (
+    DeliveryRecord,
+    delivered_once,
+    plan_deliveries,
+)
+from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
+from clockless_tools.simulate.request import Note, Progress, SimulationError, SimulationRequest
+from clockless_tools.template.intrinsics import LocalNames
+
+
+class _Replay:
+    """A replay process: SPEC in a file, commands on stdin, JSON lines on stdout, result in a file."""
+
+    def __init__(self, name: str, spec: dict[str, Any], workdir: Path) -> None:
+        self.name = name
+        spec_path, self.out_path, self.err_path = (workdir / f"{name}.{s}" for s in ("spec.json", "out.json", "err"))
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        with self.err_path.open("w", encoding="utf-8") as errors:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "clockless_tools.simulate.replay", str(spec_path), str(self.out_path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+            )
+
+    def messages(self) -> Iterator[dict[str, Any]]:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            yield json.loads(line)
+
+    def command(self, **command: Any) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # it stopped; result() reports why
+
+    def result(self) -> dict[str, Any]:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+        code = self.process.wait()
+        if code != 0:
+            tail = self.err_path.read_text(encoding="utf-8").strip().splitlines()[-12:]
+            raise SimulationError(f"the {self.name} replay stopped with exit code {code}:\n" + "\n".join(tail))
+        return json.loads(self.out_path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def _follow(replay: _Replay, progress: Progress, note: Note) -> None:
+    for message in replay.messages():
+        if "note" in message:
+            note(f"{replay.name}: {message['note']}")
+        elif "done" in message:
+            progress(replay.name, int(message["done"]), int(message["total"]))
+
+
+def run_simulation(
+    request: SimulationRequest,
+    *,
+    progress: Progress = lambda _name, _done, _total: None,
+    note: Note = lambda _message: None,
+) -> SimulationReport:
+    """Run the simulation and, alongside it, the reference replay; compare their tables; report per job."""
+    template = request.template
+    ticks = request.validate()
+    names = LocalNames()
+    plans = plan_deliveries(template, ticks, seed=request.seed, dropped=set(request.drops))
+    by_key = {plan.key: plan for plan in plans}
+    for log in (request.log_path, reference_log(request.log_path)):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("", encoding="utf-8")
+    common = {
+        "template": str(template.path),
+        "spared_tables": sorted(names.table_name(table) for table in bookkeeping_tables(template)),
+    }
+    with tempfile.TemporaryDirectory(prefix="clockless-simulate-") as tmp:
+        workdir = Path(tmp)
+        simulation = _Replay(
+            "simulation",
+            {
+                **common,
+                "log": str(request.log_path),
+                "endpoint": request.endpoint,
+                "seed": None if request.endpoint else _seed_spec(request),
+                "before_path": str(workdir / "before.json"),
+                "plans": [plan.as_dict() for plan in plans],
+            },
+            workdir,
+        )
+        reference = _Replay(
+            "reference",
+            {**common, "log": str(reference_log(request.log_path)), "stream": True, "expected": len(plans)},
+            workdir,
+        )
+        follower = threading.Thread(target=_follow, args=(reference, progress, note), daemon=True)
+        follower.start()
+        try:
+            forwarded: set[str] = set()
+            for message in simulation.messages():
+                if "before" in message:
+                    reference.command(load=message["before"])
+                elif "took_effect" in message:
+                    # Each tick once, at the simulated time and in the order its work was first done
+                    # in the simulation, so clocks read by the jobs agree.
+                    plan = by_key[message["took_effect"]]
+                    at = datetime.fromisoformat(message["at"])
+                    reference.command(plan=delivered_once(plan, at=at, order=int(message["round"])).as_dict())
+                    forwarded.add(plan.key)
+                elif "note" in message:
+                    note(f"simulation: {message['note']}")
+                else:
+                    progress("simulation", int(message["done"]), int(message["total"]))
+            simulated = simulation.result()
+            # Ticks that never took effect in the simulation: the reference still delivers them once.
+            for plan in plans:
+                if plan.key not in forwarded:
+                    reference.command(
+                        plan=delivered_once(plan, at=plan.first_at, order=len(plans) + plan.order).as_dict()
+                    )
+            reference.command(end=True)
+            referenced = reference.result()
+            follower.join()
+        finally:
+            simulation.kill()
+            reference.kill()
+    return build_report(
+        request,
+        ticks,
+        plans,
+        [DeliveryRecord(**record) for record in simulated["records"]],
+        [DeliveryRecord(**record) for record in referenced["records"]],
+        before=simulated["before"],
+        after=simulated["after"],
+        reference_after=referenced["after"],
+        seeded=simulated["seeded"],
+    )
+
+
+def _seed_spec(request: SimulationRequest) -> dict[str, Any]:
+    return {
+        "plan": asdict(SeedPlan(**{**asdict(request.seed_plan), "seed": request.seed})),
+        "business_date": request.start.date().isoformat(),
+        "now": request.end.isoformat(),
+        # Sessions start across the whole range and the two days before it, so every hourly
+        # tick finds sessions whose grace just ended.
+        "session_span_seconds": int((request.end - request.start + timedelta(hours=48)).total_seconds()),
+    }
+
+
+def reference_log(log_path: Path) -> Path:
+    return log_path.with_name(log_path.stem + "-reference" + log_path.suffix)

@@ -1,0 +1,53 @@
+"""Reading template.yaml: YAML with CloudFormation's short-form intrinsics (`!Ref`, `!Sub`...) kept as
+their long forms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_TEMPLATE = PROJECT_ROOT / "template.yaml"
+
+_SHORT_FORMS = {
+    "Ref": "Ref",
+    "Condition": "Condition",
+    "GetAtt": "Fn::GetAtt",
+}
+
+
+class TemplateError(ValueError):
+    """template.yaml is unreadable or lacks something the tools rely on; the message says where."""
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """YAML loader that turns CloudFormation short forms (!Ref, !Sub, ...) into their long forms."""
+
+
+def _construct_intrinsic(loader: _CfnLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = _SHORT_FORMS.get(tag_suffix, f"Fn::{tag_suffix}")
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if name == "Fn::GetAtt" and isinstance(value, str):
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _construct_intrinsic)
+
+
+def load_yaml(text: str, *, source: str = "template.yaml") -> dict[str, Any]:
+    try:
+        document = yaml.load(text, Loader=_CfnLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        raise TemplateError(f"{source}: not valid YAML: {error}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
+        raise TemplateError(f"{source}: has no Resources mapping")
+    return document

@@ -1,0 +1,225 @@
+"""template.yaml as the single source of truth for the local runtime, the simulator and the rules: its
+functions, their schedules, tables and queues."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError, load_yaml
+
+
+@dataclass(frozen=True)
+class Schedule:
+    function_id: str
+    event_id: str
+    properties: Mapping[str, Any]
+
+    @property
+    def expression(self) -> str:
+        return str(self.properties.get("ScheduleExpression", ""))
+
+    @property
+    def timezone(self) -> str | None:
+        value = self.properties.get("ScheduleExpressionTimezone")
+        return None if value is None else str(value)
+
+    @property
+    def input_text(self) -> str | None:
+        value = self.properties.get("Input")
+        return value if isinstance(value, str) else None
+
+    def input(self) -> dict[str, Any]:
+        """The `Input` JSON with the scheduler's placeholders still in it."""
+        text = self.input_text
+        if text is None:
+            raise TemplateError(f"{self.function_id}.Events.{self.event_id}: schedule has no literal Input")
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise TemplateError(f"{self.function_id}.Events.{self.event_id}: Input is not JSON: {error}") from None
+        if not isinstance(parsed, dict):
+            raise TemplateError(f"{self.function_id}.Events.{self.event_id}: Input must be a JSON object")
+        return parsed
+
+    @property
+    def job(self) -> str:
+        job = self.input().get("job")
+        if not isinstance(job, str):
+            raise TemplateError(f'{self.function_id}.Events.{self.event_id}: Input has no "job"')
+        return job
+
+    @property
+    def retry_max_event_age(self) -> int | None:
+        policy = self.properties.get("RetryPolicy")
+        if not isinstance(policy, Mapping) or "MaximumEventAgeInSeconds" not in policy:
+            return None
+        return int(policy["MaximumEventAgeInSeconds"])
+
+
+@dataclass(frozen=True)
+class Function:
+    logical_id: str
+    properties: Mapping[str, Any]
+    globals: Mapping[str, Any]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def prop(self, name: str, default: Any = None) -> Any:
+        if name in self.properties:
+            return self.properties[name]
+        return self.globals.get(name, default)
+
+    @property
+    def code_uri(self) -> str:
+        return str(self.prop("CodeUri", ""))
+
+    @property
+    def handler(self) -> str:
+        return str(self.prop("Handler", ""))
+
+    @property
+    def timeout(self) -> int:
+        return int(self.prop("Timeout", 3))
+
+    @property
+    def memory_size(self) -> int:
+        return int(self.prop("MemorySize", 128))
+
+    @property
+    def layers(self) -> list[Any]:
+        return list(self.globals.get("Layers", [])) + list(self.properties.get("Layers", []))
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        """Globals' variables overlaid with the function's own, unresolved, as SAM merges them."""
+        merged: dict[str, Any] = {}
+        for source in (self.globals, self.properties):
+            variables = (source.get("Environment") or {}).get("Variables") or {}
+            merged.update(variables)
+        return merged
+
+    @property
+    def event_invoke_config(self) -> Mapping[str, Any]:
+        value = self.properties.get("EventInvokeConfig") or self.globals.get("EventInvokeConfig") or {}
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def schedules(self) -> list[Schedule]:
+        events = self.properties.get("Events") or {}
+        return [
+            Schedule(function_id=self.logical_id, event_id=event_id, properties=event.get("Properties") or {})
+            for event_id, event in events.items()
+            if isinstance(event, Mapping) and event.get("Type") in ("ScheduleV2", "Schedule")
+        ]
+
+    @property
+    def package_dir(self) -> str:
+        """The function's package inside its CodeUri: the first part of `Handler`."""
+        return self.handler.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Template:
+    path: Path
+    document: Mapping[str, Any]
+
+    @classmethod
+    def load(cls, path: Path | str = DEFAULT_TEMPLATE) -> Template:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise TemplateError(f"{path}: cannot read template: {error.strerror}") from None
+        return cls(path=path, document=load_yaml(text, source=str(path)))
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def resources(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.document["Resources"]  # type: ignore[no-any-return]
+
+    @property
+    def function_globals(self) -> Mapping[str, Any]:
+        return (self.document.get("Globals") or {}).get("Function") or {}
+
+    def resources_of_type(self, resource_type: str) -> dict[str, Mapping[str, Any]]:
+        return {
+            logical_id: resource
+            for logical_id, resource in self.resources.items()
+            if isinstance(resource, Mapping) and resource.get("Type") == resource_type
+        }
+
+    @property
+    def functions(self) -> dict[str, Function]:
+        return {
+            logical_id: Function(
+                logical_id=logical_id,
+                properties=resource.get("Properties") or {},
+                globals=self.function_globals,
+                metadata=resource.get("Metadata") or {},
+            )
+            for logical_id, resource in self.resources_of_type("AWS::Serverless::Function").items()
+        }
+
+    def function(self, logical_id: str) -> Function:
+        functions = self.functions
+        if logical_id not in functions:
+            known = ", ".join(sorted(functions)) or "none"
+            raise TemplateError(f"unknown function {logical_id!r} (template.yaml declares: {known})")
+        return functions[logical_id]
+
+    @property
+    def scheduled_functions(self) -> dict[str, Function]:
+        return {logical_id: fn for logical_id, fn in self.functions.items() if fn.schedules}
+
+    def function_for_job(self, job: str) -> Function:
+        for fn in self.scheduled_functions.values():
+            if any(schedule.job == job for schedule in fn.schedules):
+                return fn
+        known = ", ".join(sorted(self.jobs)) or "none"
+        raise TemplateError(f"unknown job {job!r} (template.yaml schedules: {known})")
+
+    @property
+    def jobs(self) -> dict[str, Schedule]:
+        return {schedule.job: schedule for fn in self.scheduled_functions.values() for schedule in fn.schedules}
+
+    @property
+    def tables(self) -> dict[str, Mapping[str, Any]]:
+        return {
+            logical_id: resource.get("Properties") or {}
+            for logical_id, resource in self.resources_of_type("AWS::DynamoDB::Table").items()
+        }
+
+    def tables_of_kind(self, *kinds: str) -> list[str]:
+        """Logical ids of the tables whose `Metadata: clockless: kind` is one of `kinds`."""
+        found = []
+        for logical_id, resource in self.resources_of_type("AWS::DynamoDB::Table").items():
+            clockless = (resource.get("Metadata") or {}).get("clockless") or {}
+            if isinstance(clockless, Mapping) and clockless.get("kind") in kinds:
+                found.append(logical_id)
+        return found
+
+    def layer_content_uri(self, layer_ref: Any) -> str | None:
+        """The ContentUri of a layer referenced with !Ref to a layer in this template."""
+        if isinstance(layer_ref, Mapping) and "Ref" in layer_ref:
+            resource = self.resources.get(layer_ref["Ref"]) or {}
+            if resource.get("Type") == "AWS::Serverless::LayerVersion":
+                return str((resource.get("Properties") or {}).get("ContentUri"))
+        return None
+
+    def parameter_default(self, name: str) -> Any:
+        parameters = self.document.get("Parameters") or {}
+        if name not in parameters:
+            raise TemplateError(f"template.yaml references parameter {name!r}, which it does not declare")
+        parameter = parameters[name]
+        default = parameter.get("Default")
+        if default is None:
+            raise TemplateError(f"parameter {name!r} has no Default; the local runtime needs one")
+        if parameter.get("Type") == "CommaDelimitedList":
+            return [item.strip() for item in str(default).split(",")]
+        return default

@@ -1,0 +1,279 @@
+"""`clockless schedules check`: every schedule expanded over one year,
+each tick checked against the rule in every zone."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from clockless import format_scheduled_time
+from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
+from clockless_tools.template.intrinsics import resolve
+from clockless_tools.template.model import Function, Schedule, Template
+from clockless_tools.timezones.declaration import TimeDeclaration, missing_declaration_keys, read_declaration
+from clockless_tools.timezones.event import (
+    ScheduledEvent,
+    expression_error,
+    job_name,
+    utc_offset,
+    written_in_utc,
+)
+from clockless_tools.timezones.rule import (
+    DECLARED,
+    METADATA_KEY,
+    NO_RULE,
+    UTC_SCHEDULE,
+    ZONES_ENVIRONMENT_VARIABLE,
+    ZONES_KEY,
+    ZONES_MATCH_ENVIRONMENT,
+    breaches,
+)
+from clockless_tools.timezones.suggest import OffsetChange, fixed_minute, hour_runs, offset_changes, suggest_utc_hours
+
+
+@dataclass(frozen=True, slots=True)
+class LocalTimeViolation:
+    """A rule broken by a schedule: at one tick in one zone, or by the schedule's configuration."""
+
+    job: str
+    function_id: str
+    event_id: str
+    rule: str
+    detail: str
+    tick: datetime | None = None
+    zone: str | None = None
+    local_time: datetime | None = None
+    days_off: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "function": self.function_id,
+            "event": self.event_id,
+            "rule": self.rule,
+            "detail": self.detail,
+            "tick": None if self.tick is None else format_scheduled_time(self.tick),
+            "zone": self.zone,
+            "local_time": None if self.local_time is None else self.local_time.isoformat(),
+            "utc_offset": None if self.local_time is None else utc_offset(self.local_time),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ViolationGroup:
+    """Violations alike but for their tick: same job, rule, zone, local clock time and UTC offset."""
+
+    violations: tuple[LocalTimeViolation, ...]
+
+    @property
+    def first(self) -> LocalTimeViolation:
+        return self.violations[0]
+
+    @property
+    def ticks(self) -> list[datetime]:
+        return [v.tick for v in self.violations if v.tick is not None]
+
+    def runs(self) -> list[tuple[datetime, datetime, int]]:
+        """(first, last, count) of each stretch of ticks at the group's own period (e.g. daily)."""
+        ticks = self.ticks
+        if not ticks:
+            return []
+        step = min((b - a for a, b in itertools.pairwise(ticks)), default=timedelta(0))
+        runs: list[tuple[datetime, datetime, int]] = []
+        start = previous = ticks[0]
+        count = 1
+        for tick in ticks[1:]:
+            if tick - previous != step:
+                runs.append((start, previous, count))
+                start, count = tick, 0
+            previous = tick
+            count += 1
+        runs.append((start, previous, count))
+        return runs
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleCheck(ScheduledEvent):
+    """One schedule's year: what was declared, how many ticks were checked, what broke, what would fit."""
+
+    ticks_checked: int
+    violations: tuple[LocalTimeViolation, ...]
+    # Why the ticks were not expanded (no rule, no declaration, not UTC); None when they were.
+    not_expanded: str | None
+    suggested_hours: tuple[int, ...] | None
+    suggestion_minute: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def suggested_expression(self) -> str | None:
+        """A daily cron at the first hour of the longest stretch of suggested hours."""
+        if not self.suggested_hours:
+            return None
+        longest = max(hour_runs(self.suggested_hours), key=len)
+        return f"cron({self.suggestion_minute} {longest[0]} * * ? *)"
+
+    def groups(self) -> list[ViolationGroup]:
+        grouped: dict[tuple[Any, ...], list[LocalTimeViolation]] = {}
+        for violation in self.violations:
+            local = violation.local_time
+            clock = None if local is None else (f"{local:%H:%M}", utc_offset(local))
+            key = (violation.rule, violation.zone, clock, violation.days_off, violation.detail)
+            grouped.setdefault(key, []).append(violation)
+        return [ViolationGroup(tuple(items)) for items in grouped.values()]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.describe(),
+            "ticks_checked": self.ticks_checked,
+            "not_expanded": self.not_expanded,
+            "ok": self.ok,
+            "suggested_utc_hours": None if self.suggested_hours is None else list(self.suggested_hours),
+            "suggested_expression": self.suggested_expression,
+            "violations": [v.as_dict() for v in self.violations],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TimeZoneReport:
+    start: datetime
+    end: datetime
+    schedules: tuple[ScheduleCheck, ...]
+    offset_changes: Mapping[str, tuple[OffsetChange, ...]]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.schedules)
+
+    @property
+    def violations(self) -> list[LocalTimeViolation]:
+        return [v for check in self.schedules for v in check.violations]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "window": {"start": format_scheduled_time(self.start), "end": format_scheduled_time(self.end)},
+            "zones": {
+                zone: [{"at": format_scheduled_time(c.at), "before": c.before, "after": c.after} for c in changes]
+                for zone, changes in self.offset_changes.items()
+            },
+            "violations": len(self.violations),
+            "schedules": [check.as_dict() for check in self.schedules],
+        }
+
+
+def one_year_from(start: date) -> tuple[datetime, datetime]:
+    """[start 00:00 UTC, the same day a year later): holds both DST transitions of every zone."""
+    begin = datetime.combine(start, time(), UTC)
+    try:
+        end = begin.replace(year=begin.year + 1)
+    except ValueError:  # 29 February
+        end = begin.replace(year=begin.year + 1, day=28) + timedelta(days=1)
+    return begin, end
+
+
+def check_template(template: Template, *, start: date) -> TimeZoneReport:
+    """Check every schedule of every scheduled function over the year from `start`."""
+    begin, end = one_year_from(start)
+    checks = [
+        _check_schedule(function, schedule, template, begin, end)
+        for function in template.scheduled_functions.values()
+        for schedule in function.schedules
+    ]
+    zones = sorted({zone for check in checks if check.declaration for zone in check.declaration.zones})
+    changes = {zone: tuple(offset_changes(zone, begin, end)) for zone in zones}
+    return TimeZoneReport(begin, end, tuple(checks), changes)
+
+
+def _check_schedule(
+    function: Function, schedule: Schedule, template: Template, begin: datetime, end: datetime
+) -> ScheduleCheck:
+    job = job_name(schedule)
+
+    def violation(rule: str, detail: str, **where: Any) -> LocalTimeViolation:
+        return LocalTimeViolation(job, function.logical_id, schedule.event_id, rule, detail, **where)
+
+    violations: list[LocalTimeViolation] = []
+    timezone_ok = written_in_utc(function, schedule)
+    if not timezone_ok:
+        shown = "missing" if schedule.timezone is None else f"{schedule.properties['ScheduleExpressionTimezone']!r}"
+        violations.append(
+            violation(
+                UTC_SCHEDULE,
+                f"ScheduleExpressionTimezone is {shown}; schedules are written in UTC (a local-zone cron "
+                "skips or repeats ticks at DST changes)",
+            )
+        )
+    missing = missing_declaration_keys(function)
+    declaration = None
+    if missing:
+        violations.append(
+            violation(
+                DECLARED,
+                f"Metadata.{METADATA_KEY} lacks {' and '.join(missing)}: declare the zones the job serves "
+                f"and its local-time rule ({NO_RULE!r} if no local hour matters)",
+            )
+        )
+    else:
+        declaration = read_declaration(function, template)
+        drift = _environment_drift(function, declaration, template)
+        if drift:
+            violations.append(violation(ZONES_MATCH_ENVIRONMENT, drift))
+
+    ticks: list[datetime] = []
+    rule = None if declaration is None else declaration.rule
+    not_expanded = None
+    if not timezone_ok:
+        not_expanded = "the schedule is not in UTC"
+    elif declaration is None:
+        not_expanded = "nothing is declared to check them against"
+    elif rule is None:
+        not_expanded = f"its local-time rule is {NO_RULE!r}, so only the schedule's own zone (UTC) is checked"
+    if declaration is not None and rule is not None and not_expanded is None:
+        try:
+            ticks = ticks_between(schedule.expression, begin, end, anchor=begin)
+        except ScheduleExpressionError as error:
+            raise expression_error(schedule, error) from None
+        for tick in ticks:
+            violations.extend(
+                violation(b.rule, b.detail, tick=tick, zone=b.zone, local_time=b.local_time, days_off=b.days_off)
+                for b in breaches(rule, tick, declaration.zones)
+            )
+    minute = fixed_minute(schedule.expression)
+    suggested = (
+        None
+        if declaration is None or rule is None
+        else suggest_utc_hours(rule, declaration.zones, begin, end, minute=minute)
+    )
+    return ScheduleCheck(
+        job=job,
+        function_id=function.logical_id,
+        event_id=schedule.event_id,
+        expression=schedule.expression,
+        timezone=schedule.timezone,
+        declaration=declaration,
+        ticks_checked=len(ticks),
+        violations=tuple(violations),
+        suggested_hours=suggested,
+        suggestion_minute=minute,
+        not_expanded=not_expanded,
+    )
+
+
+def _environment_drift(function: Function, declaration: TimeDeclaration, template: Template) -> str | None:
+    value = function.environment.get(ZONES_ENVIRONMENT_VARIABLE)
+    if value is None:
+        return None
+    resolved = resolve(value, template)
+    environment_zones = tuple(zone.strip() for zone in str(resolved).split(","))
+    if environment_zones == declaration.zones:
+        return None
+    return (
+        f"Metadata.{METADATA_KEY}.{ZONES_KEY} declares {', '.join(declaration.zones)} but the function's "
+        f"{ZONES_ENVIRONMENT_VARIABLE} is {', '.join(environment_zones)}"
+    )

@@ -1,0 +1,98 @@
+"""The UTC hours that satisfy a rule all year, and the offset changes of a zone in a range."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from clockless_tools.timezones.event import utc_offset
+from clockless_tools.timezones.rule import OFFSET_PROBE, LocalTimeRule, breaches
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetChange:
+    """A zone's UTC offset changing (a DST transition) at a UTC instant."""
+
+    zone: str
+    at: datetime
+    before: str
+    after: str
+
+
+def fixed_minute(expression: str) -> int:
+    """The minute a cron fires at when its minute field is one number; 0 otherwise."""
+    match = re.match(r"^cron\((\d{1,2})\s", expression.strip())
+    return int(match.group(1)) if match and int(match.group(1)) < 60 else 0
+
+
+@functools.lru_cache(maxsize=64)
+def suggest_utc_hours(
+    rule: LocalTimeRule, zones: tuple[str, ...], begin: datetime, end: datetime, *, minute: int = 0
+) -> tuple[int, ...]:
+    """The UTC hours H at which a daily tick at H:minute keeps `rule` in every zone on every day."""
+    days = [begin.date() + timedelta(days=n) for n in range((end - begin).days)]
+    good = []
+    for hour in range(24):
+        at = time(hour, minute)
+        if all(not breaches(rule, datetime.combine(day, at, UTC), zones) for day in days):
+            good.append(hour)
+    return tuple(good)
+
+
+def hour_runs(hours: Sequence[int]) -> list[list[int]]:
+    """Consecutive hours grouped, wrapping past midnight: (0, 1, 14, 15, 23) -> [[14, 15], [23, 0, 1]]."""
+    chosen = sorted(set(hours))
+    if not chosen:
+        return []
+    if len(chosen) == 24:
+        return [chosen]
+    runs: list[list[int]] = []
+    for hour in chosen:
+        if runs and runs[-1][-1] == hour - 1:
+            runs[-1].append(hour)
+        else:
+            runs.append([hour])
+    if len(runs) > 1 and runs[0][0] == 0 and runs[-1][-1] == 23:
+        runs[0] = runs.pop() + runs[0]
+    return sorted(runs, key=lambda run: run[0])
+
+
+def describe_hours(hours: Sequence[int], minute: int = 0) -> str:
+    """`14:00-03:00` for a tick each hour from 14:00 through 03:00 UTC; runs joined by commas."""
+    if not hours:
+        return "none"
+    if len(set(hours)) == 24:
+        return f"every hour (at :{minute:02d})"
+    return ", ".join(
+        f"{run[0]:02d}:{minute:02d}" if len(run) == 1 else f"{run[0]:02d}:{minute:02d}-{run[-1]:02d}:{minute:02d}"
+        for run in hour_runs(hours)
+    )
+
+
+def offset_changes(zone: str, begin: datetime, end: datetime) -> list[OffsetChange]:
+    """Every change of the zone's UTC offset in [begin, end), to the second."""
+    tz = ZoneInfo(zone)
+
+    def offset(moment: datetime) -> timedelta | None:
+        return moment.astimezone(tz).utcoffset()
+
+    changes = []
+    probe = begin
+    while probe < end:
+        following = min(probe + OFFSET_PROBE, end)
+        if offset(probe) != offset(following):
+            # Bisect on whole seconds: the change happens at the first second with the new offset.
+            low, high = 0, int((following - probe).total_seconds())
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (
+                    (middle, high) if offset(probe + timedelta(seconds=middle)) == offset(probe) else (low, middle)
+                )
+            at = probe + timedelta(seconds=high)
+            changes.append(OffsetChange(zone, at, utc_offset(probe.astimezone(tz)), utc_offset(at.astimezone(tz))))
+        probe = following
+    return changes
