@@ -21,7 +21,7 @@ export SAM_CLI_TELEMETRY := 0
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup test unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench clean
+        build deploy bench clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,8 @@ $(STAMP): pyproject.toml layers/clockless/requirements.txt
 $(SAM_STAMP): | $(STAMP)
 	@PY313="$$(tools/find-python313)"; "$$PY313" -m venv --clear $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_CLI_VERSION)
+	@# One PATH entry for both commands: `. .venv/bin/activate` puts clockless and sam on PATH.
+	ln -sf ../../$(SAM_VENV)/bin/sam $(VENV)/bin/sam
 	@touch $@
 
 setup: $(STAMP) ## Create the venv (Python 3.13, pinned dependencies)
@@ -81,6 +83,25 @@ local-up: $(STAMP) ## Start the persistent embedded DynamoDB with the template's
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down
+
+sam: $(SAM_STAMP) ## Install the SAM CLI in its own venv, linked as .venv/bin/sam
+	@echo "sam is $(SAM); \`. .venv/bin/activate\` puts it and clockless on PATH"
+
+# The operating commands on the running `make local-up`, or a deployed stack with STACK=<name>.
+STACK ?=
+JOB   ?=
+POLICY ?= all
+OPERATE_ON = $(if $(STACK),--stack "$(STACK)")
+status: $(STAMP) ## Each job's last success, failure and missed ticks (STACK=<name> for a deployed stack)
+	$(CLOCKLESS) status $(OPERATE_ON)
+
+backfill: $(STAMP) ## Replay missed ticks: make backfill JOB=<job> FROM=<UTC> TO=<UTC> [POLICY=latest] [STACK=<name>]
+	@test -n "$(JOB)" -a -n "$(FROM)" -a -n "$(TO)" || { echo "usage: make backfill JOB=<job> FROM=<UTC time> TO=<UTC time> [POLICY=all|latest|skip] [STACK=<name>]" >&2; exit 2; }
+	$(CLOCKLESS) backfill "$(JOB)" --from "$(FROM)" --to "$(TO)" --policy "$(POLICY)" $(OPERATE_ON)
+
+run-now: $(STAMP) ## One manual tick: make run-now JOB=<job> [STACK=<name>]
+	@test -n "$(JOB)" || { echo "usage: make run-now JOB=<job> [STACK=<name>]" >&2; exit 2; }
+	$(CLOCKLESS) run-now "$(JOB)" $(OPERATE_ON)
 
 build: $(SAM_STAMP) ## sam validate --lint and sam build
 	$(SAM) validate --lint --region $(REGION)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,7 +104,7 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
     assert _domain_state(tables) == reference
 
 
-def test_policy_latest_replays_only_the_newest_and_skip_records_without_running(
+def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
     target: LocalTarget, template: Template, tables: Any
 ) -> None:
     _seed_sessions()
@@ -108,10 +112,34 @@ def test_policy_latest_replays_only_the_newest_and_skip_records_without_running(
 
     latest = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
     assert latest.outcomes == {"2026-11-29T07:00:00Z": "executed"}
+    assert latest.superseded == {"2026-11-29T03:00:00Z": "skipped (superseded by the newest)"}
+    entry = _ledger(tables)["2026-11-29T03:00:00Z"]
+    assert entry["status"]["S"] == "skipped"
+    assert "superseded by 2026-11-29T07:00:00Z" in entry["error"]["S"]
+
+    with count_requests() as requests:
+        again = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
+    assert (again.missing, again.outcomes, again.superseded) == ([], {}, {})
+    assert requests.of("PutItem") == requests.of("TransactWriteItems") == 0
+    assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
+
+
+def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
+    target: LocalTarget, template: Template, tables: Any
+) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    before = _domain_state(tables)
+
+    dry = backfill(
+        template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP, dry_run=True
+    )
+    assert (dry.planned, dry.outcomes, dry.verb) == (DROPPED, {}, "would skip")
 
     skipped = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP)
-    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped"}
+    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped", "2026-11-29T07:00:00Z": "skipped"}
     assert _ledger(tables)["2026-11-29T03:00:00Z"]["status"]["S"] == "skipped"
+    assert _domain_state(tables) == before
     assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
 
 
@@ -190,3 +218,61 @@ def test_a_failing_tick_is_reported_in_one_line_and_recorded_as_failed(
         run_now(target, template, JOB, at=DAY)
 
     assert _ledger(tables)["2026-11-29T00:00:00Z"]["status"]["S"] == "failed"
+
+
+def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
+    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    log = tmp_path / "backfill.log"
+    command = [sys.executable, "-m", "clockless_tools.cli", "backfill", JOB, "--endpoint", dynamodb_endpoint]
+    command += ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z", "--log", str(log)]
+
+    ran = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        f"{JOB}: 2 missing tick(s) in [2026-11-29T00:00:00Z, 2026-11-29T12:00:00Z) on local runtime "
+        f"({dynamodb_endpoint})",
+        "  2026-11-29T03:00:00Z  executed",
+        "  2026-11-29T07:00:00Z  executed",
+        "replayed: 2",
+        f"function logs and metrics: {log}",
+    ]
+    assert ran.stderr == ""  # no JSON log line, no EMF line on the terminal
+    written = log.read_text(encoding="utf-8")
+    assert written.count('"message":"tick executed"') == 2
+    assert written.count('"TickSucceeded":[1.0]') == 2
+
+
+def test_backfill_tells_its_total_before_the_first_tick(target: LocalTarget, template: Template) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+    events: list[object] = []
+
+    backfill(
+        template,
+        target,
+        JOB,
+        start=DAY,
+        end=DAY + timedelta(hours=12),
+        policy=BackfillPolicy.ALL,
+        on_plan=lambda planned: events.append(len(planned)),
+        on_tick=lambda scheduled_time, _outcome: events.append(scheduled_time),
+    )
+
+    assert events == [2, *DROPPED]
+
+
+def test_cli_status_in_a_pipe_prints_whole_times_and_spans(target: LocalTarget, dynamodb_endpoint: str) -> None:
+    _seed_sessions()
+    _run_schedule(target, dropping=DROPPED)
+
+    # CliRunner's stdout is not a terminal, as in `clockless status | cat` or CI.
+    result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--window-days", "50"])
+
+    assert result.exit_code == 1, result.output
+    assert re.search(r"\d…", result.stdout) is None  # no time cut short
+    assert "2026-11-29T11:00:00Z" in result.stdout  # the last success, whole
+    assert f"local runtime ({dynamodb_endpoint}), last 50 d" in result.stdout

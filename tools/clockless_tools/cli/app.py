@@ -6,12 +6,45 @@ under help panels. `common` holds what they share.
 
 from __future__ import annotations
 
-import typer
+from importlib.metadata import version
+from typing import Annotated, Any
 
-from clockless_tools.cli import arch, bench, events, invoke, local, operations, schedules, simulate
+import typer
+from typer.core import TyperOption
+
+from clockless_tools.cli import arch, bench, drift, events, invoke, local, operations, pause, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.splitlines()[0])
+# Typer (0.29) labels every flag `<bool>` in --help, as if it took a value; a flag takes none, so
+# its type column stays empty. tests/unit/test_cli_help.py notices if an upgrade changes this.
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
+
+app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(f"clockless {version('clockless')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Scheduled jobs on AWS Lambda that take effect exactly once per tick."""
+
+
 app.add_typer(simulate.app)
 app.add_typer(invoke.app)
 app.add_typer(events.app)
@@ -22,6 +55,8 @@ app.add_typer(
     rich_help_panel=RUN_LOCALLY,
 )
 app.add_typer(operations.app)
+app.add_typer(pause.app)
+app.add_typer(drift.app)
 app.add_typer(arch.app)
 app.add_typer(
     schedules.app,

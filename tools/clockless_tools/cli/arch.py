@@ -21,7 +21,10 @@ app = typer.Typer()
 @app.command("arch", rich_help_panel=CHECK)
 def arch(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    rule: Annotated[list[str] | None, typer.Option("--rule", "-r", help="Check only this rule (repeatable).")] = None,
+    rule: Annotated[
+        list[str] | None,
+        typer.Option("--rule", "-r", help="Check only this rule (repeatable). E.g. -r least-privilege"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
 ) -> None:
     """Check the architecture rules; exit 1 if any is broken, printing each violation with its fix."""

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from clockless_tools.bench.results import FULL, QUICK, BenchError
 from clockless_tools.bench.run import run_bench
-from clockless_tools.cli.common import TemplateOption, fail, load_template
+from clockless_tools.cli.common import JsonOption, TemplateOption, fail, load_template
 from clockless_tools.cli.common import line_stderr as stderr
 from clockless_tools.cli.common import line_stdout as stdout
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
@@ -25,9 +25,13 @@ app = typer.Typer(no_args_is_help=True, help=__doc__)
 @app.command("run")
 def run(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the results.")] = DEFAULT_RESULTS,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the results. E.g. -o bench/results.json")
+    ] = DEFAULT_RESULTS,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes, no sam build: checks the machinery.")] = False,
-    sam: Annotated[Path, typer.Option(help="SAM CLI for the artifact measurements.")] = Path(".venv-sam/bin/sam"),
+    sam: Annotated[
+        Path, typer.Option(help="SAM CLI for the artifact measurements. E.g. --sam .venv-sam/bin/sam")
+    ] = Path(".venv-sam/bin/sam"),
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a target is missed.")] = False,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
@@ -62,13 +66,16 @@ def run(
 def show(
     results: Annotated[Path, typer.Argument(help="A results file written by `clockless bench run`.")] = DEFAULT_RESULTS,
     markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table (for the README).")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Print a results file as the table `run` prints, or as Markdown."""
     try:
         document = json.loads(results.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise fail(f"cannot read {results}: {error}") from None
-    if markdown:
+    if as_json:
+        print(json.dumps(document, indent=2))
+    elif markdown:
         print(figures_markdown(document))
     else:
         stdout.print(figures_table(document))

@@ -20,7 +20,9 @@ app = typer.Typer()
 @app.command(rich_help_panel=RUN_LOCALLY)
 def events(
     check: Annotated[bool, typer.Option("--check", help="Only check: exit 1 naming drifted files and keys.")] = False,
-    directory: Annotated[Path | None, typer.Option("--dir", help="The events folder (default: events/).")] = None,
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="The events folder (default: events/). E.g. --dir /tmp/events")
+    ] = None,
     template: TemplateOption = DEFAULT_TEMPLATE,
 ) -> None:
     """Write (or check) events/<function>/{tick,retry,malformed}.json from each schedule's Input."""

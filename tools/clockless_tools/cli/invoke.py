@@ -20,9 +20,14 @@ app = typer.Typer()
 @app.command(rich_help_panel=RUN_LOCALLY)
 def invoke(
     function: Annotated[str, typer.Argument(help="Logical id of the function in template.yaml.")],
-    event: Annotated[Path, typer.Option("--event", "-e", help="JSON event file.")],
+    event: Annotated[
+        Path, typer.Option("--event", "-e", help="JSON event file. E.g. -e events/session_cleanup/tick.json")
+    ],
     template: TemplateOption = DEFAULT_TEMPLATE,
-    endpoint: Annotated[str | None, typer.Option(help="DynamoDB endpoint (default: the running `local up`).")] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="DynamoDB endpoint (default: the running `local up`). E.g. --endpoint http://127.0.0.1:8765"),
+    ] = None,
 ) -> None:
     """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr."""
     tpl = load_template(template)

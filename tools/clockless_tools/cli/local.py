@@ -8,10 +8,16 @@ from typing import Annotated
 
 import typer
 
-from clockless_tools.cli.common import TemplateOption, fail, load_template, stdout
+from clockless_tools.cli.common import TemplateOption, fail, line_stdout, load_template, stdout
 from clockless_tools.local.dynamodb import local_environment, patched_environ
 from clockless_tools.local.seed import SeedPlan, seed_demo_tables
-from clockless_tools.local.server import running_endpoint, server_status, start_server, stop_server
+from clockless_tools.local.server import (
+    LocalServerError,
+    running_endpoint,
+    server_status,
+    start_server,
+    stop_server,
+)
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -20,28 +26,39 @@ app = typer.Typer(no_args_is_help=True, help=__doc__)
 @app.command("up")
 def local_up(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    port: Annotated[int, typer.Option(help="Loopback port.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Loopback port to listen on. E.g. --port 8766")] = 8765,
 ) -> None:
     """Start moto's server on loopback in the background and create the template's tables."""
     tpl = load_template(template)
-    state = start_server(tpl, port=port)
-    stdout.print(f"embedded DynamoDB on {state['endpoint']} (pid {state['pid']}); tables: {', '.join(state['tables'])}")
+    try:
+        state = start_server(tpl, port=port)
+    except LocalServerError as error:
+        raise fail(str(error)) from None
+    line_stdout.print(
+        f"embedded DynamoDB on {state['endpoint']} (pid {state['pid']}); tables: {', '.join(state['tables'])}"
+    )
 
 
 @app.command("down")
 def local_down() -> None:
-    """Stop the embedded DynamoDB started by `local up`."""
-    stdout.print("stopped" if stop_server() else "not running")
+    """Stop the embedded DynamoDB started by `local up` (only a process proven to be that server)."""
+    line_stdout.print(stop_server())
 
 
 @app.command("status")
-def local_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def local_status(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON instead of text, for scripts. E.g. --json")
+    ] = False,
+) -> None:
     """Whether the embedded DynamoDB runs, where, and its tables' item counts."""
     status = server_status()
     if as_json:
-        stdout.print_json(json.dumps(status))
+        print(json.dumps(status, indent=2))
+    elif "stale" in status:
+        line_stdout.print(f"not running: {status['stale']}")
     elif not status["running"]:
-        stdout.print("not running")
+        line_stdout.print("not running")
     else:
         stdout.print(f"running on {status['endpoint']} (pid {status['pid']})")
         for table, count in status["tables"].items():
@@ -51,10 +68,10 @@ def local_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> No
 @app.command("seed")
 def local_seed(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    tenants: Annotated[int, typer.Option(min=1)] = 3,
-    programs: Annotated[int, typer.Option(min=0, help="Programs per tenant.")] = 40,
-    sessions: Annotated[int, typer.Option(min=0, help="Sessions per tenant.")] = 60,
-    seed: Annotated[int, typer.Option()] = 7,
+    tenants: Annotated[int, typer.Option(min=1, help="Tenants to create. E.g. --tenants 5")] = 3,
+    programs: Annotated[int, typer.Option(min=0, help="Programs per tenant. E.g. --programs 10")] = 40,
+    sessions: Annotated[int, typer.Option(min=0, help="Sessions per tenant. E.g. --sessions 100")] = 60,
+    seed: Annotated[int, typer.Option(help="Random seed, for the same data every time. E.g. --seed 42")] = 7,
 ) -> None:
     """Load demo programs and sessions into the running embedded DynamoDB."""
     tpl = load_template(template)

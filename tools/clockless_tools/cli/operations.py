@@ -3,47 +3,132 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
 from clockless import format_scheduled_time
-from clockless_tools.cli.common import OPERATE, TemplateOption, fail, parse_time, stderr, stdout
+from clockless_tools.cli.common import (
+    OPERATE,
+    JsonOption,
+    TemplateOption,
+    fail,
+    function_output,
+    line_stderr,
+    line_stdout,
+    parse_time,
+    shown,
+    stdout,
+)
 from clockless_tools.local.server import running_endpoint
-from clockless_tools.operations.backfill import BackfillPolicy, backfill
+from clockless_tools.operations.backfill import BACKFILL_LOG, BackfillPolicy, backfill
+from clockless_tools.operations.connection import (
+    DEFAULT_CONFIG_ENV,
+    open_stack,
+    reported,
+    require_endpoint,
+    resolve_connection,
+)
+from clockless_tools.operations.grid import job_grid, render_html, render_text
 from clockless_tools.operations.run_now import run_now
+from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import job_status
-from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, stack_target
+from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
 
 app = typer.Typer()
 
-StackOption = Annotated[str | None, typer.Option("--stack", help="A deployed stack (default: the local runtime).")]
-RegionOption = Annotated[str | None, typer.Option("--region", help="AWS region, as the AWS CLI takes it.")]
-ProfileOption = Annotated[str | None, typer.Option("--profile", help="AWS profile, as the AWS CLI takes it.")]
+StackOption = Annotated[
+    str | None,
+    typer.Option(
+        "--stack",
+        help="A deployed stack, reached with samconfig.toml's region and profile (default: the local runtime). "
+        "E.g. --stack clockless-dev",
+    ),
+]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--region", help="AWS region of --stack; overrides AWS_REGION and samconfig.toml. E.g. --region eu-west-1"
+    ),
+]
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--profile", help="AWS profile for --stack; overrides AWS_PROFILE and samconfig.toml. E.g. --profile ops"
+    ),
+]
+ConfigEnvOption = Annotated[
+    str,
+    typer.Option(
+        "--config-env",
+        help="samconfig.toml environment to read region and profile from, as sam does. E.g. --config-env prod",
+    ),
+]
+JobArgument = Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job"). E.g. session-cleanup')]
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config-file",
+        help="The samconfig.toml to read (default: the one beside --template), as sam. E.g. --config-file ops.toml",
+    ),
+]
 EndpointOption = Annotated[
-    str | None, typer.Option("--endpoint", help="Local DynamoDB endpoint (default: the running `local up`).")
+    str | None,
+    typer.Option(
+        "--endpoint",
+        help="Local DynamoDB endpoint (default: the running `local up`). E.g. --endpoint http://127.0.0.1:8765",
+    ),
 ]
 
 
-def _target(
-    template_path: Path, stack: str | None, region: str | None, profile: str | None, endpoint: str | None
+def target_from_options(
+    template_path: Path,
+    stack: str | None,
+    region: str | None,
+    profile: str | None,
+    endpoint: str | None,
+    config_env: str = DEFAULT_CONFIG_ENV,
+    config_file: Path | None = None,
 ) -> tuple[Template, JobTarget]:
+    """The template and where to act, or one line saying why not (exit 2)."""
     try:
         template = Template.load(template_path)
         if stack is not None:
-            return template, stack_target(template, stack, region=region, profile=profile)
-        endpoint = endpoint or running_endpoint()
+            connection = resolve_connection(
+                stack,
+                region=region,
+                profile=profile,
+                samconfig=config_file or template_path.resolve().parent / "samconfig.toml",
+                config_env=config_env,
+            )
+            return template, open_stack(template, connection)
         if endpoint is None:
-            raise fail("no embedded DynamoDB is running: start it with `make local-up`, or pass --stack")
-        return template, LocalTarget(template, endpoint)
+            endpoint = running_endpoint()
+            if endpoint is None:
+                raise fail("no embedded DynamoDB is running: start it with `make local-up`, or pass --stack")
+        return template, LocalTarget(template, require_endpoint(endpoint))
     except (TemplateError, OperationError) as error:
+        raise fail(str(error)) from None
+
+
+@contextlib.contextmanager
+def acting_on(target: JobTarget) -> Iterator[None]:
+    """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2."""
+    try:
+        with reported(target.description):
+            yield
+    except OperationError as error:
         raise fail(str(error)) from None
 
 
@@ -54,113 +139,176 @@ def _when(entry_time: datetime | None) -> str:
 @app.command("status", rich_help_panel=OPERATE)
 def status(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    window_days: Annotated[float, typer.Option("--window-days", min=0.01, help="How far back to look.")] = 7,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    window_days: Annotated[
+        float, typer.Option("--window-days", min=0.01, help="How far back to look, in days. E.g. --window-days 2")
+    ] = 7,
+    as_json: JsonOption = False,
+    html_file: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the tick grids as a self-contained HTML page. E.g. --html status.html"),
+    ] = None,
     stack: StackOption = None,
     region: RegionOption = None,
     profile: ProfileOption = None,
+    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
-    """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded."""
-    tpl, target = _target(template, stack, region, profile, endpoint)
+    """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded.
+
+    Exit 1 when a tick is missing, 2 when the target cannot be read.
+    """
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
     now = datetime.now(UTC)
-    statuses = [job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)]
+    with acting_on(target):
+        statuses = [
+            job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)
+        ]
+        grids = [job_grid(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)]
+    if html_file is not None:
+        html_file.write_text(render_html(grids, title=f"clockless status: {target.description}"), encoding="utf-8")
     if as_json:
-        stdout.print_json(json.dumps({"target": target.description, "jobs": [s.as_dict() for s in statuses]}))
+        print(json.dumps({"target": target.description, "jobs": [s.as_dict() for s in statuses]}, indent=2))
     else:
-        table = Table(title=f"clockless status: {target.description}, last {window_days:g} days")
+        table = Table(title=f"clockless status: {target.description}, last {format_span(timedelta(days=window_days))}")
         for column in ("job", "last success", "last failure", "next ticks", "expected", "missing"):
-            table.add_column(column)
+            table.add_column(column, no_wrap=True)
         for s in statuses:
             missing = "\n".join(format_scheduled_time(t) for t in s.missing[:20])
             if len(s.missing) > 20:
                 missing += f"\n… {len(s.missing) - 20} more (--json lists all)"
+            paused = s.paused_since
             table.add_row(
-                s.job,
+                s.job
+                + (
+                    ""
+                    if paused is None
+                    else f"\n[yellow]paused[/] since {_when(paused.at)}\nby {paused.by}: {paused.reason}"
+                ),
                 _when(s.last_success.scheduled_time if s.last_success else None),
                 _when(s.last_failure.scheduled_time if s.last_failure else None)
                 + (f"\n{s.last_failure.error}" if s.last_failure and s.last_failure.error else ""),
-                "\n".join(format_scheduled_time(t) for t in s.next_ticks),
+                "[yellow]none: paused[/]" if paused else "\n".join(format_scheduled_time(t) for t in s.next_ticks),
                 str(s.expected),
                 f"[bold red]{len(s.missing)}[/]\n{missing}" if s.missing else "[green]0[/]",
             )
         stdout.print(table)
+        colour = sys.stdout.isatty()
+        for grid in grids:
+            (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)
+    if html_file is not None:
+        line_stderr.print(f"tick grids written to {html_file}")
     if any(s.missing for s in statuses):
         raise typer.Exit(code=1)
 
 
 @app.command("backfill", rich_help_panel=OPERATE)
 def backfill_command(
-    job: Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job").')],
-    from_: Annotated[str, typer.Option("--from", help="Start, inclusive (UTC ISO-8601).")],
-    to: Annotated[str, typer.Option("--to", help="End, exclusive (UTC ISO-8601).")],
+    job: JobArgument,
+    from_: Annotated[str, typer.Option("--from", help="Start, inclusive (UTC ISO-8601). E.g. 2026-11-28T00:00:00Z")],
+    to: Annotated[str, typer.Option("--to", help="End, exclusive (UTC ISO-8601). E.g. 2026-11-29T00:00:00Z")],
     policy: Annotated[
-        BackfillPolicy, typer.Option(help="all: every missing tick; latest: the newest; skip: none, recorded.")
+        BackfillPolicy,
+        typer.Option(
+            help="all: replay every missing tick; latest: replay the newest and record the older as skipped; "
+            "skip: replay none, record each as skipped. E.g. --policy latest"
+        ),
     ] = BackfillPolicy.ALL,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would run; change nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be done; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Allow a range over the safety limits.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
+    ] = False,
+    log_file: Annotated[
+        Path,
+        typer.Option(
+            "--log",
+            help="Where the functions' logs and metrics go on the local runtime (appended). E.g. --log backfill.log",
+        ),
+    ] = BACKFILL_LOG,
+    as_json: JsonOption = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
     stack: StackOption = None,
     region: RegionOption = None,
     profile: ProfileOption = None,
+    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
     """Replay each tick in [--from, --to) that never succeeded, with the scheduler's payload (trigger backfill)."""
     start, end = parse_time(from_, "--from"), parse_time(to, "--to")
-    tpl, target = _target(template, stack, region, profile, endpoint)
-    try:
-        with Progress(console=stderr, transient=True, disable=as_json) as progress:
-            task = progress.add_task(f"backfilling {job}", total=None)
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
+    log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
+    with (
+        acting_on(target),
+        function_output(log_path) as terminal,
+        Progress(console=Console(file=terminal), transient=True, disable=as_json or not terminal.isatty()) as progress,
+    ):
+        task = progress.add_task(f"backfilling {job}", total=None)
 
-            def advance(scheduled_time: datetime, outcome: str) -> None:
-                progress.update(
-                    task, advance=1, description=f"{job} {format_scheduled_time(scheduled_time)}: {outcome}"
-                )
+        def advance(scheduled_time: datetime, outcome: str) -> None:
+            progress.update(task, advance=1, description=f"{job} {format_scheduled_time(scheduled_time)}: {outcome}")
 
-            result = backfill(
-                tpl, target, job, start=start, end=end, policy=policy, dry_run=dry_run, force=force, on_tick=advance
-            )
-    except OperationError as error:
-        raise fail(str(error)) from None
+        result = backfill(
+            tpl,
+            target,
+            job,
+            start=start,
+            end=end,
+            policy=policy,
+            dry_run=dry_run,
+            force=force,
+            on_plan=lambda planned: progress.update(task, total=len(planned)),
+            on_tick=advance,
+        )
+    log = None if log_path is None else shown(log_path)
     if as_json:
-        stdout.print_json(json.dumps(result.as_dict()))
+        print(json.dumps({**result.as_dict(), "function_log": log}, indent=2))
         return
-    verb = (
-        "would replay" if dry_run else {"skip": "recorded as skipped", "all": "replayed", "latest": "replayed"}[policy]
-    )
-    stdout.print(f"{job}: {len(result.missing)} missing tick(s) in [{from_}, {to}) on {target.description}")
+    line_stdout.print(f"{job}: {len(result.missing)} missing tick(s) in [{from_}, {to}) on {target.description}")
     if result.not_yet_due:
-        stdout.print(f"{result.not_yet_due} tick(s) of the range are after now: not due yet, left to the schedule")
+        line_stdout.print(f"{result.not_yet_due} tick(s) of the range are after now: not due yet, left to the schedule")
     if not result.planned:
-        stdout.print("nothing to do")
+        line_stdout.print("nothing to do")
     for scheduled_time in result.planned:
         key = format_scheduled_time(scheduled_time)
-        stdout.print(f"  {key}  {result.outcomes.get(key, verb)}")
+        line_stdout.print(f"  {key}  {result.outcomes.get(key, result.verb)}")
+    for key, outcome in result.superseded.items():
+        line_stdout.print(f"  {key}  {outcome}")
     if result.planned and not dry_run:
-        stdout.print(f"{verb}: {len(result.outcomes)}")
+        line_stdout.print(f"{result.verb}: {len(result.outcomes)}")
+    if log is not None and result.outcomes and policy is not BackfillPolicy.SKIP:
+        line_stdout.print(f"function logs and metrics: {log}")
 
 
 @app.command("run-now", rich_help_panel=OPERATE)
 def run_now_command(
-    job: Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job").')],
+    job: JobArgument,
     at: Annotated[
-        str | None, typer.Option("--at", help="Scheduled time (UTC ISO-8601); default now, to the minute.")
+        str | None,
+        typer.Option(
+            "--at", help="Scheduled time (UTC ISO-8601); default now, to the minute. E.g. --at 2026-11-29T12:30:00Z"
+        ),
     ] = None,
+    as_json: JsonOption = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
     stack: StackOption = None,
     region: RegionOption = None,
     profile: ProfileOption = None,
+    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran or was a duplicate."""
     when = None if at is None else parse_time(at, "--at")
-    tpl, target = _target(template, stack, region, profile, endpoint)
-    try:
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    with acting_on(target):
         result = run_now(target, tpl, job, at=when)
-    except OperationError as error:
-        raise fail(str(error)) from None
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
     outcome = result.get("outcome")
     verdict = "ran" if outcome == "executed" else f"was a duplicate ({outcome}); nothing ran"
-    stdout.print(f"{job} @ {result.get('scheduled_time')} {verdict}")
+    line_stdout.print(f"{job} @ {result.get('scheduled_time')} {verdict}")
     stdout.print_json(json.dumps(result.get("summary") or {}))

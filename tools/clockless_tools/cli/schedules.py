@@ -46,7 +46,11 @@ def check(
     template: TemplateOption = DEFAULT_TEMPLATE,
     start: Annotated[
         datetime | None,
-        typer.Option("--from", formats=["%Y-%m-%d"], help="First day (UTC) of the year checked; default today."),
+        typer.Option(
+            "--from",
+            formats=["%Y-%m-%d"],
+            help="First day (UTC) of the year checked; default today. E.g. --from 2027-01-01",
+        ),
     ] = None,
     parameter: ParameterOption = None,
     as_json: JsonOption = False,
@@ -72,11 +76,15 @@ def check(
 @app.command("show")
 def show(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    count: Annotated[int, typer.Option("--count", "-n", min=1, max=1000, help="Ticks per job.")] = 5,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=1000, help="Ticks per job. E.g. -n 10")] = 5,
     after: Annotated[
-        str | None, typer.Option(help="Show ticks after this ISO time (default: now); UTC unless it has an offset.")
+        str | None,
+        typer.Option(
+            help="Show ticks after this ISO time (default: now); UTC unless it has an offset. "
+            "E.g. --after 2026-12-01T00:00:00Z"
+        ),
     ] = None,
-    job: Annotated[str | None, typer.Option(help="Only this job.")] = None,
+    job: Annotated[str | None, typer.Option(help="Only this job. E.g. --job session-cleanup")] = None,
     parameter: ParameterOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -43,17 +43,29 @@ def simulate(
     start: Annotated[
         str | None, typer.Option("--from", help="UTC start, e.g. 2026-11-27T00:00:00Z (default: --to minus 48 h).")
     ] = None,
-    end: Annotated[str | None, typer.Option("--to", help="UTC end, exclusive (default: the last whole hour).")] = None,
-    seed: Annotated[int, typer.Option(help="Seeds the demo data and the delivery plan: same seed, same report.")] = 7,
+    end: Annotated[
+        str | None,
+        typer.Option("--to", help="UTC end, exclusive (default: the last whole hour). E.g. --to 2026-11-29T12:00:00Z"),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seeds the demo data and the delivery plan: same seed, same report. E.g. --seed 42")
+    ] = 7,
     drop: Annotated[
         list[str] | None,
-        typer.Option(help="JOB@UTC_TIME: never deliver that tick (a scheduler outage). Repeatable."),
+        typer.Option(
+            help="JOB@UTC_TIME: never deliver that tick (a scheduler outage). Repeatable. "
+            "E.g. --drop session-cleanup@2026-11-29T03:00:00Z"
+        ),
     ] = None,
     endpoint: Annotated[
         str | None,
-        typer.Option(help="Run the simulation on this running DynamoDB (`clockless local up` + `local seed`)."),
+        typer.Option(
+            help="Run the simulation on this running DynamoDB (`clockless local up` + `local seed`). E.g. --endpoint http://127.0.0.1:8765"
+        ),
     ] = None,
-    tenants: Annotated[int, typer.Option(min=1, help="Tenants in the demo data (40 programs, 60 sessions each).")] = 3,
+    tenants: Annotated[
+        int, typer.Option(min=1, help="Tenants in the demo data (40 programs, 60 sessions each). E.g. --tenants 5")
+    ] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
 ) -> None:

@@ -1,7 +1,13 @@
-"""`clockless local up/down/status`: a persistent moto server on loopback, tracked by a state file."""
+"""`clockless local up/down/status`: a persistent moto server on loopback, tracked by a state file.
+
+The state file only says what was started; a process is treated as our server only when it is
+proven to be: alive, its command line the server module with the recorded port, and that port
+listening. A stale file (the server died, the PID was reused) is reported, never signalled.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -9,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from clockless_tools.local.dynamodb import create_tables, dynamodb_client
@@ -17,17 +25,27 @@ from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 
 STATE_FILE = PROJECT_ROOT / ".clockless" / "local.json"
+SERVER_MODULE = "clockless_tools.local.dynamodb"
 
 
 class LocalServerError(RuntimeError):
-    pass
+    """`local up` refused; the message is one line saying why and what to do."""
 
 
-def _read_state() -> dict[str, Any] | None:
-    try:
-        return json.loads(STATE_FILE.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-    except (OSError, ValueError):
-        return None
+@dataclass(frozen=True)
+class ServerState:
+    """What the state file says, and whether the process it names is provably our server."""
+
+    path: Path
+    pid: int
+    port: int
+    endpoint: str
+    ours: bool
+    why_not: str = ""
+
+
+def _state_file(state_file: Path | None) -> Path:
+    return STATE_FILE if state_file is None else state_file
 
 
 def _alive(pid: int) -> bool:
@@ -38,65 +56,123 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def running_endpoint() -> str | None:
-    state = _read_state()
-    if state and _alive(int(state["pid"])):
-        return str(state["endpoint"])
-    return None
+def _command_line(pid: int) -> str | None:
+    """The process's command line (`ps` works on Linux and macOS alike), None when it is gone."""
+    result = subprocess.run(
+        ["ps", "-ww", "-o", "args=", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def read_state(state_file: Path | None = None) -> ServerState | None:
+    """The recorded server, checked against the process table; None when no state file is readable."""
+    path = _state_file(state_file)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        pid, port, endpoint = int(raw["pid"]), int(raw["port"]), str(raw["endpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _alive(pid):
+        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} is not running")
+    argv = (_command_line(pid) or "").split()
+    if SERVER_MODULE not in argv or not any(a == "--port" and b == str(port) for a, b in itertools.pairwise(argv)):
+        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} is another program")
+    if not _listening(port):
+        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} does not listen on {port}")
+    return ServerState(path, pid, port, endpoint, ours=True)
+
+
+def running_endpoint(state_file: Path | None = None) -> str | None:
+    state = read_state(state_file)
+    return state.endpoint if state is not None and state.ours else None
 
 
 def _wait_for_port(port: int, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if _listening(port):
+            return
         time.sleep(0.05)
-    raise LocalServerError(f"moto's server did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+    raise LocalServerError(
+        f"moto's server did not listen on 127.0.0.1:{port} within {timeout:.0f} s: see .clockless/moto-server.log"
+    )
 
 
-def start_server(template: Template, *, port: int) -> dict[str, Any]:
-    if (endpoint := running_endpoint()) is not None:
-        tables = create_tables(template, endpoint)
-        provision_services(template, endpoint)
-        state = _read_state() or {}
-        return {**state, "tables": tables}
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", port)) == 0:
-            raise LocalServerError(f"port {port} on 127.0.0.1 is taken; choose another with --port")
-    STATE_FILE.parent.mkdir(exist_ok=True)
-    log = (STATE_FILE.parent / "moto-server.log").open("ab")
+def start_server(template: Template, *, port: int, state_file: Path | None = None) -> dict[str, Any]:
+    """Start the server on `port` (or reuse the running one when it listens there)."""
+    path = _state_file(state_file)
+    state = read_state(path)
+    if state is not None and state.ours:
+        if state.port != port:
+            raise LocalServerError(
+                f"the embedded DynamoDB already runs on port {state.port} (pid {state.pid}): stop it with "
+                f"`clockless local down` before starting one on {port}, or use --port {state.port}"
+            )
+        tables = create_tables(template, state.endpoint)
+        provision_services(template, state.endpoint)
+        return {"pid": state.pid, "endpoint": state.endpoint, "port": state.port, "tables": tables}
+    if _listening(port):
+        raise LocalServerError(f"port {port} on 127.0.0.1 is taken by another program: choose another with --port")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = (path.parent / "moto-server.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "clockless_tools.local.dynamodb", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", SERVER_MODULE, "--host", "127.0.0.1", "--port", str(port)],
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
-    _wait_for_port(port)
+    try:
+        _wait_for_port(port)
+    except LocalServerError:
+        process.terminate()
+        raise
     endpoint = f"http://127.0.0.1:{port}"
     tables = create_tables(template, endpoint)
     provision_services(template, endpoint)
-    state = {"pid": process.pid, "endpoint": endpoint, "port": port, "tables": tables}
-    STATE_FILE.write_text(json.dumps(state), encoding="utf-8")
-    return state
+    started = {"pid": process.pid, "endpoint": endpoint, "port": port, "tables": tables}
+    path.write_text(json.dumps(started), encoding="utf-8")
+    return started
 
 
-def stop_server() -> bool:
-    state = _read_state()
-    STATE_FILE.unlink(missing_ok=True)
-    if not state or not _alive(int(state["pid"])):
-        return False
-    os.kill(int(state["pid"]), signal.SIGTERM)
-    return True
+def stop_server(state_file: Path | None = None, *, timeout: float = 10.0) -> str:
+    """Stop our server; a stale state file is removed and nothing is signalled. Returns one line."""
+    path = _state_file(state_file)
+    state = read_state(path)
+    if state is None:
+        return "not running"
+    if not state.ours:
+        path.unlink(missing_ok=True)
+        return f"not running: removed a stale {path.name} ({state.why_not}); signalled nothing"
+    os.kill(state.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(state.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    path.unlink(missing_ok=True)
+    return f"stopped the embedded DynamoDB on port {state.port} (pid {state.pid})"
 
 
-def server_status() -> dict[str, Any]:
-    state = _read_state()
-    if not state or not _alive(int(state["pid"])):
+def server_status(state_file: Path | None = None) -> dict[str, Any]:
+    state = read_state(state_file)
+    if state is None:
         return {"running": False}
-    client = dynamodb_client(state["endpoint"])
+    if not state.ours:
+        return {
+            "running": False,
+            "stale": f"{state.path.name} names pid {state.pid} on port {state.port}, but {state.why_not}: "
+            "`clockless local down` removes it, `clockless local up` starts a server",
+        }
+    client = dynamodb_client(state.endpoint)
     counts = {}
     for table in client.list_tables()["TableNames"]:
         counts[table] = client.describe_table(TableName=table)["Table"].get("ItemCount", 0)
-    return {"running": True, "pid": state["pid"], "endpoint": state["endpoint"], "tables": counts}
+    return {"running": True, "pid": state.pid, "port": state.port, "endpoint": state.endpoint, "tables": counts}

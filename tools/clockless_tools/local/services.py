@@ -3,6 +3,7 @@ Lambda accepting asynchronous invokes without Docker (it queues nothing and runs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ from clockless_tools.local.dynamodb import local_client
 from clockless_tools.template.intrinsics import LocalNames, resolve
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
+from clockless_tools.template.scheduler import ScheduleRef, expected_schedule, parameter_resolver
 
 # The value every generated secret key gets locally; events/job_trigger/ samples send it. Like
 # LOCAL_CREDENTIALS it only ever exists on the loopback server.
@@ -72,7 +74,41 @@ def accept_lambda_invokes(endpoint: str) -> None:
         response.read()
 
 
+def local_schedule(template: Template, job: str, client: Any, names: LocalNames = LocalNames()) -> ScheduleRef:
+    """A job's schedule as `local up` creates it in the embedded scheduler: named <Function><Event>."""
+    schedule = template.jobs[job]
+    parameters = {name: str(template.parameter_default(name)) for name in template.document.get("Parameters") or {}}
+    resolve_schedule = parameter_resolver(
+        parameters, lambda logical_id: str(resolve({"Fn::GetAtt": [logical_id, "Arn"]}, template, names)), str
+    )
+    function_arn = str(resolve({"Fn::GetAtt": [schedule.function_id, "Arn"]}, template, names))
+    return ScheduleRef(
+        job=job,
+        client=client,
+        name=f"{schedule.function_id}{schedule.event_id}",
+        group="default",
+        expected=expected_schedule(schedule, function_arn=function_arn, resolve=resolve_schedule),
+    )
+
+
+def create_schedules(template: Template, endpoint: str, names: LocalNames = LocalNames()) -> list[str]:
+    """Each job's schedule in the embedded EventBridge Scheduler, as SAM's ScheduleV2 deploys it,
+    so `pause`, `resume` and `drift` act locally as on a stack. An existing one is kept as it is
+    (a paused job stays paused across `local up`). Returns the names."""
+    client = local_client("scheduler", endpoint)
+    created = []
+    for job in sorted(template.jobs):
+        ref = local_schedule(template, job, client, names)
+        role = f"arn:aws:iam::{names.account_id}:role/{names.stack_name}-{ref.name}Role"
+        request = {**ref.expected, "Target": {**ref.expected["Target"], "RoleArn": role}}
+        with contextlib.suppress(client.exceptions.ConflictException):
+            client.create_schedule(Name=ref.name, GroupName=ref.group, **request)
+        created.append(ref.name)
+    return created
+
+
 def provision_services(template: Template, endpoint: str, names: LocalNames = LocalNames()) -> list[str]:
     """What the functions need besides their tables. Returns the secrets' names."""
     accept_lambda_invokes(endpoint)
+    create_schedules(template, endpoint, names)
     return create_secrets(template, endpoint, names)

@@ -11,11 +11,15 @@ from typing import Any
 
 from clockless import Trigger, format_scheduled_time
 from clockless.tick import utc_now
+from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import due_ticks, missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
 from clockless_tools.template.expressions import ticks_between
+from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 
+# Where the functions' logs and metrics go while backfilling on the local runtime (`--verbose`: stderr).
+BACKFILL_LOG = PROJECT_ROOT / ".clockless" / "backfill-function-output.log"
 DEFAULT_MAX_BACKFILL_TICKS = 200
 DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
 
@@ -36,6 +40,15 @@ class BackfillResult:
     dry_run: bool = False
     # Ticks of [start, end) after now: not missing, never replayed; the schedule will deliver them.
     not_yet_due: int = 0
+    # Older missing ticks `latest` records as skipped once the newest is replayed: time -> outcome.
+    superseded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def verb(self) -> str:
+        """What was (or, dry, would be) done to each planned tick."""
+        if self.policy is BackfillPolicy.SKIP:
+            return "would skip" if self.dry_run else "recorded as skipped"
+        return "would replay" if self.dry_run else "replayed"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +59,7 @@ class BackfillResult:
             "planned": [format_scheduled_time(t) for t in self.planned],
             "outcomes": self.outcomes,
             "not_yet_due": self.not_yet_due,
+            "superseded": self.superseded,
         }
 
 
@@ -61,11 +75,16 @@ def backfill(
     force: bool = False,
     max_ticks: int = DEFAULT_MAX_BACKFILL_TICKS,
     max_range: timedelta = DEFAULT_MAX_BACKFILL_RANGE,
+    on_plan: Callable[[list[datetime]], None] = lambda _planned: None,
     on_tick: Callable[[datetime, str], None] = lambda _t, _o: None,
     now: datetime | None = None,
 ) -> BackfillResult:
     """Replay each tick in [start, end) that never succeeded, through the job's own function.
-    Ticks after `now` (default: this machine's clock) are left out: they have not happened."""
+
+    Ticks after `now` (default: this machine's clock) are left out: they have not happened.
+    `latest` replays the newest missing tick and, once it has run, records the older ones as
+    skipped (superseded by it), so the next backfill of the range finds nothing to do.
+    """
     require_job(template, job)
     if end <= start:
         raise OperationError(
@@ -75,8 +94,8 @@ def backfill(
     expected = due_ticks(template, job, start, end, now=now)
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
-            f"refusing to backfill {len(expected)} ticks over {end - start} (limits: {max_ticks} ticks, "
-            f"{max_range}); narrow the range or pass --force"
+            f"refusing to backfill {len(expected)} ticks over {format_span(end - start)} (limits: {max_ticks} "
+            f"ticks, {format_span(max_range)}); narrow the range or pass --force"
         )
     missing = missing_ticks(template, target.ledger(), job, start, end, now=now)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
@@ -84,7 +103,10 @@ def backfill(
     result = BackfillResult(
         job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run, not_yet_due=not_yet_due
     )
+    older = missing[:-1] if policy is BackfillPolicy.LATEST else []
+    on_plan(planned)
     if dry_run:
+        result.superseded = {format_scheduled_time(t): "would skip (superseded by the newest)" for t in older}
         return result
     for scheduled_time in planned:
         key = format_scheduled_time(scheduled_time)
@@ -96,4 +118,13 @@ def backfill(
             outcome = str(response.get("outcome"))
         result.outcomes[key] = outcome
         on_tick(scheduled_time, outcome)
+    if planned and result.outcomes.get(format_scheduled_time(planned[-1])) in ("executed", "duplicate"):
+        newest = format_scheduled_time(planned[-1])
+        for scheduled_time in older:
+            recorded = target.ledger().record_skipped(
+                job, scheduled_time, reason=f"superseded by {newest} (clockless backfill --policy latest)"
+            )
+            result.superseded[format_scheduled_time(scheduled_time)] = (
+                "skipped (superseded by the newest)" if recorded else "already recorded"
+            )
     return result

@@ -9,6 +9,7 @@ from typing import Any
 
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.targets import JobTarget
 from clockless_tools.template.expressions import next_ticks, ticks_between
 from clockless_tools.template.model import Template
@@ -27,6 +28,9 @@ class JobStatus:
     expected: int
     missing: list[datetime]
     skipped: list[datetime] = field(default_factory=list)
+    # Ticks of the window that fell while the job was paused: expected, not missed.
+    paused: list[datetime] = field(default_factory=list)
+    paused_since: StateChange | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
@@ -52,6 +56,8 @@ class JobStatus:
             "expected": self.expected,
             "missing": [format_scheduled_time(t) for t in self.missing],
             "skipped": [format_scheduled_time(t) for t in self.skipped],
+            "paused": [format_scheduled_time(t) for t in self.paused],
+            "paused_since": None if self.paused_since is None else self.paused_since.as_dict(),
         }
 
 
@@ -62,9 +68,10 @@ def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime
 def missing_ticks(
     template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime, *, now: datetime
 ) -> list[datetime]:
-    """Ticks the schedule expected in [start, end), up to `now`, that the ledger does not show as
-    succeeded or skipped. A tick after `now` has not happened: it is never missing."""
-    expected = due_ticks(template, job, start, end, now=now)
+    """Ticks the schedule expected in [start, end), up to `now` and outside a pause, that the ledger
+    does not show as succeeded or skipped. A tick after `now` has not happened: it is never missing."""
+    intervals = paused_intervals(state_history(ledger, job))
+    expected = [t for t in due_ticks(template, job, start, end, now=now) if not is_paused_at(intervals, t)]
     return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
 
 
@@ -82,7 +89,9 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
     start, end = now - window, now
     ledger = target.ledger()
     entries = _entries_by_time(ledger, job, start, end)
+    history, intervals = job_pauses(target, job)
     expected = ticks_between(schedule.expression, start, end)
+    paused = [t for t in expected if is_paused_at(intervals, t)]
     failures = [e for e in entries.values() if e.status == STATUS_FAILED]
     last_success_time = ledger.last_success_before(job, now + timedelta(seconds=1))
     last_success = None
@@ -100,6 +109,8 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         last_failure=max(failures, key=lambda e: e.scheduled_time) if failures else None,
         next_ticks=next_ticks(schedule.expression, now, 3),
         expected=len(expected),
-        missing=_not_accounted_for(expected, entries),
+        missing=_not_accounted_for([t for t in expected if t not in paused], entries),
         skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
+        paused=paused,
+        paused_since=history[-1] if intervals and intervals[-1][1] is None else None,
     )

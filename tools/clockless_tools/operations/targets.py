@@ -4,25 +4,31 @@ tick's event as the scheduler delivers it."""
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
+import socket
 import sys
 import uuid
 from datetime import datetime
 from typing import Any, Protocol
 
-import boto3
-
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
-from clockless_tools.local.dynamodb import dynamodb_client
+from clockless_tools.local.dynamodb import dynamodb_client, local_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.services import local_schedule
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
+from clockless_tools.template.scheduler import ScheduleRef, expected_schedule, parameter_resolver
 
 
 class OperationError(Exception):
     """The operation was refused; the message says why and what to do."""
+
+
+class ScheduleNotDeployed(OperationError):
+    """The stack has no schedule for the job (a template newer than the deployment)."""
 
 
 class JobTarget(Protocol):
@@ -38,6 +44,18 @@ class JobTarget(Protocol):
 
     def schedule_arn(self, job: str) -> str | None: ...
 
+    def schedule(self, job: str) -> ScheduleRef:
+        """The job's schedule in EventBridge Scheduler, and what template.yaml says it should be."""
+        ...
+
+    def operator(self) -> str:
+        """Who is acting, for the ledger's record of a pause."""
+        ...
+
+    def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
+        """The CloudWatch client and the names of the alarms that watch the job's succeeded ticks."""
+        ...
+
 
 def _retention_seconds(template: Template) -> int:
     return int(template.parameter_default("LedgerRetentionDays")) * 86400
@@ -50,6 +68,7 @@ class LocalTarget:
         self.template = template
         self.names = names
         self.runtime = LocalLambdaRuntime(template, endpoint, names)
+        self.endpoint = endpoint
         self.description = f"local runtime ({endpoint})"
         self._ledger = RunLedger(
             names.table_name(_ledger_logical_id(template)),
@@ -77,6 +96,15 @@ class LocalTarget:
             f"{schedule.function_id}{schedule.event_id}"
         )
 
+    def schedule(self, job: str) -> ScheduleRef:
+        return local_schedule(self.template, job, local_client("scheduler", self.endpoint), self.names)
+
+    def operator(self) -> str:
+        return f"{getpass.getuser()}@{socket.gethostname()}"
+
+    def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
+        return None, []  # the local runtime has no alarms
+
 
 class StackTarget:
     """A deployed stack: physical ids from CloudFormation, the ledger in DynamoDB, Lambda invoke."""
@@ -99,6 +127,8 @@ class StackTarget:
         self._lambda = session.client("lambda")
         self._session = session
         self._account: str | None = None
+        self._stack_name = stack_name
+        self._parameters: dict[str, str] | None = None
 
     def ledger(self) -> RunLedger:
         return self._ledger
@@ -122,10 +152,80 @@ class StackTarget:
         name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
         if name is None:
             return None
+        return f"arn:aws:scheduler:{self._session.region_name}:{self._account_id()}:schedule/default/{name}"
+
+    def _caller(self) -> dict[str, Any]:
+        # GetCallerIdentity needs no IAM permission.
+        return dict(self._session.client("sts").get_caller_identity())
+
+    def _account_id(self) -> str:
         if self._account is None:
-            # GetCallerIdentity needs no IAM permission.
-            self._account = str(self._session.client("sts").get_caller_identity()["Account"])
-        return f"arn:aws:scheduler:{self._session.region_name}:{self._account}:schedule/default/{name}"
+            self._account = str(self._caller()["Account"])
+        return self._account
+
+    def operator(self) -> str:
+        return str(self._caller()["Arn"])
+
+    def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
+        names = [self.physical[i] for i in dead_man_alarm_ids(self.template, job) if i in self.physical]
+        return self._session.client("cloudwatch"), names
+
+    def _deployed_parameters(self) -> dict[str, str]:
+        """The stack's parameter values, over the template's defaults."""
+        if self._parameters is None:
+            declared = self.template.document.get("Parameters") or {}
+            values = {name: str(self.template.parameter_default(name)) for name in declared}
+            stack = self._session.client("cloudformation").describe_stacks(StackName=self._stack_name)["Stacks"][0]
+            values.update({p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])})
+            self._parameters = values
+        return self._parameters
+
+    def _arn(self, logical_id: str) -> str:
+        physical = self.physical.get(logical_id, logical_id)
+        region, account = self._session.region_name, self._account_id()
+        kind = self.template.resources.get(logical_id, {}).get("Type")
+        if kind in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+            return f"arn:aws:lambda:{region}:{account}:function:{physical}"
+        if kind == "AWS::SQS::Queue":  # the physical id is the queue's URL
+            return f"arn:aws:sqs:{region}:{account}:{physical.rsplit('/', 1)[-1]}"
+        if kind == "AWS::DynamoDB::Table":
+            return f"arn:aws:dynamodb:{region}:{account}:table/{physical}"
+        return str(physical)
+
+    def schedule(self, job: str) -> ScheduleRef:
+        schedule = self.template.jobs[job]
+        name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
+        if name is None:
+            raise ScheduleNotDeployed(
+                f"{self.description} has no schedule {schedule.function_id}{schedule.event_id} for {job!r}: "
+                "deploy the current template.yaml first"
+            )
+        resolve = parameter_resolver(self._deployed_parameters(), self._arn, lambda i: self.physical.get(i, i))
+        group = resolve(schedule.properties.get("GroupName", "default"))
+        return ScheduleRef(
+            job=job,
+            client=self._session.client("scheduler"),
+            name=name,
+            group=str(group),
+            expected=expected_schedule(schedule, function_arn=self._arn(schedule.function_id), resolve=resolve),
+        )
+
+
+def dead_man_alarm_ids(template: Template, job: str) -> list[str]:
+    """The alarms on the job's TickSucceeded metric: a paused job would set them off."""
+    found = []
+    for logical_id, resource in template.resources_of_type("AWS::CloudWatch::Alarm").items():
+        properties = resource.get("Properties") or {}
+        # A single-metric alarm names its metric at the top; a metric-math one in Metrics[].MetricStat.
+        metrics = [properties] + [
+            (query.get("MetricStat") or {}).get("Metric") or {} for query in properties.get("Metrics") or []
+        ]
+        for metric in metrics:
+            dimensions = {d.get("Name"): d.get("Value") for d in metric.get("Dimensions") or []}
+            if metric.get("MetricName") == "TickSucceeded" and dimensions.get("job") == job:
+                found.append(logical_id)
+                break
+    return found
 
 
 def _ledger_logical_id(template: Template) -> str:
@@ -133,10 +233,6 @@ def _ledger_logical_id(template: Template) -> str:
     if ledgers:
         return ledgers[0]
     raise TemplateError("template.yaml declares no table with Metadata clockless.kind: ledger")
-
-
-def stack_target(template: Template, stack_name: str, *, region: str | None, profile: str | None) -> StackTarget:
-    return StackTarget(template, stack_name, session=boto3.Session(region_name=region, profile_name=profile))
 
 
 def require_job(template: Template, job: str) -> None:
