@@ -28,6 +28,8 @@ from clockless_tools.template.scheduler import UPDATABLE_FIELDS, state_update
 
 JOB = "session-cleanup"
 SCHEDULE_NAME = "clockless-test-SessionCleanupFunctionHourly-1A2B3C"
+# The stack's own schedule group (template.yaml's ScheduleGroup), as CloudFormation names it.
+GROUP = "clockless-test-ScheduleGroup-4D5E6F"
 ALARM_NAME = "clockless-test-SessionCleanupDeadManAlarm-4D5E6F"
 STACK = ["--stack", "clockless-test", "--region", "us-east-1"]
 
@@ -58,6 +60,11 @@ def _stack_template(template: Template) -> str:
                         "Role": {"Fn::GetAtt": ["SessionCleanupRole", "Arn"]},
                         "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
                     },
+                },
+                # Stands in for the AWS::Scheduler::ScheduleGroup: its physical id is the group's name.
+                "ScheduleGroup": {
+                    "Type": "AWS::SSM::Parameter",
+                    "Properties": {"Name": GROUP, "Type": "String", "Value": "group"},
                 },
                 # Stands in for the AWS::Scheduler::Schedule: its physical id is the schedule's name.
                 "SessionCleanupFunctionHourly": {
@@ -100,11 +107,12 @@ def stack(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack
             ComparisonOperator="LessThanThreshold",
             AlarmActions=["arn:aws:sns:us-east-1:123456789012:alarms"],
         )
+        session.client("scheduler").create_schedule_group(Name=GROUP)
         ref = target.schedule(JOB)
         # As SAM deploys it, plus every optional field, so carrying them over is visible.
         session.client("scheduler").create_schedule(
             Name=SCHEDULE_NAME,
-            GroupName="default",
+            GroupName=GROUP,
             Description="Empty-session cleanup, at the top of every hour (UTC).",
             EndDate=datetime.now(UTC) + timedelta(days=365),
             KmsKeyArn="arn:aws:kms:us-east-1:123456789012:key/clockless",
@@ -189,13 +197,13 @@ def test_cli_pause_status_resume_on_a_stack(stack: StackTarget) -> None:
 
     assert paused.exit_code == 0, paused.output
     assert paused.stdout == (
-        f"{JOB}: paused (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1); "
+        f"{JOB}: paused (schedule {GROUP}/{SCHEDULE_NAME} on stack clockless-test (us-east-1); "
         f"dead-man alarm actions off: {alarm})\n"
     )
     job = next(j for j in json.loads(status.stdout)["jobs"] if j["job"] == JOB)
     assert job["paused_since"]["reason"] == "INC-1234"
     assert resumed.stdout == (
-        f"{JOB}: resumed (schedule default/{SCHEDULE_NAME} on stack clockless-test (us-east-1); "
+        f"{JOB}: resumed (schedule {GROUP}/{SCHEDULE_NAME} on stack clockless-test (us-east-1); "
         f"dead-man alarm actions on: {alarm})\n"
     )
     assert _deployed(stack)["State"] == "ENABLED"
@@ -206,12 +214,12 @@ def test_drift_finds_nothing_when_the_schedule_is_as_deployed(stack: StackTarget
 
     assert result.exit_code == 1, result.output  # window-generation's schedule is not in this stack
     schedules = {s["job"]: s for s in json.loads(result.stdout)["schedules"]}
-    assert schedules[JOB] == {"job": JOB, "schedule": f"default/{SCHEDULE_NAME}", "found": True, "drifted": []}
+    assert schedules[JOB] == {"job": JOB, "schedule": f"{GROUP}/{SCHEDULE_NAME}", "found": True, "drifted": []}
 
 
 def test_drift_names_each_field_that_differs(stack: StackTarget) -> None:
     client = boto3.client("scheduler", region_name="us-east-1")
-    current = client.get_schedule(Name=SCHEDULE_NAME, GroupName="default")
+    current = client.get_schedule(Name=SCHEDULE_NAME, GroupName=GROUP)
     target = current["Target"]
     changed = {
         **state_update(current, "DISABLED"),
@@ -243,7 +251,7 @@ def test_drift_names_each_field_that_differs(stack: StackTarget) -> None:
         "Target.Input",
     ]
     assert lines[0] == (
-        f"{JOB} (default/{SCHEDULE_NAME}): ScheduleExpression differs: template 'cron(0 * * * ? *)', "
+        f"{JOB} ({GROUP}/{SCHEDULE_NAME}): ScheduleExpression differs: template 'cron(0 * * * ? *)', "
         "deployed 'cron(5 * * * ? *)'"
     )
 
@@ -258,7 +266,7 @@ def test_a_stack_deployed_with_the_job_disabled_expects_it_disabled(stack: Stack
 
     assert target.schedule(JOB).expected["State"] == "DISABLED"
     result = CliRunner().invoke(app, ["drift", *STACK])
-    assert f"{JOB} (default/{SCHEDULE_NAME}): State differs: template 'DISABLED', deployed 'ENABLED'" in result.stdout
+    assert f"{JOB} ({GROUP}/{SCHEDULE_NAME}): State differs: template 'DISABLED', deployed 'ENABLED'" in result.stdout
 
 
 def test_pause_resume_and_drift_on_the_local_runtime(tables: Any, template: Template, dynamodb_endpoint: str) -> None:
@@ -338,7 +346,7 @@ def test_pause_on_a_local_runtime_without_schedules_says_what_to_do(tables: Any,
 
 def test_a_schedule_disabled_outside_clockless_counts_as_paused(stack: StackTarget, template: Template) -> None:
     client = boto3.client("scheduler", region_name="us-east-1")
-    client.update_schedule(**state_update(client.get_schedule(Name=SCHEDULE_NAME, GroupName="default"), "DISABLED"))
+    client.update_schedule(**state_update(client.get_schedule(Name=SCHEDULE_NAME, GroupName=GROUP), "DISABLED"))
     now = datetime.now(UTC)
 
     status = job_status(template, stack, JOB, now=now, window=timedelta(hours=3))

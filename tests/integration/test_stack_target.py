@@ -6,6 +6,7 @@ Lambda client; everything else is moto."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,7 @@ from clockless_tools.operations.backfill import BackfillPolicy, backfill
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import OperationError, StackTarget
+from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.model import Template
 
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
@@ -143,3 +145,52 @@ def test_a_function_error_is_reported_not_swallowed(stack: Any, template: Templa
 def test_an_unknown_stack_is_a_clear_error(stack: Any, template: Template) -> None:
     with pytest.raises(OperationError, match="cannot read stack 'nope'"):
         StackTarget(template, "nope", session=stack)
+
+
+def _deploy_schedule(session: Any, target: StackTarget, expression: str) -> dict[str, Any]:
+    """What CloudFormation would have made of the template's group and the cleanup schedule."""
+    scheduler = session.client("scheduler")
+    group = "clockless-test-ScheduleGroup-1Q2W3E4R"
+    name = "clockless-test-SessionCleanupFunctionHourly-5T6Y7U8I"
+    scheduler.create_schedule_group(Name=group)
+    scheduler.create_schedule(
+        Name=name,
+        GroupName=group,
+        ScheduleExpression=expression,
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={"Arn": "arn:aws:lambda:us-east-1:123456789012:function:x", "RoleArn": "arn:aws:iam::1:role/x"},
+    )
+    target.physical["ScheduleGroup"] = group
+    target.physical["SessionCleanupFunctionHourly"] = name
+    return dict(scheduler.get_schedule(Name=name, GroupName=group))
+
+
+def test_the_schedule_arn_names_the_stacks_own_group(stack: Any, template: Template) -> None:
+    target = StackTarget(template, "clockless-test", session=stack)
+    _deploy_schedule(stack, target, "cron(0 * * * ? *)")
+
+    arn = target.schedule_arn("session-cleanup")
+
+    assert arn is not None
+    assert arn.endswith(
+        ":schedule/clockless-test-ScheduleGroup-1Q2W3E4R/clockless-test-SessionCleanupFunctionHourly-5T6Y7U8I"
+    )
+
+
+def test_a_rate_without_start_date_is_anchored_on_the_deployed_schedules_creation(
+    stack: Any, template: Template
+) -> None:
+    document = copy.deepcopy(dict(template.document))
+    hourly = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Hourly"]["Properties"]
+    hourly["ScheduleExpression"] = "rate(1 hour)"
+    rated = Template(path=template.path, document=document)
+    target = StackTarget(rated, "clockless-test", session=stack)
+    deployed = _deploy_schedule(stack, target, "rate(1 hour)")
+    created = deployed["CreationDate"].astimezone(UTC).replace(second=0, microsecond=0)
+
+    spec = target.schedule_spec("session-cleanup")
+
+    assert spec.next_ticks(created - timedelta(days=1), 3) == [created + timedelta(hours=h) for h in range(3)]
+    # Locally the same schedule has no anchor, and the operations say so instead of inventing one.
+    with pytest.raises(ScheduleExpressionError, match="declare StartDate"):
+        rated.jobs["session-cleanup"].spec(rated).next_ticks(created, 1)

@@ -101,7 +101,11 @@ def _planted(template: Template, edit: str, replacement: str) -> Template:
     ("edit", "replacement", "problem"),
     [
         ('"period": 3600', '"period": 86400', "session-cleanup: TickSucceeded summed over 86400 s"),
-        ('"service", "session-cleanup"]', '"service", "cleanup"]', "session-cleanup: TickSucceeded shown with"),
+        (
+            '"service", "session-cleanup", "trigger"',
+            '"service", "cleanup", "trigger"',
+            "session-cleanup: TickSucceeded shown with",
+        ),
         ('"TickSucceeded", "job", "window-generation"', '"TickSucceeded", "job", "nightly"', "window-generation: no"),
         ('"TickFailed", "job", "session-cleanup"', '"TickFailed", "job", "other"', "session-cleanup: no TickFailed"),
         ("${JobFailureQueue.QueueName}", "${Other.QueueName}", "JobFailureQueue: dead-letter queue depth"),

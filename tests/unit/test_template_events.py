@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from clockless import Tick
 from clockless_tools.cli.app import app
 from clockless_tools.template.events import check_events, sample_events, schedule_arn, write_events
-from clockless_tools.template.expressions import ticks_between
 from clockless_tools.template.model import Template
 from tests.conftest import EVENTS, PROJECT_ROOT
 
@@ -90,8 +89,8 @@ def test_samples_are_real_ticks_a_retry_and_a_payload_without_its_time(template:
         tick = Tick.from_event(samples["tick"], expected_job=job)
         retry = Tick.from_event(samples["retry"], expected_job=job)
         # A tick the schedule really fires, carrying the ARN of the schedule SAM generates.
-        assert tick.scheduled_time in ticks_between(
-            schedule.expression, tick.scheduled_time, tick.scheduled_time.replace(minute=1)
+        assert tick.scheduled_time in schedule.spec(template).ticks_between(
+            tick.scheduled_time, tick.scheduled_time.replace(minute=1)
         )
         assert tick.schedule_arn == schedule_arn(schedule)
         assert (retry.identity, retry.attempt) == (tick.identity, 2)

@@ -153,6 +153,8 @@ class ScheduledJob:
         settings = self.settings()
         metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=self.name)
         metrics.add_dimension(name="job", value=self.name)
+        # Dead-man alarms watch trigger=schedule only: a manual run must not hide a silent schedule.
+        metrics.add_dimension(name="trigger", value=tick.trigger.value)
         self.logger.thread_safe_append_keys(
             correlation_id=tick.key,
             job=tick.job,

@@ -14,7 +14,9 @@ from collections.abc import Iterable
 
 from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
+from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
 from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
+from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
@@ -22,6 +24,7 @@ from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
+from clockless_tools.architecture.rate_anchored import RATE_ANCHORED_RULE
 from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
 from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
@@ -33,6 +36,7 @@ from clockless_tools.template.loader import TemplateError
 RULES: tuple[Rule, ...] = (
     SCHEDULED_BY_KIT_RULE,
     SCHEDULE_DELIVERY_RULE,
+    RATE_ANCHORED_RULE,
     TICK_IDENTITY_RULE,
     TICKS_ON_THE_MINUTE_RULE,
     DEDUPE_OUTLIVES_RETRIES_RULE,
@@ -45,6 +49,8 @@ RULES: tuple[Rule, ...] = (
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
     DEAD_MAN_ALARM_RULE,
+    FAILURE_PATHS_RULE,
+    DURATION_BOUND_RULE,
     LOCAL_TIME_RULE,
 )
 

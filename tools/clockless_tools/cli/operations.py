@@ -128,7 +128,7 @@ def acting_on(target: JobTarget) -> Iterator[None]:
     try:
         with reported(target.description):
             yield
-    except OperationError as error:
+    except (OperationError, TemplateError) as error:
         raise fail(str(error)) from None
 
 

@@ -12,9 +12,8 @@ from typing import Any
 from clockless import Trigger, format_scheduled_time
 from clockless.tick import utc_now
 from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import due_ticks, missing_ticks
+from clockless_tools.operations.status import expected_ticks, missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
-from clockless_tools.template.expressions import ticks_between
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 
@@ -91,15 +90,17 @@ def backfill(
             f"--to ({format_scheduled_time(end)}) must be after --from ({format_scheduled_time(start)})"
         )
     now = utc_now() if now is None else now
-    expected = due_ticks(template, job, start, end, now=now)
+    spec = target.schedule_spec(job)
+    scheduled = expected_ticks(spec, start, end)
+    expected = [t for t in scheduled if t <= now]
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
             f"refusing to backfill {len(expected)} ticks over {format_span(end - start)} (limits: {max_ticks} "
             f"ticks, {format_span(max_range)}); narrow the range or pass --force"
         )
-    missing = missing_ticks(template, target.ledger(), job, start, end, now=now)
+    missing = missing_ticks(spec, target.ledger(), job, start, end, now=now)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
-    not_yet_due = len(ticks_between(template.jobs[job].expression, start, end)) - len(expected)
+    not_yet_due = len(scheduled) - len(expected)
     result = BackfillResult(
         job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run, not_yet_due=not_yet_due
     )

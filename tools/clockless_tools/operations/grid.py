@@ -14,8 +14,8 @@ from enum import StrEnum
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_STARTED, STATUS_SUCCEEDED
 from clockless_tools.operations.pause import is_paused_at, job_pauses
+from clockless_tools.operations.status import expected_ticks
 from clockless_tools.operations.targets import JobTarget
-from clockless_tools.template.expressions import ticks_between
 from clockless_tools.template.model import Template
 
 
@@ -82,9 +82,9 @@ def _worst(states: list[TickState]) -> TickState:
 
 
 def job_grid(template: Template, target: JobTarget, job: str, *, now: datetime, window: timedelta) -> Grid:
-    expression = template.jobs[job].expression
+    spec = target.schedule_spec(job)
     ledger = target.ledger()
-    hourly = len(ticks_between(expression, now - timedelta(days=2), now)) >= 24
+    hourly = len(expected_ticks(spec, now - timedelta(days=2), now)) >= 24
     slot = timedelta(hours=1) if hourly else timedelta(days=1)
     row_span = timedelta(days=1) if hourly else timedelta(days=7)
     start = (now - window).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -108,7 +108,7 @@ def job_grid(template: Template, target: JobTarget, job: str, *, now: datetime, 
         return TickState.PAUSED if is_paused_at(intervals, tick) else TickState.MISSED
 
     per_slot: dict[datetime, list[TickState]] = {}
-    for tick in ticks_between(expression, start, end):
+    for tick in expected_ticks(spec, start, end):
         slot_start = start + slot * ((tick - start) // slot)
         per_slot.setdefault(slot_start, []).append(state(tick))
     columns = [f"{h:02d}" for h in range(24)] if hourly else ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]

@@ -10,8 +10,8 @@ from typing import Any
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
-from clockless_tools.operations.targets import JobTarget
-from clockless_tools.template.expressions import next_ticks, ticks_between
+from clockless_tools.operations.targets import JobTarget, OperationError
+from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.model import Template
 
 
@@ -66,18 +66,26 @@ def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime
 
 
 def missing_ticks(
-    template: Template, ledger: RunLedger, job: str, start: datetime, end: datetime, *, now: datetime
+    spec: ScheduleSpec, ledger: RunLedger, job: str, start: datetime, end: datetime, *, now: datetime
 ) -> list[datetime]:
     """Ticks the schedule expected in [start, end), up to `now` and outside a pause, that the ledger
     does not show as succeeded or skipped. A tick after `now` has not happened: it is never missing."""
     intervals = paused_intervals(state_history(ledger, job))
-    expected = [t for t in due_ticks(template, job, start, end, now=now) if not is_paused_at(intervals, t)]
+    expected = [t for t in due_ticks(spec, start, end, now=now) if not is_paused_at(intervals, t)]
     return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
 
 
-def due_ticks(template: Template, job: str, start: datetime, end: datetime, *, now: datetime) -> list[datetime]:
+def due_ticks(spec: ScheduleSpec, start: datetime, end: datetime, *, now: datetime) -> list[datetime]:
     """The schedule's ticks in [start, end) that are due at `now`."""
-    return [t for t in ticks_between(template.jobs[job].expression, start, end) if t <= now]
+    return [t for t in expected_ticks(spec, start, end) if t <= now]
+
+
+def expected_ticks(spec: ScheduleSpec, start: datetime, end: datetime) -> list[datetime]:
+    """The schedule's ticks in [start, end), or an OperationError saying why they cannot be known."""
+    try:
+        return spec.ticks_between(start, end)
+    except ScheduleExpressionError as error:
+        raise OperationError(str(error)) from None
 
 
 def _not_accounted_for(expected: list[datetime], entries: dict[datetime, LedgerEntry]) -> list[datetime]:
@@ -90,7 +98,8 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
     ledger = target.ledger()
     entries = _entries_by_time(ledger, job, start, end)
     history, intervals = job_pauses(target, job)
-    expected = ticks_between(schedule.expression, start, end)
+    spec = target.schedule_spec(job)
+    expected = expected_ticks(spec, start, end)
     paused = [t for t in expected if is_paused_at(intervals, t)]
     failures = [e for e in entries.values() if e.status == STATUS_FAILED]
     last_success_time = ledger.last_success_before(job, now + timedelta(seconds=1))
@@ -107,7 +116,7 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         window_end=end,
         last_success=last_success,
         last_failure=max(failures, key=lambda e: e.scheduled_time) if failures else None,
-        next_ticks=next_ticks(schedule.expression, now, 3),
+        next_ticks=spec.next_ticks(now, 3),
         expected=len(expected),
         missing=_not_accounted_for([t for t in expected if t not in paused], entries),
         skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],

@@ -9,6 +9,7 @@ import json
 import socket
 import sys
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -17,9 +18,11 @@ from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
+from clockless_tools.template.events import schedule_arn
+from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
-from clockless_tools.template.model import Template
+from clockless_tools.template.model import Schedule, Template
 from clockless_tools.template.scheduler import ScheduleRef, expected_schedule, parameter_resolver
 
 
@@ -43,6 +46,11 @@ class JobTarget(Protocol):
         ...
 
     def schedule_arn(self, job: str) -> str | None: ...
+
+    def schedule_spec(self, job: str) -> ScheduleSpec:
+        """The job's schedule as the tick engine needs it (for a deployed rate() without StartDate,
+        anchored on the deployed schedule's creation)."""
+        ...
 
     def schedule(self, job: str) -> ScheduleRef:
         """The job's schedule in EventBridge Scheduler, and what template.yaml says it should be."""
@@ -90,11 +98,10 @@ class LocalTarget:
         return dict(result)
 
     def schedule_arn(self, job: str) -> str | None:
-        schedule = self.template.jobs[job]
-        return (
-            f"arn:aws:scheduler:{self.names.region}:{self.names.account_id}:schedule/default/"
-            f"{schedule.function_id}{schedule.event_id}"
-        )
+        return schedule_arn(self.template.jobs[job], self.names)
+
+    def schedule_spec(self, job: str) -> ScheduleSpec:
+        return self.template.jobs[job].spec(self.template)
 
     def schedule(self, job: str) -> ScheduleRef:
         return local_schedule(self.template, job, local_client("scheduler", self.endpoint), self.names)
@@ -125,6 +132,7 @@ class StackTarget:
             self.physical[ledger_id], session.client("dynamodb"), retention_seconds=_retention_seconds(template)
         )
         self._lambda = session.client("lambda")
+        self._scheduler: Any = None
         self._session = session
         self._account: str | None = None
         self._stack_name = stack_name
@@ -146,13 +154,56 @@ class StackTarget:
         return dict(payload)
 
     def schedule_arn(self, job: str) -> str | None:
-        schedule = self.template.jobs[job]
-        # SAM names the generated AWS::Scheduler::Schedule <Function><Event>; with OmitName the
-        # physical id is the generated name, in the default group.
+        located = self._deployed_schedule(self.template.jobs[job])
+        if located is None:
+            return None
+        group, name = located
+        return f"arn:aws:scheduler:{self._session.region_name}:{self._account_id()}:schedule/{group}/{name}"
+
+    def _deployed_schedule(self, schedule: Schedule) -> tuple[str, str] | None:
+        """(group, name) of the AWS::Scheduler::Schedule SAM generated for the event: SAM names it
+        <Function><Event>; with OmitName its physical id is the generated name. The group is the
+        one the event's GroupName names, read from this stack, not a constant."""
         name = self.physical.get(f"{schedule.function_id}{schedule.event_id}")
         if name is None:
             return None
-        return f"arn:aws:scheduler:{self._session.region_name}:{self._account_id()}:schedule/default/{name}"
+        group = schedule.properties.get("GroupName")
+        if group is None:
+            return "default", name
+        if isinstance(group, str):
+            return group, name
+        if isinstance(group, Mapping) and group.get("Ref") in self.physical:
+            return str(self.physical[group["Ref"]]), name
+        raise OperationError(
+            f"{schedule.function_id}.Events.{schedule.event_id}: GroupName {group!r} names no group of this stack"
+        )
+
+    def schedule_spec(self, job: str) -> ScheduleSpec:
+        schedule = self.template.jobs[job]
+        spec = schedule.spec(self.template)
+        if spec.kind != "rate" or spec.start_date is not None:
+            return spec
+        # No StartDate: the ticks run from the schedule's creation, which only the service knows.
+        located = self._deployed_schedule(schedule)
+        if located is None:
+            raise OperationError(f"{job}: the stack has no schedule for it; deploy the current template.yaml first")
+        group, name = located
+        if self._scheduler is None:
+            self._scheduler = self._session.client("scheduler")
+        try:
+            deployed = self._scheduler.get_schedule(Name=name, GroupName=group)
+        except self._scheduler.exceptions.ClientError as error:
+            raise OperationError(f"cannot read schedule {group}/{name} (scheduler:GetSchedule): {error}") from None
+        try:
+            return ScheduleSpec.of(
+                deployed["ScheduleExpression"],
+                timezone=deployed.get("ScheduleExpressionTimezone"),
+                start_date=deployed.get("StartDate"),
+                end_date=deployed.get("EndDate"),
+                created=deployed.get("CreationDate"),
+            )
+        except ScheduleExpressionError as error:
+            raise OperationError(f"deployed schedule {group}/{name}: {error}") from None
 
     def _caller(self) -> dict[str, Any]:
         # GetCallerIdentity needs no IAM permission.

@@ -22,7 +22,6 @@ from clockless import OUTCOME_DUPLICATE, OUTCOME_EXECUTED, OUTCOME_IN_PROGRESS, 
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import FaultInjector, InjectedFault
 from clockless_tools.template.events import Attempt, render_input, schedule_arn, stable_uuid
-from clockless_tools.template.expressions import nominal_period
 from clockless_tools.template.model import Schedule, Template
 
 OUTCOME_FAILED: Final = "failed"
@@ -120,7 +119,9 @@ def plan_deliveries(
     plans: list[TickPlan] = []
     for job, times in ticks.items():
         schedule = template.jobs[job]
-        period = nominal_period(schedule.expression)
+        spec = schedule.spec(template)
+        # A late duplicate lands after the next tick; a one-time schedule has none, so a day later.
+        period = timedelta(days=1) if spec.kind == "at" else spec.nominal_period()
         retries = RetryPolicy.of(schedule)
         delivered = [moment for moment in times if (job, moment) not in dropped]
         showcase = random.Random(f"{seed}/{job}").choice(delivered) if delivered else None  # noqa: S311

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from clockless import format_scheduled_time
 from clockless_tools.local.seed import SeedPlan
-from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
+from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
 from clockless_tools.template.model import Template
 
@@ -69,9 +69,9 @@ def expected_ticks(template: Template, start: datetime, end: datetime) -> dict[s
     ticks = {}
     for job, schedule in template.jobs.items():
         try:
-            ticks[job] = ticks_between(schedule.expression, start, end)
+            ticks[job] = schedule.spec(template).ticks_between(start, end)
         except ScheduleExpressionError as error:
-            raise SimulationInputError(f"{schedule.function_id}.Events.{schedule.event_id}: {error}") from None
+            raise SimulationInputError(str(error)) from None
     return ticks
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless.tick import format_scheduled_time
-from clockless_tools.template.expressions import previous_tick
+from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Schedule, Template
@@ -38,10 +38,26 @@ SAMPLE_KINDS: Final = ("tick", "retry", "malformed")
 def schedule_arn(schedule: Schedule, names: LocalNames = LocalNames()) -> str:
     """The ARN of the schedule SAM generates for this event (`<Function><Event>`, name left to
     CloudFormation because of `OmitName`), with a stable suffix in place of the random one."""
-    logical_id = f"{schedule.function_id}{schedule.event_id}"
+    name = _generated_name(f"{schedule.function_id}{schedule.event_id}", names)
+    return f"arn:aws:scheduler:{names.region}:{names.account_id}:schedule/{schedule_group(schedule, names)}/{name}"
+
+
+def schedule_group(schedule: Schedule, names: LocalNames = LocalNames()) -> str:
+    """The schedule group the event's `GroupName` names: a literal, a `!Ref` to a group of the
+    template (named by CloudFormation, so a stable stand-in here), or Scheduler's `default`."""
+    group = schedule.properties.get("GroupName")
+    if group is None:
+        return "default"
+    if isinstance(group, str):
+        return group
+    if isinstance(group, Mapping) and isinstance(group.get("Ref"), str):
+        return _generated_name(group["Ref"], names)
+    raise TemplateError(f"{schedule.function_id}.Events.{schedule.event_id}: GroupName must be a name or !Ref")
+
+
+def _generated_name(logical_id: str, names: LocalNames) -> str:
     suffix = hashlib.sha256(logical_id.encode()).hexdigest()[:12].upper()
-    name = f"{names.stack_name}-{logical_id}-{suffix}"
-    return f"arn:aws:scheduler:{names.region}:{names.account_id}:schedule/default/{name}"
+    return f"{names.stack_name}-{logical_id}-{suffix}"
 
 
 def stable_uuid(*parts: object) -> str:
@@ -93,7 +109,14 @@ def _fields_holding(schedule: Schedule, placeholder: str) -> list[str]:
 def sample_events(schedule: Schedule, names: LocalNames = LocalNames()) -> dict[str, dict[str, Any]]:
     """tick: a real tick of the schedule at attempt 1; retry: the same tick at attempt 2 with a new
     execution id (a duplicate); malformed: the tick without its scheduled time."""
-    when = previous_tick(schedule.expression, SAMPLE_TICKS_AT)
+    spec = schedule.spec()  # a ScheduleDefinitionError names the function and event itself
+    try:
+        when = spec.previous_tick(SAMPLE_TICKS_AT)
+    except ScheduleExpressionError as error:
+        raise TemplateError(f"{schedule.function_id}.Events.{schedule.event_id}: {error}") from None
+    if when is None:
+        origin = f"{schedule.function_id}.Events.{schedule.event_id}"
+        raise TemplateError(f"{origin}: the schedule has no tick at or before {SAMPLE_TICKS_AT:%Y-%m-%dT%H:%MZ}")
     arn = schedule_arn(schedule, names)
     origin = f"{schedule.function_id}.{schedule.event_id}"
     tick = render_input(schedule, Attempt(when, arn, 1, stable_uuid(origin, "tick")))

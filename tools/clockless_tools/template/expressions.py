@@ -1,21 +1,52 @@
-"""Tick times from EventBridge Scheduler expressions: `cron(...)` through aws-croniter, `rate(...)`
-as arithmetic from an anchor (Scheduler starts a rate at the schedule's creation or StartDate)."""
+"""The tick engine: when EventBridge Scheduler fires a schedule, computed as Scheduler computes it.
+
+One `ScheduleSpec` holds everything Scheduler uses to place ticks: the expression (`cron(...)`,
+`rate(...)` or `at(...)`), `ScheduleExpressionTimezone`, `StartDate` and `EndDate`, and, for a
+`rate()` without a `StartDate`, the schedule's creation time (read from the deployed schedule).
+Every part of clockless that needs ticks (status, backfill, simulate, events, schedules
+check/show, the architecture rules) asks a spec and nothing else.
+
+What Scheduler does, and so what this does (docs/schedules.md has the sources):
+- `cron()` is evaluated in the schedule's zone. A local time that does not exist (the hour skipped
+  when clocks go forward) is not fired; a local time that happens twice (clocks go back) is fired
+  once, at its first occurrence. Fields follow Scheduler's cron, `L`, `W`, `#` and `?` included
+  (through aws-croniter, which evaluates them on wall-clock time here).
+- `rate()` fires at the anchor and every period after it, in absolute time: `rate(1 day)` is 24
+  hours, also across a DST change. The anchor is `StartDate`, else the schedule's creation.
+- `at()` fires once at its wall-clock time in the zone; `StartDate`/`EndDate` do not apply to it.
+- Recurring ticks fall in [StartDate, EndDate). Ticks are whole minutes (Scheduler's precision).
+"""
 
 from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any, Final, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aws_croniter import AwsCroniter
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 _CRON = re.compile(r"^cron\((.+)\)$")
-_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+_AT = re.compile(r"^at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)$")
+_UNIT_SECONDS: Final = {"minute": 60, "hour": 3600, "day": 86400}
+# How far the engine looks for a previous or next tick before it says there is none.
+_HORIZON: Final = timedelta(days=366 * 8)
+_MINUTE: Final = timedelta(minutes=1)
+
+Kind = Literal["cron", "rate", "at"]
 
 
 class ScheduleExpressionError(ValueError):
-    pass
+    """The schedule cannot be evaluated; the message says what is wrong and how to fix it."""
+
+
+class RateAnchorUnknown(ScheduleExpressionError):
+    """A `rate()` schedule without a `StartDate`: its ticks depend on when it was created."""
 
 
 def _utc(moment: datetime) -> datetime:
@@ -24,7 +55,23 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+def parse_schedule_date(value: Any, *, field: str) -> datetime:
+    """`StartDate`/`EndDate` as CloudFormation takes them: ISO-8601, in UTC unless an offset is given."""
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        text = str(value).strip()
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise ScheduleExpressionError(
+                f"{field} {text[:40]!r} is not an ISO-8601 date-time such as 2027-01-01T00:00:00Z"
+            ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def rate_period(expression: str) -> timedelta | None:
+    """The period of a `rate()` expression; None for any other expression."""
     match = _RATE.match(expression.strip())
     if not match:
         return None
@@ -34,59 +81,256 @@ def rate_period(expression: str) -> timedelta | None:
     return timedelta(seconds=amount * _UNIT_SECONDS[unit])
 
 
-def _cron(expression: str) -> AwsCroniter:
-    match = _CRON.match(expression.strip())
-    if not match:
-        raise ScheduleExpressionError(f"{expression!r} is neither cron(...) nor rate(...)")
-    try:
-        return AwsCroniter(match.group(1))
-    except Exception as error:  # aws-croniter raises its own hierarchy for bad fields
-        raise ScheduleExpressionError(f"{expression!r}: {error}") from None
+def expression_kind(expression: str) -> Kind:
+    text = expression.strip()
+    for kind in ("cron", "rate", "at"):
+        if text.startswith(f"{kind}("):
+            return kind
+    raise ScheduleExpressionError(
+        f"{expression[:60]!r} is none of cron(...), rate(...) or at(...), the expressions EventBridge Scheduler accepts"
+    )
 
 
-def ticks_between(expression: str, start: datetime, end: datetime, *, anchor: datetime | None = None) -> list[datetime]:
-    """Every tick in [start, end), in UTC."""
-    start, end = _utc(start), _utc(end)
-    period = rate_period(expression)
-    if period is not None:
-        first = _utc(anchor) if anchor is not None else start
-        if first < start:
-            first += period * -(-(start - first) // period)
-        ticks = []
-        moment = first
-        while moment < end:
-            ticks.append(moment)
-            moment += period
-        return ticks
-    return [tick for tick in _cron(expression).get_all_schedule_bw_dates(start, end) if start <= tick < end]
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A schedule as EventBridge Scheduler evaluates it. Build with `ScheduleSpec.of(...)`, which validates."""
+
+    expression: str
+    timezone: str = "UTC"
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    # rate() only, when there is no StartDate: the deployed schedule's creation time.
+    created: datetime | None = None
+
+    @classmethod
+    def of(
+        cls,
+        expression: str,
+        *,
+        timezone: str | None = None,
+        start_date: Any = None,
+        end_date: Any = None,
+        created: datetime | None = None,
+    ) -> ScheduleSpec:
+        zone = timezone or "UTC"
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ScheduleExpressionError(f"ScheduleExpressionTimezone {zone!r} is not an IANA time zone") from None
+        spec = cls(
+            expression=expression.strip(),
+            timezone=zone,
+            start_date=None if start_date is None else parse_schedule_date(start_date, field="StartDate"),
+            end_date=None if end_date is None else parse_schedule_date(end_date, field="EndDate"),
+            created=None if created is None else _utc(created),
+        )
+        spec.validate()
+        return spec
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any], *, created: datetime | None = None) -> ScheduleSpec:
+        """From a ScheduleV2 event's (or an AWS::Scheduler::Schedule's) literal properties."""
+        expression = properties.get("ScheduleExpression", properties.get("Schedule"))
+        if not isinstance(expression, str):
+            raise ScheduleExpressionError("ScheduleExpression is not a literal string")
+        for name in ("ScheduleExpressionTimezone", "StartDate", "EndDate"):
+            value = properties.get(name)
+            if value is not None and not isinstance(value, (str, datetime)):
+                raise ScheduleExpressionError(f"{name} is not a literal value (got {value!r}); write it out")
+        return cls.of(
+            expression,
+            timezone=properties.get("ScheduleExpressionTimezone"),
+            start_date=properties.get("StartDate"),
+            end_date=properties.get("EndDate"),
+            created=created,
+        )
+
+    # ------------------------------------------------------------------ validation
+    @property
+    def kind(self) -> Kind:
+        return expression_kind(self.expression)
+
+    @cached_property
+    def _zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @cached_property
+    def _cron(self) -> AwsCroniter:
+        match = _CRON.match(self.expression)
+        if not match:
+            raise ScheduleExpressionError(f"{self.expression!r}: expected cron(minutes hours day month weekday year)")
+        try:
+            return AwsCroniter(match.group(1))
+        except Exception as error:  # aws-croniter raises its own hierarchy for bad fields
+            raise ScheduleExpressionError(f"{self.expression!r}: {error}") from None
+
+    @cached_property
+    def _at(self) -> datetime:
+        match = _AT.match(self.expression)
+        if not match:
+            raise ScheduleExpressionError(f"{self.expression!r}: expected at(yyyy-mm-ddThh:mm:ss)")
+        try:
+            year, month, day, hour, minute, second = (int(part) for part in match.groups())
+            # Wall-clock time in the schedule's zone, naive until the zone places it.
+            wall = datetime(year, month, day, hour, minute, second)  # noqa: DTZ001
+        except ValueError as error:
+            raise ScheduleExpressionError(f"{self.expression!r}: {error}") from None
+        if wall.second:
+            raise ScheduleExpressionError(f"{self.expression!r}: clockless ticks are whole minutes; use :00 seconds")
+        moment = _wall_to_utc(wall, self._zone)
+        if moment is None:
+            raise ScheduleExpressionError(
+                f"{self.expression!r}: {wall:%Y-%m-%d %H:%M} does not exist in {self.timezone} (clocks go forward)"
+            )
+        return moment
+
+    def validate(self) -> None:
+        kind = self.kind
+        if kind == "cron":
+            self._cron  # noqa: B018 - parses the fields, raising on a bad one
+        elif kind == "rate":
+            if rate_period(self.expression) is None:
+                raise ScheduleExpressionError(
+                    f"{self.expression!r}: expected rate(N minute(s)|hour(s)|day(s)) with a whole N"
+                )
+            if self.start_date is not None and self.start_date.second + self.start_date.microsecond:
+                raise ScheduleExpressionError(
+                    f"StartDate {self.start_date.isoformat()} anchors {self.expression}: clockless ticks are whole "
+                    "minutes, so give it :00 seconds"
+                )
+        else:
+            self._at  # noqa: B018
+        if self.start_date is not None and self.end_date is not None and self.end_date <= self.start_date:
+            raise ScheduleExpressionError(
+                f"EndDate {self.end_date.isoformat()} is not after StartDate {self.start_date.isoformat()}"
+            )
+
+    # ------------------------------------------------------------------ ticks
+    @property
+    def rate_anchor(self) -> datetime:
+        """The first tick of a rate() schedule: its StartDate, else its creation (to the minute)."""
+        if self.start_date is not None:
+            return self.start_date
+        if self.created is not None:
+            return self.created.replace(second=0, microsecond=0)
+        raise RateAnchorUnknown(
+            f"{self.expression} has no StartDate, so its ticks depend on when the schedule was created: "
+            "declare StartDate in template.yaml, or pass --stack to read the deployed schedule"
+        )
+
+    def _bounds(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
+        if self.kind != "at":
+            if self.start_date is not None:
+                start = max(start, self.start_date)
+            if self.end_date is not None:
+                end = min(end, self.end_date)
+        return start, end
+
+    def ticks_between(self, start: datetime, end: datetime) -> list[datetime]:
+        """Every tick in [start, end), in UTC, oldest first."""
+        start, end = self._bounds(_utc(start), _utc(end))
+        if end <= start:
+            return []
+        kind = self.kind
+        if kind == "at":
+            return [self._at] if start <= self._at < end else []
+        if kind == "rate":
+            period = rate_period(self.expression)
+            assert period is not None
+            anchor = self.rate_anchor
+            first = anchor if anchor >= start else anchor + period * -(-(start - anchor) // period)
+            return list(itertools.takewhile(lambda t: t < end, (first + period * i for i in itertools.count())))
+        return self._cron_ticks(start, end)
+
+    def _cron_ticks(self, start: datetime, end: datetime) -> list[datetime]:
+        if self.timezone == "UTC":
+            found = self._cron.get_all_schedule_bw_dates(start, end)
+            return [tick for tick in found if start <= tick < end]
+        # aws-croniter evaluates "UTC" datetimes; hand it wall-clock time and map each match back
+        # through the zone. A day of padding each side covers any UTC offset.
+        zone = self._zone
+        low = start.astimezone(zone).replace(tzinfo=UTC) - timedelta(days=1)
+        high = end.astimezone(zone).replace(tzinfo=UTC) + timedelta(days=1)
+        ticks = set()
+        for wall in self._cron.get_all_schedule_bw_dates(low, high):
+            moment = _wall_to_utc(wall.replace(tzinfo=None), zone)
+            if moment is not None and start <= moment < end:
+                ticks.add(moment)
+        return sorted(ticks)
+
+    def previous_tick(self, at: datetime) -> datetime | None:
+        """The last tick at or before `at`; None when the schedule has none."""
+        at = _utc(at)
+        span = timedelta(days=2)
+        while span <= _HORIZON * 2:
+            ticks = self.ticks_between(at - span, at + _MINUTE)
+            ticks = [tick for tick in ticks if tick <= at]
+            if ticks:
+                return ticks[-1]
+            if self.start_date is not None and self.kind != "at" and at - span < self.start_date:
+                return None
+            span *= 4
+        return None
+
+    def next_ticks(self, after: datetime, count: int) -> list[datetime]:
+        """Up to `count` ticks strictly after `after` (fewer when the schedule ends)."""
+        after = _utc(after)
+        span = timedelta(days=2)
+        while True:
+            ticks = [tick for tick in self.ticks_between(after, after + span) if tick > after]
+            if len(ticks) >= count or span > _HORIZON:
+                return ticks[:count]
+            if self.end_date is not None and self.kind != "at" and after + span >= self.end_date:
+                return ticks[:count]
+            span *= 4
+
+    def gaps(self) -> list[timedelta]:
+        """The gaps between consecutive ticks over a year (for a rate(), its period)."""
+        return list(self._gaps)
+
+    @cached_property
+    def _gaps(self) -> tuple[timedelta, ...]:
+        period = rate_period(self.expression)
+        if period is not None:
+            return (period,)
+        if self.kind == "at":
+            return ()
+        plain = ScheduleSpec(self.expression, self.timezone)  # the expression's rhythm, without its bounds
+        # A year from the first tick on or after a fixed date: a year field may start later.
+        first = plain.next_ticks(datetime(2026, 12, 31, 23, 59, tzinfo=UTC), 1)
+        if not first:
+            return ()
+        ticks = plain.ticks_between(first[0], first[0] + timedelta(days=366))
+        return tuple(sorted({b - a for a, b in itertools.pairwise(ticks)}))
+
+    def nominal_period(self) -> timedelta:
+        """The smallest gap between consecutive ticks over a year: how soon the next tick can follow."""
+        gaps = self.gaps()
+        if not gaps:
+            raise ScheduleExpressionError(f"{self.expression!r} fires fewer than twice a year; it has no period")
+        return min(gaps)
+
+    def longest_gap(self) -> timedelta:
+        """The largest gap between consecutive ticks over a year: how long a healthy job can be silent."""
+        gaps = self.gaps()
+        if not gaps:
+            raise ScheduleExpressionError(f"{self.expression!r} fires fewer than twice a year; it has no period")
+        return max(gaps)
 
 
-def previous_tick(expression: str, at: datetime) -> datetime:
-    """The last tick at or before `at`."""
-    at = _utc(at)
-    period = rate_period(expression)
-    if period is not None:
-        epoch = datetime(1970, 1, 1, tzinfo=UTC)
-        return epoch + period * ((at - epoch) // period)
-    return _utc(_cron(expression).get_prev(at, 1, inclusive=True)[0])
+def _wall_to_utc(wall: datetime, zone: ZoneInfo) -> datetime | None:
+    """The UTC instant of a naive wall-clock time in `zone`: its first occurrence when clocks go back,
+    None when clocks go forward over it."""
+    moment = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if moment.astimezone(zone).replace(tzinfo=None) != wall:
+        return None
+    return moment
 
 
-def next_ticks(expression: str, after: datetime, count: int) -> list[datetime]:
-    after = _utc(after)
-    period = rate_period(expression)
-    if period is not None:
-        first = previous_tick(expression, after) + period
-        return [first + period * i for i in range(count)]
-    return [_utc(t) for t in _cron(expression).get_next(after, count)]
+def utc_spec(expression: str) -> ScheduleSpec:
+    """A spec of `expression` alone, in UTC with no bounds: for questions about the expression itself."""
+    return ScheduleSpec.of(expression)
 
 
 def nominal_period(expression: str) -> timedelta:
-    """The smallest gap between consecutive ticks over a year: the schedule's period."""
-    period = rate_period(expression)
-    if period is not None:
-        return period
-    start = datetime(2027, 1, 1, tzinfo=UTC)
-    ticks = ticks_between(expression, start, start + timedelta(days=366))
-    if len(ticks) < 2:
-        raise ScheduleExpressionError(f"{expression!r} fires fewer than twice a year; it has no period")
-    return min(b - a for a, b in itertools.pairwise(ticks))
+    return utc_spec(expression).nominal_period()

@@ -6,10 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError, load_yaml
+
+
+class ScheduleDefinitionError(TemplateError, ScheduleExpressionError):
+    """A schedule in template.yaml cannot be evaluated; the message names the function and event."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,19 @@ class Schedule:
         if not isinstance(job, str):
             raise TemplateError(f'{self.function_id}.Events.{self.event_id}: Input has no "job"')
         return job
+
+    def spec(self, template: Template | None = None, *, created: datetime | None = None) -> ScheduleSpec:
+        """The tick engine's view of this schedule. `template` resolves a StartDate/EndDate given
+        as `!Ref Parameter` to the parameter's default; `created` anchors a rate() without StartDate."""
+        properties = dict(self.properties)
+        for name in ("ScheduleExpressionTimezone", "StartDate", "EndDate"):
+            value = properties.get(name)
+            if template is not None and isinstance(value, Mapping) and set(value) == {"Ref"}:
+                properties[name] = template.parameter_default(str(value["Ref"]))
+        try:
+            return ScheduleSpec.from_properties(properties, created=created)
+        except ScheduleExpressionError as error:
+            raise ScheduleDefinitionError(f"{self.function_id}.Events.{self.event_id}: {error}") from None
 
     @property
     def retry_max_event_age(self) -> int | None:

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from clockless import format_scheduled_time
-from clockless_tools.template.expressions import ScheduleExpressionError, ticks_between
+from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.intrinsics import resolve
 from clockless_tools.template.model import Function, Schedule, Template
 from clockless_tools.timezones.declaration import TimeDeclaration, missing_declaration_keys, read_declaration
@@ -228,15 +228,15 @@ def _check_schedule(
     ticks: list[datetime] = []
     rule = None if declaration is None else declaration.rule
     not_expanded = None
-    if not timezone_ok:
-        not_expanded = "the schedule is not in UTC"
-    elif declaration is None:
+    # A schedule outside UTC breaks utc_schedule above, and its ticks are still expanded in its
+    # own zone (the tick engine places them as Scheduler does), so its local-time breaches show too.
+    if declaration is None:
         not_expanded = "nothing is declared to check them against"
     elif rule is None:
         not_expanded = f"its local-time rule is {NO_RULE!r}, so only the schedule's own zone (UTC) is checked"
     if declaration is not None and rule is not None and not_expanded is None:
         try:
-            ticks = ticks_between(schedule.expression, begin, end, anchor=begin)
+            ticks = schedule.spec(template).ticks_between(begin, end)
         except ScheduleExpressionError as error:
             raise expression_error(schedule, error) from None
         for tick in ticks:

@@ -64,6 +64,8 @@ def written_in_utc(function: Function, schedule: Schedule) -> bool:
 
 
 def expression_error(schedule: Schedule, error: ScheduleExpressionError) -> DeclarationError:
+    if isinstance(error, TemplateError):  # already names the function and event
+        return DeclarationError(str(error))
     return DeclarationError(f"{schedule.function_id}.Events.{schedule.event_id}.ScheduleExpression: {error}")
 
 

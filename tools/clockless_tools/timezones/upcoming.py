@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from clockless import format_scheduled_time
-from clockless_tools.template.expressions import ScheduleExpressionError, next_ticks
+from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.declaration import missing_declaration_keys, read_declaration
 from clockless_tools.timezones.event import ScheduledEvent, expression_error, job_name, written_in_utc
@@ -56,16 +56,17 @@ def upcoming_ticks(template: Template, *, after: datetime, count: int) -> list[U
                 "timezone": schedule.timezone,
                 "declaration": declaration,
             }
-            if not written_in_utc(function, schedule):
-                skipped = f"ScheduleExpressionTimezone is {schedule.timezone or 'missing'}, not UTC: not expanded"
-                shown.append(UpcomingTicks(**common, ticks=(), breaches={}, note=skipped))
-                continue
             try:
-                ticks = tuple(next_ticks(schedule.expression, after, count))
+                ticks = tuple(schedule.spec(template).next_ticks(after, count))
             except ScheduleExpressionError as error:
                 raise expression_error(schedule, error) from None
             rule = None if declaration is None else declaration.rule
             found = {t: tuple(b) for t in ticks if rule and declaration and (b := breaches(rule, t, declaration.zones))}
             note = None if declaration is not None else f"no Metadata.{METADATA_KEY} declaration: UTC only"
+            if not written_in_utc(function, schedule):
+                note = (
+                    f"ScheduleExpressionTimezone is {schedule.timezone or 'missing'}, not UTC: ticks placed in that "
+                    "zone, where a cron skips the hour clocks jump over"
+                )
             shown.append(UpcomingTicks(**common, ticks=ticks, breaches=found, note=note))
     return shown

@@ -1,0 +1,54 @@
+"""Rule duration-bound, proven by planted violations."""
+
+from __future__ import annotations
+
+from tests.architecture.planting import PlantedCopy, found
+
+TEMPLATE = "template.yaml"
+
+
+def test_the_template_holds_it(planted: PlantedCopy) -> None:
+    assert planted.violations("duration-bound") == []
+
+
+def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120")
+
+    violation = found(
+        planted.violations("duration-bound"),
+        file=TEMPLATE,
+        resource="WindowGenerationFunction",
+        containing="not below the Timeout",
+    )
+
+    assert "120" in violation.message
+
+
+def test_planted_duration_alarm_above_the_bound_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "      Threshold: 30000", "      Threshold: 110000")
+
+    violation = found(planted.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
+
+    assert "p99 > 110000" in violation.message
+
+
+def test_planted_duration_alarm_on_the_average_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "      ExtendedStatistic: p99\n",
+        "      Statistic: Average\n",
+        after="  WindowGenerationDurationAlarm:",
+    )
+
+    found(planted.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationFunction", containing="p90")
+
+
+def test_planted_function_without_an_expected_duration_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "")
+
+    found(
+        planted.violations("duration-bound"),
+        file=TEMPLATE,
+        resource="SessionCleanupFunction",
+        containing="expected_duration_seconds is not declared",
+    )

@@ -1,0 +1,68 @@
+"""TickSucceeded carries the tick's trigger, and the dead-man alarms watch exactly the scheduled series."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from clockless import JobRun, ScheduledJob, Tick, Trigger
+from clockless_tools.local.runtime import LocalLambdaContext
+from clockless_tools.template.model import Template
+
+TICK_TIME = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def kit_env(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable")
+    monkeypatch.setenv("IDEMPOTENCY_EXPIRY_SECONDS", "3600")
+    monkeypatch.setenv("LEDGER_TABLE_NAME", "LedgerTable")
+    monkeypatch.setenv("LEDGER_RETENTION_DAYS", "30")
+    return tables
+
+
+def _success_dimensions(output: str) -> dict[str, str]:
+    """The dimensions of the TickSucceeded datapoint in Powertools' EMF output."""
+    for line in output.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        document = json.loads(line)
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            if any(metric["Name"] == "TickSucceeded" for metric in directive["Metrics"]):
+                (names,) = directive["Dimensions"]
+                return {name: document[name] for name in names}
+    raise AssertionError(f"no TickSucceeded datapoint in:\n{output}")
+
+
+@pytest.mark.parametrize("trigger", list(Trigger))
+def test_success_is_counted_per_trigger(kit_env: Any, capsys: pytest.CaptureFixture[str], trigger: Trigger) -> None:
+    job = ScheduledJob(f"metric-{trigger.value}")
+
+    @job.handler
+    def handler(run: JobRun) -> dict[str, Any]:
+        return {}
+
+    tick = Tick(job.name, TICK_TIME, "arn:aws:scheduler:::schedule/g/x", 1, "exec-1", trigger)
+    context = LocalLambdaContext("fn", 512, 60, "arn:aws:lambda:us-east-1:1:function:fn")
+    handler(tick.to_event(), context)
+
+    dimensions = _success_dimensions(capsys.readouterr().out)
+
+    assert dimensions == {"service": job.name, "job": job.name, "trigger": trigger.value}
+
+
+def test_the_dead_man_alarms_select_the_scheduled_series_the_kit_emits(template: Template) -> None:
+    alarms = template.resources_of_type("AWS::CloudWatch::Alarm")
+    watched = []
+    for alarm in alarms.values():
+        for query in (alarm.get("Properties") or {}).get("Metrics") or []:
+            metric = (query.get("MetricStat") or {}).get("Metric") or {}
+            if metric.get("MetricName") == "TickSucceeded":
+                watched.append({d["Name"]: d["Value"] for d in metric["Dimensions"]})
+
+    # CloudWatch matches a metric only on its full dimension set: the alarm must name all three.
+    assert sorted(d["job"] for d in watched) == sorted(template.jobs)
+    assert all(set(d) == {"service", "job", "trigger"} and d["trigger"] == Trigger.SCHEDULE.value for d in watched)

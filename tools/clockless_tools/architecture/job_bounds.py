@@ -1,0 +1,45 @@
+"""What a scheduled function declares about its runs, next to its schedule:
+
+    Metadata:
+      clockless:
+        grace_minutes: 120               # a tick without success this long after it is missed
+        expected_duration_seconds: 60    # p99 Duration above this raises an alarm
+
+Read by the dead-man-alarm and duration-bound rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Function
+
+METADATA_KEY = "clockless"
+GRACE_KEY = "grace_minutes"
+DURATION_KEY = "expected_duration_seconds"
+
+
+@dataclass(frozen=True)
+class JobBounds:
+    """What a scheduled function declares about its runs in `Metadata: clockless`."""
+
+    grace: timedelta
+    expected_duration: timedelta
+
+
+def read_bounds(function: Function) -> JobBounds:
+    """The function's grace and expected duration; TemplateError names the key that is wrong."""
+    block = function.metadata.get(METADATA_KEY) or {}
+    where = f"{function.logical_id}.Metadata.{METADATA_KEY}"
+    values = {}
+    for key in (GRACE_KEY, DURATION_KEY):
+        value = block.get(key) if isinstance(block, Mapping) else None
+        if value is None:
+            raise TemplateError(f"{where}.{key} is not declared")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TemplateError(f"{where}.{key} must be a whole number of at least 1, got {value!r}")
+        values[key] = value
+    return JobBounds(timedelta(minutes=values[GRACE_KEY]), timedelta(seconds=values[DURATION_KEY]))
