@@ -21,7 +21,7 @@ export SAM_CLI_TELEMETRY := 0
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup test unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench clean sam status backfill run-now
+        build deploy bench docs clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -78,7 +78,7 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<LogicalId> EVENT=<event file>" >&2; exit 2; }
 	$(CLOCKLESS) invoke "$(FN)" -e "$(EVENT)"
 
-local-up: $(STAMP) ## Start the persistent embedded DynamoDB with the template's tables
+local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables
 	$(CLOCKLESS) local up
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
@@ -112,6 +112,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
 
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (a few minutes): bench/results.json
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json
+
+docs: $(STAMP) ## Rewrite the generated tables in README.md and docs/ (rules, bench figures); make test checks them
+	$(CLOCKLESS) docs
 
 clean: ## Remove the venvs, build output and local state
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp

@@ -47,6 +47,16 @@ def tables(template: Template, dynamodb_endpoint: str) -> Iterator[Any]:
 
 
 @pytest.fixture
+def kit_env(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Fresh tables and the kit's environment, for jobs declared in a test (no template function)."""
+    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable")
+    monkeypatch.setenv("IDEMPOTENCY_EXPIRY_SECONDS", "3600")
+    monkeypatch.setenv("LEDGER_TABLE_NAME", "LedgerTable")
+    monkeypatch.setenv("LEDGER_RETENTION_DAYS", "30")
+    return tables
+
+
+@pytest.fixture
 def function_env(runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Apply one function's template environment, as Lambda would, for the test's duration."""
 

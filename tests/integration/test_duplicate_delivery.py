@@ -31,6 +31,7 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(
     with count_requests() as requests:
         result = runtime.call(function, delivery(sample, attempt=2))
 
-    # Then the kit's claim is the only request, and it says so
+    # Then the kit's claim is the only request (its transaction, cancelled by its condition,
+    # returns the completed record), and it says so
     assert result["outcome"] == "duplicate"
-    assert dict(requests.operations) == {"PutItem": 1}
+    assert dict(requests.operations) == {"TransactWriteItems": 1}

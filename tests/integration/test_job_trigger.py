@@ -196,8 +196,8 @@ def test_a_tick_recorded_as_failed_is_delivered_again(
     tick = Tick.from_event(
         {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:00:00Z"}, expected_job="session-cleanup"
     )
-    ledger.record_started(tick)
-    ledger.record_failed(tick, RuntimeError("boom"), duration_ms=5)
+    tables.update_item(**ledger.started_update(tick, "claim-1", first=True))
+    tables.update_item(**ledger.failed_update(tick, "claim-1", "RuntimeError: boom", duration_ms=5))
 
     # When it is pressed
     with at(NOW):

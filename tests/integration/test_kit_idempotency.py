@@ -29,15 +29,6 @@ def _context(timeout_seconds: int = 60) -> LocalLambdaContext:
     return LocalLambdaContext("kit-test-fn", 512, timeout_seconds, "arn:aws:lambda:us-east-1:1:function:kit-test-fn")
 
 
-@pytest.fixture
-def kit_env(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("IDEMPOTENCY_TABLE_NAME", "IdempotencyTable")
-    monkeypatch.setenv("IDEMPOTENCY_EXPIRY_SECONDS", "3600")
-    monkeypatch.setenv("LEDGER_TABLE_NAME", "LedgerTable")
-    monkeypatch.setenv("LEDGER_RETENTION_DAYS", "30")
-    return tables
-
-
 def test_delivery_while_the_tick_runs_elsewhere_ends_successfully_and_does_nothing(kit_env: Any) -> None:
     job = ScheduledJob("kit-test")
     started, release = threading.Event(), threading.Event()

@@ -158,11 +158,11 @@ def test_malformed_tick_is_rejected_and_writes_nothing(ready: Any, runtime: Loca
     assert after["IdempotencyTable"] == []
 
 
-def test_first_delivery_costs_three_kit_requests_plus_the_job_own(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_first_delivery_costs_two_kit_requests_plus_the_job_own(ready: Any, runtime: LocalLambdaRuntime) -> None:
     with count_requests() as requests:
         runtime.call(FN, delivery(TICK_SAMPLE))
 
-    # kit: claim (PutItem), ledger started (UpdateItem), completion + ledger succeeded (one
-    #      TransactWriteItems); no last-success Query, as this job never reads run.last_success
+    # kit: claim + ledger started, completion + ledger succeeded (two TransactWriteItems); no
+    #      last-success Query, as this job never reads run.last_success
     # job: one Query per due-index shard, one TransactWriteItems per window
-    assert dict(requests.operations) == {"PutItem": 1, "Query": 4, "UpdateItem": 1, "TransactWriteItems": 1 + 3}
+    assert dict(requests.operations) == {"Query": 4, "TransactWriteItems": 2 + 3}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
@@ -32,3 +33,15 @@ def test_every_target_is_phony() -> None:
     phony = set(declaration[1].replace("\\\n", " ").split())
 
     assert set(targets()) - phony == set()
+
+
+def test_make_help_prints_every_target_with_its_description() -> None:
+    shown = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(MAKEFILE.parent), "help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    listed = {line.split()[1]: " ".join(line.split()[2:]) for line in shown.splitlines() if line.startswith("  make ")}
+
+    assert listed == {name: " ".join(description.split()) for name, description in targets().items()}

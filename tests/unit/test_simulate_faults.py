@@ -1,23 +1,57 @@
-"""simulate/faults.py: the tables a request names, and faults armed after the nth domain response."""
+"""simulate/faults.py: the tables a request names, and the fault injector on botocore's send path,
+one SDK attempt at a time, without a network."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+import time_machine
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
-from clockless_tools.simulate.faults import FaultInjector, InjectedFault, tables_in_request
+from clockless_tools.simulate.faults import AttemptDied, FaultInjector, FaultKind, InjectedFault, tables_in_request
 
 
 @dataclass
 class _Request:
     body: bytes
     headers: dict[str, bytes] = field(default_factory=dict)
+    url: str = "http://127.0.0.1:1"
 
 
-def _request(payload: object, operation: str = "Query") -> _Request:
-    return _Request(json.dumps(payload).encode(), {"X-Amz-Target": f"DynamoDB_20120810.{operation}".encode()})
+def _request(payload: dict[str, Any], operation: str = "Query", call: str = "call-1") -> _Request:
+    return _Request(
+        json.dumps(payload).encode(),
+        {"X-Amz-Target": f"DynamoDB_20120810.{operation}".encode(), "amz-sdk-invocation-id": call.encode()},
+    )
+
+
+class _Raw:
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+    def stream(self, **_: Any) -> Any:
+        yield self.content
+
+
+class _DynamoDB:
+    """Stands in for the endpoint's real send: counts what reached it."""
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+
+    def __call__(self, _endpoint: Any, request: _Request) -> AWSResponse:
+        self.received.append(request.body)
+        headers: Any = {}
+        return AWSResponse(request.url, 200, headers, _Raw(b'{"n": %d}' % len(self.received)))
+
+
+def _send(faults: FaultInjector, dynamodb: _DynamoDB, request: _Request) -> AWSResponse:
+    return faults._send(dynamodb, None, request)  # type: ignore[arg-type]
 
 
 def test_the_tables_a_request_names_are_found_in_every_operation_shape() -> None:
@@ -29,17 +63,105 @@ def test_the_tables_a_request_names_are_found_in_every_operation_shape() -> None
     assert tables_in_request(_Request(b"not json")) == set()
 
 
-def test_an_armed_fault_fires_after_the_nth_domain_response_only() -> None:
-    faults = FaultInjector(spared_tables={"IdempotencyTable"})
+def test_an_error_fires_after_the_nth_domain_request_sparing_bookkeeping() -> None:
+    faults, dynamodb = FaultInjector(spared_tables={"IdempotencyTable"}), _DynamoDB()
     faults.arm(2)
 
-    faults._after_response(_request({"TableName": "IdempotencyTable"}, "PutItem"))  # bookkeeping: not counted
-    faults._after_response(_request({"TableName": "Sessions"}, "DeleteItem"))
+    _send(faults, dynamodb, _request({"TableName": "IdempotencyTable"}, "PutItem", "claim"))  # not counted
+    _send(faults, dynamodb, _request({"TableName": "Sessions"}, "DeleteItem", "delete"))
     with pytest.raises(InjectedFault, match="Sessions") as fired:
-        faults._after_response(_request({"TableName": "Sessions"}))
-    faults._after_response(_request({"TableName": "Sessions"}))  # fires once
+        _send(faults, dynamodb, _request({"TableName": "Sessions"}, call="query"))
 
     assert fired.value.writes_done == 1  # the delete had taken effect: a partial run
-
+    assert len(dynamodb.received) == 3  # the faulted request was answered first
     assert faults.disarm() is True
     assert faults.disarm() is False
+
+
+@pytest.mark.parametrize(
+    ("kind", "raised"), [(FaultKind.REFUSED, EndpointConnectionError), (FaultKind.THROTTLED, None)], ids=str
+)
+def test_a_refused_or_throttled_request_never_reaches_dynamodb_on_any_attempt(
+    kind: FaultKind, raised: type[Exception] | None
+) -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, kind)
+
+    for _sdk_attempt in range(3):
+        if raised is None:
+            response = _send(faults, dynamodb, _request({"TableName": "T"}, "PutItem"))
+            assert response.status_code == 400
+            assert b"ThrottlingException" in response.content
+        else:
+            with pytest.raises(raised):
+                _send(faults, dynamodb, _request({"TableName": "T"}, "PutItem"))
+
+    assert dynamodb.received == []
+    assert faults.requests()[0].fault is kind
+
+
+def test_a_lost_response_is_applied_then_resent_with_the_same_bytes() -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, FaultKind.LOST_RESPONSE)
+    request = _request({"TableName": "T"}, "PutItem")
+
+    with pytest.raises(ConnectionClosedError):
+        _send(faults, dynamodb, request)
+    answer = _send(faults, dynamodb, request)  # botocore's retry of the same call
+
+    assert dynamodb.received == [request.body, request.body]
+    assert answer.status_code == 200
+    assert len(faults.requests()) == 1  # one request, two sends
+
+
+def test_a_lost_response_whose_resends_are_throttled_was_applied_once() -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, FaultKind.LOST_THEN_THROTTLED)
+    request = _request({"TableName": "T"}, "UpdateItem")
+
+    with pytest.raises(ConnectionClosedError):
+        _send(faults, dynamodb, request)
+    throttled = [_send(faults, dynamodb, request).status_code for _ in range(3)]
+
+    assert throttled == [400, 400, 400]
+    assert len(dynamodb.received) == 1
+
+
+def test_nothing_is_sent_after_the_attempt_died() -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, FaultKind.DIES_AFTER)
+
+    with pytest.raises(AttemptDied):
+        _send(faults, dynamodb, _request({"TableName": "T"}, "PutItem"))
+    with pytest.raises(AttemptDied):
+        _send(faults, dynamodb, _request({"TableName": "T"}, "DeleteItem", call="cleanup"))
+
+    assert len(dynamodb.received) == 1
+    faults.disarm()
+    _send(faults, dynamodb, _request({"TableName": "T"}, call="next attempt"))
+    assert len(dynamodb.received) == 2
+
+
+def _transaction(token: str, value: str = "a", call: str = "call-1") -> _Request:
+    return _request(
+        {"TransactItems": [{"Put": {"TableName": "T", "Item": {"id": {"S": value}}}}], "ClientRequestToken": token},
+        "TransactWriteItems",
+        call,
+    )
+
+
+def test_a_transaction_resent_with_its_token_is_answered_as_dynamodb_does_for_ten_minutes() -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    with time_machine.travel(datetime(2026, 11, 28, 14, tzinfo=UTC), tick=False) as clock:
+        first = _send(faults, dynamodb, _transaction("token-1"))
+        resent = _send(faults, dynamodb, _transaction("token-1"))
+        mismatch = _send(faults, dynamodb, _transaction("token-1", value="b"))
+        clock.shift(timedelta(minutes=10))
+        expired = _send(faults, dynamodb, _transaction("token-1"))
+
+    assert (first.content, resent.content) == (b'{"n": 1}', b'{"n": 1}')
+    assert mismatch.status_code == 400
+    assert b"IdempotentParameterMismatch" in mismatch.content
+    assert expired.content == b'{"n": 2}'  # after the window: a new request
+    assert len(dynamodb.received) == 2
+    assert faults.counts.answered_from_token == 1

@@ -23,8 +23,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from clockless.config import env_int, env_str
-from clockless.ledger import iso_now
-from clockless.persistence import LedgeredPersistenceLayer
+from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
+from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
 from clockless.tick import Tick, format_scheduled_time
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
@@ -172,26 +172,29 @@ class ScheduledJob:
             lambda_context=context,  # type: ignore[arg-type]
             response_hook=_mark_duplicate,
         )
+        store = self.persistence_store()
         run_once = idempotent_function(
             self._execute,
             data_keyword_argument="tick_identity",
-            persistence_store=self.persistence_store(),
+            persistence_store=store,
             config=config,
             key_prefix=self.idempotency_key_prefix,
         )
+        delivery = Delivery(tick, request_id=getattr(context, "aws_request_id", None))
         try:
-            try:
-                result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn)
-            except IdempotencyAlreadyInProgressError:
-                # Another delivery of this tick holds the claim. Failing here would set off Lambda's
-                # async retries and end in the DLQ for a tick that is being handled.
-                self.logger.info("tick already in progress elsewhere; this delivery does nothing")
-                metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
-                return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
-            except Exception:
-                metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
-                self.logger.exception("tick failed; the claim is released so a retry runs it again")
-                raise
+            with store.delivering(delivery):
+                try:
+                    result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
+                except IdempotencyAlreadyInProgressError:
+                    # Another delivery of this tick holds the claim, and it is alive: a failed
+                    # attempt releases its claim, a timed-out one's claim expires with it, and
+                    # Lambda's retry of either takes it over. Failing here would set off retries
+                    # and end in the DLQ for a tick that is being handled.
+                    self.logger.info("tick already in progress elsewhere; this delivery does nothing")
+                    metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+                    return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
+                except Exception as error:
+                    result = self._settle_failure(store, delivery, error, metrics)
             if result["outcome"] == OUTCOME_DUPLICATE:
                 self.logger.info("duplicate delivery; returning the first delivery's result")
                 metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
@@ -203,33 +206,82 @@ class ScheduledJob:
             metrics.flush_metrics()
             self.logger.thread_safe_clear_keys()
 
-    def _execute(self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction) -> dict[str, Any]:
+    def _settle_failure(
+        self, store: LedgeredPersistenceLayer, delivery: Delivery, error: Exception, metrics: EphemeralMetrics
+    ) -> dict[str, Any]:
+        """A delivery that failed: return the result if the tick's work is in fact done and
+        recorded, otherwise leave the tick to a retry (claim released) and raise."""
+        if delivery.error is not None:
+            # The job raised; Powertools released the claim through `store.release`.
+            metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
+            if error is delivery.error and delivery.released is Release.RELEASED:
+                self.logger.exception("tick failed; the claim is released and the ledger says failed")
+            elif error is delivery.error:
+                self.logger.exception("tick failed; its claim was no longer this delivery's, so nothing was released")
+            else:
+                self.logger.error(
+                    "tick failed and its claim could not be released; Lambda's retry of this request takes it over",
+                    exc_info=error,
+                )
+            # The job's own error is what Scheduler, Lambda and the DLQ must see.
+            raise delivery.error
+        if delivery.phase in (Phase.CLAIMING, Phase.COMPLETING):
+            # The claim or the completion failed, perhaps after DynamoDB applied it (its answer lost).
+            step = "claim" if delivery.phase is Phase.CLAIMING else "completion"
+            try:
+                released = store.release(delivery, f"the {step} was not confirmed: {type(error).__name__}: {error}")
+            except Exception as release_error:
+                metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
+                self.logger.error(
+                    f"the tick's {step} failed and its claim could not be released; "
+                    "Lambda's retry of this request takes it over",
+                    exc_info=release_error,
+                )
+                raise error from None
+            if released is Release.COMPLETED and delivery.result is not None:
+                self.logger.warning(f"the {step}'s answer was lost, but DynamoDB had applied it: the tick is done")
+                return delivery.result
+            metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
+            held = (
+                "its claim is released and the ledger says failed"
+                if released is Release.RELEASED
+                else "this delivery holds no claim to release"
+            )
+            self.logger.exception(f"the tick's {step} failed; {held}; Lambda's retry runs the tick")
+            raise error
+        metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
+        self.logger.exception("tick failed")
+        raise error
+
+    def _execute(
+        self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction, delivery: Delivery
+    ) -> dict[str, Any]:
         ledger = self.persistence_store().ledger
         run = JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time))
-        first_run = ledger.record_started(tick)
+        delivery.phase = Phase.RUNNING
         started = time.monotonic()
         try:
             summary = dict(fn(run))
         except Exception as error:
-            try:
-                ledger.record_failed(tick, error, duration_ms=_elapsed_ms(started))
-            except Exception:
-                # The job's own error is what Scheduler, Lambda and the DLQ must see.
-                self.logger.exception("could not record the failure in the run ledger")
+            delivery.error = error
             raise
         result: dict[str, Any] = {
             **tick_identity,
             "outcome": OUTCOME_EXECUTED,
             "summary": summary,
+            # A retry after a partial run reports its own share: what the failed attempt did
+            # before it stopped is not known to anyone.
+            "summary_scope": SUMMARY_LAST_ATTEMPT if delivery.earlier_attempts else SUMMARY_WHOLE_TICK,
             "finished_at": iso_now(),
             "duration_ms": _elapsed_ms(started),
         }
         if run.last_success_known:
             last_success = run.last_success
             result["last_success"] = None if last_success is None else format_scheduled_time(last_success)
-        if not first_run:
+        if delivery.rerun:
             result["rerun"] = True
         self.logger.info("tick executed", extra={"summary": summary, "duration_ms": result["duration_ms"]})
+        delivery.result = result
         # Powertools stores this as the tick's result; the completion writes the ledger with it.
         return result
 

@@ -3,6 +3,12 @@
 EventBridge Scheduler keeps no run history, so this is the history: status (started, succeeded,
 failed), attempts, trigger, timings and the job's summary. `clockless status` and
 `clockless backfill` read it to find ticks that never succeeded.
+
+The kit writes it only inside its claim, completion and release transactions
+(`clockless.persistence`), so it moves in step with the idempotency record. `attempts` counts the
+deliveries whose claim took effect (a resent request never counts twice, a duplicate never
+counts); `summary_scope` says whether the summary is the whole tick's or the last attempt's
+share. docs/tick-contract.md has the whole contract.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ STATUS_FAILED: Final = "failed"
 STATUS_SKIPPED: Final = "skipped"
 # Sparse index: only succeeded ticks carry `succeeded_job`, so the last success is one query.
 SUCCEEDED_INDEX: Final = "succeeded-by-time"
+# What a succeeded tick's summary covers. A retry after a partial run cannot know what the failed
+# attempt did before it died, so its summary is its own share, and the entry says so.
+SUMMARY_WHOLE_TICK: Final = "tick"
+SUMMARY_LAST_ATTEMPT: Final = "last_attempt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +47,8 @@ class LedgerEntry:
     duration_ms: int | None
     summary: Mapping[str, Any] | None
     error: str | None
+    # SUMMARY_WHOLE_TICK, or SUMMARY_LAST_ATTEMPT when earlier attempts may have done part of the work
+    summary_scope: str | None = None
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
@@ -57,7 +69,15 @@ class LedgerEntry:
             duration_ms=None if duration is None else int(duration),
             summary=None if summary is None else json.loads(summary),
             error=text("error"),
+            summary_scope=text("summary_scope") or _scope_of_older_entry(summary, int(text("attempts") or 0)),
         )
+
+
+def _scope_of_older_entry(summary: str | None, attempts: int) -> str | None:
+    """Entries written before the scope was stored: the summary was the last attempt's all along."""
+    if summary is None:
+        return None
+    return SUMMARY_WHOLE_TICK if attempts <= 1 else SUMMARY_LAST_ATTEMPT
 
 
 def iso_now() -> str:
@@ -96,45 +116,67 @@ class RunLedger:
         items = response.get("Items") or []
         return parse_scheduled_time(items[0]["scheduled_time"]["S"]) if items else None
 
-    def _update_unless_succeeded(
-        self, tick: Tick, update: str, names: dict[str, str], values: dict[str, dict[str, str]]
-    ) -> bool:
-        """Apply `update` to the tick's entry unless it already says succeeded; False if it did.
+    def _entry_update(
+        self, tick: Tick, update: str, condition: str, names: dict[str, str], values: dict[str, dict[str, str]]
+    ) -> dict[str, Any]:
+        return {
+            "TableName": self.table_name,
+            "Key": self.key(tick.job, format_scheduled_time(tick.scheduled_time)),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#status": "status", **names},
+            "ExpressionAttributeValues": {":now": {"S": iso_now()}, ":expires_at": self._expires_at(), **values},
+            # On a failed condition the claim learns what the entry says (earlier attempts, a success).
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
 
-        A success is final: a re-run after the idempotency record expired, or a late failure of
-        a superseded attempt, must not overwrite it.
+    def started_update(self, tick: Tick, claim_id: str, *, first: bool) -> dict[str, Any]:
+        """The ledger half of the claim: this delivery starts the tick (`attempts` + 1).
+
+        `first`: only if no delivery has touched the tick yet, so the claim learns for free (one
+        request) that it is the first. Otherwise: unless the tick already succeeded, and unless
+        this very claim is already counted (`claim_id`): a resend DynamoDB did not recognise
+        must not count a second attempt.
         """
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=self.key(tick.job, format_scheduled_time(tick.scheduled_time)),
-                UpdateExpression=update,
-                ConditionExpression="attribute_not_exists(#status) OR #status <> :succeeded",
-                ExpressionAttributeNames={"#status": "status", **names},
-                ExpressionAttributeValues={
-                    ":succeeded": {"S": STATUS_SUCCEEDED},
-                    ":now": {"S": iso_now()},
-                    ":expires_at": self._expires_at(),
-                    **values,
-                },
-            )
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
-
-    def record_started(self, tick: Tick) -> bool:
-        """Mark the tick started for this attempt. False if it had already succeeded (a re-run)."""
-        return self._update_unless_succeeded(
+        condition = (
+            "attribute_not_exists(#status)"
+            if first
+            else "#status <> :succeeded AND (attribute_not_exists(claim_id) OR claim_id <> :claim_id)"
+        )
+        values: dict[str, dict[str, str]] = {
+            ":started": {"S": STATUS_STARTED},
+            ":attempt": {"N": str(tick.attempt)},
+            ":trigger": {"S": tick.trigger.value},
+            ":execution_id": {"S": tick.execution_id or "-"},
+            ":claim_id": {"S": claim_id},
+            ":one": {"N": "1"},
+        }
+        if not first:
+            values[":succeeded"] = {"S": STATUS_SUCCEEDED}
+        return self._entry_update(
             tick,
             "SET #status = :started, attempt = :attempt, #trigger = :trigger, started_at = :now, "
-            "execution_id = :execution_id, expires_at = :expires_at ADD attempts :one",
+            "execution_id = :execution_id, claim_id = :claim_id, expires_at = :expires_at ADD attempts :one",
+            condition,
             {"#trigger": "trigger"},
+            values,
+        )
+
+    def failed_update(self, tick: Tick, claim_id: str, error: str, *, duration_ms: int) -> dict[str, Any]:
+        """The ledger half of a release: this delivery's attempt failed. Only while the entry is
+        still this delivery's (a later claim owns it otherwise) and never over a success."""
+        return self._entry_update(
+            tick,
+            "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
+            "expires_at = :expires_at",
+            "claim_id = :claim_id AND #status <> :succeeded",
+            {"#error": "error"},
             {
-                ":started": {"S": STATUS_STARTED},
-                ":attempt": {"N": str(tick.attempt)},
-                ":trigger": {"S": tick.trigger.value},
-                ":execution_id": {"S": tick.execution_id or "-"},
-                ":one": {"N": "1"},
+                ":failed": {"S": STATUS_FAILED},
+                ":succeeded": {"S": STATUS_SUCCEEDED},
+                ":claim_id": {"S": claim_id},
+                ":duration": {"N": str(duration_ms)},
+                ":error": {"S": error[:1000]},
             },
         )
 
@@ -156,7 +198,8 @@ class RunLedger:
             "Key": key,
             "UpdateExpression": (
                 "SET #status = :succeeded, succeeded_job = :job, finished_at = :finished_at, "
-                "duration_ms = :duration, summary = :summary, expires_at = :expires_at REMOVE #error"
+                "duration_ms = :duration, summary = :summary, summary_scope = :scope, expires_at = :expires_at "
+                "REMOVE #error"
             ),
             "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
             "ExpressionAttributeValues": {
@@ -165,23 +208,10 @@ class RunLedger:
                 ":finished_at": {"S": str(result["finished_at"])},
                 ":duration": {"N": str(int(result["duration_ms"]))},
                 ":summary": summary,
+                ":scope": {"S": str(result.get("summary_scope") or SUMMARY_WHOLE_TICK)},
                 ":expires_at": self._expires_at(),
             },
         }
-
-    def record_failed(self, tick: Tick, error: BaseException, *, duration_ms: int) -> None:
-        """Mark the attempt failed, unless the tick already succeeded once."""
-        self._update_unless_succeeded(
-            tick,
-            "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
-            "expires_at = :expires_at",
-            {"#error": "error"},
-            {
-                ":failed": {"S": STATUS_FAILED},
-                ":duration": {"N": str(duration_ms)},
-                ":error": {"S": f"{type(error).__name__}: {error}"[:1000]},
-            },
-        )
 
     def record_skipped(self, job: str, scheduled_time: datetime, *, reason: str) -> bool:
         """Record an operator's decision not to replay a missed tick. False if the tick has an entry."""

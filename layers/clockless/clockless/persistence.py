@@ -1,29 +1,212 @@
-"""Powertools' DynamoDB persistence layer, with the tick's completion and its ledger entry
-written in one transaction: the ledger says "succeeded" exactly when the claim says "completed",
-and a first delivery pays one request for both."""
+"""Powertools' DynamoDB persistence layer, with a tick's three bookkeeping writes each made in one
+transaction with its ledger entry: the claim (record in progress + ledger started), the
+completion (record completed + ledger succeeded) and the release (record deleted + ledger failed).
+A first delivery pays two requests for its bookkeeping, a duplicate one.
+
+Every request can be applied with its answer lost and then resent by botocore, so each write
+recognises its own earlier send: DynamoDB answers a resent `TransactWriteItems` from its
+`ClientRequestToken` (botocore fills it in), and the claim also carries this delivery's claim id,
+which its conditions accept as "mine". See docs/tick-contract.md.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import json
-from typing import Any
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 
-from clockless.ledger import RunLedger
+from clockless.ledger import STATUS_SUCCEEDED, RunLedger
+from clockless.tick import Tick
+
+CLAIM_ID_ATTR: Final = "claim_id"
+REQUEST_ID_ATTR: Final = "request_id"
+_INPROGRESS: Final = STATUS_CONSTANTS["INPROGRESS"]
+_COMPLETED: Final = STATUS_CONSTANTS["COMPLETED"]
+
+
+class Phase(enum.Enum):
+    CLAIMING = "claiming"
+    RUNNING = "running"
+    COMPLETING = "completing"
+    DONE = "done"
+
+
+class Release(enum.Enum):
+    """What a release found."""
+
+    RELEASED = "released"  # the claim was this delivery's and is gone; the ledger says failed
+    COMPLETED = "completed"  # the completion had been applied after all (its answer was lost)
+    NOT_HELD = "not held"  # the claim is not this delivery's (never applied, or taken over)
+
+
+@dataclass
+class Delivery:
+    """One delivery of a tick, as the persistence layer sees it."""
+
+    tick: Tick
+    # Lambda keeps the request id across its async retries of one event: a retry recognises the
+    # claim of the attempt it replaces, which ended (failed or timed out) before Lambda retried.
+    request_id: str | None = None
+    claim_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    phase: Phase = Phase.CLAIMING
+    # earlier deliveries that claimed this tick (and may have done part of its work)
+    earlier_attempts: int = 0
+    rerun: bool = False
+    started: float = field(default_factory=time.monotonic)
+    error: BaseException | None = None
+    result: dict[str, Any] | None = None
+    # the claim's primary key, once a claim was sent
+    key: dict[str, Any] | None = None
+    # what releasing the claim found, once it was released
+    released: Release | None = None
+
+    def elapsed_ms(self) -> int:
+        return round((time.monotonic() - self.started) * 1000)
+
+
+_current: ContextVar[Delivery | None] = ContextVar("clockless_delivery", default=None)
 
 
 class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
     def __init__(self, *, table_name: str, ledger_table_name: str, ledger_retention_seconds: int) -> None:
         super().__init__(table_name=table_name)
+        # Untyped on purpose: requests are built as plain dicts, and exceptions are read by name.
+        self.dynamodb: Any = self.client
         self.ledger = RunLedger(ledger_table_name, self.client, retention_seconds=ledger_retention_seconds)
 
+    @contextlib.contextmanager
+    def delivering(self, delivery: Delivery) -> Iterator[Delivery]:
+        """Writes made inside belong to `delivery` (per thread, so concurrent deliveries keep apart)."""
+        reset = _current.set(delivery)
+        try:
+            yield delivery
+        finally:
+            _current.reset(reset)
+
+    @staticmethod
+    def _delivery() -> Delivery:
+        delivery = _current.get()
+        if delivery is None:
+            raise RuntimeError("clockless writes idempotency records only inside ScheduledJob.deliver")
+        return delivery
+
+    # ------------------------------------------------------------------------------------ claim
+    def _put_record(self, data_record: DataRecord) -> None:
+        delivery = self._delivery()
+        delivery.key = self._get_key(data_record.idempotency_key)
+        claim = self._claim(data_record, delivery)
+        cancelled = self._claim_with_ledger(claim, delivery, first=True)
+        if cancelled is None:
+            return
+        # The ledger already has an entry for this tick: say why before claiming again.
+        if _text(cancelled, CLAIM_ID_ATTR) == delivery.claim_id:
+            # This very claim, resent by botocore and not recognised as a resend: it is ours.
+            delivery.earlier_attempts = max(0, _number(cancelled, "attempts") - 1)
+            return
+        if _text(cancelled, "status") == STATUS_SUCCEEDED:
+            # The tick succeeded before and its idempotency record expired: a re-run, which the
+            # ledger notes beside the first outcome.
+            delivery.rerun = True
+            try:
+                self.dynamodb.put_item(**claim)
+            except self.dynamodb.exceptions.ConditionalCheckFailedException as error:
+                raise self._already_exists(error.response.get("Item")) from error
+            return
+        delivery.earlier_attempts = _number(cancelled, "attempts")
+        again = self._claim_with_ledger(claim, delivery, first=False)
+        if again is not None and _text(again, CLAIM_ID_ATTR) != delivery.claim_id:
+            raise RuntimeError(f"the run ledger entry of {delivery.tick.key} changed while it was claimed; retry")
+
+    def _claim(self, data_record: DataRecord, delivery: Delivery) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            **self._get_key(data_record.idempotency_key),
+            self.expiry_attr: {"N": str(data_record.expiry_timestamp)},
+            self.status_attr: {"S": data_record.status},
+            CLAIM_ID_ATTR: {"S": delivery.claim_id},
+        }
+        if data_record.in_progress_expiry_timestamp is not None:
+            item[self.in_progress_expiry_attr] = {"N": str(data_record.in_progress_expiry_timestamp)}
+        names = {
+            "#id": self.key_attr,
+            "#expiry": self.expiry_attr,
+            "#in_progress_expiry": self.in_progress_expiry_attr,
+            "#status": self.status_attr,
+            "#claim_id": CLAIM_ID_ATTR,
+        }
+        now = time.time()
+        values: dict[str, Any] = {
+            ":now": {"N": str(int(now))},
+            ":now_in_millis": {"N": str(int(now * 1000))},
+            ":inprogress": {"S": _INPROGRESS},
+            ":claim_id": {"S": delivery.claim_id},
+        }
+        # Powertools' conditions (no record, an expired one, an in-progress one whose attempt has
+        # timed out), and: an in-progress record this delivery wrote, or the attempt Lambda retries.
+        mine = "#claim_id = :claim_id"
+        if delivery.request_id:
+            item[REQUEST_ID_ATTR] = {"S": delivery.request_id}
+            names["#request_id"] = REQUEST_ID_ATTR
+            values[":request_id"] = {"S": delivery.request_id}
+            mine = f"({mine} OR #request_id = :request_id)"
+        condition = (
+            "attribute_not_exists(#id) OR #expiry < :now"
+            " OR (#status = :inprogress AND attribute_exists(#in_progress_expiry)"
+            " AND #in_progress_expiry < :now_in_millis)"
+            f" OR (#status = :inprogress AND {mine})"
+        )
+        return {
+            "TableName": self.table_name,
+            "Item": item,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _claim_with_ledger(self, claim: dict[str, Any], delivery: Delivery, *, first: bool) -> dict[str, Any] | None:
+        """Claim and start the ledger entry in one transaction. None when done; the ledger entry
+        when only the ledger's condition failed. A claim held elsewhere raises Powertools' error."""
+        transaction = [
+            {"Put": claim},
+            {"Update": self.ledger.started_update(delivery.tick, delivery.claim_id, first=first)},
+        ]
+        try:
+            self.dynamodb.transact_write_items(TransactItems=transaction)
+        except self.dynamodb.exceptions.TransactionCanceledException as error:
+            claim_reason, ledger_reason = _reasons(error, 2)
+            if claim_reason.get("Code") == "ConditionalCheckFailed":
+                raise self._already_exists(claim_reason.get("Item")) from error
+            if ledger_reason.get("Code") == "ConditionalCheckFailed" and "Item" in ledger_reason:
+                return dict(ledger_reason["Item"])
+            raise  # a conflict with a concurrent write, or worse: loud, Lambda retries
+        return None
+
+    def _already_exists(self, item: Mapping[str, Any] | None) -> IdempotencyItemAlreadyExistsError:
+        if not item:
+            return IdempotencyItemAlreadyExistsError()
+        old = self._item_to_data_record(dict(item))
+        self._save_to_cache(data_record=old)
+        return IdempotencyItemAlreadyExistsError(old_data_record=old)
+
+    # ------------------------------------------------------------------------------- completion
     def _update_record(self, data_record: DataRecord) -> None:
-        if data_record.status != STATUS_CONSTANTS["COMPLETED"] or not data_record.response_data:
+        if data_record.status != _COMPLETED or not data_record.response_data:
             super()._update_record(data_record)
             return
         if self.payload_validation_enabled:
             raise NotImplementedError("payload validation is not used by clockless jobs")
+        delivery = self._delivery()
+        delivery.phase = Phase.COMPLETING
         result = json.loads(data_record.response_data)
         # The same update Powertools makes for a completed record, as one half of a transaction.
         completion: dict[str, Any] = {
@@ -42,4 +225,70 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             },
         }
         transaction: list[Any] = [{"Update": completion}, {"Update": self.ledger.succeeded_update(result)}]
-        self.client.transact_write_items(TransactItems=transaction)
+        # A resend after a lost answer carries the same ClientRequestToken: DynamoDB applies it once.
+        self.dynamodb.transact_write_items(TransactItems=transaction)
+        delivery.phase = Phase.DONE
+
+    # ---------------------------------------------------------------------------------- release
+    def _delete_record(self, data_record: DataRecord) -> None:
+        """Powertools releases the claim when the job raised: release it as this delivery's."""
+        delivery = self._delivery()
+        error = delivery.error
+        described = "the job failed" if error is None else f"{type(error).__name__}: {error}"
+        delivery.released = self.release(delivery, described)
+
+    def release(self, delivery: Delivery, error: str) -> Release:
+        """Give up this delivery's claim so a retry runs the tick, and record the attempt failed.
+
+        Only this delivery's in-progress record is deleted: if the completion was applied after
+        all (its answer lost), the release says so instead of undoing it.
+        """
+        if delivery.key is None:
+            return Release.NOT_HELD  # nothing was claimed
+        delete: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": delivery.key,
+            "ConditionExpression": "#claim_id = :claim_id AND #status = :inprogress",
+            "ExpressionAttributeNames": {"#claim_id": CLAIM_ID_ATTR, "#status": self.status_attr},
+            "ExpressionAttributeValues": {":claim_id": {"S": delivery.claim_id}, ":inprogress": {"S": _INPROGRESS}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if delivery.rerun:
+            # The ledger keeps the first success; only the claim goes.
+            try:
+                self.dynamodb.delete_item(**delete)
+            except self.dynamodb.exceptions.ConditionalCheckFailedException as failed:
+                return self._not_released(failed.response.get("Item"))
+            return Release.RELEASED
+        failed_update = self.ledger.failed_update(
+            delivery.tick, delivery.claim_id, error, duration_ms=delivery.elapsed_ms()
+        )
+        try:
+            self.dynamodb.transact_write_items(TransactItems=[{"Delete": delete}, {"Update": failed_update}])
+        except self.dynamodb.exceptions.TransactionCanceledException as cancelled:
+            claim_reason, _ = _reasons(cancelled, 2)
+            if claim_reason.get("Code") == "ConditionalCheckFailed":
+                return self._not_released(claim_reason.get("Item"))
+            raise
+        return Release.RELEASED
+
+    def _not_released(self, item: Mapping[str, Any] | None) -> Release:
+        # Completed, by this delivery (its completion's answer was lost) or by one that took over:
+        # either way the tick's effect is taken and recorded.
+        if item and _text(item, self.status_attr) == _COMPLETED:
+            return Release.COMPLETED
+        return Release.NOT_HELD
+
+
+def _reasons(error: Any, count: int) -> list[dict[str, Any]]:
+    reasons = list(error.response.get("CancellationReasons") or [])
+    return [dict(reason or {}) for reason in reasons[:count]] + [{}] * max(0, count - len(reasons))
+
+
+def _text(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value.get("S", value.get("N")))
+
+
+def _number(item: Mapping[str, Any], name: str) -> int:
+    return int(_text(item, name) or 0)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperOption
 
-from clockless_tools.cli import arch, bench, drift, events, invoke, local, operations, pause, schedules, simulate
+from clockless_tools.cli import arch, bench, docs, drift, events, invoke, local, operations, pause, schedules, simulate
 from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
 
 # Typer (0.29) labels every flag `<bool>` in --help, as if it took a value; a flag takes none, so
@@ -51,13 +51,14 @@ app.add_typer(events.app)
 app.add_typer(
     local.app,
     name="local",
-    help="The persistent embedded DynamoDB (moto's server on loopback).",
+    help="The embedded DynamoDB in the background (moto's server on loopback, in memory until `local down`).",
     rich_help_panel=RUN_LOCALLY,
 )
 app.add_typer(operations.app)
 app.add_typer(pause.app)
 app.add_typer(drift.app)
 app.add_typer(arch.app)
+app.add_typer(docs.app)
 app.add_typer(
     schedules.app,
     name="schedules",

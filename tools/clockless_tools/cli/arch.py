@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Iterable
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from clockless_tools.architecture import RULES, Project, check
+from clockless_tools.architecture import RULES, Project, Rule, check
 from clockless_tools.cli.common import CHECK, TemplateOption, fail
 from clockless_tools.cli.common import line_stdout as stdout
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
@@ -26,6 +27,10 @@ def arch(
         typer.Option("--rule", "-r", help="Check only this rule (repeatable). E.g. -r least-privilege"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the violations as JSON.")] = False,
+    list_rules: Annotated[bool, typer.Option("--list", help="List the rules instead of checking them.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="With --list: a Markdown table (docs/architecture-rules.md).")
+    ] = False,
 ) -> None:
     """Check the architecture rules; exit 1 if any is broken, printing each violation with its fix."""
     known = {r.name: r for r in RULES}
@@ -33,6 +38,11 @@ def arch(
     if unknown:
         raise fail(f"unknown rule {', '.join(unknown)} (rules: {', '.join(known)})")
     selected = [known[name] for name in rule] if rule else list(RULES)
+    if markdown and not list_rules:
+        raise fail("--markdown goes with --list (clockless arch --list --markdown)")
+    if list_rules:
+        print_rules(selected, markdown=markdown, as_json=as_json)
+        return
     started = time.monotonic()
     try:
         violations = check(Project.for_template(template), selected)
@@ -54,3 +64,33 @@ def arch(
         stdout.print(f"{verdict} ({elapsed:.2f} s)")
     if violations:
         raise typer.Exit(code=1)
+
+
+def print_rules(rules: list[Rule], *, markdown: bool, as_json: bool) -> None:
+    if markdown:
+        print(rules_markdown(rules))
+    elif as_json:
+        print(json.dumps([{"rule": r.name, "summary": r.summary, **rule_files(r)} for r in rules], indent=2))
+    else:
+        for r in rules:
+            stdout.print(f"{r.name:<24} {escape(r.summary)}")
+
+
+def rule_files(rule: Rule) -> dict[str, str]:
+    """Where a rule lives and where its planted violations are, as paths from the project root."""
+    stem = rule.check.__module__.rpartition(".")[2]
+    return {
+        "module": f"tools/clockless_tools/architecture/{stem}.py",
+        "test": f"tests/architecture/test_{stem}.py",
+    }
+
+
+def rules_markdown(rules: Iterable[Rule]) -> str:
+    """The rule registry as a Markdown table: id, what holds, the module and the test that plants violations."""
+    lines = ["| rule | holds when | checked in | planted in |", "| --- | --- | --- | --- |"]
+    for rule in rules:
+        files = rule_files(rule)
+        summary = rule.summary.replace("|", "\\|")
+        module = files["module"].removeprefix("tools/clockless_tools/")
+        lines.append(f"| `{rule.name}` | {summary} | `{module}` | `{files['test']}` |")
+    return "\n".join(lines)

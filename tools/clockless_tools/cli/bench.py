@@ -65,7 +65,7 @@ def run(
 @app.command("show")
 def show(
     results: Annotated[Path, typer.Argument(help="A results file written by `clockless bench run`.")] = DEFAULT_RESULTS,
-    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table (for the README).")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table (docs/performance.md).")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Print a results file as the table `run` prints, or as Markdown."""

@@ -1,4 +1,4 @@
-"""`clockless local up|down|status|seed`: the persistent embedded DynamoDB (moto's server on loopback)."""
+"""`clockless local up|down|status|seed`: the embedded DynamoDB in the background (moto's server, in memory)."""
 
 from __future__ import annotations
 

@@ -172,6 +172,7 @@ def render_report(report: SimulationReport) -> None:
     row("failures (injected)", lambda j: f"{j.failures} ({j.failures_injected})")
     row("  after some writes", lambda j: str(j.failures_after_writes))
     row("  retried", lambda j: str(j.failures_retried))
+    row("answers lost, resent by the SDK", lambda j: str(j.responses_lost))
     row("ticks missed", lambda j: str(len(j.ticks_missed)))
     row("effects in the tables", lambda j: _effects(j.effects))
     row("  each tick once", lambda j: _effects(j.reference_effects))

@@ -54,15 +54,6 @@ def count_requests() -> Iterator[RequestCounter]:
 
 
 @contextlib.contextmanager
-def after_each_response(hook: Callable[[Any], None]) -> Iterator[None]:
-    """Call `hook(request)` once each request (boto3's or PynamoDB's) has been answered, on the
-    thread that sent it. An exception the hook raises is the caller's, as if the call had failed
-    after the service did its part."""
-    with after_each_exchange(lambda request, _response: hook(request)):
-        yield
-
-
-@contextlib.contextmanager
 def after_each_exchange(hook: Callable[[Any, Any], None]) -> Iterator[None]:
     """Call `hook(request, response)` once each request has been answered, with botocore's raw
     response (status code, headers, body as the service sent it), on the thread that sent it.

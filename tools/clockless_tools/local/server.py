@@ -1,4 +1,4 @@
-"""`clockless local up/down/status`: a persistent moto server on loopback, tracked by a state file.
+"""`clockless local up/down/status`: a background moto server on loopback (in memory), tracked by a state file.
 
 The state file only says what was started; a process is treated as our server only when it is
 proven to be: alive, its command line the server module with the recorded port, and that port

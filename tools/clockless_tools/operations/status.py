@@ -40,6 +40,8 @@ class JobStatus:
                 "scheduled_time": format_scheduled_time(e.scheduled_time),
                 "status": e.status,
                 "attempts": e.attempts,
+                # "last_attempt": earlier attempts may have done part of the work before they failed
+                "summary_scope": e.summary_scope,
                 "trigger": e.trigger,
                 "finished_at": e.finished_at,
                 "error": e.error,

@@ -42,6 +42,9 @@ P_FAILURE: Final = 0.25
 P_SECOND_FAILURE: Final = 0.3
 P_BURST: Final = 0.2
 P_LATE: Final = 0.15
+# The answer to one of the first attempt's requests (the kit's included) is lost and resent.
+P_LOST_ANSWER: Final = 0.3
+MAX_LOST_ANSWER_AT: Final = 6
 MAX_BURST: Final = 8
 RETRY_BACKOFF: Final = timedelta(seconds=60)
 # EventBridge Scheduler's defaults when a schedule sets no RetryPolicy.
@@ -76,7 +79,7 @@ class TickPlan:
     order: int
     id_seed: str
     burst: int = 1
-    # when the copies arrive if the first attempt is armed to fail (otherwise: with it)
+    # when the copies arrive if the first attempt is armed (to fail or lose an answer; otherwise: with it)
     burst_at: datetime | None = None
     # attempt number -> the fault fires after this many of the delivery's domain requests
     fail_after: dict[int, int] = field(default_factory=dict)
@@ -84,6 +87,8 @@ class TickPlan:
     late_at: datetime | None = None
     # None: a failed delivery is not retried (the reference replay delivers each tick once)
     retries: RetryPolicy | None = None
+    # the first attempt's request (counting all, the claim is 1) whose answer is lost and resent
+    lose_answer: int | None = None
 
     @property
     def key(self) -> str:
@@ -159,6 +164,11 @@ def plan_deliveries(
                         else None
                     ),
                     retries=retries,
+                    # Last, so adding it left the other draws of a seed as they were. The showcase
+                    # tick loses its claim's answer.
+                    lose_answer=(
+                        1 if full else (rng.randint(1, MAX_LOST_ANSWER_AT) if rng.random() < P_LOST_ANSWER else None)
+                    ),
                 )
             )
     plans.sort(key=lambda plan: (plan.scheduled_time, plan.job))
@@ -182,6 +192,8 @@ class DeliveryRecord:
     # for an injected failure: domain writes that had taken effect before it (a partial run)
     writes_done: int = 0
     retried: bool = False
+    # answers lost on their way back (and resent by botocore) during this delivery
+    responses_lost: int = 0
 
     @property
     def tick_key(self) -> str:
@@ -240,7 +252,7 @@ class DeliveryEngine:
         May be called again with more plans; rounds keep counting across calls."""
         for plan in plans:
             self._push(plan.first_at, plan, kind=KIND_TICK, attempt=1, chain=KIND_TICK)
-            if plan.burst > 1 and 1 in plan.fail_after:
+            if plan.burst > 1 and (1 in plan.fail_after or plan.lose_answer is not None):
                 # An armed delivery is always alone in its round: the copies come a little later.
                 self._push(plan.burst_at or plan.first_at, plan, kind=KIND_CONCURRENT, attempt=1, chain=KIND_TICK)
             if plan.redelivery_at is not None:
@@ -261,7 +273,7 @@ class DeliveryEngine:
                 self.progress(self._rounds, len(self._queue))
         return records
 
-    def _events(self, current: _Round) -> list[tuple[str, dict[str, Any], int | None]]:
+    def _events(self, current: _Round) -> list[tuple[str, dict[str, Any], int | None, int | None]]:
         plan = current.plan
         schedule = next(s for s in self.template.function(plan.function_id).schedules if s.event_id == plan.event_id)
         execution_id = stable_uuid(plan.id_seed, plan.key, current.chain, current.attempt)
@@ -269,23 +281,28 @@ class DeliveryEngine:
             schedule, Attempt(plan.scheduled_time, schedule_arn(schedule), current.attempt, execution_id)
         )
         if current.kind == KIND_CONCURRENT:
-            return [(KIND_CONCURRENT, dict(event), None) for _ in range(plan.burst)]
+            return [(KIND_CONCURRENT, dict(event), None, None) for _ in range(plan.burst)]
         fault = plan.fail_after.get(current.attempt) if current.chain == KIND_TICK else None
-        if current.kind == KIND_TICK and fault is None and plan.burst > 1:
-            # The copies arrive together with the first attempt. None of them is armed to fail, so
-            # which copy wins the claim cannot change the outcome and the run stays reproducible.
-            return [(KIND_TICK, event, None)] + [(KIND_CONCURRENT, dict(event), None) for _ in range(plan.burst - 1)]
-        return [(current.kind, event, None if current.kind == KIND_REDELIVERY else fault)]
+        lost = plan.lose_answer if current.kind == KIND_TICK else None
+        if current.kind == KIND_TICK and fault is None and lost is None and plan.burst > 1:
+            # The copies arrive together with the first attempt. None of them is armed, so which
+            # copy wins the claim cannot change the outcome and the run stays reproducible.
+            copies = [(KIND_CONCURRENT, dict(event), None, None) for _ in range(plan.burst - 1)]
+            return [(KIND_TICK, event, None, None), *copies]
+        return [(current.kind, event, None if current.kind == KIND_REDELIVERY else fault, lost)]
 
     def _deliver_round(self, pool: ThreadPoolExecutor, current: _Round, index: int) -> list[DeliveryRecord]:
         self.clock.move_to(current.at, tick=False)
         plan = current.plan
         deliveries = self._events(current)
         with self.runtime.function_environment(plan.function_id):
-            futures = [pool.submit(self._deliver_one, plan.function_id, event, fault) for _, event, fault in deliveries]
+            futures = [
+                pool.submit(self._deliver_one, plan.function_id, event, fault, lost)
+                for _, event, fault, lost in deliveries
+            ]
             outcomes = [future.result() for future in futures]
         records = []
-        for (kind, event, _), result in zip(deliveries, outcomes, strict=True):
+        for (kind, event, _, _), result in zip(deliveries, outcomes, strict=True):
             retried = result.outcome == OUTCOME_FAILED and self._retry(current)
             records.append(
                 DeliveryRecord(
@@ -301,6 +318,7 @@ class DeliveryEngine:
                     injected=result.injected,
                     writes_done=result.writes,
                     retried=retried,
+                    responses_lost=result.responses_lost,
                 )
             )
         return records
@@ -322,19 +340,23 @@ class DeliveryEngine:
         )
         return True
 
-    def _deliver_one(self, function_id: str, event: dict[str, Any], fault: int | None) -> _Outcome:
-        if fault is not None:
-            self.faults.arm(fault)
+    def _deliver_one(self, function_id: str, event: dict[str, Any], fault: int | None, lost: int | None) -> _Outcome:
+        if fault is not None or lost is not None:
+            self.faults.arm(fault, lost_answers=() if lost is None else (lost,))
         try:
             result = self.runtime.call(function_id, event)
+            found = result.get("outcome") if isinstance(result, Mapping) else None
+            outcome = _Outcome(found if found in SUPPRESSED else OUTCOME_EXECUTED)
         except InjectedFault as error:  # the delivery failed; the scheduler sees an error and retries
-            return _Outcome(OUTCOME_FAILED, f"{type(error).__name__}: {error}", injected=True, writes=error.writes_done)
+            outcome = _Outcome(
+                OUTCOME_FAILED, f"{type(error).__name__}: {error}", injected=True, writes=error.writes_done
+            )
         except Exception as error:  # the job's own failure, treated the same way
-            return _Outcome(OUTCOME_FAILED, f"{type(error).__name__}: {error}")
+            outcome = _Outcome(OUTCOME_FAILED, f"{type(error).__name__}: {error}")
         finally:
+            responses_lost = self.faults.lost_answers()
             self.faults.disarm()
-        outcome = result.get("outcome") if isinstance(result, Mapping) else None
-        return _Outcome(outcome if outcome in SUPPRESSED else OUTCOME_EXECUTED)
+        return replace(outcome, responses_lost=responses_lost)
 
 
 @dataclass(frozen=True)
@@ -343,6 +365,7 @@ class _Outcome:
     error: str | None = None
     injected: bool = False
     writes: int = 0
+    responses_lost: int = 0
 
 
 def delivered_once(plan: TickPlan, *, at: datetime, order: int) -> TickPlan:

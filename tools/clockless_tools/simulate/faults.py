@@ -1,29 +1,74 @@
 """Failures injected where production meets them: in a function's own DynamoDB traffic.
 
-The simulator arms one delivery (one thread) to fail after its n-th request to a domain table
-has been answered, so the failure can land after some writes took effect, like a Lambda that
-times out half way. Requests to bookkeeping tables (idempotency, ledger) do not count: the kit's
-claim and release must still run. Nothing in the functions or the kit knows about this; it sits
-on botocore's single send path, which boto3 and PynamoDB both use.
+The injector sits on botocore's single send path (boto3 and PynamoDB both use it), inside the
+SDK's retry loop, so a fault is seen by the code exactly as botocore would hand it over. A thread
+(one delivery) is armed to meet one fault at its n-th request (an API call: botocore's retries
+of a call are the same request). The kinds are the fault model every write path is judged
+against (docs/tick-contract.md):
+
+- `refused`: the request never reaches DynamoDB (connection refused on every SDK attempt);
+- `lost_response`: DynamoDB applies it, the answer is lost, botocore resends the same bytes;
+- `throttled`: DynamoDB throttles every attempt until botocore's retries are spent;
+- `lost_then_throttled`: applied, answer lost, and every resend throttled: the caller sees an
+  error for a write that took effect;
+- `dies_after`: answered, and then the attempt dies (Lambda's timeout): nothing after it runs;
+- `error_after`: answered, and then the delivery raises (the simulator's partial run).
+
+It also answers a resent `TransactWriteItems` as DynamoDB does: a request carrying the
+`ClientRequestToken` of one that succeeded less than 10 minutes ago gets that request's answer
+and changes nothing (moto does not do this). botocore's sleeps between retries take no time.
+Nothing in the functions or the kit knows about any of this.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import threading
-from collections.abc import Collection, Iterator
+import time
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from clockless_tools.local.botocore_hooks import after_each_response
+import botocore.endpoint
+from botocore.awsrequest import AWSResponse
+from botocore.endpoint import Endpoint
+from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
 WRITE_OPERATIONS: Final = frozenset(
     {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "ExecuteTransaction"}
 )
+# DynamoDB keeps a transaction's ClientRequestToken this long after the request completed.
+CLIENT_REQUEST_TOKEN_SECONDS: Final = 600
+
+
+class FaultKind(enum.StrEnum):
+    REFUSED = "refused"
+    LOST_RESPONSE = "lost_response"
+    THROTTLED = "throttled"
+    LOST_THEN_THROTTLED = "lost_then_throttled"
+    DIES_AFTER = "dies_after"
+    ERROR_AFTER = "error_after"
+
+
+# The fault model's kinds, as the contract lists them (plus the lost answer whose resends are
+# throttled: how a caller sees an error for a write DynamoDB applied).
+MODEL_KINDS: Final = (
+    FaultKind.REFUSED,
+    FaultKind.LOST_RESPONSE,
+    FaultKind.THROTTLED,
+    FaultKind.LOST_THEN_THROTTLED,
+    FaultKind.DIES_AFTER,
+)
+# The request took effect in DynamoDB although its sender may not know it.
+APPLIED_KINDS: Final = frozenset(
+    {FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED, FaultKind.DIES_AFTER, FaultKind.ERROR_AFTER}
+)
 
 
 class InjectedFault(RuntimeError):
-    """Raised by the simulator inside a delivery; never by the code under test."""
+    """Raised by the injector inside a delivery (`error_after`); never by the code under test."""
 
     def __init__(self, message: str, *, writes_done: int) -> None:
         super().__init__(message)
@@ -31,23 +76,31 @@ class InjectedFault(RuntimeError):
         self.writes_done = writes_done
 
 
-def _operation(request: Any) -> str:
+class AttemptDied(BaseException):
+    """The Lambda attempt was killed right after a request (its timeout). A BaseException, so no
+    `except Exception` in the code under test can run anything after it, as in Lambda."""
+
+
+def operation_of(request: Any) -> str:
     target = request.headers.get("X-Amz-Target", b"") if hasattr(request, "headers") else b""
     target = target.decode() if isinstance(target, bytes) else str(target)
     return target.rsplit(".", 1)[-1]
 
 
-def tables_in_request(request: Any) -> set[str]:
-    """The DynamoDB tables a request names (single-table, transaction and batch operations)."""
+def _payload(request: Any) -> dict[str, Any]:
     body = request.body
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
     try:
         payload = json.loads(body or "{}")
     except (TypeError, ValueError):
-        return set()
-    if not isinstance(payload, dict):
-        return set()
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def tables_in_request(request: Any) -> set[str]:
+    """The DynamoDB tables a request names (single-table, transaction and batch operations)."""
+    payload = _payload(request)
     tables = {payload["TableName"]} if isinstance(payload.get("TableName"), str) else set()
     for item in payload.get("TransactItems") or []:
         for operation in item.values():
@@ -57,48 +110,248 @@ def tables_in_request(request: Any) -> set[str]:
     return tables
 
 
+def _header(request: Any, name: str) -> str | None:
+    value = request.headers.get(name)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class _Raw:
+    """The body of a response made up here, in the shape botocore reads."""
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._content
+
+
+def _response(request: Any, status: int, content: bytes, headers: dict[str, str] | None = None) -> AWSResponse:
+    fields: Any = headers or {"Content-Type": "application/x-amz-json-1.0"}
+    return AWSResponse(request.url, status, fields, _Raw(content))
+
+
+def _error_response(request: Any, code: str, message: str) -> AWSResponse:
+    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
+    return _response(request, 400, body.encode())
+
+
+@dataclass
+class _Applied:
+    at: float
+    body: dict[str, Any]
+    status: int
+    headers: dict[str, str]
+    content: bytes
+
+
+@dataclass
+class RequestRecord:
+    """One request (API call) a delivery sent while armed: what it was and what was injected."""
+
+    index: int
+    operation: str
+    tables: frozenset[str]
+    fault: FaultKind | None = None
+
+
+@dataclass
+class _Armed:
+    # request index (1-based) -> the fault it meets
+    plan: dict[int, FaultKind]
+    count_spared: bool
+    # indexes among all requests (bookkeeping included) whose answer is lost and resent
+    lost_answers: frozenset[int] = frozenset()
+    seen: int = 0
+    seen_all: int = 0
+    writes: int = 0
+    fired: bool = False
+    # the faulted request being sent (botocore's attempts of one call share its invocation id)
+    faulted_call: str | None = None
+    kind: FaultKind = FaultKind.ERROR_AFTER
+    sends_of_fault: int = 0
+    dead: bool = False
+    requests: list[RequestRecord] = field(default_factory=list)
+    calls: set[str] = field(default_factory=set)
+
+
+@dataclass
+class FaultCounts:
+    """Totals over every thread since the injector was made."""
+
+    # resent transactions answered from their ClientRequestToken, as DynamoDB answers them
+    answered_from_token: int = 0
+
+
 class FaultInjector:
-    """Arm a thread's next delivery to fail after `n` domain requests; install once around a replay."""
+    """Arm a thread's next delivery to meet one fault; install once around everything that sends."""
 
-    def __init__(self, spared_tables: Collection[str]) -> None:
+    def __init__(self, spared_tables: Collection[str] = (), *, client_request_tokens: bool = True) -> None:
+        # Requests to these tables (the kit's bookkeeping) are not counted unless an arm says so.
         self.spared_tables = frozenset(spared_tables)
+        # False: resent transactions reach moto as new requests, as if DynamoDB had not recognised
+        # them (how a caller must cope without the token, e.g. past its 10 minutes).
+        self.client_request_tokens = client_request_tokens
+        self.counts = FaultCounts()
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._transactions: dict[str, _Applied] = {}
 
-    def arm(self, after_requests: int) -> None:
-        if after_requests < 1:
-            raise ValueError("a fault fires after at least one request")
-        self._local.remaining = after_requests
-        self._local.writes = 0
-        self._local.fired = False
+    def arm(
+        self,
+        after_requests: int | None,
+        kind: FaultKind = FaultKind.ERROR_AFTER,
+        *,
+        count_spared: bool = False,
+        then: Mapping[int, FaultKind] | None = None,
+        lost_answers: Collection[int] = (),
+    ) -> None:
+        """The fault hits this thread's `after_requests`-th request from now (1 = the next one;
+        bookkeeping requests count only with `count_spared`); `then` adds faults at later
+        requests of the same delivery. `lost_answers` are indexes among all its requests whose
+        answer is lost (and resent by botocore)."""
+        plan = {} if after_requests is None else {after_requests: FaultKind(kind)}
+        plan.update({index: FaultKind(k) for index, k in (then or {}).items()})
+        if min([*plan, *lost_answers], default=1) < 1:
+            raise ValueError("a fault fires at the first request at the earliest")
+        self._local.armed = _Armed(plan, count_spared, frozenset(lost_answers))
+
+    def watch(self) -> None:
+        """Record this thread's requests without injecting anything (a clean run to compare with)."""
+        self._local.armed = _Armed({}, count_spared=True)
 
     def disarm(self) -> bool:
-        """Stop counting on this thread; True if the armed fault fired."""
-        fired = bool(getattr(self._local, "fired", False))
-        self._local.remaining = None
-        self._local.fired = False
-        return fired
+        """Stop on this thread; True if the armed fault fired."""
+        armed: _Armed | None = getattr(self._local, "armed", None)
+        self._local.armed = None
+        return bool(armed and armed.fired)
 
-    def _after_response(self, request: Any) -> None:
-        remaining = getattr(self._local, "remaining", None)
-        if remaining is None:
-            return
+    def requests(self) -> list[RequestRecord]:
+        """The requests this thread sent since it was last armed (or watched)."""
+        armed: _Armed | None = getattr(self._local, "armed", None)
+        return list(armed.requests) if armed else []
+
+    # ------------------------------------------------------------------------------ send path
+    def _send(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
+        armed: _Armed | None = getattr(self._local, "armed", None)
+        if armed is None:
+            return self._forward(original, endpoint, request)
+        if armed.dead:
+            raise AttemptDied("the attempt is dead; nothing it would still send is sent")
+        call = _header(request, "amz-sdk-invocation-id") or str(id(request))
+        if call == armed.faulted_call:
+            return self._resend_of_fault(original, endpoint, request, armed, domain=False)
+        if call in armed.calls:
+            return self._forward(original, endpoint, request)  # botocore's retry of a request met before
+        armed.calls.add(call)
         tables = tables_in_request(request)
-        if tables and tables <= self.spared_tables:
-            return
-        self._local.remaining = remaining - 1
-        if _operation(request) in WRITE_OPERATIONS:
-            self._local.writes += 1
-        if self._local.remaining == 0:
-            self._local.remaining = None
-            self._local.fired = True
-            writes = self._local.writes
-            raise InjectedFault(
-                f"injected failure after a response from {', '.join(sorted(tables)) or 'DynamoDB'} "
-                f"({writes} domain write(s) already done)",
-                writes_done=writes,
-            )
+        domain = not (tables and tables <= self.spared_tables)
+        counted = armed.count_spared or domain
+        armed.seen_all += 1
+        armed.seen += counted
+        armed.requests.append(RequestRecord(armed.seen_all, operation_of(request), frozenset(tables)))
+        kind = armed.plan.get(armed.seen) if counted else None
+        if kind is None and armed.seen_all in armed.lost_answers:
+            kind = FaultKind.LOST_RESPONSE
+        if kind is not None:
+            armed.fired = True
+            armed.faulted_call, armed.kind, armed.sends_of_fault = call, kind, 0
+            armed.requests[-1].fault = kind
+            return self._resend_of_fault(original, endpoint, request, armed, domain=domain)
+        response = self._forward(original, endpoint, request)
+        if domain and operation_of(request) in WRITE_OPERATIONS:
+            armed.writes += 1
+        return response
+
+    def lost_answers(self) -> int:
+        """How many answers this thread's armed delivery lost (and had resent)."""
+        return sum(1 for r in self.requests() if r.fault in (FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED))
+
+    def _resend_of_fault(
+        self, original: Any, endpoint: Endpoint, request: Any, armed: _Armed, *, domain: bool
+    ) -> AWSResponse:
+        """Every SDK attempt of the faulted request comes here; `sends_of_fault` says which one."""
+        armed.sends_of_fault += 1
+        first = armed.sends_of_fault == 1
+        kind = armed.kind
+        if kind is FaultKind.REFUSED:
+            raise EndpointConnectionError(endpoint_url=request.url)
+        if kind is FaultKind.THROTTLED or (kind is FaultKind.LOST_THEN_THROTTLED and not first):
+            return _error_response(request, "ThrottlingException", "Throughput exceeds the current capacity (injected)")
+        response = self._forward(original, endpoint, request)
+        if not first:
+            return response  # the SDK's resend after a lost answer, answered as DynamoDB would
+        if domain and operation_of(request) in WRITE_OPERATIONS:
+            armed.writes += 1  # a domain write that took effect, whatever its sender hears
+        if kind in (FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED):
+            raise ConnectionClosedError(endpoint_url=request.url)
+        if kind is FaultKind.DIES_AFTER:
+            armed.dead = True
+            raise AttemptDied(f"the attempt died right after request {armed.seen} ({operation_of(request)})")
+        raise InjectedFault(
+            f"injected failure after a response from {', '.join(sorted(tables_in_request(request))) or 'DynamoDB'} "
+            f"({armed.writes} domain write(s) already done)",
+            writes_done=armed.writes,
+        )
+
+    def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
+        if not self.client_request_tokens or operation_of(request) != "TransactWriteItems":
+            return original(endpoint, request)  # type: ignore[no-any-return]
+        body = _payload(request)
+        token = body.get("ClientRequestToken")
+        if not isinstance(token, str):
+            return original(endpoint, request)  # type: ignore[no-any-return]
+        now = time.time()
+        with self._lock:
+            applied = self._transactions.get(token)
+            if applied is not None and now - applied.at >= CLIENT_REQUEST_TOKEN_SECONDS:
+                applied = None
+            if applied is not None:
+                if applied.body != body:
+                    return _error_response(
+                        request,
+                        "IdempotentParameterMismatchException",
+                        "ClientRequestToken reused with other parameters",
+                    )
+                self.counts.answered_from_token += 1
+                return _response(request, applied.status, applied.content, applied.headers)
+        response: AWSResponse = original(endpoint, request)
+        if response.status_code == 200:
+            with self._lock:
+                self._transactions[token] = _Applied(now, body, 200, dict(response.headers), response.content)
+        return response
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[FaultInjector]:
-        with after_each_response(self._after_response):
-            yield self
+        original = getattr(Endpoint, "_send")  # noqa: B009 - private on purpose: the one place every request passes
+
+        def send(endpoint: Endpoint, request: Any) -> AWSResponse:
+            return self._send(original, endpoint, request)
+
+        setattr(Endpoint, "_send", send)  # noqa: B010
+        with _instant_sdk_retries():
+            try:
+                yield self
+            finally:
+                setattr(Endpoint, "_send", original)  # noqa: B010
+
+
+class _NoSleepTime:
+    """`time` as botocore's endpoint sees it, without the sleep between retries (up to 25 s
+    for ten throttled attempts): the retry still happens, the wait is not worth a test's time."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(_seconds: float) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _instant_sdk_retries() -> Iterator[None]:
+    saved = getattr(botocore.endpoint, "time")  # noqa: B009 - the module botocore sleeps through
+    setattr(botocore.endpoint, "time", _NoSleepTime())  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(botocore.endpoint, "time", saved)  # noqa: B010

@@ -61,6 +61,7 @@ class JobReport:
     failures_injected: int = 0
     failures_after_writes: int = 0
     failures_retried: int = 0
+    responses_lost: int = 0
     ticks_missed: list[str] = field(default_factory=list)
     effects: dict[str, TableEffects] = field(default_factory=dict)
     reference_effects: dict[str, TableEffects] = field(default_factory=dict)
@@ -99,6 +100,7 @@ class JobReport:
             "failures_injected": self.failures_injected,
             "failures_after_writes": self.failures_after_writes,
             "failures_retried": self.failures_retried,
+            "responses_lost": self.responses_lost,
             "ticks_missed": self.ticks_missed,
             "effects": {table: asdict(effects) for table, effects in self.effects.items()},
             "reference_effects": {table: asdict(effects) for table, effects in self.reference_effects.items()},
@@ -201,3 +203,4 @@ def _count_deliveries(report: JobReport, records: Collection[DeliveryRecord]) ->
     report.failures_injected = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.injected)
     report.failures_after_writes = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.writes_done > 0)
     report.failures_retried = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.retried)
+    report.responses_lost = sum(r.responses_lost for r in records)

@@ -1,0 +1,337 @@
+"""The fault model, exhaustively: every request of a first delivery of every scheduled job in
+template.yaml meets each kind of fault, then Lambda retries the way it does, and the tick must
+end as one clean delivery leaves it.
+
+For each (job, kind): one clean delivery on freshly seeded tables gives the reference (its domain
+tables, its request count N); then, for each request index 1..N, the same tables are seeded
+again, the first delivery meets the fault at that request, and Lambda's asynchronous retries
+follow in simulated time (an error: retried after 1 minute, then 2 more; a timeout: retried 1
+minute after the attempt's timeout). Asserted per index:
+
+- the domain tables equal the reference, item by item;
+- the tick's last delivery succeeded and none returned "in progress" (nothing else was live);
+- the ledger says succeeded, with `attempts` the number of deliveries that claimed the tick,
+  and a summary scope that says whether earlier attempts may have done part of the work;
+- a later redelivery is a duplicate and costs one request.
+
+The same holds when the fault hits Lambda's retry of a failed first attempt instead, at the kit's
+requests that only a retry makes or that end it (its two claim transactions, its completion).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final
+
+import pytest
+import time_machine
+
+from clockless_tools.local.botocore_hooks import count_requests
+from clockless_tools.local.dynamodb import table_definition
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.seed import DEMO_TABLES, SeedPlan, plan_data, seed
+from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
+from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
+from clockless_tools.template.events import Attempt, render_input, schedule_arn
+from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Schedule, Template
+from tests.conftest import PROJECT_ROOT
+from tests.integration.conftest import scan_all
+
+# A night and an hour whose ticks find work: overdue programs, sessions past their grace.
+FROM: Final = datetime(2026, 11, 28, 0, 0, tzinfo=UTC)
+SEED: Final = SeedPlan(tenants=1, programs_per_tenant=4, sessions_per_tenant=5, seed=11)
+LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
+BOOKKEEPING: Final = ("idempotency", "ledger")
+# The ledger's `summary_scope`, as stored (clockless.ledger spells them for the code).
+WHOLE_TICK: Final = "tick"
+LAST_ATTEMPT: Final = "last_attempt"
+
+
+@dataclass
+class Outcome:
+    """How one Lambda attempt ended: its result's outcome, or `raised` / `timed out`."""
+
+    ended: str
+    at: datetime
+
+
+@dataclass
+class Run:
+    attempts: list[Outcome] = field(default_factory=list)
+    # the requests of each attempt
+    requests: list[list[RequestRecord]] = field(default_factory=list)
+
+    @property
+    def succeeded(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].ended in ("executed", "duplicate")
+
+
+class Tick:
+    """One tick of one scheduled job, delivered like Lambda delivers an asynchronous event."""
+
+    def __init__(self, template: Template, runtime: LocalLambdaRuntime, schedule: Schedule, client: Any) -> None:
+        self.template = template
+        self.runtime = runtime
+        self.schedule = schedule
+        self.client = client
+        self.time = schedule.spec(template).ticks_between(FROM, FROM + timedelta(days=1))[0]
+        self.event = render_input(
+            schedule, Attempt(self.time, schedule_arn(schedule), 1, str(uuid.uuid5(uuid.NAMESPACE_URL, "fault")))
+        )
+        config = template.function(schedule.function_id).event_invoke_config
+        self.max_retries = int(config.get("MaximumRetryAttempts", 2))
+        self.timeout = timedelta(seconds=template.function(schedule.function_id).timeout)
+        self.seeded: Snapshot | None = None
+
+    def reset(self) -> None:
+        """Fresh tables, seeded the same way every time (through the repositories once, then
+        from that snapshot: fewer requests to the embedded DynamoDB, which dominate the time)."""
+        for logical_id, properties in self.template.tables.items():
+            definition = table_definition(logical_id, properties, LocalNames())
+            with contextlib.suppress(self.client.exceptions.ResourceNotFoundException):
+                self.client.delete_table(TableName=definition["TableName"])
+            self.client.create_table(**definition)
+        if self.seeded is None:
+            data = plan_data(SEED, business_date=self.time.date(), now=self.time, session_span=timedelta(hours=8))
+            programs, windows, sessions = DEMO_TABLES
+            seed(data, programs_table=programs, windows_table=windows, sessions_table=sessions)
+            self.seeded = dump_tables(self.client, DEMO_TABLES)
+        else:
+            load_tables(self.client, self.seeded)
+
+    def deliver(self, clock: time_machine.Traveller, faults: FaultInjector, arms: Sequence[Callable[[], None]]) -> Run:
+        """The event handed to the function, and Lambda's retries of it: same event, same request
+        id, after 1 then 2 minutes, or 1 minute after the attempt's timeout. `arms[n]` arms the
+        faults of attempt n (every attempt is watched)."""
+        run = Run()
+        request_id = str(uuid.uuid4())
+        for attempt in range(1 + self.max_retries):
+            (arms[attempt] if attempt < len(arms) else faults.watch)()
+            context = self.runtime.context(self.schedule.function_id)
+            context.aws_request_id = request_id
+            started = datetime.now(UTC)
+            try:
+                result = self.runtime.handler(self.schedule.function_id)(dict(self.event), context)
+                run.attempts.append(Outcome(str(result["outcome"]), started))
+                return run
+            except AttemptDied:
+                run.attempts.append(Outcome("timed out", started))
+                clock.move_to(started + self.timeout)
+            except Exception:
+                run.attempts.append(Outcome("raised", started))
+            finally:
+                run.requests.append(faults.requests())
+                faults.disarm()
+            if attempt < self.max_retries:
+                clock.shift(LAMBDA_RETRY_DELAYS[min(attempt, len(LAMBDA_RETRY_DELAYS) - 1)])
+        return run
+
+    def domain_tables(self) -> dict[str, list[dict[str, Any]]]:
+        bookkeeping = set(self.template.tables_of_kind(*BOOKKEEPING))
+        return {
+            table: sorted(scan_all(self.client, table), key=repr)
+            for table in sorted(self.template.tables.keys() - bookkeeping)
+        }
+
+    def ledger_entry(self) -> dict[str, Any]:
+        (ledger_table,) = self.template.tables_of_kind("ledger")
+        key = {"job": {"S": self.schedule_job}, "scheduled_time": {"S": self.event["scheduled_time"]}}
+        return dict(self.client.get_item(TableName=ledger_table, Key=key).get("Item") or {})
+
+    @property
+    def schedule_job(self) -> str:
+        return str(self.event["job"])
+
+
+@pytest.fixture
+def lambda_service(runtime: LocalLambdaRuntime, tables: Any) -> Iterator[tuple[LocalLambdaRuntime, Any, FaultInjector]]:
+    """The functions, their tables, and the faults their requests meet."""
+    injector = FaultInjector()
+    with injector.installed():
+        yield runtime, tables, injector
+
+
+def _applied(kind: FaultKind) -> bool:
+    """Whether a request that met this fault took effect in DynamoDB (if it could)."""
+    return kind not in (FaultKind.REFUSED, FaultKind.THROTTLED)
+
+
+def _completed(index: int, last: int, kind: FaultKind) -> bool:
+    """Whether the attempt that met the fault at request `index` completed the tick: a lost answer
+    is recovered by the resend; an applied completion is the tick done, whatever its sender heard."""
+    return kind is FaultKind.LOST_RESPONSE or (
+        index == last and kind in (FaultKind.LOST_THEN_THROTTLED, FaultKind.DIES_AFTER)
+    )
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the ledger must say: deliveries that claimed the tick, and the summary's scope."""
+
+    attempts: int
+    scope: str
+
+
+@dataclass(frozen=True)
+class Aim:
+    """Where the fault under test goes: the attempt (0 = the first) and its request (1 = the first)."""
+
+    attempt: int
+    request: int
+    kind: FaultKind
+
+
+def _check(tick: Tick, run: Run, reference: Reference, aim: Aim, expected: Expected) -> list[str]:
+    problems = []
+    hit = run.requests[aim.attempt] if aim.attempt < len(run.requests) else []
+    if len(hit) < aim.request or hit[aim.request - 1].fault is not aim.kind:
+        problems.append(f"the {aim.kind} fault did not fire at request {aim.request}: {hit}")
+    if not run.succeeded:
+        problems.append(f"no delivery succeeded: {[a.ended for a in run.attempts]}")
+    if any(a.ended == "duplicate_in_progress" for a in run.attempts):
+        problems.append(f"a delivery returned 'in progress' with nothing else live: {[a.ended for a in run.attempts]}")
+    tables = tick.domain_tables()
+    for table, items in reference.tables.items():
+        if tables[table] != items:
+            problems.append(f"{table} differs from one clean delivery: {len(tables[table])} vs {len(items)} items")
+    entry = tick.ledger_entry()
+    status = entry.get("status", {}).get("S")
+    if status != "succeeded":
+        problems.append(f"ledger status {status!r}, not 'succeeded'")
+    if entry.get("attempts", {}).get("N") != str(expected.attempts):
+        problems.append(f"ledger attempts {entry.get('attempts')}, expected {expected.attempts}")
+    if entry.get("summary_scope", {}).get("S") != expected.scope:
+        problems.append(f"ledger summary scope {entry.get('summary_scope')}, expected {expected.scope!r}")
+    with count_requests() as redelivery:
+        again = tick.runtime.handler(tick.schedule.function_id)(
+            dict(tick.event), tick.runtime.context(tick.schedule.function_id)
+        )
+    if again["outcome"] != "duplicate" or redelivery.total != 1:
+        problems.append(f"a later redelivery: {again['outcome']}, {dict(redelivery.operations)}")
+    return problems
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One clean delivery: its domain tables, and the requests it made (where faults are aimed)."""
+
+    tables: dict[str, list[dict[str, Any]]]
+    requests: list[RequestRecord]
+
+
+# Per job: the seed and the code are the same for every test of the module, so is the reference.
+_references: dict[str, Reference] = {}
+
+
+def _reference(tick: Tick, clock: time_machine.Traveller, faults: FaultInjector, template: Template) -> Reference:
+    if tick.schedule_job not in _references:
+        tick.reset()
+        clean = tick.deliver(clock, faults, [faults.watch])
+        assert [a.ended for a in clean.attempts] == ["executed"]
+        requests = clean.requests[0]
+        # The first request is the claim, the last the completion; the job's own lie between.
+        (idempotency,) = template.tables_of_kind("idempotency")
+        assert idempotency in requests[0].tables
+        assert idempotency in requests[-1].tables
+        assert any(table not in _bookkeeping_names(template) for r in requests for table in r.tables)
+        _references[tick.schedule_job] = Reference(tick.domain_tables(), requests)
+    return _references[tick.schedule_job]
+
+
+JOBS = list(Template.load(PROJECT_ROOT / "template.yaml").jobs)
+# An attempt that dies has emitted no metric yet; Lambda would not even flush, the harness does.
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
+@pytest.mark.parametrize("job", JOBS)
+def test_every_request_of_a_first_delivery_survives_every_fault(
+    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
+) -> None:
+    runtime, tables, faults = lambda_service
+    schedule = template.jobs[job]
+    tick = Tick(template, runtime, schedule, tables)
+    with (
+        runtime.function_environment(schedule.function_id),
+        time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
+    ):
+        reference = _reference(tick, clock, faults, template)
+        last = len(reference.requests)
+        failures: dict[int, list[str]] = {}
+        for index in range(1, last + 1):
+            tick.reset()
+            clock.move_to(tick.time + timedelta(seconds=20))
+            arm = functools.partial(faults.arm, index, kind, count_spared=True)
+            run = tick.deliver(clock, faults, [arm])
+            claimed = not (index == 1 and not _applied(kind))
+            completed = _completed(index, last, kind)
+            expected = Expected(
+                int(claimed) + int(not completed), LAST_ATTEMPT if claimed and not completed else WHOLE_TICK
+            )
+            problems = _check(tick, run, reference, Aim(0, index, kind), expected)
+            if problems:
+                operation = reference.requests[index - 1].operation
+                failures[index] = [f"request {index} ({operation}): {p}" for p in problems]
+
+    assert not failures, "\n".join(line for lines in failures.values() for line in lines)
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
+@pytest.mark.parametrize("job", JOBS)
+def test_the_retry_after_a_failed_attempt_survives_every_fault_to_its_bookkeeping(
+    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
+) -> None:
+    """The first attempt fails in the job (after claiming), so Lambda's retry claims a tick that
+    has a ledger entry (two claim transactions) and completes it: each of those requests meets
+    the fault, and Lambda's third attempt follows if the retry fails."""
+    runtime, tables, faults = lambda_service
+    schedule = template.jobs[job]
+    tick = Tick(template, runtime, schedule, tables)
+    with (
+        runtime.function_environment(schedule.function_id),
+        time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
+    ):
+        reference = _reference(tick, clock, faults, template)
+        # The job's first request fails (after the claim): a claimed, failed first attempt.
+        job_fails = functools.partial(faults.arm, 2, FaultKind.ERROR_AFTER, count_spared=True)
+        tick.reset()
+        clock.move_to(tick.time + timedelta(seconds=20))
+        clean_retry = tick.deliver(clock, faults, [job_fails, faults.watch])
+        assert [a.ended for a in clean_retry.attempts] == ["raised", "executed"]
+        retry = clean_retry.requests[1]
+        last = len(retry)
+        failures: dict[int, list[str]] = {}
+        for index in (1, 2, last):  # the claim learning of the first attempt, the claim, the completion
+            tick.reset()
+            clock.move_to(tick.time + timedelta(seconds=20))
+            run = tick.deliver(
+                clock, faults, [job_fails, functools.partial(faults.arm, index, kind, count_spared=True)]
+            )
+            # The first claim transaction is cancelled (the ledger has an entry): only a lost answer
+            # lets the retry go on to claim. The second is the claim itself.
+            claimed = kind is FaultKind.LOST_RESPONSE if index == 1 else (index != 2 or _applied(kind))
+            completed = _completed(index, last, kind)
+            expected = Expected(1 + int(claimed) + int(not completed), LAST_ATTEMPT)
+            problems = _check(tick, run, reference, Aim(1, index, kind), expected)
+            if problems:
+                failures[index] = [f"retry's request {index} ({retry[index - 1].operation}): {p}" for p in problems]
+
+    assert not failures, "\n".join(line for lines in failures.values() for line in lines)
+
+
+def _bookkeeping_names(template: Template) -> set[str]:
+    return set(template.tables_of_kind(*BOOKKEEPING))
+
+
+def test_the_seeded_ticks_find_work(template: Template) -> None:
+    """Without work, a fault could only ever hit the kit's own requests."""
+    business_date = date(2026, 11, 28)
+    data = plan_data(SEED, business_date=business_date, now=FROM, session_span=timedelta(hours=8))
+    assert any(program.current_window_end <= business_date for program in data.active_programs)
+    assert len(data.sessions) > len(data.sessions_with_exercise)

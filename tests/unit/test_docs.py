@@ -1,0 +1,342 @@
+"""The README and docs/ match the code: every `clockless ...` command they show exists with the
+options shown, every `make <target>` is in the Makefile, every relative link (and anchor) resolves,
+every page is linked, and every generated table equals what its command prints today."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from clockless_tools.cli.app import app
+from clockless_tools.cli.docs import Block, DocsError, blocks, documents, regenerate
+from clockless_tools.template.loader import PROJECT_ROOT
+from clockless_tools.template.model import Template
+from tests.unit.test_makefile import targets
+
+DOCS = documents()
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\s*$")
+INLINE = re.compile(r"`(?P<code>[^`\n]+)`")
+LINK = re.compile(r"(?<!\!)\[[^\]\n]*\]\((?P<target>[^)\s]+)\)")
+SHELL_LANGS = {"", "sh", "bash", "shell", "console"}
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.name
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A command as a page shows it: where, and its words."""
+
+    where: str
+    text: str
+
+
+def _prose_and_code(path: Path) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
+    """(line number, prose line) and (line number, code line, fence language) of a Markdown file."""
+    prose: list[tuple[int, str]] = []
+    code: list[tuple[int, str, str]] = []
+    fence: str | None = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        match = FENCE.match(line)
+        if match:
+            fence = match["lang"] if fence is None else None
+        elif fence is None:
+            prose.append((number, line))
+        else:
+            code.append((number, line.strip(), fence))
+    return prose, code
+
+
+def _commands_in_block(lines: list[tuple[int, str, str]]) -> Iterator[tuple[int, str]]:
+    """The command lines of one run of code lines: `$ ` lines where the block uses a prompt, else every
+    line; backslash continuations joined, comments dropped, split at `&&`, `||`, `|` and `;`."""
+    prompted = any(text.startswith("$ ") for _, text, _ in lines)
+    pending = ""
+    start = 0
+    for number, line, lang in lines:
+        if lang not in SHELL_LANGS:
+            continue
+        text = line
+        if not pending:
+            if prompted and not line.startswith("$ "):
+                continue
+            start = number
+            text = line.removeprefix("$ ")
+        if text.endswith("\\"):
+            pending += text[:-1] + " "
+            continue
+        whole, pending = pending + text, ""
+        whole = re.sub(r"(^|\s)#.*$", "", whole)
+        for part in re.split(r"&&|\|\||(?<!\\)\||;", whole):
+            yield start, " ".join(part.split())
+
+
+def shown_commands(path: Path, program: str) -> list[Shown]:
+    """Every `program ...` a page shows, in code blocks and in inline code."""
+    prose, code = _prose_and_code(path)
+    name = _name(path)
+    found: list[Shown] = []
+    runs: list[list[tuple[int, str, str]]] = []
+    for number, text, lang in code:
+        if runs and runs[-1][-1][0] == number - 1:
+            runs[-1].append((number, text, lang))
+        else:
+            runs.append([(number, text, lang)])
+    for run in runs:
+        for number, command in _commands_in_block(run):
+            text = command.removeprefix(".venv/bin/")
+            if text == program or text.startswith(program + " "):
+                found.append(Shown(f"{name}:{number}", text))
+    for number, line in prose:
+        for match in INLINE.finditer(line):
+            text = match["code"].strip().removeprefix(".venv/bin/")
+            if text.startswith(program + " "):
+                found.append(Shown(f"{name}:{number}", text))
+    return found
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def cli_problems(shown: Shown, root: Any) -> list[str]:
+    """What a shown `clockless ...` command names that the CLI does not have. `root` is the click command
+    Typer builds (Typer vendors its own click, so its classes are read by what they have)."""
+    words = _words(shown.text.replace("\\|", "|"))[1:]
+    command = root
+    path = ["clockless"]
+    while hasattr(command, "commands") and words and not words[0].startswith("-"):
+        word = words.pop(0)
+        sub = command.commands.get(word)
+        if sub is None:
+            return [f"{shown.where}: `{shown.text}`: `{' '.join(path)}` has no command `{word}`"]
+        command, path = sub, [*path, word]
+    known = {"--help"}
+    for param in command.params:
+        if param.param_type_name == "option":
+            known.update(param.opts, param.secondary_opts)
+    problems = []
+    for word in words:
+        option = word.strip("[]").partition("=")[0]
+        if option.startswith("-") and option not in known and not re.fullmatch(r"-?\d.*", option):
+            problems.append(f"{shown.where}: `{shown.text}`: `{' '.join(path)}` has no option `{option}`")
+    return problems
+
+
+def make_problems(shown: Shown, known: set[str]) -> list[str]:
+    words = [w for w in _words(shown.text)[1:] if "=" not in w and not w.startswith("-")]
+    return [f"{shown.where}: `{shown.text}`: the Makefile has no target `{w}`" for w in words if w not in known]
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    text = heading.strip().lower().replace("`", "")
+    text = "".join(c for c in text if c in " -_" or unicodedata.category(c)[0] in "LN")
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    prose, _ = _prose_and_code(path)
+    return {slug(line.lstrip("#")) for _, line in prose if re.match(r"^#{1,6} ", line)}
+
+
+def link_problems(path: Path) -> list[str]:
+    prose, _ = _prose_and_code(path)
+    problems = []
+    for number, line in prose:
+        for match in LINK.finditer(INLINE.sub("", line)):
+            target = match["target"]
+            if re.match(r"^[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            resolved = (path.parent / file).resolve() if file else path
+            where = f"{_name(path)}:{number}"
+            if not resolved.exists():
+                problems.append(f"{where}: link to {target}: no such file")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                problems.append(f"{where}: link to {target}: no heading with that anchor")
+    return problems
+
+
+REPO_PATH = re.compile(r"(?:tools|tests|functions|layers|events|bench|docs|clockless_tools)/[\w./-]*")
+
+
+def path_problems(path: Path) -> list[str]:
+    """Repository paths named in inline code (`tools/...`, or `clockless_tools/...` under tools/) that do not exist."""
+    prose, _ = _prose_and_code(path)
+    problems = []
+    for number, line in prose:
+        for match in INLINE.finditer(line):
+            named = match["code"]
+            if REPO_PATH.fullmatch(named) and not any(
+                (base / named).exists() for base in (PROJECT_ROOT, PROJECT_ROOT / "tools")
+            ):
+                problems.append(f"{_name(path)}:{number}: `{named}` does not exist")
+    return problems
+
+
+ROOT_COMMAND = typer.main.get_command(app)
+
+
+def test_the_pages_are_found() -> None:
+    names = {p.relative_to(PROJECT_ROOT).as_posix() for p in DOCS}
+
+    assert {"README.md", "docs/README.md", "docs/architecture-rules.md", "docs/performance.md"} <= names
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_every_clockless_command_shown_exists_with_its_options(path: Path) -> None:
+    problems = [p for shown in shown_commands(path, "clockless") for p in cli_problems(shown, ROOT_COMMAND)]
+
+    assert problems == []
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_every_make_target_shown_is_in_the_makefile(path: Path) -> None:
+    known = set(targets())
+    problems = [p for shown in shown_commands(path, "make") for p in make_problems(shown, known)]
+
+    assert problems == []
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_every_relative_link_resolves(path: Path) -> None:
+    assert link_problems(path) == []
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_every_repository_path_named_exists(path: Path) -> None:
+    assert path_problems(path) == []
+
+
+def test_the_docs_show_commands_the_checks_read() -> None:
+    """The checks above read something: the README's tour and the docs' commands are found."""
+    every = [s.text for path in DOCS for s in shown_commands(path, "clockless")]
+
+    assert "clockless local seed" in every
+    assert "clockless arch --list --markdown" in every
+    assert any(text.startswith("clockless invoke SessionCleanupFunction") for text in every)
+    assert any(s.text == "make run" for s in shown_commands(PROJECT_ROOT / "README.md", "make"))
+
+
+@pytest.mark.parametrize("index", ["README.md", "docs/README.md"])
+def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index(index: str) -> None:
+    page = PROJECT_ROOT / index
+    linked = {(page.parent / m["target"].partition("#")[0]).resolve() for m in LINK.finditer(page.read_text())}
+    pages = {p.resolve() for p in DOCS if p.parent.name == "docs" and p.name != "README.md"}
+
+    unlinked = sorted(str(p.relative_to(PROJECT_ROOT)) for p in pages - linked)
+
+    assert unlinked == [], f"add a line linking each page to the lists in README.md and docs/README.md: {unlinked}"
+
+
+@pytest.mark.parametrize("section", ["Parameters", "Outputs"])
+def test_every_template_parameter_and_output_is_described_in_the_deploying_page(section: str) -> None:
+    names = Template.load(PROJECT_ROOT / "template.yaml").document.get(section, {})
+    text = (PROJECT_ROOT / "docs" / "stack.md").read_text(encoding="utf-8")
+
+    assert names
+    assert [name for name in names if f"`{name}`" not in text] == []
+
+
+def test_every_generated_table_is_current() -> None:
+    stale = [f"{b.path.relative_to(PROJECT_ROOT)}:{b.line} `{b.command}`" for p in DOCS for b in regenerate(p)[1]]
+
+    assert stale == [], "run `make docs` and commit the result"
+
+
+def test_the_generated_tables_are_there() -> None:
+    commands = {b.command for p in DOCS for b in blocks(p)}
+
+    assert {"clockless arch --list --markdown", "clockless bench show --markdown"} <= commands
+
+
+# The checks, each shown catching what it exists for.
+
+
+def test_an_unknown_command_or_option_is_named(tmp_path: Path) -> None:
+    bad = [
+        Shown("x.md:1", "clockless simulate --seed 3 --no-such-option"),
+        Shown("x.md:2", "clockless local sideways"),
+        Shown("x.md:3", "clockless arch --list --markdown"),
+    ]
+
+    problems = [p for shown in bad for p in cli_problems(shown, ROOT_COMMAND)]
+
+    assert problems == [
+        "x.md:1: `clockless simulate --seed 3 --no-such-option`: `clockless simulate` has no option `--no-such-option`",
+        "x.md:2: `clockless local sideways`: `clockless local` has no command `sideways`",
+    ]
+
+
+def test_commands_are_read_from_prompts_continuations_pipes_and_inline_code(tmp_path: Path) -> None:
+    page = tmp_path / "planted.md"
+    page.write_text(
+        "Run `clockless status --nope` or `make nowhere`.\n\n"
+        "```\n$ clockless simulate \\\n    --frm 2026-11-27T00:00:00Z | tee x\nclockless output line --ignored\n```\n"
+        "```sh\nmake local-up && clockless local seed --tenant 2  # comment --also-ignored\n```\n",
+        encoding="utf-8",
+    )
+    clockless = [s.text for s in shown_commands(page, "clockless")]
+    make = [s.text for s in shown_commands(page, "make")]
+    problems = [p for text in clockless for p in cli_problems(Shown("p", text), ROOT_COMMAND)]
+    make_missing = [p for text in make for p in make_problems(Shown("p", text), set(targets()))]
+
+    assert clockless == [
+        "clockless simulate --frm 2026-11-27T00:00:00Z",
+        "clockless local seed --tenant 2",
+        "clockless status --nope",
+    ]
+    assert [p.rpartition(" ")[2] for p in problems] == ["`--frm`", "`--tenant`", "`--nope`"]
+    assert make_missing == ["p: `make nowhere`: the Makefile has no target `nowhere`"]
+
+
+def test_a_broken_link_anchor_or_path_is_named(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# Index\n", encoding="utf-8")
+    (tmp_path / "simulation.md").write_text("# Simulation: `make run`\n", encoding="utf-8")
+    page = tmp_path / "planted.md"
+    page.write_text(
+        "# A `heading`, here\n\n[ok](#a-heading-here) [ok](README.md) [gone](nowhere.md) "
+        "[bad anchor](simulation.md#no-such-heading) [web](https://example.com/x) `[code](not-a-link.md)`\n"
+        "`tools/clockless_tools/gone.py` `clockless_tools/cli/app.py` `tests/unit/test_docs.py`\n",
+        encoding="utf-8",
+    )
+    problems = link_problems(page) + path_problems(page)
+
+    assert problems == [
+        "planted.md:3: link to nowhere.md: no such file",
+        "planted.md:3: link to simulation.md#no-such-heading: no heading with that anchor",
+        "planted.md:4: `tools/clockless_tools/gone.py` does not exist",
+    ]
+
+
+def test_a_stale_generated_block_is_found_and_rewritten(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    head = "<!-- generated by `clockless arch --list --markdown`; `make docs` rewrites it -->"
+    page.write_text(f"intro\n{head}\n| old |\n<!-- end generated -->\nafter\n", encoding="utf-8")
+
+    text, stale = regenerate(page, run=lambda command: "| new |\n")
+
+    assert stale == [Block(page, 2, "clockless arch --list --markdown", "| old |\n")]
+    assert text == f"intro\n{head}\n| new |\n<!-- end generated -->\nafter\n"
+    assert regenerate(page, run=lambda command: "| old |\n")[1] == []
+
+
+def test_an_unterminated_generated_block_is_an_error(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- generated by `clockless bench show --markdown`; `make docs` rewrites it -->\n| x |\n")
+
+    with pytest.raises(DocsError, match="end generated"):
+        list(blocks(page))
