@@ -36,6 +36,7 @@ SAMPLE_STATUS = {
     "not-json.json": 400,
     "bad-time.json": 400,
     "stale-time.json": 400,
+    "future-time.json": 400,
     "unknown-field.json": 400,
 }
 
@@ -297,8 +298,8 @@ def test_a_bad_body_is_400_naming_the_field(api: TriggerApi, body: str, field: s
     assert api.ledger_reads == 0
 
 
-@pytest.mark.parametrize("offset", [timedelta(minutes=-16), timedelta(minutes=16), timedelta(days=-1)])
-def test_a_time_outside_the_window_is_400_pointing_at_backfill(api: TriggerApi, offset: timedelta) -> None:
+@pytest.mark.parametrize("offset", [timedelta(minutes=-16), timedelta(days=-1)])
+def test_a_time_before_the_window_is_400_pointing_at_backfill(api: TriggerApi, offset: timedelta) -> None:
     scheduled = (NOW + offset).replace(second=0)
     window = int(api.runtime.environment(FUNCTION)["TRIGGER_WINDOW_MINUTES"])
 
@@ -307,9 +308,24 @@ def test_a_time_outside_the_window_is_400_pointing_at_backfill(api: TriggerApi, 
 
     assert status == 400
     assert body["field"] == "scheduled_time"
-    assert f"more than {window} minutes from now" in body["message"]
+    assert f"more than {window} minutes before now" in body["message"]
     assert "clockless backfill" in body["message"]
     assert api.invocations == []
+
+
+@pytest.mark.parametrize("offset", [timedelta(minutes=1), timedelta(minutes=14), timedelta(days=365 * 4)])
+def test_a_time_from_the_future_is_400_and_nothing_is_read_or_invoked(api: TriggerApi, offset: timedelta) -> None:
+    # Given a minute after now: inside the old 15-minute window, which let a press delete sessions in grace
+    scheduled = (NOW + offset).replace(second=0)
+
+    with at(NOW):
+        status, body = api.press(body=json.dumps({"scheduled_time": scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+
+    assert status == 400
+    assert body["field"] == "scheduled_time"
+    assert "in the future" in body["message"]
+    assert api.invocations == []
+    assert api.ledger_reads == 0
 
 
 # ---------------------------------------------------------------------------------------------- samples

@@ -49,9 +49,13 @@ def test_round_trip_through_the_payload() -> None:
         ({"scheduled_time": "2026-11-29T09:00:00"}, "scheduled_time", "no time zone"),
         ({"scheduled_time": "<aws.scheduler.scheduled-time>"}, "scheduled_time", "unsubstituted"),
         ({"job": "session-cleanup"}, "job", "this function runs 'window-generation'"),
-        ({"attempt": "zero"}, "attempt", "positive integer"),
-        ({"attempt": "0"}, "attempt", "positive integer"),
-        ({"attempt": True}, "attempt", "positive integer"),
+        ({"attempt": "zero"}, "attempt", "integer from 1 to"),
+        ({"attempt": "0"}, "attempt", "integer from 1 to"),
+        ({"attempt": True}, "attempt", "integer from 1 to"),
+        ({"attempt": "1e3"}, "attempt", "integer from 1 to"),
+        ({"attempt": -1}, "attempt", "integer from 1 to"),
+        ({"attempt": None}, "attempt", "integer from 1 to"),
+        ({"attempt": [1]}, "attempt", "got an array"),
         ({"trigger": "cron"}, "trigger", "must be one of"),
         ({"execution_id": ""}, "execution_id", "non-empty"),
     ],
@@ -90,3 +94,36 @@ def test_the_scheduler_default_envelope_is_rejected_because_it_names_no_job() ->
     }
     with pytest.raises(MalformedTickError, match="'job' is missing"):
         Tick.from_event(envelope, expected_job="session-cleanup")
+
+
+VALID = Tick("session-cleanup", datetime(2026, 11, 29, 9, 0, tzinfo=UTC), None, 1, None, Trigger.MANUAL)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"job": ""}, "job"),
+        ({"job": "j" * 257}, "job"),
+        ({"scheduled_time": datetime(2026, 11, 29, 9, 0)}, "scheduled_time"),  # noqa: DTZ001 - the point
+        ({"scheduled_time": datetime(2026, 11, 29, 9, 0, 30, tzinfo=UTC)}, "scheduled_time"),
+        ({"scheduled_time": datetime(999, 12, 31, 23, 0, tzinfo=UTC)}, "scheduled_time"),
+        ({"schedule_arn": "schedule/default/x"}, "schedule_arn"),
+        ({"attempt": 0}, "attempt"),
+        ({"attempt": 1001}, "attempt"),
+        ({"attempt": True}, "attempt"),
+        ({"execution_id": "e" * 257}, "execution_id"),
+        ({"trigger": "schedule"}, "trigger"),
+    ],
+)
+def test_a_tick_built_in_code_is_held_to_the_same_bounds(change: dict[str, Any], field: str) -> None:
+    # Given the fields of a valid tick with one out of bounds, as backfill or the trigger might build it
+    fields = {name: getattr(VALID, name) for name in Tick.__slots__} | change
+
+    # Then it cannot be built, and the error names the field
+    with pytest.raises(MalformedTickError) as raised:
+        Tick(**fields)
+    assert raised.value.field == field
+
+
+def test_a_tick_built_in_code_at_its_bounds_is_valid() -> None:
+    assert Tick("j" * 256, datetime(1000, 1, 1, tzinfo=UTC), "arn:" + "a" * 252, 1000, "e" * 256, Trigger.HTTP)

@@ -10,16 +10,15 @@ from __future__ import annotations
 import functools
 import json
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
 from clockless.observability import Observability
+from clockless.tick import utc_now
 from job_trigger.logic import (
     SECRET_HEADER,
     TickRequest,
@@ -79,8 +78,7 @@ def post_tick(job: str, event: Mapping[str, Any]) -> dict[str, Any]:
         body=event.get("body"),
         body_base64_encoded=bool(event.get("isBase64Encoded")),
         request_id=str(context.get("requestId", "")),
-        # time.time(), not datetime.now(): simulated clocks in tests move both.
-        now=datetime.fromtimestamp(time.time(), UTC),
+        now=utc_now(),
     )
     try:
         response = trigger_tick(

@@ -8,7 +8,6 @@ ledger). Plain Python: the handler hands in the secret, the ledger, the invoker 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -18,15 +17,23 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
-from clockless.tick import MalformedTickError, Tick, Trigger, format_scheduled_time, parse_scheduled_time
+from clockless.tick import (
+    MAX_ID_LENGTH,
+    MalformedTickError,
+    Tick,
+    Trigger,
+    describe,
+    echo,
+    format_scheduled_time,
+    parse_tick_time,
+    reject_future,
+)
 
 SECRET_HEADER: Final = "x-clockless-secret"  # noqa: S105 - the header's name, not a secret
 # Far above the generated secret's length: a longer header is refused before it is even hashed.
 MAX_SECRET_LENGTH: Final = 256
 MAX_BODY_LENGTH: Final = 4096
 BODY_FIELDS: Final = ("scheduled_time",)
-# Echoed names are cut to this length: an error message is no place to reflect a long input.
-_MAX_ECHO: Final = 64
 
 STATUS_ACCEPTED: Final = "accepted"
 
@@ -56,7 +63,7 @@ class UnknownJob(TriggerRejected):
     status_code = 404
 
     def __init__(self, job: str, known: Sequence[str]) -> None:
-        super().__init__(f"no job {_echo(job)!r}; the template's jobs are {', '.join(sorted(known))}")
+        super().__init__(f"no job {echo(job)!r}; the template's jobs are {', '.join(sorted(known))}")
 
     def body(self) -> dict[str, Any]:
         return {"error": "unknown_job", "field": "job", "message": str(self)}
@@ -66,8 +73,9 @@ class BadTickRequest(TriggerRejected):
     status_code = 400
 
     def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"field '{field}' {problem}")
-        self.field = field
+        # The field may be a key the caller made up: quoted, like any value, by a prefix only.
+        self.field = echo(field)
+        super().__init__(f"field '{self.field}' {problem}")
 
     def body(self) -> dict[str, Any]:
         return {"error": "bad_request", "field": self.field, "message": str(self)}
@@ -208,7 +216,7 @@ def trigger_tick(
         schedule_arn=None,
         attempt=1,
         # The API request id plays the scheduler's execution id: per delivery, never the identity.
-        execution_id=request.request_id,
+        execution_id=_execution_id(request.request_id),
         trigger=Trigger.HTTP,
     )
     payload = tick.to_event()
@@ -232,7 +240,8 @@ def scheduled_time_from_body(body: str | None, *, now: datetime, window: timedel
     """The tick's scheduled time: the body's `scheduled_time`, or now truncated to the minute.
 
     Raises `BadTickRequest` naming the field for a body that is not a JSON object, an unknown
-    field, a time that is not a whole UTC-convertible minute, or one outside `window` of now.
+    field, a time that is not a whole minute once in UTC, one from the future (the kit's
+    clock-skew allowance, no more), or one more than `window` in the past.
     """
     if body is None or not body.strip():
         return _minute(now)
@@ -243,27 +252,24 @@ def scheduled_time_from_body(body: str | None, *, now: datetime, window: timedel
     except json.JSONDecodeError as error:
         raise BadTickRequest("<body>", f"is not JSON ({error.msg} at position {error.pos})") from None
     if not isinstance(parsed, dict):
-        raise BadTickRequest("<body>", f"must be a JSON object, got {_json_type(parsed)}")
+        raise BadTickRequest("<body>", f"must be a JSON object, got {describe(parsed)}")
     unknown = sorted(set(parsed) - set(BODY_FIELDS))
     if unknown:
-        raise BadTickRequest(_echo(unknown[0]), f"is not accepted (allowed: {', '.join(BODY_FIELDS)})")
+        raise BadTickRequest(unknown[0], f"is not accepted (allowed: {', '.join(BODY_FIELDS)})")
     raw = parsed.get("scheduled_time")
     if raw is None:
         return _minute(now)
-    if not isinstance(raw, str):
-        raise BadTickRequest("scheduled_time", f"must be a string like 2026-01-01T14:00:00Z, got {_json_type(raw)}")
     try:
-        scheduled_time = parse_scheduled_time(raw)
+        scheduled_time = parse_tick_time(raw)
+        # The same rule as the kit's, which checks the delivered tick again on its own clock.
+        reject_future(scheduled_time, now=now)
     except MalformedTickError as error:
         raise BadTickRequest("scheduled_time", error.problem) from None
-    written = datetime.fromisoformat(raw)  # parsed above, so this cannot fail
-    if written.second or written.microsecond:
-        raise BadTickRequest("scheduled_time", f"must be a whole minute (seconds 00), got {raw!r}")
-    if abs(scheduled_time - now) > window:
+    if now - scheduled_time > window:
         minutes = int(window.total_seconds() // 60)
         raise BadTickRequest(
             "scheduled_time",
-            f"{format_scheduled_time(scheduled_time)} is more than {minutes} minutes from now "
+            f"{format_scheduled_time(scheduled_time)} is more than {minutes} minutes before now "
             f"({format_scheduled_time(now)}); replay older ticks with `clockless backfill`",
         )
     return scheduled_time
@@ -277,20 +283,14 @@ def request_body(raw: str | None, *, base64_encoded: bool) -> str | None:
         raise BadTickRequest("<body>", f"is longer than {MAX_BODY_LENGTH} characters")
     try:
         return base64.b64decode(raw, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, UnicodeDecodeError, and a body that is not even ASCII
         raise BadTickRequest("<body>", "is not base64-encoded UTF-8 text") from None
+
+
+def _execution_id(request_id: str | None) -> str | None:
+    # API Gateway's ids are short; one that is not is dropped rather than failing the press.
+    return request_id if request_id and len(request_id) <= MAX_ID_LENGTH else None
 
 
 def _minute(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(second=0, microsecond=0)
-
-
-def _echo(text: str) -> str:
-    return text if len(text) <= _MAX_ECHO else f"{text[:_MAX_ECHO]}..."
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number"}
-    if value is None:
-        return "null"
-    return names.get(type(value), "a number")

@@ -19,6 +19,8 @@ from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
+from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
+from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RETAINED_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
@@ -27,6 +29,7 @@ from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RUL
 from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
+from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.template.loader import TemplateError
 
@@ -35,7 +38,10 @@ RULES: tuple[Rule, ...] = (
     SCHEDULE_DELIVERY_RULE,
     RATE_ANCHORED_RULE,
     TICK_IDENTITY_RULE,
+    TICKS_ON_THE_MINUTE_RULE,
     DEDUPE_OUTLIVES_RETRIES_RULE,
+    LEDGER_OUTLIVES_DEDUPE_RULE,
+    LEDGER_QUEUES_RETAINED_RULE,
     NO_CLOCK_IN_APP_RULE,
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,

@@ -32,7 +32,7 @@ ATTEMPT_NUMBER: Final = "<aws.scheduler.attempt-number>"
 
 # What the scheduler would substitute: distinct values, so each can be traced into the key.
 _SAMPLES: Final = {
-    SCHEDULED_TIME: "2027-03-04T05:06:00Z",
+    SCHEDULED_TIME: "2026-03-04T05:06:00Z",  # in the past: the kit refuses a tick from the future
     SCHEDULE_ARN: "arn:aws:scheduler:us-east-1:123456789012:schedule/default/architecture-rule-sample",
     EXECUTION_ID: "5ca1ab1e-0000-4000-8000-a5c4ed01e5e1",
     ATTEMPT_NUMBER: "7",

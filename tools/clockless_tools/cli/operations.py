@@ -267,6 +267,8 @@ def backfill_command(
         print(json.dumps({**result.as_dict(), "function_log": log}, indent=2))
         return
     line_stdout.print(f"{job}: {len(result.missing)} missing tick(s) in [{from_}, {to}) on {target.description}")
+    if result.not_yet_due:
+        line_stdout.print(f"{result.not_yet_due} tick(s) of the range are after now: not due yet, left to the schedule")
     if not result.planned:
         line_stdout.print("nothing to do")
     for scheduled_time in result.planned:

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from clockless import Trigger, format_scheduled_time
+from clockless.tick import utc_now
 from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import expected_ticks, missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
@@ -36,6 +37,8 @@ class BackfillResult:
     planned: list[datetime]
     outcomes: dict[str, str] = field(default_factory=dict)  # scheduled time -> outcome
     dry_run: bool = False
+    # Ticks of [start, end) after now: not missing, never replayed; the schedule will deliver them.
+    not_yet_due: int = 0
     # Older missing ticks `latest` records as skipped once the newest is replayed: time -> outcome.
     superseded: dict[str, str] = field(default_factory=dict)
 
@@ -54,6 +57,7 @@ class BackfillResult:
             "missing": [format_scheduled_time(t) for t in self.missing],
             "planned": [format_scheduled_time(t) for t in self.planned],
             "outcomes": self.outcomes,
+            "not_yet_due": self.not_yet_due,
             "superseded": self.superseded,
         }
 
@@ -72,9 +76,11 @@ def backfill(
     max_range: timedelta = DEFAULT_MAX_BACKFILL_RANGE,
     on_plan: Callable[[list[datetime]], None] = lambda _planned: None,
     on_tick: Callable[[datetime, str], None] = lambda _t, _o: None,
+    now: datetime | None = None,
 ) -> BackfillResult:
     """Replay each tick in [start, end) that never succeeded, through the job's own function.
 
+    Ticks after `now` (default: this machine's clock) are left out: they have not happened.
     `latest` replays the newest missing tick and, once it has run, records the older ones as
     skipped (superseded by it), so the next backfill of the range finds nothing to do.
     """
@@ -83,16 +89,21 @@ def backfill(
         raise OperationError(
             f"--to ({format_scheduled_time(end)}) must be after --from ({format_scheduled_time(start)})"
         )
+    now = utc_now() if now is None else now
     spec = target.schedule_spec(job)
-    expected = expected_ticks(spec, start, end)
+    scheduled = expected_ticks(spec, start, end)
+    expected = [t for t in scheduled if t <= now]
     if not force and (end - start > max_range or len(expected) > max_ticks):
         raise OperationError(
             f"refusing to backfill {len(expected)} ticks over {format_span(end - start)} (limits: {max_ticks} "
             f"ticks, {format_span(max_range)}); narrow the range or pass --force"
         )
-    missing = missing_ticks(spec, target.ledger(), job, start, end)
+    missing = missing_ticks(spec, target.ledger(), job, start, end, now=now)
     planned = {BackfillPolicy.ALL: missing, BackfillPolicy.LATEST: missing[-1:], BackfillPolicy.SKIP: missing}[policy]
-    result = BackfillResult(job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run)
+    not_yet_due = len(scheduled) - len(expected)
+    result = BackfillResult(
+        job=job, policy=policy, missing=missing, planned=planned, dry_run=dry_run, not_yet_due=not_yet_due
+    )
     older = missing[:-1] if policy is BackfillPolicy.LATEST else []
     on_plan(planned)
     if dry_run:

@@ -67,12 +67,19 @@ def _entries_by_time(ledger: RunLedger, job: str, start: datetime, end: datetime
     return {entry.scheduled_time: entry for entry in ledger.entries(job, start, end)}
 
 
-def missing_ticks(spec: ScheduleSpec, ledger: RunLedger, job: str, start: datetime, end: datetime) -> list[datetime]:
-    """Ticks the schedule expected in [start, end), outside a pause, that the ledger does not show as
-    succeeded or skipped."""
+def missing_ticks(
+    spec: ScheduleSpec, ledger: RunLedger, job: str, start: datetime, end: datetime, *, now: datetime
+) -> list[datetime]:
+    """Ticks the schedule expected in [start, end), up to `now` and outside a pause, that the ledger
+    does not show as succeeded or skipped. A tick after `now` has not happened: it is never missing."""
     intervals = paused_intervals(state_history(ledger, job))
-    expected = [t for t in expected_ticks(spec, start, end) if not is_paused_at(intervals, t)]
+    expected = [t for t in due_ticks(spec, start, end, now=now) if not is_paused_at(intervals, t)]
     return _not_accounted_for(expected, _entries_by_time(ledger, job, start, end))
+
+
+def due_ticks(spec: ScheduleSpec, start: datetime, end: datetime, *, now: datetime) -> list[datetime]:
+    """The schedule's ticks in [start, end) that are due at `now`."""
+    return [t for t in expected_ticks(spec, start, end) if t <= now]
 
 
 def expected_ticks(spec: ScheduleSpec, start: datetime, end: datetime) -> list[datetime]:
