@@ -4,7 +4,6 @@ ticks succeed within the declared grace, and fires within grace + one period of 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,21 +14,18 @@ from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems,
 from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.template.expressions import ScheduleSpec
 from clockless_tools.template.model import Template
+from tests.architecture.planting import PlantedCopy
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = "template.yaml"
 NIGHTLY = "  WindowGenerationDeadManAlarm:"
 HOURLY = "  SessionCleanupDeadManAlarm:"
 AROUND = datetime(2027, 1, 11, tzinfo=UTC)
 
 
-def _planted(tmp_path: Path, old: str, new: str, *, after: str = "") -> Template:
-    """A copy of template.yaml with the first `old` after the `after` marker replaced by `new`."""
-    text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
-    start = text.index(after) if after else 0
-    assert old in text[start:], f"the plant needs {old!r} after {after!r} in template.yaml"
-    broken = tmp_path / "template.yaml"
-    broken.write_text(text[:start] + text[start:].replace(old, new, 1), encoding="utf-8")
-    return Template.load(broken)
+def _planted(planted: PlantedCopy, old: str, new: str, *, after: str = "") -> Template:
+    """The planted copy's template.yaml with `old` (after the `after` marker) replaced by `new`."""
+    planted.replace(TEMPLATE, old, new, after=after)
+    return Template.load(planted.root / TEMPLATE)
 
 
 def _problems(template: Template) -> list[tuple[str, str, str]]:
@@ -113,10 +109,10 @@ def _definition(template: Template, job: str) -> DeadManDefinition:
 # ---------------------------------------------------------------- plants
 
 
-def test_planted_alarm_that_counts_manual_runs_is_caught(tmp_path: Path) -> None:
+def test_planted_alarm_that_counts_manual_runs_is_caught(planted: PlantedCopy) -> None:
     """Issue 11, finding 6: without trigger=schedule an HTTP press keeps the alarm quiet."""
     broken = _planted(
-        tmp_path, "                - Name: trigger\n                  Value: schedule\n", "", after=NIGHTLY
+        planted, "                - Name: trigger\n                  Value: schedule\n", "", after=NIGHTLY
     )
 
     [(job, resource, message)] = _problems(broken)
@@ -125,8 +121,8 @@ def test_planted_alarm_that_counts_manual_runs_is_caught(tmp_path: Path) -> None
     assert "trigger=schedule" in message
 
 
-def test_planted_alarm_on_the_manual_series_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "Value: schedule", "Value: manual", after=HOURLY)
+def test_planted_alarm_on_the_manual_series_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "Value: schedule", "Value: manual", after=HOURLY)
 
     [(job, _, message)] = _problems(broken)
 
@@ -134,9 +130,9 @@ def test_planted_alarm_on_the_manual_series_is_caught(tmp_path: Path) -> None:
     assert "only trigger=schedule proves the schedule fires" in message
 
 
-def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(tmp_path: Path) -> None:
+def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(planted: PlantedCopy) -> None:
     broken = _planted(
-        tmp_path,
+        planted,
         "EvaluationPeriods: 26\n      DatapointsToAlarm: 26",
         "EvaluationPeriods: 25\n      DatapointsToAlarm: 25",
         after=NIGHTLY,
@@ -148,9 +144,9 @@ def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(tm
     assert "every tick succeeds within its grace" in message
 
 
-def test_planted_range_far_longer_than_needed_is_caught_as_firing_late(tmp_path: Path) -> None:
+def test_planted_range_far_longer_than_needed_is_caught_as_firing_late(planted: PlantedCopy) -> None:
     broken = _planted(
-        tmp_path,
+        planted,
         "EvaluationPeriods: 21\n      DatapointsToAlarm: 21",
         "EvaluationPeriods: 36\n      DatapointsToAlarm: 36",
         after=HOURLY,
@@ -162,16 +158,16 @@ def test_planted_range_far_longer_than_needed_is_caught_as_firing_late(tmp_path:
     assert "fires 2:05:00 after a missed tick" in message
 
 
-def test_planted_alarm_without_fill_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "Expression: FILL(succeeded, 0)", "Expression: succeeded * 1", after=NIGHTLY)
+def test_planted_alarm_without_fill_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "Expression: FILL(succeeded, 0)", "Expression: succeeded * 1", after=NIGHTLY)
 
     [(_, _, message)] = _problems(broken)
 
     assert "FILL(TickSucceeded, 0)" in message
 
 
-def test_planted_missing_data_not_breaching_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "TreatMissingData: breaching", "TreatMissingData: notBreaching", after=HOURLY)
+def test_planted_missing_data_not_breaching_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "TreatMissingData: breaching", "TreatMissingData: notBreaching", after=HOURLY)
 
     [(job, _, message)] = _problems(broken)
 
@@ -179,16 +175,16 @@ def test_planted_missing_data_not_breaching_is_caught(tmp_path: Path) -> None:
     assert "TreatMissingData" in message
 
 
-def test_planted_one_of_n_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "DatapointsToAlarm: 21", "DatapointsToAlarm: 1", after=HOURLY)
+def test_planted_one_of_n_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "DatapointsToAlarm: 21", "DatapointsToAlarm: 1", after=HOURLY)
 
     [(_, _, message)] = _problems(broken)
 
     assert "every datapoint must breach" in message
 
 
-def test_planted_function_without_a_grace_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "        grace_minutes: 45\n", "")
+def test_planted_function_without_a_grace_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "        grace_minutes: 45\n", "")
 
     [(job, resource, message)] = _problems(broken)
 
@@ -196,8 +192,8 @@ def test_planted_function_without_a_grace_is_caught(tmp_path: Path) -> None:
     assert "grace_minutes is not declared" in message
 
 
-def test_planted_job_without_an_alarm_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "Value: session-cleanup\n", "Value: some-other-job\n", after=HOURLY)
+def test_planted_job_without_an_alarm_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "Value: session-cleanup\n", "Value: some-other-job\n", after=HOURLY)
 
     [(job, resource, message)] = _problems(broken)
 
@@ -205,16 +201,16 @@ def test_planted_job_without_an_alarm_is_caught(tmp_path: Path) -> None:
     assert "no alarm" in message
 
 
-def test_the_rule_engine_reports_it_by_name_file_and_resource(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "            Period: 3600\n", "            Period: 300\n", after=NIGHTLY)
+def test_the_rule_engine_reports_it_by_name_file_and_resource(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "            Period: 3600\n", "            Period: 300\n", after=NIGHTLY)
 
     violations = [v for v in check(Project.for_template(broken.path), RULES) if v.rule == "dead-man-alarm"]
 
     assert [(v.file, v.resource) for v in violations] == [("template.yaml", "WindowGenerationDeadManAlarm")]
 
 
-def test_planted_grace_shorter_than_the_retries_of_a_tick_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "grace_minutes: 120", "grace_minutes: 90")
+def test_planted_grace_shorter_than_the_retries_of_a_tick_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "grace_minutes: 120", "grace_minutes: 90")
 
     problems = _problems(broken)
 
@@ -222,18 +218,16 @@ def test_planted_grace_shorter_than_the_retries_of_a_tick_is_caught(tmp_path: Pa
     assert any("shorter than the retries of a tick (7200 s" in message for _, _, message in problems)
 
 
-def test_planted_alarm_evaluating_the_raw_metric_is_caught(tmp_path: Path) -> None:
-    broken = _planted(tmp_path, "          ReturnData: false\n", "          ReturnData: true\n", after=NIGHTLY)
-    broken = _planted_again(broken, "          ReturnData: true\n", "          ReturnData: false\n", after="Id: filled")
+def test_planted_alarm_evaluating_the_raw_metric_is_caught(planted: PlantedCopy) -> None:
+    _planted(planted, "          ReturnData: false\n", "          ReturnData: true\n", after=NIGHTLY)
+    broken = _planted(
+        planted,
+        "Expression: FILL(succeeded, 0)\n          ReturnData: true\n",
+        "Expression: FILL(succeeded, 0)\n          ReturnData: false\n",
+        after=NIGHTLY,
+    )
 
     [(_, resource, message)] = _problems(broken)
 
     assert resource == "WindowGenerationDeadManAlarm"
     assert "must evaluate the FILL expression" in message
-
-
-def _planted_again(template: Template, old: str, new: str, *, after: str) -> Template:
-    text = template.path.read_text(encoding="utf-8")
-    start = text.index(after)
-    template.path.write_text(text[:start] + text[start:].replace(old, new, 1), encoding="utf-8")
-    return Template.load(template.path)
