@@ -165,7 +165,6 @@ class ScheduledJob:
             attempt=tick.attempt,
             trigger=tick.trigger.value,
             execution_id=tick.execution_id,
-            function_request_id=getattr(context, "aws_request_id", None),
         )
         config = IdempotencyConfig(
             event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,
