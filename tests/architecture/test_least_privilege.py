@@ -10,6 +10,8 @@ TEMPLATE = "template.yaml"
 
 
 CLEANUP = "  SessionCleanupFunction:\n"
+# The cleanup worker reads and deletes sessions; its coordinator only sends partition messages.
+CLEANUP_WORKER = "  SessionCleanupWorkerFunction:\n"
 
 
 # ---------------------------------------------------------------------------------------------- least-privilege
@@ -26,20 +28,22 @@ DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
     ids=["star", "star-in-list", "every-table"],
 )
 def test_a_wildcard_resource_on_dynamodb_actions_is_caught(planted: PlantedCopy, resource: str) -> None:
-    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP)
+    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP_WORKER)
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="allows dynamodb actions on")
+    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="allows dynamodb actions on")
 
 
 def test_a_statement_on_a_table_the_function_does_not_use_is_caught(planted: PlantedCopy) -> None:
-    # Given cleanup allowed to delete programs, a table none of its variables names
-    planted.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP)
+    # Given the cleanup worker allowed to delete programs, a table none of its variables names
+    planted.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP_WORKER)
 
     violations = planted.violations("least-privilege")
 
-    violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names ProgramsTable")
+    violation = found(
+        violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="names ProgramsTable"
+    )
     assert "(DeleteEmptySessions)" in violation.message
 
 
