@@ -241,9 +241,7 @@ class Template:
         """Functions that apply fanned-out work: fed by an event source mapping, or declaring `worker_of`."""
         fed = {esm.function for esm in self.event_source_mappings.values()}
         return {
-            logical_id: fn
-            for logical_id, fn in self.functions.items()
-            if logical_id in fed or fn.worker_of is not None
+            logical_id: fn for logical_id, fn in self.functions.items() if logical_id in fed or fn.worker_of is not None
         }
 
     def workers_of(self, function_id: str) -> dict[str, Function]:
