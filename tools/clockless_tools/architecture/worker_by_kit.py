@@ -18,9 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from clockless_tools.architecture.code import module_imports, qualified_name, string_constants, string_value
+from clockless_tools.architecture.code import (
+    assignment,
+    last_binding,
+    module_imports,
+    qualified_name,
+    string_constants,
+    string_value,
+)
 from clockless_tools.architecture.project import KIT_PACKAGE, Project, Rule, SourceFile, Violation
-from clockless_tools.architecture.scheduled_by_kit import _assignment, _job_declarations, _last_binding
 from clockless_tools.template.model import Function
 from clockless_tools.template.queues import queue_of
 
@@ -28,6 +34,8 @@ WORKER_BY_KIT: Final = "worker-by-kit"
 WORK_QUEUE_VARIABLE: Final = "WORK_QUEUE_URL"
 
 _FAN_OUT: Final = {f"{KIT_PACKAGE}.FanOut", f"{KIT_PACKAGE}.fanout.FanOut"}
+_SCHEDULED_JOB: Final = {f"{KIT_PACKAGE}.ScheduledJob", f"{KIT_PACKAGE}.job.ScheduledJob"}
+_MAX_IMPORT_HOPS: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +119,7 @@ def _check_handler(project: Project, logical_id: str, fn: Function, jobs: list[s
         )
         return
     source = project.source(location.path)
-    binding = _last_binding(source.tree, location.attribute)
+    binding = last_binding(source.tree, location.attribute)
     if binding is None:
         yield Violation(
             WORKER_BY_KIT,
@@ -160,7 +168,7 @@ def _worker_of_fan_out(project: Project, source: SourceFile, binding: ast.stmt) 
     if isinstance(binding, ast.FunctionDef | ast.AsyncFunctionDef):
         candidates = [d.func if isinstance(d, ast.Call) else d for d in binding.decorator_list]
     else:
-        _, value = _assignment(binding)
+        _, value = assignment(binding)
         candidates = [value.func] if isinstance(value, ast.Call) else []
     for candidate in candidates:
         if (
@@ -168,37 +176,50 @@ def _worker_of_fan_out(project: Project, source: SourceFile, binding: ast.stmt) 
             and candidate.attr == "worker"
             and isinstance(candidate.value, ast.Name)
         ):
-            found = _fan_out_named(project, source, candidate.value.id, depth=0)
+            found = _fan_out_named(project, source, candidate.value.id)
             if found is not None:
                 return found
     return None
 
 
-def _fan_out_named(project: Project, source: SourceFile, name: str, *, depth: int) -> _FanOutDeclaration | None:
-    """The `name = FanOut(...)` that `name` in `source` stands for: bound there, or imported from a module of the
-    same deployment (followed through a chain of imports)."""
-    if depth > 5:
+def _fan_out_named(project: Project, source: SourceFile, name: str) -> _FanOutDeclaration | None:
+    found = _bound_call(project, source, name, _FAN_OUT)
+    if found is None:
+        return None
+    where, statement, call = found
+    argument = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "job"), None)
+    job_name = _job_name(project, where, argument.id) if isinstance(argument, ast.Name) else None
+    return _FanOutDeclaration(where, name, job_name, statement.lineno)
+
+
+def _bound_call(
+    project: Project, source: SourceFile, name: str, callables: set[str], depth: int = 0
+) -> tuple[SourceFile, ast.stmt, ast.Call] | None:
+    """The module-level `name = <one of callables>(...)` that `name` in `source` stands for: bound there, or
+    imported (`from <module> import name`, absolute or relative) from a module of the same deployment."""
+    if depth > _MAX_IMPORT_HOPS:
         return None
     tree = source.tree
     imports = module_imports(tree)
     for statement in tree.body:
-        target, value = _assignment(statement)
+        target, value = assignment(statement)
         if (
             isinstance(target, ast.Name)
             and target.id == name
             and isinstance(value, ast.Call)
-            and qualified_name(value.func, imports) in _FAN_OUT
+            and qualified_name(value.func, imports) in callables
         ):
-            return _FanOutDeclaration(source, name, _job_name(tree, value), statement.lineno)
+            return source, statement, value
     for statement in tree.body:
-        if isinstance(statement, ast.ImportFrom):
-            for alias in statement.names:
-                if (alias.asname or alias.name) != name:
-                    continue
-                module = _absolute_module(source.module, statement)
-                other = project.module_file(module) if module else None
-                if other is not None:
-                    return _fan_out_named(project, other, alias.name, depth=depth + 1)
+        if not isinstance(statement, ast.ImportFrom):
+            continue
+        for alias in statement.names:
+            if (alias.asname or alias.name) != name:
+                continue
+            module = _absolute_module(source.module, statement)
+            other = project.module_file(module) if module else None
+            if other is not None:
+                return _bound_call(project, other, alias.name, callables, depth + 1)
     return None
 
 
@@ -209,16 +230,14 @@ def _absolute_module(current: str, statement: ast.ImportFrom) -> str | None:
     return ".".join([*package, *([statement.module] if statement.module else [])]) or None
 
 
-def _job_name(tree: ast.Module, call: ast.Call) -> str | None:
-    argument = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "job"), None)
-    if not isinstance(argument, ast.Name):
+def _job_name(project: Project, source: SourceFile, variable: str) -> str | None:
+    """The name of the ScheduledJob `variable` stands for in `source`, if a literal or module constant says it."""
+    found = _bound_call(project, source, variable, _SCHEDULED_JOB)
+    if found is None:
         return None
-    constants = string_constants(tree)
-    jobs = {job.variable: job for job in _job_declarations(tree, module_imports(tree), constants)}
-    declaration = jobs.get(argument.id)
-    if declaration is not None:
-        return declaration.name
-    return string_value(argument, constants)
+    where, _, call = found
+    argument = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "name"), None)
+    return string_value(argument, string_constants(where.tree))
 
 
 WORKER_BY_KIT_RULE = Rule(
