@@ -165,4 +165,4 @@ def test_first_delivery_costs_two_kit_requests_plus_the_job_own(ready: Any, runt
     # kit: claim + ledger started, completion + ledger succeeded (two TransactWriteItems); no
     #      last-success Query, as this job never reads run.last_success
     # job: one Query per due-index shard, one TransactWriteItems per window
-    assert dict(requests.operations) == {"Query": 4, "TransactWriteItems": 2 + 3}
+    assert dict(requests.operations) == {"Query": 16, "TransactWriteItems": 2 + 3}
