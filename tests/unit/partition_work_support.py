@@ -54,12 +54,15 @@ def apply(client: Any, actions: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def read_all[ItemT](
-    work: Readable[ItemT], partition: str, params: Mapping[str, Any], limit: int
+    work: Readable[ItemT],
+    partition: str,
+    params: Mapping[str, Any],
+    limit: int,
+    cursor: dict[str, Any] | None = None,
 ) -> tuple[list[ItemT], int]:
-    """Every item of a partition, page by page, and the number of pages read. The cursor goes
-    through JSON between pages, as it does on the partition record."""
+    """Every item of a partition from `cursor` (None: the start), page by page, and the number
+    of pages read. The cursor goes through JSON between pages, as it does on the partition record."""
     items: list[ItemT] = []
-    cursor: dict[str, Any] | None = None
     pages = 0
     while True:
         page = work.read(partition, params, cursor, limit)

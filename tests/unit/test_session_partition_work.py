@@ -147,6 +147,25 @@ def test_deleting_while_paging_reads_and_deletes_each_session_once(
     assert _ids(tables) == []
 
 
+def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_a_deleted_session_again(
+    tables: Any, store: DynamoSessionStore, work: SessionPartitionWork
+) -> None:
+    sessions = [SessionRef("t", f"s-{i:03d}", CUTOFF - timedelta(minutes=i % 11)) for i in range(150)]
+    store.start_sessions(sessions)
+    partition = _shard_of(sessions[0])
+    stored_cursor = work.read(partition, _params(), None, 2).cursor
+    assert stored_cursor is not None
+
+    # a worker applies the next page, then dies before storing its cursor
+    page = work.read(partition, _params(), stored_cursor, 4)
+    for session in page.items:
+        assert apply(tables, work.writes(session, _params(), TICK_KEY)) is True
+    resumed, _ = read_all(work, partition, _params(), 4, cursor=stored_cursor)
+
+    assert len(page.items) == 4
+    assert not {s.session_id for s in page.items} & {s.session_id for s in resumed}
+
+
 def test_the_delete_is_a_pynamodb_condition_serialized_the_low_level_way(work: SessionPartitionWork) -> None:
     (action,) = work.writes(SessionRef("t", "s", CUTOFF), _params(), TICK_KEY)
 

@@ -246,3 +246,22 @@ def test_bad_params_and_partitions_are_refused_before_any_read(work: WindowParti
         work.read("0", {"business_date": "tomorrow"}, None, 10)
     with pytest.raises(ValueError, match=r"partition must be a due-index shard '0'..'15', got '16'"):
         work.read("16", PARAMS, None, 10)
+
+
+def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_program_again(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    programs = [Program("t", f"p-{i:03d}", 7, BUSINESS_DATE - timedelta(days=i % 9)) for i in range(150)]
+    store.save_programs(programs)
+    partition = _shard_of(programs[0])
+    stored_cursor = work.read(partition, PARAMS, None, 2).cursor
+    assert stored_cursor is not None
+
+    # a worker applies the next page, then dies before storing its cursor
+    page = work.read(partition, PARAMS, stored_cursor, 4)
+    for program in page.items:
+        assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
+    resumed, _ = read_all(work, partition, PARAMS, 4, cursor=stored_cursor)
+
+    assert len(page.items) == 4
+    assert not {p.program_id for p in page.items} & {p.program_id for p in resumed}
