@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -16,6 +15,7 @@ from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
 from clockless.dynamo import bind_table, is_condition_failure, shard_for
+from clockless.fanout import Page
 from session_cleanup.logic import CleanupRange, SessionRef
 
 # Empty sessions are spread over this many partitions of the sparse index: each GSI partition
@@ -93,12 +93,6 @@ class DynamoSessionStore:
             if is_condition_failure(error):
                 raise LookupError(f"no session {tenant_id}/{session_id}") from None
             raise
-
-
-@dataclass(frozen=True, slots=True)
-class Page[ItemT]:  # stands in for clockless.fanout.Page until the kit lands
-    items: list[ItemT]
-    cursor: dict[str, Any] | None = field(default=None)
 
 
 class SessionPartitionWork:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Final
 
@@ -17,6 +16,7 @@ from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from clockless.dynamo import bind_table, is_condition_failure, shard_for
+from clockless.fanout import Page
 from window_generation.logic import Program, Window, windows_due
 
 STATUS_ACTIVE: Final = "ACTIVE"
@@ -104,12 +104,6 @@ class DynamoProgramStore:
         with ProgramModel.batch_write() as batch:
             for program in programs:
                 batch.save(_program_item(program, active=active))
-
-
-@dataclass(frozen=True, slots=True)
-class Page[ItemT]:  # stands in for clockless.fanout.Page until the kit lands
-    items: list[ItemT]
-    cursor: dict[str, Any] | None = field(default=None)
 
 
 class WindowPartitionWork:
