@@ -34,6 +34,7 @@ from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE
 from clockless_tools.architecture.time_budget import TIME_BUDGET_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.architecture.visibility_covers_timeout import VISIBILITY_COVERS_TIMEOUT_RULE
+from clockless_tools.architecture.work_permissions import WORK_PERMISSIONS_RULE
 from clockless_tools.architecture.work_queue_redrive import WORK_QUEUE_REDRIVE_RULE
 from clockless_tools.architecture.worker_by_kit import WORKER_BY_KIT_RULE
 from clockless_tools.template.loader import TemplateError
@@ -62,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     WORK_QUEUE_REDRIVE_RULE,
     VISIBILITY_COVERS_TIMEOUT_RULE,
     TIME_BUDGET_RULE,
+    WORK_PERMISSIONS_RULE,
 )
 
 

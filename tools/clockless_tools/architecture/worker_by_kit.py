@@ -28,7 +28,7 @@ from clockless_tools.architecture.code import (
 )
 from clockless_tools.architecture.project import KIT_PACKAGE, Project, Rule, SourceFile, Violation
 from clockless_tools.template.model import Function
-from clockless_tools.template.queues import queue_of
+from clockless_tools.template.queues import resource_id
 
 WORKER_BY_KIT: Final = "worker-by-kit"
 WORK_QUEUE_VARIABLE: Final = "WORK_QUEUE_URL"
@@ -68,7 +68,7 @@ def _violation(project: Project, resource: str, message: str, fix: str) -> Viola
 
 
 def _queue_variable(fn: Function) -> str | None:
-    return queue_of(fn.environment.get(WORK_QUEUE_VARIABLE))
+    return resource_id(fn.environment.get(WORK_QUEUE_VARIABLE))
 
 
 def _check_wiring(project: Project, logical_id: str, fn: Function, coordinator: Function | None) -> Iterator[Violation]:
