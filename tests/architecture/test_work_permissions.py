@@ -91,3 +91,14 @@ def test_a_grant_on_an_index_is_not_a_grant_on_its_table(planted: PlantedCopy) -
         resource="WindowGenerationWorkerFunction",
         containing="may not dynamodb:GetItem on LedgerTable",
     )
+
+
+def test_a_whole_arn_written_with_sub_counts_as_a_grant(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "              Resource: !GetAtt LedgerTable.Arn\n",
+        '              Resource: !Sub "${LedgerTable.Arn}"\n',
+        after=NIGHTLY_WORKER,
+    )
+
+    assert planted.violations("work-permissions") == []

@@ -21,6 +21,7 @@ and SAM's SQSPollerPolicy / SQSSendMessagePolicy / DynamoDBCrudPolicy templates.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -46,6 +47,8 @@ _TEMPLATES: Final = {
         ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"),
     ),
 }
+
+_WHOLE_ARN: Final = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
 
 Grants = list[tuple[str, set[str]]]
 
@@ -128,10 +131,18 @@ def _statement_grants(project: Project, statement: Any) -> Grants:
     return [
         (resource, patterns)
         for value in (resources if isinstance(resources, list) else [resources])
-        # A table's index ARN (`${Table.Arn}/index/...`) is not the table.
-        if isinstance(value, Mapping) and "Fn::GetAtt" in value
-        for resource in project.referenced_ids(value)
+        if (resource := _whole_resource(project, value)) is not None
     ]
+
+
+def _whole_resource(project: Project, value: Any) -> str | None:
+    """The resource an ARN names as a whole: `!GetAtt X.Arn` or `!Sub "${X.Arn}"`, not a table's index
+    (`${Table.Arn}/index/...`) or a pattern."""
+    named = resource_id(value)
+    if named is None and isinstance(value, Mapping) and isinstance(value.get("Fn::Sub"), str):
+        match = _WHOLE_ARN.fullmatch(value["Fn::Sub"])
+        named = match.group(1) if match else None
+    return named if named in project.template.resources else None
 
 
 WORK_PERMISSIONS_RULE = Rule(
