@@ -207,3 +207,31 @@ def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: P
         resource="JobTriggerFunction",
         containing="is not made by",
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "resource", "complaint"),
+    [
+        (
+            'WORK_PAGE_SIZE: "490"',
+            'WORK_PAGE_SIZE: "20000"',
+            "SessionCleanupWorkerFunction",
+            "WORK_PAGE_SIZE must be <=",
+        ),
+        ('WORK_CONCURRENCY: "4"', 'WORK_CONCURRENCY: "four"', "SessionCleanupWorkerFunction", "must be an integer"),
+        (
+            "          WORK_DEAD_LETTER_QUEUE_URL: !Ref SessionCleanupWorkDeadLetterQueue\n",
+            "",
+            "SessionCleanupWorkerFunction",
+            "WORK_DEAD_LETTER_QUEUE_URL is not set",
+        ),
+    ],
+    ids=["page-past-the-kits-bound", "concurrency-not-a-number", "no-dead-letter-queue"],
+)
+def test_an_environment_the_kit_would_refuse_is_caught_at_build_time(
+    planted: PlantedCopy, old: str, new: str, resource: str, complaint: str
+) -> None:
+    planted.replace(TEMPLATE, old, new, after="  SessionCleanupWorkerFunction:\n")
+
+    violation = found(planted.violations("worker-by-kit"), file=TEMPLATE, resource=resource, containing=complaint)
+    assert violation.message.startswith("the kit would refuse its environment at the first invocation")
