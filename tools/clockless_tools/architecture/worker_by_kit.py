@@ -277,6 +277,7 @@ def _job_name(project: Project, source: SourceFile, variable: str) -> str | None
 WORKER_BY_KIT_RULE = Rule(
     WORKER_BY_KIT,
     "every function an event source mapping feeds is a kit worker (work.worker of a FanOut over its job), "
-    "declares worker_of, and reads the queue its coordinator's WORK_QUEUE_URL sends to",
+    "declares worker_of, reads the queue its coordinator's WORK_QUEUE_URL sends to, and both have an environment "
+    "the kit's settings accept",
     check_worker_by_kit,
 )
