@@ -1,0 +1,162 @@
+"""The template's AWS::Lambda::EventSourceMapping resources on SQS queues, and the two halves of the
+contract Lambda's SQS poller keeps with a function: the event it sends (the `Records` shape of an
+SQS event) and how it reads the answer (`ReportBatchItemFailures`).
+
+Lambda's rules for the answer (the Lambda developer guide, "Handling errors for an SQS event
+source"): without `ReportBatchItemFailures` any return is a success for the whole batch; with it,
+no answer, an empty object or an empty/null `batchItemFailures` is a success, each listed
+`itemIdentifier` a failure of that message, and anything it cannot read (not an object, an entry
+without a string `itemIdentifier`, an empty one, one that names no message of the batch) fails
+the whole batch. A function error fails the whole batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from clockless_tools.local.queues import QUEUE_TYPE, QueueSpec, queue_specs
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.model import Template
+
+MAPPING_TYPE: Final = "AWS::Lambda::EventSourceMapping"
+REPORT_BATCH_ITEM_FAILURES: Final = "ReportBatchItemFailures"
+# Lambda's default BatchSize for an SQS source, and the most one receive returns.
+DEFAULT_SQS_BATCH_SIZE: Final = 10
+_FUNCTION_TYPES: Final = ("AWS::Serverless::Function", "AWS::Lambda::Function")
+
+
+@dataclass(frozen=True)
+class SqsEventSource:
+    """One event source mapping from an SQS queue of the template to a function of the template."""
+
+    logical_id: str
+    function_id: str
+    queue: QueueSpec
+    batch_size: int = DEFAULT_SQS_BATCH_SIZE
+    report_batch_item_failures: bool = False
+    maximum_concurrency: int | None = None
+    enabled: bool = True
+
+
+def _target(value: Any) -> str | None:
+    """The logical id a `!Ref X`, `!GetAtt X.Arn` or `!Sub ${X.Arn}` names (None for anything else)."""
+    if not (isinstance(value, Mapping) and len(value) == 1):
+        return None
+    ((name, argument),) = value.items()
+    if name == "Ref" and isinstance(argument, str):
+        return argument
+    if name == "Fn::GetAtt":
+        parts = argument if isinstance(argument, list) else str(argument).split(".")
+        return str(parts[0]) if len(parts) == 2 and parts[1] == "Arn" else None
+    if name == "Fn::Sub" and isinstance(argument, str) and argument.startswith("${") and argument.endswith("}"):
+        return argument[2:-1].removesuffix(".Arn")
+    return None
+
+
+def _referenced(logical_id: str, field: str, value: Any, template: Template, types: Sequence[str]) -> str:
+    """The logical id `value` names, when that resource has one of `types`; else a clear error."""
+    target = _target(value)
+    if target is not None and (template.resources.get(target) or {}).get("Type") in types:
+        return target
+    raise TemplateError(
+        f"{logical_id}: {field} must name a {' or '.join(types)} of the template (!Ref or !GetAtt .Arn), not {value!r}"
+    )
+
+
+def _whole(logical_id: str, field: str, value: Any, *, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+        raise TemplateError(f"{logical_id}: {field} must be a whole number, not {value!r}")
+    number = int(value)
+    if not low <= number <= high:
+        raise TemplateError(f"{logical_id}: {field} {number} is outside {low}..{high}")
+    return number
+
+
+def sqs_event_sources(template: Template, names: LocalNames = LocalNames()) -> list[SqsEventSource]:
+    """Every event source mapping whose source is a queue of the template (others are not emulated)."""
+    queues = queue_specs(template, names)
+    found = []
+    for logical_id, resource in sorted(template.resources_of_type(MAPPING_TYPE).items()):
+        properties = resource.get("Properties") or {}
+        source = properties.get("EventSourceArn")
+        source_type = (template.resources.get(_target(source) or "") or {}).get("Type")
+        if source_type is not None and source_type != QUEUE_TYPE:
+            continue  # a stream or another engine: not emulated
+        queue_id = _referenced(logical_id, "EventSourceArn", source, template, (QUEUE_TYPE,))
+        function_id = _referenced(logical_id, "FunctionName", properties.get("FunctionName"), template, _FUNCTION_TYPES)
+        scaling = properties.get("ScalingConfig") or {}
+        concurrency = scaling.get("MaximumConcurrency") if isinstance(scaling, Mapping) else None
+        enabled = resolve(properties.get("Enabled", True), template, names)
+        found.append(
+            SqsEventSource(
+                logical_id=logical_id,
+                function_id=function_id,
+                queue=queues[queue_id],
+                batch_size=_whole(
+                    logical_id, "BatchSize", properties.get("BatchSize", DEFAULT_SQS_BATCH_SIZE), low=1, high=10000
+                ),
+                report_batch_item_failures=REPORT_BATCH_ITEM_FAILURES
+                in (properties.get("FunctionResponseTypes") or []),
+                maximum_concurrency=None
+                if concurrency is None
+                else _whole(logical_id, "ScalingConfig.MaximumConcurrency", concurrency, low=2, high=1000),
+                enabled=str(enabled).lower() != "false",
+            )
+        )
+    return found
+
+
+def sqs_record(message: Mapping[str, Any], *, queue_arn: str, region: str) -> dict[str, Any]:
+    """A received SQS message as a record of the SQS event Lambda sends."""
+    attributes = {
+        name: str(value)
+        for name, value in (message.get("Attributes") or {}).items()
+        if name not in ("AWSTraceHeader",) or value
+    }
+    message_attributes = {
+        name: {
+            "stringValue": value.get("StringValue"),
+            "binaryValue": value.get("BinaryValue"),
+            "stringListValues": list(value.get("StringListValues") or []),
+            "binaryListValues": list(value.get("BinaryListValues") or []),
+            "dataType": value.get("DataType"),
+        }
+        for name, value in (message.get("MessageAttributes") or {}).items()
+    }
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": attributes,
+        "messageAttributes": message_attributes,
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": region,
+    }
+
+
+def failed_message_ids(
+    response: Any, message_ids: Sequence[str], *, report_batch_item_failures: bool
+) -> tuple[set[str], str | None]:
+    """The messages of a batch Lambda leaves on the queue after the function returned `response`,
+    and why the whole batch counts as failed when it does (None otherwise)."""
+    if not report_batch_item_failures or response is None:
+        return set(), None
+    if not isinstance(response, Mapping):
+        return set(message_ids), f"the answer is not an object but {type(response).__name__}"
+    failures = response.get("batchItemFailures")
+    if not failures:
+        return set(), None
+    if not isinstance(failures, list):
+        return set(message_ids), "batchItemFailures is not a list"
+    failed = set()
+    for entry in failures:
+        identifier = entry.get("itemIdentifier") if isinstance(entry, Mapping) else None
+        if not isinstance(identifier, str) or not identifier or identifier not in message_ids:
+            return set(message_ids), f"batchItemFailures entry {entry!r} names no message of the batch"
+        failed.add(identifier)
+    return failed, None
