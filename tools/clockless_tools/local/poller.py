@@ -257,3 +257,32 @@ class SqsPoller:
                 QueueUrl=url,
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
             )
+
+
+def describe_drain(invocations: Sequence[Invocation], poller: SqsPoller) -> list[str]:
+    """One line per drained queue: messages, invocations, failures, and where the failed ones are."""
+    lines = []
+    for source in poller.sources:
+        mine = [i for i in invocations if i.mapping == source.logical_id]
+        if not mine:
+            continue
+        failed = sum(len(i.failed) for i in mine)
+        errors = sum(1 for i in mine if i.outcome == OUTCOME_ERROR)
+        line = (
+            f"{source.queue.logical_id} -> {source.function_id}: {sum(len(i.messages) for i in mine)} message(s) "
+            f"in {len(mine)} invocation(s)"
+        )
+        if failed:
+            redrive = (
+                f", then to {source.queue.dead_letter_queue} after {source.queue.max_receive_count} receives"
+                if source.queue.dead_letter_queue
+                else ""
+            )
+            line += (
+                f"; {failed} message(s) failed ({errors} function error(s)): back on the queue after its "
+                f"visibility timeout ({source.queue.visibility_timeout} s){redrive}"
+            )
+        else:
+            line += ", all done"
+        lines.append(line)
+    return lines

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
+from clockless_tools.local.poller import SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
 from clockless_tools.template.events import schedule_arn
@@ -95,6 +96,11 @@ class LocalTarget:
                 result = self.runtime.invoke(function.logical_id, event)
             except Exception as error:  # the function's own failure, reported as Lambda reports it
                 raise OperationError(f"{function.logical_id} failed: {type(error).__name__}: {error}") from error
+            # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them.
+            poller = SqsPoller(self.runtime, self.endpoint, self.names)
+            invocations = poller.drain()
+        for line in describe_drain(invocations, poller):
+            print(f"drained {line}", file=sys.stderr)
         return dict(result)
 
     def schedule_arn(self, job: str) -> str | None:
