@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol
 from clockless import OUTCOME_DUPLICATE, OUTCOME_EXECUTED, OUTCOME_IN_PROGRESS, format_scheduled_time
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import FaultInjector, InjectedFault
+from clockless_tools.simulate.workers import WorkerDriver, WorkerRecord
 from clockless_tools.template.events import Attempt, render_input, schedule_arn, stable_uuid
 from clockless_tools.template.model import Schedule, Template
 
@@ -44,6 +45,9 @@ P_BURST: Final = 0.2
 P_LATE: Final = 0.15
 # The answer to one of the first attempt's requests (the kit's included) is lost and resent.
 P_LOST_ANSWER: Final = 0.3
+# A fanned-out tick's work message meets a worker fault on its first receive (every one of the
+# showcase tick's does).
+P_WORKER_FAULT: Final = 0.1
 MAX_LOST_ANSWER_AT: Final = 6
 MAX_BURST: Final = 8
 RETRY_BACKOFF: Final = timedelta(seconds=60)
@@ -89,6 +93,8 @@ class TickPlan:
     retries: RetryPolicy | None = None
     # the first attempt's request (counting all, the claim is 1) whose answer is lost and resent
     lose_answer: int | None = None
+    # chance that a work message of this tick meets a worker fault (`simulate.workers`)
+    worker_fault_rate: float = 0.0
 
     @property
     def key(self) -> str:
@@ -169,6 +175,7 @@ def plan_deliveries(
                     lose_answer=(
                         1 if full else (rng.randint(1, MAX_LOST_ANSWER_AT) if rng.random() < P_LOST_ANSWER else None)
                     ),
+                    worker_fault_rate=1.0 if full else P_WORKER_FAULT,
                 )
             )
     plans.sort(key=lambda plan: (plan.scheduled_time, plan.job))
@@ -229,6 +236,7 @@ class DeliveryEngine:
         *,
         progress: Callable[[int, int], None] = lambda _done, _queued: None,
         took_effect: Callable[[TickPlan, DeliveryRecord], None] = lambda _plan, _record: None,
+        workers: WorkerDriver | None = None,
     ) -> None:
         self.template = template
         self.runtime = runtime
@@ -240,6 +248,9 @@ class DeliveryEngine:
         self._sequence = 0
         self._rounds = 0
         self._effective: set[str] = set()
+        # The fanned-out ticks' workers, drained after each round and when a message comes back.
+        self.workers = workers if workers is not None and workers.active else None
+        self.worker_records: list[WorkerRecord] = []
 
     def _push(
         self, at: datetime, plan: TickPlan, *, kind: str, attempt: int, chain: str, retry_number: int = 0
@@ -251,6 +262,8 @@ class DeliveryEngine:
         """Deliver the plans (and the retries their failures call for) in simulated-time order.
         May be called again with more plans; rounds keep counting across calls."""
         for plan in plans:
+            if self.workers is not None:
+                self.workers.fault_rates[plan.key] = plan.worker_fault_rate
             self._push(plan.first_at, plan, kind=KIND_TICK, attempt=1, chain=KIND_TICK)
             if plan.burst > 1 and (1 in plan.fail_after or plan.lose_answer is not None):
                 # An armed delivery is always alone in its round: the copies come a little later.
@@ -261,9 +274,14 @@ class DeliveryEngine:
                 self._push(plan.late_at, plan, kind=KIND_LATE, attempt=2 + len(plan.fail_after), chain=KIND_LATE)
         records: list[DeliveryRecord] = []
         with ThreadPoolExecutor(max_workers=MAX_BURST) as pool:
-            while self._queue:
+            while self._queue or self._wake() is not None:
+                wake = self._wake()
+                if wake is not None and (not self._queue or wake < self._queue[0].at):
+                    self._drain(wake)  # a message left in flight is visible again
+                    continue
                 current = heapq.heappop(self._queue)
                 delivered = self._deliver_round(pool, current, self._rounds)
+                self._drain(current.at)
                 self._rounds += 1
                 records.extend(delivered)
                 for record in delivered:
@@ -272,6 +290,14 @@ class DeliveryEngine:
                         self.took_effect(current.plan, record)
                 self.progress(self._rounds, len(self._queue))
         return records
+
+    def _wake(self) -> datetime | None:
+        return None if self.workers is None else self.workers.next_wake()
+
+    def _drain(self, at: datetime) -> None:
+        if self.workers is not None:
+            self.clock.move_to(at, tick=False)
+            self.worker_records.extend(self.workers.drain(at))
 
     def _events(self, current: _Round) -> list[tuple[str, dict[str, Any], int | None, int | None]]:
         plan = current.plan
