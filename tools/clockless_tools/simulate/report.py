@@ -18,7 +18,7 @@ from clockless_tools.simulate.engine import (
     DeliveryRecord,
     TickPlan,
 )
-from clockless_tools.simulate.fanout import WorkerReport, worker_report
+from clockless_tools.simulate.fanout import WorkerReport, worker_functions, worker_report
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
 from clockless_tools.simulate.workers import WorkerRecord
@@ -32,12 +32,14 @@ def bookkeeping_tables(template: Template) -> set[str]:
 
 
 def job_tables(template: Template, function_id: str) -> list[str]:
-    """The domain tables a function's environment names (`!Ref <Table>`): where its effects land."""
+    """The domain tables the job's function and its workers name in their environment (`!Ref <Table>`):
+    where its effects land."""
     domain = template.tables.keys() - bookkeeping_tables(template)
     found = []
-    for value in template.function(function_id).environment.values():
-        if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
-            found.append(value["Ref"])
+    for function in [function_id, *worker_functions(template, function_id)]:
+        for value in template.function(function).environment.values():
+            if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
+                found.append(value["Ref"])
     return found
 
 

@@ -116,8 +116,10 @@ class WorkerDriver:
         self.poller.release_due()
         return [self._record(invocation, at) for invocation in self.poller.drain()]
 
-    def choose(self, messages: Sequence[Message]) -> str | None:
-        """The fault a batch meets: decided by its first message's body and receive count."""
+    def choose(self, messages: Sequence[Message]) -> tuple[str, int] | None:
+        """The fault a batch meets and at which of its requests: decided by its first message's
+        body and receive count. A tick whose every message meets one (the showcase) meets it at
+        the first request, so it fires whatever the worker sends."""
         first = messages[0]
         job, scheduled_time = _tick_of(first)
         rate = self.fault_rates.get(f"{job}@{scheduled_time}", 0.0)
@@ -125,16 +127,15 @@ class WorkerDriver:
             return None
         digest = hashlib.sha256(first.body.encode()).hexdigest()
         rng = random.Random(f"{self.seed}/{digest}")  # noqa: S311 - reproducible, not secret
-        return rng.choice(WORKER_FAULTS) if rng.random() < rate else None
-
-    def _fault_at(self, messages: Sequence[Message]) -> int:
-        digest = hashlib.sha256(messages[0].body.encode()).hexdigest()
-        return random.Random(f"{self.seed}/{digest}/at").randint(1, MAX_FAULT_AT)  # noqa: S311
+        if rng.random() >= rate:
+            return None
+        return rng.choice(WORKER_FAULTS), 1 if rate >= 1 else rng.randint(1, MAX_FAULT_AT)
 
     def _invoke(self, function_id: str, event: dict[str, Any], messages: Sequence[Message]) -> tuple[Any, Any]:
-        fault = self.choose(messages)
-        if fault is None:
+        chosen = self.choose(messages)
+        if chosen is None:
             return self.runtime.call(function_id, event), None
+        fault, at = chosen
         injected = self._injected[messages[0].message_id] = _Injected(fault)
         if fault == FAULT_DUPLICATE:
             with ThreadPoolExecutor(max_workers=2) as pool:
@@ -146,7 +147,6 @@ class WorkerDriver:
                     injected.copy_outcome = f"{type(error).__name__}: {error}"
                 injected.fired = True
                 return first.result(), None
-        at = self._fault_at(messages)
         if fault == FAULT_LOST_ANSWER:
             self.injector.arm(None, lost_answers=(at,), every_thread=True)
         else:
