@@ -109,6 +109,27 @@ def sqs_event_sources(template: Template, names: LocalNames = LocalNames()) -> l
     return found
 
 
+def fed_by(template: Template, function_id: str) -> list[SqsEventSource]:
+    """The mappings from the queues a function's environment names (`!Ref <Queue>`): how the work
+    it sends reaches its workers."""
+    environment = template.function(function_id).environment.values()
+    queues = {value["Ref"] for value in environment if isinstance(value, Mapping) and "Ref" in value}
+    return [source for source in sqs_event_sources(template) if source.queue.logical_id in queues]
+
+
+def worker_functions(template: Template, function_id: str) -> list[str]:
+    """The functions fed by the queues a function names, and by the queues those name in turn:
+    a fanned-out job's workers."""
+    found: list[str] = []
+    pending = [function_id]
+    while pending:
+        for source in fed_by(template, pending.pop()):
+            if source.function_id not in found and source.function_id != function_id:
+                found.append(source.function_id)
+                pending.append(source.function_id)
+    return found
+
+
 def sqs_record(message: Mapping[str, Any], *, queue_arn: str, region: str) -> dict[str, Any]:
     """A received SQS message as a record of the SQS event Lambda sends."""
     attributes = {

@@ -65,6 +65,19 @@ class JobTarget(Protocol):
         """The CloudWatch client and the names of the alarms that watch the job's succeeded ticks."""
         ...
 
+    def sqs(self) -> Any:
+        """An SQS client for the target's queues."""
+        ...
+
+    def queue_url(self, logical_id: str) -> str:
+        """The URL of one of the template's queues, or an OperationError saying it is not there."""
+        ...
+
+    def drain(self) -> list[str]:
+        """Run the workers on what their queues hold, where nothing else would (the local runtime);
+        one line per queue drained."""
+        ...
+
 
 def _retention_seconds(template: Template) -> int:
     return int(template.parameter_default("LedgerRetentionDays")) * 86400
@@ -96,12 +109,16 @@ class LocalTarget:
                 result = self.runtime.invoke(function.logical_id, event)
             except Exception as error:  # the function's own failure, reported as Lambda reports it
                 raise OperationError(f"{function.logical_id} failed: {type(error).__name__}: {error}") from error
-            # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them.
-            poller = SqsPoller(self.runtime, self.endpoint, self.names)
-            invocations = poller.drain()
-        for line in describe_drain(invocations, poller):
+        # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them.
+        for line in self.drain():
             print(f"drained {line}", file=sys.stderr)
         return dict(result)
+
+    def drain(self) -> list[str]:
+        with contextlib.redirect_stdout(sys.stderr):
+            poller = SqsPoller(self.runtime, self.endpoint, self.names)
+            invocations = poller.drain()
+        return describe_drain(invocations, poller)
 
     def schedule_arn(self, job: str) -> str | None:
         return schedule_arn(self.template.jobs[job], self.names)
@@ -117,6 +134,18 @@ class LocalTarget:
 
     def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
         return None, []  # the local runtime has no alarms
+
+    def sqs(self) -> Any:
+        return local_client("sqs", self.endpoint)
+
+    def queue_url(self, logical_id: str) -> str:
+        client = self.sqs()
+        try:
+            return str(client.get_queue_url(QueueName=logical_id)["QueueUrl"])
+        except client.exceptions.QueueDoesNotExist:
+            raise OperationError(
+                f"the local runtime has no queue {logical_id}: `make local-up` creates the template's queues"
+            ) from None
 
 
 class StackTarget:
@@ -226,6 +255,17 @@ class StackTarget:
     def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
         names = [self.physical[i] for i in dead_man_alarm_ids(self.template, job) if i in self.physical]
         return self._session.client("cloudwatch"), names
+
+    def sqs(self) -> Any:
+        return self._session.client("sqs")
+
+    def drain(self) -> list[str]:
+        return []  # Lambda's own pollers run the workers
+
+    def queue_url(self, logical_id: str) -> str:
+        if logical_id not in self.physical:
+            raise OperationError(f"{self.description} has no {logical_id}: deploy the current template.yaml first")
+        return str(self.physical[logical_id])  # a queue's physical id is its URL
 
     def _deployed_parameters(self) -> dict[str, str]:
         """The stack's parameter values, over the template's defaults."""

@@ -9,7 +9,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from clockless_tools.local.event_sources import sqs_event_sources
 from clockless_tools.local.poller import OUTCOME_DONE
 from clockless_tools.simulate.snapshot import Item, Snapshot, plain
 from clockless_tools.simulate.workers import WORKER_FAULTS, WorkerRecord
@@ -52,26 +51,6 @@ class WorkerReport:
             "ticks_complete": self.ticks_complete,
             "ledger_differences": self.ledger_differences,
         }
-
-
-def worker_functions(template: Template, function_id: str) -> list[str]:
-    """The functions fed (through SQS event source mappings) by the queues a function's environment
-    names, and by the queues those name in turn: a job's workers."""
-    sources = sqs_event_sources(template)
-    found: list[str] = []
-    pending = [function_id]
-    while pending:
-        environment = template.function(pending.pop()).environment.values()
-        queues = {value["Ref"] for value in environment if isinstance(value, Mapping) and "Ref" in value}
-        for source in sources:
-            if (
-                source.queue.logical_id in queues
-                and source.function_id not in found
-                and source.function_id != function_id
-            ):
-                found.append(source.function_id)
-                pending.append(source.function_id)
-    return found
 
 
 def fanned_out_entries(snapshot: Snapshot, template: Template, job: str) -> dict[str, dict[str, Any]]:

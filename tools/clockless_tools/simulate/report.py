@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from clockless import OUTCOME_EXECUTED, format_scheduled_time
+from clockless_tools.local.event_sources import worker_functions
 from clockless_tools.simulate.engine import (
     KINDS,
     OUTCOME_FAILED,
@@ -18,7 +19,7 @@ from clockless_tools.simulate.engine import (
     DeliveryRecord,
     TickPlan,
 )
-from clockless_tools.simulate.fanout import WorkerReport, worker_functions, worker_report
+from clockless_tools.simulate.fanout import WorkerReport, worker_report
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
 from clockless_tools.simulate.workers import WorkerRecord
