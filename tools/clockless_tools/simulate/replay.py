@@ -42,8 +42,9 @@ from clockless_tools.local.poller import SqsPoller
 from clockless_tools.local.queues import create_queues, queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.seed import SeedPlan, seed_demo_tables
-from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord, TickPlan
+from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
+from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
 from clockless_tools.simulate.workers import WorkerDriver
 from clockless_tools.template.intrinsics import LocalNames

@@ -17,9 +17,9 @@ from clockless_tools.simulate.engine import (
     SUPPRESSED,
     TOOK_EFFECT,
     DeliveryRecord,
-    TickPlan,
 )
 from clockless_tools.simulate.fanout import WorkerReport, worker_report
+from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
 from clockless_tools.simulate.workers import WorkerRecord

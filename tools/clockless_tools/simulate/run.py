@@ -22,11 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from clockless_tools.local.seed import SeedPlan
-from clockless_tools.simulate.engine import (
-    DeliveryRecord,
-    delivered_once,
-    plan_deliveries,
-)
+from clockless_tools.simulate.engine import DeliveryRecord
+from clockless_tools.simulate.plan import delivered_once, plan_deliveries
 from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
 from clockless_tools.simulate.request import Note, Progress, SimulationError, SimulationRequest
 from clockless_tools.simulate.workers import WorkerRecord
