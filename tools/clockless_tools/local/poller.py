@@ -105,6 +105,9 @@ class SqsPoller:
     clock: Callable[[], float] = time.time
     invoke: Invoke | None = None
     concurrency: int = DEFAULT_CONCURRENCY
+    # False: a wave's batches are invoked one after another (a caller that injects faults into
+    # whatever the invocation sends, from any thread), still received together.
+    parallel: bool = True
     sources: list[SqsEventSource] = field(init=False)
     _in_flight: dict[str, _InFlight] = field(init=False, default_factory=dict)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -178,11 +181,12 @@ class SqsPoller:
             batches = list(self._batches(source))
             if not batches:
                 continue
-            with (
-                self.runtime.function_environment(source.function_id),
-                ThreadPoolExecutor(max_workers=len(batches)) as pool,
-            ):
-                invocations.extend(pool.map(functools.partial(self._invoke, source), batches))
+            with self.runtime.function_environment(source.function_id):
+                if not self.parallel:
+                    invocations.extend(self._invoke(source, batch) for batch in batches)
+                    continue
+                with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+                    invocations.extend(pool.map(functools.partial(self._invoke, source), batches))
         return invocations
 
     def _batches(self, source: SqsEventSource) -> Iterator[list[dict[str, Any]]]:

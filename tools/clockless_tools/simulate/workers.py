@@ -99,7 +99,9 @@ class WorkerDriver:
         self.seed = seed
         # tick key -> chance that a message of that tick meets a fault on its first receive
         self.fault_rates: dict[str, float] = {}
-        self.poller = SqsPoller(runtime, endpoint, names, invoke=self._invoke, concurrency=1)
+        # A receive brings up to ten messages; their invocations run one at a time, so a fault armed
+        # for every thread meets only the invocation it is meant for.
+        self.poller = SqsPoller(runtime, endpoint, names, invoke=self._invoke, concurrency=10, parallel=False)
         self._injected: dict[str, _Injected] = {}
 
     @property
