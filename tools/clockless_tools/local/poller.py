@@ -175,18 +175,21 @@ class SqsPoller:
                 )
 
     def poll(self) -> list[Invocation]:
-        """One wave: each mapping's visible messages, a batch per invocation, batches concurrently."""
+        """One wave: each mapping's visible messages, a batch per invocation, batches concurrently;
+        then the messages their answers reported done are deleted (together, ten per request)."""
         invocations: list[Invocation] = []
         for source in self.sources:
             batches = list(self._batches(source))
             if not batches:
                 continue
             with self.runtime.function_environment(source.function_id):
-                if not self.parallel:
-                    invocations.extend(self._invoke(source, batch) for batch in batches)
-                    continue
-                with ThreadPoolExecutor(max_workers=len(batches)) as pool:
-                    invocations.extend(pool.map(functools.partial(self._invoke, source), batches))
+                if self.parallel:
+                    with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+                        results = list(pool.map(functools.partial(self._invoke, source), batches))
+                else:
+                    results = [self._invoke(source, batch) for batch in batches]
+            self._delete(self._urls[source.queue.logical_id], [m for _, done in results for m in done])
+            invocations.extend(invocation for invocation, _ in results)
         return invocations
 
     def _batches(self, source: SqsEventSource) -> Iterator[list[dict[str, Any]]]:
@@ -209,7 +212,10 @@ class SqsPoller:
         for start in range(0, len(received), source.batch_size):
             yield received[start : start + source.batch_size]
 
-    def _invoke(self, source: SqsEventSource, batch: list[dict[str, Any]]) -> Invocation:
+    def _invoke(
+        self, source: SqsEventSource, batch: list[dict[str, Any]]
+    ) -> tuple[Invocation, list[dict[str, Any]]]:
+        """Invoke the function with one batch; what became of it, and the messages to delete."""
         queue = source.queue
         url = self._urls[queue.logical_id]
         arn = str(resolve({"Fn::GetAtt": [queue.logical_id, "Arn"]}, self.runtime.template, self.names))
@@ -234,16 +240,13 @@ class SqsPoller:
             failed, error = failed_message_ids(
                 response, ids, report_batch_item_failures=source.report_batch_item_failures
             )
-        done = [m for m in batch if m["MessageId"] not in failed]
-        if done:
-            self._delete(url, done)
         visible_at = self.clock() + queue.visibility_timeout
         with self._lock:
             for message in batch:
                 if message["MessageId"] in failed:
                     self._in_flight[message["ReceiptHandle"]] = _InFlight(url, visible_at)
         outcome = OUTCOME_DONE if not failed else OUTCOME_ERROR if error else OUTCOME_PARTIAL
-        return Invocation(
+        invocation = Invocation(
             mapping=source.logical_id,
             function_id=source.function_id,
             queue=queue.logical_id,
@@ -253,6 +256,7 @@ class SqsPoller:
             error=error,
             detail=detail,
         )
+        return invocation, [m for m in batch if m["MessageId"] not in failed]
 
     def _delete(self, url: str, messages: Sequence[Mapping[str, Any]]) -> None:
         for start in range(0, len(messages), _RECEIVE_MAX):
