@@ -103,3 +103,23 @@ def test_a_job_without_a_work_queue_or_an_unknown_job_is_refused_in_one_line(
     assert unknown.stderr == "error: unknown job 'nightly'; template.yaml schedules: producer\n"
     with pytest.raises(OperationError, match="counter does not fan out: CounterFunction names no queue"):
         work_queues(Template.load(BROKEN_JOBS), "counter")
+
+
+def test_invoke_runs_the_workers_of_what_the_function_sent_unless_told_not_to(
+    fanout: Any, dynamodb_endpoint: str, tmp_path: Any
+) -> None:
+    event = tmp_path / "tick.json"
+    event.write_text(json.dumps({"job": "producer", "scheduled_time": TICK}), encoding="utf-8")
+    command = ["invoke", "ProducerFunction", "-e", str(event), "--template", str(FANOUT)]
+
+    held = CliRunner().invoke(app, [*command, "--endpoint", dynamodb_endpoint, "--no-drain"])
+    drained = CliRunner().invoke(app, [*command, "--endpoint", dynamodb_endpoint])
+
+    assert held.exit_code == 0, held.stderr
+    assert json.loads(held.stdout) == {"sent": 3}
+    assert "drained" not in held.stderr
+    assert drained.exit_code == 0, drained.stderr
+    # Both invocations' messages (the producer is not idempotent), each applied once by the worker.
+    assert "drained WorkQueue -> WorkerFunction: 6 message(s) in 6 invocation(s), all done" in drained.stderr
+    items = dynamodb_client(dynamodb_endpoint).scan(TableName="ItemsTable")["Items"]
+    assert sorted(item["id"]["S"] for item in items) == [f"{TICK}#{i}" for i in range(3)]
