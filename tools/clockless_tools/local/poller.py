@@ -115,7 +115,15 @@ class SqsPoller:
     def __post_init__(self) -> None:
         self.sources = [s for s in sqs_event_sources(self.runtime.template, self.names) if s.enabled]
         self._client = sqs_client(self.endpoint)
-        self._urls = {s.queue.logical_id: queue_url(self._client, s.queue.logical_id) for s in self.sources}
+        self._urls = {}
+        for source in self.sources:
+            try:
+                self._urls[source.queue.logical_id] = queue_url(self._client, source.queue.logical_id)
+            except self._client.exceptions.QueueDoesNotExist:
+                raise DrainError(
+                    f"the server at {self.endpoint} has no queue {source.queue.logical_id}: run `make local-up` "
+                    "again, it creates the template's new tables and queues on the running server"
+                ) from None
 
     # ------------------------------------------------------------------------------ time
     def next_visible_at(self) -> float | None:

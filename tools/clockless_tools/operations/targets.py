@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
-from clockless_tools.local.poller import SqsPoller, describe_drain
+from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
 from clockless_tools.template.events import schedule_arn
@@ -115,9 +115,12 @@ class LocalTarget:
         return dict(result)
 
     def drain(self) -> list[str]:
-        with contextlib.redirect_stdout(sys.stderr):
-            poller = SqsPoller(self.runtime, self.endpoint, self.names)
-            invocations = poller.drain()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                poller = SqsPoller(self.runtime, self.endpoint, self.names)
+                invocations = poller.drain()
+        except (DrainError, TemplateError) as error:
+            raise OperationError(str(error)) from None
         return describe_drain(invocations, poller)
 
     def schedule_arn(self, job: str) -> str | None:
