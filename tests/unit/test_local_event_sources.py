@@ -71,7 +71,8 @@ def test_lambdas_defaults_apply_when_the_mapping_leaves_them_out() -> None:
 @pytest.mark.parametrize(
     ("mapping", "message"),
     [
-        ({"FunctionName": "worker-by-name"}, "Mapping: FunctionName must name a AWS::Serverless::Function"),
+        ({"FunctionName": "worker-by-name"}, "Mapping: FunctionName must name a function of the template"),
+        ({"EventSourceArn": "arn:aws:sqs:us-east-1:1:elsewhere"}, "Mapping: EventSourceArn must be !GetAtt <Queue>"),
         ({"BatchSize": 0}, "Mapping: BatchSize 0 is outside 1..10000"),
         ({"BatchSize": "ten"}, "Mapping: BatchSize must be a whole number, not 'ten'"),
         (
@@ -92,7 +93,9 @@ def test_a_redrive_policy_must_name_a_queue_of_the_template() -> None:
         "maxReceiveCount": 5,
     }
 
-    with pytest.raises(TemplateError, match=r"WorkQueue: RedrivePolicy\.deadLetterTargetArn must be !GetAtt"):
+    with pytest.raises(
+        TemplateError, match=r"WorkQueue: RedrivePolicy needs deadLetterTargetArn: !GetAtt <Queue>\.Arn"
+    ):
         queue_specs(template)
 
 

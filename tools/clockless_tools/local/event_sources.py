@@ -16,15 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless_tools.local.queues import QUEUE_TYPE, QueueSpec, queue_specs
-from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.local.queues import QueueSpec, queue_specs
+from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
+from clockless_tools.template.queues import DEFAULT_SQS_BATCH_SIZE, QUEUE_TYPE
 
-MAPPING_TYPE: Final = "AWS::Lambda::EventSourceMapping"
 REPORT_BATCH_ITEM_FAILURES: Final = "ReportBatchItemFailures"
-# Lambda's default BatchSize for an SQS source, and the most one receive returns.
-DEFAULT_SQS_BATCH_SIZE: Final = 10
 _FUNCTION_TYPES: Final = ("AWS::Serverless::Function", "AWS::Lambda::Function")
 
 
@@ -41,35 +39,10 @@ class SqsEventSource:
     enabled: bool = True
 
 
-def _target(value: Any) -> str | None:
-    """The logical id a `!Ref X`, `!GetAtt X.Arn` or `!Sub ${X.Arn}` names (None for anything else)."""
-    if not (isinstance(value, Mapping) and len(value) == 1):
-        return None
-    ((name, argument),) = value.items()
-    if name == "Ref" and isinstance(argument, str):
-        return argument
-    if name == "Fn::GetAtt":
-        parts = argument if isinstance(argument, list) else str(argument).split(".")
-        return str(parts[0]) if len(parts) == 2 and parts[1] == "Arn" else None
-    if name == "Fn::Sub" and isinstance(argument, str) and argument.startswith("${") and argument.endswith("}"):
-        return argument[2:-1].removesuffix(".Arn")
-    return None
-
-
-def _referenced(logical_id: str, field: str, value: Any, template: Template, types: Sequence[str]) -> str:
-    """The logical id `value` names, when that resource has one of `types`; else a clear error."""
-    target = _target(value)
-    if target is not None and (template.resources.get(target) or {}).get("Type") in types:
-        return target
-    raise TemplateError(
-        f"{logical_id}: {field} must name a {' or '.join(types)} of the template (!Ref or !GetAtt .Arn), not {value!r}"
-    )
-
-
-def _whole(logical_id: str, field: str, value: Any, *, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+def _bounded(logical_id: str, field: str, value: Any, number: int | None, *, low: int, high: int) -> int:
+    """A whole number the poller can follow, or a clear error naming the field."""
+    if number is None:
         raise TemplateError(f"{logical_id}: {field} must be a whole number, not {value!r}")
-    number = int(value)
     if not low <= number <= high:
         raise TemplateError(f"{logical_id}: {field} {number} is outside {low}..{high}")
     return number
@@ -79,31 +52,44 @@ def sqs_event_sources(template: Template, names: LocalNames = LocalNames()) -> l
     """Every event source mapping whose source is a queue of the template (others are not emulated)."""
     queues = queue_specs(template, names)
     found = []
-    for logical_id, resource in sorted(template.resources_of_type(MAPPING_TYPE).items()):
-        properties = resource.get("Properties") or {}
-        source = properties.get("EventSourceArn")
-        source_type = (template.resources.get(_target(source) or "") or {}).get("Type")
-        if source_type is not None and source_type != QUEUE_TYPE:
+    for logical_id, mapping in sorted(template.event_source_mappings.items()):
+        properties = mapping.properties
+        source = mapping.source
+        if source is not None and (template.resources.get(source) or {}).get("Type") not in (None, QUEUE_TYPE):
             continue  # a stream or another engine: not emulated
-        queue_id = _referenced(logical_id, "EventSourceArn", source, template, (QUEUE_TYPE,))
-        function_id = _referenced(logical_id, "FunctionName", properties.get("FunctionName"), template, _FUNCTION_TYPES)
-        scaling = properties.get("ScalingConfig") or {}
-        concurrency = scaling.get("MaximumConcurrency") if isinstance(scaling, Mapping) else None
-        enabled = resolve(properties.get("Enabled", True), template, names)
+        if source not in queues:
+            raise TemplateError(
+                f"{logical_id}: EventSourceArn must be !GetAtt <Queue>.Arn of a queue of the template, "
+                f"not {properties.get('EventSourceArn')!r}"
+            )
+        function = mapping.function
+        if (template.resources.get(function or "") or {}).get("Type") not in _FUNCTION_TYPES:
+            raise TemplateError(
+                f"{logical_id}: FunctionName must name a function of the template (!Ref or !GetAtt .Arn), "
+                f"not {properties.get('FunctionName')!r}"
+            )
+        scaling = properties.get("ScalingConfig")
+        concurrency = None
+        if isinstance(scaling, Mapping) and "MaximumConcurrency" in scaling:
+            concurrency = _bounded(
+                logical_id,
+                "ScalingConfig.MaximumConcurrency",
+                scaling["MaximumConcurrency"],
+                mapping.maximum_concurrency,
+                low=2,
+                high=1000,
+            )
         found.append(
             SqsEventSource(
                 logical_id=logical_id,
-                function_id=function_id,
-                queue=queues[queue_id],
-                batch_size=_whole(
-                    logical_id, "BatchSize", properties.get("BatchSize", DEFAULT_SQS_BATCH_SIZE), low=1, high=10000
+                function_id=str(function),
+                queue=queues[source],
+                batch_size=_bounded(
+                    logical_id, "BatchSize", properties.get("BatchSize"), mapping.batch_size, low=1, high=10000
                 ),
-                report_batch_item_failures=REPORT_BATCH_ITEM_FAILURES
-                in (properties.get("FunctionResponseTypes") or []),
-                maximum_concurrency=None
-                if concurrency is None
-                else _whole(logical_id, "ScalingConfig.MaximumConcurrency", concurrency, low=2, high=1000),
-                enabled=str(enabled).lower() != "false",
+                report_batch_item_failures=REPORT_BATCH_ITEM_FAILURES in mapping.function_response_types,
+                maximum_concurrency=concurrency,
+                enabled=mapping.enabled,
             )
         )
     return found

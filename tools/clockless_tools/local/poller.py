@@ -220,9 +220,7 @@ class SqsPoller:
         for start in range(0, len(received), source.batch_size):
             yield received[start : start + source.batch_size]
 
-    def _invoke(
-        self, source: SqsEventSource, batch: list[dict[str, Any]]
-    ) -> tuple[Invocation, list[dict[str, Any]]]:
+    def _invoke(self, source: SqsEventSource, batch: list[dict[str, Any]]) -> tuple[Invocation, list[dict[str, Any]]]:
         """Invoke the function with one batch; what became of it, and the messages to delete."""
         queue = source.queue
         url = self._urls[queue.logical_id]

@@ -5,7 +5,6 @@ maxReceiveCount receives exactly as SQS does (moto moves it on the receive after
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -13,8 +12,8 @@ from clockless_tools.local.dynamodb import local_client
 from clockless_tools.template.intrinsics import LocalNames, resolve
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
+from clockless_tools.template.queues import DEFAULT_VISIBILITY_TIMEOUT
 
-QUEUE_TYPE: Final = "AWS::SQS::Queue"
 # CloudFormation properties that are SQS queue attributes of the same name.
 _ATTRIBUTES: Final = (
     "DelaySeconds",
@@ -28,8 +27,6 @@ _ATTRIBUTES: Final = (
     "FifoThroughputLimit",
     "SqsManagedSseEnabled",
 )
-# SQS's default when a queue sets no VisibilityTimeout.
-DEFAULT_VISIBILITY_TIMEOUT: Final = 30
 
 
 def sqs_client(endpoint: str) -> Any:
@@ -55,33 +52,20 @@ def _attribute(value: Any, template: Template, names: LocalNames) -> str:
     return str(value).lower() if isinstance(value, bool) else str(resolve(value, template, names))
 
 
-def _dead_letter_target(logical_id: str, arn: Any, template: Template) -> str:
-    """The logical id of the queue a RedrivePolicy's deadLetterTargetArn names (!GetAtt Queue.Arn)."""
-    if isinstance(arn, Mapping) and "Fn::GetAtt" in arn:
-        target, attribute = arn["Fn::GetAtt"] if isinstance(arn["Fn::GetAtt"], list) else arn["Fn::GetAtt"].split(".")
-        if attribute == "Arn" and (template.resources.get(target) or {}).get("Type") == QUEUE_TYPE:
-            return str(target)
-    raise TemplateError(
-        f"{logical_id}: RedrivePolicy.deadLetterTargetArn must be !GetAtt <Queue>.Arn of a queue in the template, "
-        f"not {arn!r}"
-    )
-
-
 def queue_specs(template: Template, names: LocalNames = LocalNames()) -> dict[str, QueueSpec]:
     """Every queue the template declares, by logical id."""
     specs = {}
-    for logical_id, resource in template.resources_of_type(QUEUE_TYPE).items():
-        properties = resource.get("Properties") or {}
+    for logical_id, queue in template.queues.items():
+        properties = queue.properties
         attributes = {name: _attribute(properties[name], template, names) for name in _ATTRIBUTES if name in properties}
-        redrive = properties.get("RedrivePolicy")
         target, max_receive = None, None
-        if redrive is not None:
-            if isinstance(redrive, str):
-                redrive = json.loads(redrive)
-            if not isinstance(redrive, Mapping) or "maxReceiveCount" not in redrive:
-                raise TemplateError(f"{logical_id}: RedrivePolicy needs deadLetterTargetArn and maxReceiveCount")
-            target = _dead_letter_target(logical_id, redrive.get("deadLetterTargetArn"), template)
-            max_receive = int(redrive["maxReceiveCount"])
+        if "RedrivePolicy" in properties:
+            target, max_receive = queue.dead_letter_queue, queue.max_receive_count
+            if target not in template.queues or max_receive is None:
+                raise TemplateError(
+                    f"{logical_id}: RedrivePolicy needs deadLetterTargetArn: !GetAtt <Queue>.Arn of a queue in the "
+                    f"template and a whole maxReceiveCount, not {properties['RedrivePolicy']!r}"
+                )
             arn = resolve({"Fn::GetAtt": [target, "Arn"]}, template, names)
             attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": max_receive})
         specs[logical_id] = QueueSpec(logical_id, attributes, target, max_receive)
