@@ -118,7 +118,7 @@ class SqsPoller:
         self._urls = {}
         for source in self.sources:
             try:
-                self._urls[source.queue.logical_id] = queue_url(self._client, source.queue.logical_id)
+                self._urls[source.queue.logical_id] = queue_url(self._client, source.queue.logical_id, self.names)
             except self._client.exceptions.QueueDoesNotExist:
                 raise DrainError(
                     f"the server at {self.endpoint} has no queue {source.queue.logical_id}: run `make local-up` "

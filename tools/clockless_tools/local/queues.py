@@ -79,12 +79,12 @@ def create_queues(template: Template, endpoint: str, names: LocalNames = LocalNa
     specs = queue_specs(template, names)
     ordered = sorted(specs.values(), key=lambda spec: spec.dead_letter_queue is not None)
     for spec in ordered:
-        url = client.create_queue(QueueName=spec.logical_id)["QueueUrl"]
+        url = client.create_queue(QueueName=names.queue_name(spec.logical_id))["QueueUrl"]
         if spec.attributes:
             client.set_queue_attributes(QueueUrl=url, Attributes=spec.attributes)
     return [spec.logical_id for spec in ordered]
 
 
-def queue_url(client: Any, logical_id: str) -> str:
+def queue_url(client: Any, logical_id: str, names: LocalNames = LocalNames()) -> str:
     """The local queue's URL (a queue is named after its logical id)."""
-    return str(client.get_queue_url(QueueName=logical_id)["QueueUrl"])
+    return str(client.get_queue_url(QueueName=names.queue_name(logical_id))["QueueUrl"])

@@ -144,7 +144,7 @@ class LocalTarget:
     def queue_url(self, logical_id: str) -> str:
         client = self.sqs()
         try:
-            return str(client.get_queue_url(QueueName=logical_id)["QueueUrl"])
+            return str(client.get_queue_url(QueueName=self.names.queue_name(logical_id))["QueueUrl"])
         except client.exceptions.QueueDoesNotExist:
             raise OperationError(
                 f"the local runtime has no queue {logical_id}: `make local-up` creates the template's queues"
