@@ -75,7 +75,7 @@ class JobTarget(Protocol):
 
     def drain(self) -> list[str]:
         """Run the workers on what their queues hold, where nothing else would (the local runtime);
-        one line per queue drained."""
+        one line per queue drained, or an OperationError when a message failed (its work is not done)."""
         ...
 
 
@@ -121,7 +121,16 @@ class LocalTarget:
                 invocations = poller.drain()
         except (DrainError, TemplateError) as error:
             raise OperationError(str(error)) from None
-        return describe_drain(invocations, poller)
+        lines = describe_drain(invocations, poller)
+        failed = [invocation for invocation in invocations if invocation.failed]
+        if failed:
+            why = next((f" ({i.error})" for i in failed if i.error), "")
+            raise OperationError(
+                f"{failed[0].function_id} failed on {sum(len(i.failed) for i in failed)} message(s){why}: "
+                + "; ".join(lines)
+                + "; its logs say why, `clockless status` shows the tick still running"
+            )
+        return lines
 
     def schedule_arn(self, job: str) -> str | None:
         return schedule_arn(self.template.jobs[job], self.names)
