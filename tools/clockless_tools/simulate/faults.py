@@ -37,8 +37,19 @@ from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
+# Requests that change something: DynamoDB writes, and work sent to a queue (a fanned-out tick's
+# coordinator writes no domain table; the partition messages it sends are its effect).
 WRITE_OPERATIONS: Final = frozenset(
-    {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "ExecuteTransaction"}
+    {
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "BatchWriteItem",
+        "TransactWriteItems",
+        "ExecuteTransaction",
+        "SendMessage",
+        "SendMessageBatch",
+    }
 )
 # DynamoDB keeps a transaction's ClientRequestToken this long after the request completed.
 CLIENT_REQUEST_TOKEN_SECONDS: Final = 600
