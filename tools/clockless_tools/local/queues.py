@@ -88,3 +88,13 @@ def create_queues(template: Template, endpoint: str, names: LocalNames = LocalNa
 def queue_url(client: Any, logical_id: str, names: LocalNames = LocalNames()) -> str:
     """The local queue's URL (a queue is named after its logical id)."""
     return str(client.get_queue_url(QueueName=names.queue_name(logical_id))["QueueUrl"])
+
+
+def delete_queues(template: Template, endpoint: str, names: LocalNames = LocalNames()) -> None:
+    """Delete the template's queues that exist (with their messages)."""
+    client = sqs_client(endpoint)
+    for logical_id in template.queues:
+        try:
+            client.delete_queue(QueueUrl=queue_url(client, logical_id, names))
+        except client.exceptions.QueueDoesNotExist:
+            continue
