@@ -20,6 +20,7 @@ from clockless_tools.local.dynamodb import (
     dynamodb_client,
     patched_environ,
 )
+from clockless_tools.local.queues import create_queues
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
@@ -54,6 +55,8 @@ class Harness:
     def reset_tables(self) -> None:
         delete_tables(self.template, self.endpoint)
         create_tables(self.template, self.endpoint)
+        # A coordinator sends its partitions to its work queue.
+        create_queues(self.template, self.endpoint)
 
     def seed(self, workload: Workload, *, in_process: bool) -> float:
         """Load a workload: over HTTP through the repositories' own write path, or straight into
