@@ -132,21 +132,22 @@ def create_tables(client: Any) -> None:
 def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0) -> list[str]:
     """`count` due items (the first `poison` of them poisoned) and `not_due` items due later."""
     ids = []
+    requests = []
     for index in range(count + not_due):
         item_id = f"item-{index:05d}"
         due = BUSINESS_DATE if index < count else "2026-12-31"
         value = POISON if index < poison else str(index)
-        client.put_item(
-            TableName=ITEMS_TABLE,
-            Item={
-                "item_id": {"S": item_id},
-                "shard": {"S": shard_for(item_id, len(PARTITIONS))},
-                "due": {"S": due},
-                "value": {"S": value},
-            },
-        )
+        item = {
+            "item_id": {"S": item_id},
+            "shard": {"S": shard_for(item_id, len(PARTITIONS))},
+            "due": {"S": due},
+            "value": {"S": value},
+        }
+        requests.append({"PutRequest": {"Item": item}})
         if index < count:
             ids.append(item_id)
+    for start in range(0, len(requests), 25):
+        client.batch_write_item(RequestItems={ITEMS_TABLE: requests[start : start + 25]})
     return ids
 
 
@@ -263,3 +264,35 @@ def drain(sqs: Any, url: str, worker: Any, *, context: Any = None, limit: int = 
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         drained.outcomes.append("ok")
     raise AssertionError(f"the queue did not drain in {limit} deliveries: {drained}")
+
+
+@dataclass
+class ServedToy:
+    """The toy's tables and queues on the embedded server (moto's, over HTTP)."""
+
+    dynamodb: Any
+    sqs: Any
+    work_queue: str
+    dead_letter_queue: str
+
+
+@contextmanager
+def served_toy(endpoint: str, monkeypatch: Any, **environment: str) -> Iterator[ServedToy]:
+    from clockless_tools.local.dynamodb import local_client
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+    dynamodb = local_client("dynamodb", endpoint)
+    sqs = local_client("sqs", endpoint)
+    create_tables(dynamodb)
+    suffix = uuid.uuid4().hex[:8]
+    dlq = sqs.create_queue(QueueName=f"toy-work-dlq-{suffix}")["QueueUrl"]
+    work = sqs.create_queue(QueueName=f"toy-work-{suffix}", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    try:
+        with kit_environment(monkeypatch, work, dlq, **environment):
+            yield ServedToy(dynamodb, sqs, work, dlq)
+    finally:
+        for table in dynamodb.list_tables()["TableNames"]:
+            if table in {ITEMS_TABLE, OUTPUTS_TABLE, "LedgerTable", "IdempotencyTable"}:
+                dynamodb.delete_table(TableName=table)
+        sqs.delete_queue(QueueUrl=work)
+        sqs.delete_queue(QueueUrl=dlq)

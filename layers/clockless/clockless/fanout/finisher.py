@@ -9,6 +9,7 @@ being complete and the tick not already succeeded.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -98,18 +99,16 @@ class Finisher:
             ":now": {"S": iso_now()},
             ":succeeded": {"S": STATUS_SUCCEEDED},
         }
+        # `finished_by`: a resend of this very update after a lost answer finds its own mark.
+        values[":finisher"] = {"S": uuid.uuid4().hex}
+        sets = "summary = :summary, summary_scope = :scope, finished_at = :now, finished_by = :finisher"
         if counters.failed == 0:
             status = STATUS_SUCCEEDED
-            update = (
-                "SET #status = :succeeded, succeeded_job = :job, summary = :summary, summary_scope = :scope, "
-                "finished_at = :now REMOVE #error"
-            )
+            update = f"SET #status = :succeeded, succeeded_job = :job, {sets} REMOVE #error"
             values[":job"] = {"S": job}
         else:
             status = STATUS_FAILED
-            update = (
-                "SET #status = :failed, summary = :summary, summary_scope = :scope, finished_at = :now, #error = :error"
-            )
+            update = f"SET #status = :failed, #error = :error, {sets}"
             values[":failed"] = {"S": STATUS_FAILED}
             values[":error"] = {"S": f"{counters.failed} items failed; replay: {replay_hint}"}
         try:
@@ -121,8 +120,12 @@ class Finisher:
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues=values,
                 ReturnValues="UPDATED_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except self.client.exceptions.ConditionalCheckFailedException:
+        except self.client.exceptions.ConditionalCheckFailedException as error:
+            old = error.response.get("Item") or {}
+            if (old.get("finished_by") or {}).get("S") == values[":finisher"]["S"]:
+                return status, counters  # this call's own update, its answer lost and resent
             return ALREADY_SETTLED, counters  # another worker finished it
         old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S")
         return (status if old_status != status else ALREADY_SETTLED), counters
