@@ -56,7 +56,7 @@ def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per
 ) -> None:
     monkeypatch.setenv("WORK_PAGE_SIZE", "60")
     seed(toy.dynamodb, 300)
-    _, work, coordinator, worker = toy_job(lambda: toy.dynamodb)
+    _, _, coordinator, worker = toy_job(lambda: toy.dynamodb)
     coordinator(dict(TICK), Context())
     messages = toy.sqs.receive_message(QueueUrl=toy.work_queue, MaxNumberOfMessages=10)["Messages"]
     message = next(m for m in messages if json.loads(m["Body"])["partition"] == "0")
