@@ -129,7 +129,7 @@ def create_tables(client: Any) -> None:
         client.create_table(**definition)
 
 
-def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0) -> list[str]:
+def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0, partitions: int = len(PARTITIONS)) -> list[str]:
     """`count` due items (the first `poison` of them poisoned) and `not_due` items due later."""
     ids = []
     requests = []
@@ -139,7 +139,7 @@ def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0) -> list[
         value = POISON if index < poison else str(index)
         item = {
             "item_id": {"S": item_id},
-            "shard": {"S": shard_for(item_id, len(PARTITIONS))},
+            "shard": {"S": shard_for(item_id, partitions)},
             "due": {"S": due},
             "value": {"S": value},
         }
@@ -151,12 +151,12 @@ def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0) -> list[
     return ids
 
 
-def toy_job(client_factory: Any = None) -> tuple[ScheduledJob, FanOut, Any, Any]:
+def toy_job(client_factory: Any = None, *, partitions: int = len(PARTITIONS)) -> tuple[ScheduledJob, FanOut, Any, Any]:
     """A fresh job (its own Powertools store) with its coordinator and worker handlers."""
     import boto3
 
     job = ScheduledJob(TOY_JOB)
-    work = FanOut(job, partitions=PARTITIONS)
+    work = FanOut(job, partitions=[str(shard) for shard in range(partitions)])
 
     @job.handler
     def coordinator(run: JobRun) -> Mapping[str, Any]:
