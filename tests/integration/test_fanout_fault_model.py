@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -65,6 +66,8 @@ ITEMS: Final = 9
 PARTITIONS: Final = 2
 # The work queue's visibility timeout: 6 x the worker's 300 s timeout, as the template sets it.
 VISIBILITY: Final = timedelta(minutes=30)
+LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
+COORDINATOR_TIMEOUT: Final = timedelta(seconds=120)
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
@@ -101,17 +104,46 @@ class FannedOutTick:
         for table in (ITEMS_TABLE, OUTPUTS_TABLE, "LedgerTable", "IdempotencyTable"):
             self.toy.dynamodb.delete_table(TableName=table)
         create_tables(self.toy.dynamodb)
+        self.drain_queues()
+        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS)
+
+    def drain_queues(self) -> None:
         for queue in (self.toy.work_queue, self.toy.dead_letter_queue):
             # (PurgeQueue: once a minute at most)
             while messages := self.toy.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages"):
                 for message in messages:
                     self.toy.sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS)
 
-    def run(self, aim: Aim | None = None, *, copies: int = 1) -> list[Delivery]:
+    def start(self, aim: Aim | None = None) -> list[Delivery]:
+        """The tick delivered to the coordinator, and Lambda's asynchronous retries of it (same
+        request id; after 1 then 2 minutes, or a minute after a timeout) until one succeeds."""
+        request_id = str(uuid.uuid4())
+        attempts: list[Delivery] = []
+        for attempt in range(1 + len(LAMBDA_RETRY_DELAYS)):
+            if aim is not None and attempt == 0:
+                self.faults.arm(aim.request, aim.kind, count_spared=True, then=aim.then)
+            else:
+                self.faults.watch()
+            try:
+                result = self.coordinator(dict(TICK), Context(aws_request_id=request_id))
+                ended = str(result["outcome"])
+            except AttemptDied:
+                ended = "died"
+                self.clock.shift(COORDINATOR_TIMEOUT)
+            except Exception:
+                ended = "raised"
+            finally:
+                requests = self.faults.requests()
+                self.faults.disarm()
+            attempts.append(Delivery("coordinator", "tick", ended, requests))
+            if ended in ("executed", "duplicate"):
+                return attempts
+            self.clock.shift(LAMBDA_RETRY_DELAYS[min(attempt, len(LAMBDA_RETRY_DELAYS) - 1)])
+        raise AssertionError(f"no coordinator attempt succeeded: {[a.ended for a in attempts]}")
+
+    def run(self, aim: Aim | None = None, *, copies: int = 1, coordinator: Aim | None = None) -> list[Delivery]:
         """The coordinator, then Lambda's SQS poller until the queue is empty."""
-        result = self.coordinator(dict(TICK), Context())
-        assert result["outcome"] == "executed"
+        self.start(coordinator)
         deliveries: list[Delivery] = []
         aimed = False
         for _ in range(100):
@@ -272,6 +304,23 @@ def test_every_request_of_a_partition_run_survives_every_fault(tick: FannedOutTi
         if len(hit.requests) < index or hit.requests[index - 1].fault is not kind:
             failures.append(f"request {index} ({request.operation}): the fault did not fire: {hit.requests}")
         failures.extend(f"request {index} ({request.operation}): {p}" for p in _problems(tick.state(), reference))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
+def test_every_request_of_the_coordinator_survives_every_fault(tick: FannedOutTick, kind: FaultKind) -> None:
+    """Its claim (which records partitions_total), its SendMessageBatch, its completion."""
+    reference = _reference(tick)
+    tick.reset()
+    clean = tick.start()
+    operations = [r.operation for r in clean[0].requests]
+    assert operations == ["TransactWriteItems", "SendMessageBatch", "TransactWriteItems"]
+    tick.drain_queues()
+    failures: list[str] = []
+    for index, operation in enumerate(operations, start=1):
+        tick.reset()
+        tick.run(coordinator=Aim("coordinator", index, kind))
+        failures.extend(f"request {index} ({operation}): {p}" for p in _problems(tick.state(), reference))
     assert not failures, "\n".join(failures)
 
 
