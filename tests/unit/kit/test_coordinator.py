@@ -101,3 +101,21 @@ def test_params_that_are_not_json_fail_the_start_and_send_nothing(aws: Aws) -> N
     assert bodies(aws.sqs, aws.work_queue) == []
     item = aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))["Item"]
     assert item["status"] == {"S": "failed"}
+
+
+def test_a_coordinator_imports_no_worker_and_no_batch_utility() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT_ROOT
+
+    code = (
+        f"import sys, json; sys.path[:0] = [{str(PROJECT_ROOT / 'layers/clockless')!r}]; "
+        "import clockless.fanout; print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(done.stdout))
+
+    assert "clockless.fanout.coordinator" in loaded
+    assert "clockless.fanout.worker" not in loaded
+    assert not {m for m in loaded if m.startswith("aws_lambda_powertools.utilities.batch")}

@@ -275,8 +275,15 @@ class PartitionWorker:
                 self.clients()[1].send_message(
                     QueueUrl=settings.dead_letter_queue_url, MessageBody=message.failed_items(group, reason).body()
                 )
+            # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
             self.job.logger.error(
-                "items failed; sent to the work DLQ", extra={"items": [e.key for e in entries], "reason": reason}
+                "items failed; sent to the work DLQ",
+                extra={
+                    "correlation_id": message.tick_key,
+                    "partition": message.partition,
+                    "items": [e.key for e in entries],
+                    "reason": reason,
+                },
             )
 
         return send
@@ -317,6 +324,8 @@ class PartitionWorker:
                 break
             except AccountingConflict:
                 continue  # a concurrent replay took some of them: read the set again
+        else:
+            raise AccountingConflict(f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times")
         self.last_counters = counters
         self.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
         self._finish(message, metrics)
