@@ -222,3 +222,23 @@ def test_each_malformed_field_is_named(change: dict[str, Any], field: str) -> No
     body = json.loads(_partition_message("1")) | change
     with pytest.raises(ValueError, match=rf"field '{field.replace('[', r'\[').replace(']', r'\]')}'"):
         WorkMessage.parse(json.dumps(body), job=TOY_JOB, partitions=["0", "1"])
+
+
+def test_progress_shows_partitions_done_and_the_counters_so_far(aws: Aws) -> None:
+    from clockless.fanout.finisher import Finisher
+
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    _deliver(worker, _partition_message("0"))
+
+    progress = Finisher(aws.dynamodb, "LedgerTable").progress(TOY_JOB, SCHEDULED)
+
+    assert (progress.partitions_done, progress.partitions_total, progress.status) == (1, 4, "started")
+    assert not progress.complete
+    assert progress.counters.applied == len(_outputs(aws)) > 0
+
+    drain(aws.sqs, aws.work_queue, worker)
+    done = Finisher(aws.dynamodb, "LedgerTable").progress(TOY_JOB, SCHEDULED)
+    assert (done.complete, done.status, done.counters.applied) == (True, "succeeded", 12)
+    assert int(_entry(aws)["duration_ms"]["N"]) >= 0

@@ -9,6 +9,7 @@ being complete and the tick not already succeeded.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any, Final
 
 from clockless.fanout.records import COUNTERS, Counters, tick_key, work_job
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
+from clockless.tick import parse_scheduled_time
 
 NOT_COMPLETE: Final = "not complete"
 ALREADY_SETTLED: Final = "already settled"
@@ -38,6 +40,16 @@ class Progress:
 def _number(item: Mapping[str, Any], name: str) -> int:
     value = item.get(name)
     return int(value["N"]) if value and "N" in value else 0
+
+
+def _duration_ms(started_at: str | None) -> int | None:
+    if not started_at:
+        return None
+    try:
+        started = parse_scheduled_time(started_at)
+    except ValueError:
+        return None
+    return max(0, round((time.time() - started.timestamp()) * 1000))
 
 
 class Finisher:
@@ -77,7 +89,7 @@ class Finisher:
             TableName=self.table,
             Key=tick_key(job, scheduled_time),
             ConsistentRead=True,
-            ProjectionExpression="partitions_total, partitions_done, #status",
+            ProjectionExpression="partitions_total, partitions_done, #status, started_at",
             ExpressionAttributeNames={"#status": "status"},
         )
         return dict(response.get("Item") or {})
@@ -102,6 +114,11 @@ class Finisher:
         # `finished_by`: a resend of this very update after a lost answer finds its own mark.
         values[":finisher"] = {"S": uuid.uuid4().hex}
         sets = "summary = :summary, summary_scope = :scope, finished_at = :now, finished_by = :finisher"
+        duration = _duration_ms((entry.get("started_at") or {}).get("S"))
+        if duration is not None:
+            # From the claim that fanned the tick out to its last item: the tick's duration.
+            sets += ", duration_ms = :duration"
+            values[":duration"] = {"N": str(duration)}
         if counters.failed == 0:
             status = STATUS_SUCCEEDED
             update = f"SET #status = :succeeded, succeeded_job = :job, {sets} REMOVE #error"

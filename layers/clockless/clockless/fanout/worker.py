@@ -203,6 +203,7 @@ class PartitionWorker:
                         QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
                     )
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
+                    _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
                 page = work.read(message.partition, message.params, cursor, settings.page_size)
                 pages += 1
@@ -223,6 +224,7 @@ class PartitionWorker:
         finally:
             self.last_counters = counters
         self._log_run("partition done", counters, pages, started, writer)
+        _count_failed(metrics, counters)
         self._finish(message, metrics)
         return OUTCOME_DONE
 
@@ -330,6 +332,11 @@ class PartitionWorker:
         self.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
         self._finish(message, metrics)
         return OUTCOME_REPLAYED
+
+
+def _count_failed(metrics: EphemeralMetrics, counters: Counters) -> None:
+    if counters.failed:
+        metrics.add_metric(name=METRIC_ITEMS_FAILED, unit=MetricUnit.Count, value=counters.failed)
 
 
 def _remaining_ms(context: Any) -> int:
