@@ -215,3 +215,11 @@ def test_the_token_follows_the_content() -> None:
     one = [{"Put": {"TableName": "t", "Item": {"k": {"S": "a"}}}}]
     assert client_request_token(one) == client_request_token([dict(one[0])])
     assert client_request_token(one) != client_request_token([{"Put": {"TableName": "t", "Item": {"k": {"S": "b"}}}}])
+
+
+def test_an_item_with_nothing_to_write_is_counted_already_done() -> None:
+    client = ScriptedClient()
+    nothing = [Entry("empty", [], "empty")]
+    counters = _writer(client).apply([*nothing, *entries("a")])
+    assert counters == Counters(applied=1, already_done=1)
+    assert _count(client.applied[0]) == {"lane": 0, "applied": [], "done": ["empty"], "failed": []}

@@ -122,10 +122,13 @@ class BatchWriter:
         """Apply every entry once, in up to `concurrency` lanes; the counters of what happened."""
         total = Counters()
         fits = [entry for entry in entries if 0 < len(entry.actions) <= MAX_ITEM_ACTIONS]
-        if len(fits) < len(entries):
-            too_big = [entry for entry in entries if not 0 < len(entry.actions) <= MAX_ITEM_ACTIONS]
-            self.on_failed(too_big, f"an item needs 1 to {MAX_ITEM_ACTIONS} actions to fit one transaction")
-            total.add(self._apply([], 0, failed=[entry.key for entry in too_big]))
+        nothing_to_do = [entry.key for entry in entries if not entry.actions]
+        too_big = [entry for entry in entries if len(entry.actions) > MAX_ITEM_ACTIONS]
+        if too_big:
+            self.on_failed(too_big, f"an item needs at most {MAX_ITEM_ACTIONS} actions to fit one transaction")
+        if too_big or nothing_to_do:
+            # Found, with nothing to write (already done) or too much (failed): counted all the same.
+            total.add(self._apply([], 0, done=nothing_to_do, failed=[entry.key for entry in too_big]))
         batches = pack(fits)
         lanes = min(self.concurrency, len(batches))
         if lanes <= 1:
