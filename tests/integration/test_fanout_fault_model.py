@@ -51,6 +51,7 @@ from tests.unit.kit.toy import (
     OUTPUTS_TABLE,
     TOY_JOB,
     Context,
+    FixedWork,
     ServedToy,
     create_tables,
     seed,
@@ -95,9 +96,9 @@ class FannedOutTick:
         self.toy = toy
         self.faults = faults
         self.clock = clock
-        _, _, self.coordinator, self.worker = toy_job(lambda: toy.dynamodb, partitions=PARTITIONS)
+        _, self.work, self.coordinator, self.worker = toy_job(lambda: toy.dynamodb, partitions=PARTITIONS)
 
-    def reset(self) -> None:
+    def reset(self, *, poison: int = 0) -> None:
         # An hour later: the same tick on the same data sends the same transactions, and DynamoDB
         # (the injector) would answer them from their tokens for 10 minutes without applying them.
         self.clock.shift(timedelta(hours=1))
@@ -105,7 +106,7 @@ class FannedOutTick:
             self.toy.dynamodb.delete_table(TableName=table)
         create_tables(self.toy.dynamodb)
         self.drain_queues()
-        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS)
+        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS, poison=poison)
 
     def drain_queues(self) -> None:
         for queue in (self.toy.work_queue, self.toy.dead_letter_queue):
@@ -144,6 +145,9 @@ class FannedOutTick:
     def run(self, aim: Aim | None = None, *, copies: int = 1, coordinator: Aim | None = None) -> list[Delivery]:
         """The coordinator, then Lambda's SQS poller until the queue is empty."""
         self.start(coordinator)
+        return self.drain(aim, copies=copies)
+
+    def drain(self, aim: Aim | None = None, *, copies: int = 1) -> list[Delivery]:
         deliveries: list[Delivery] = []
         aimed = False
         for _ in range(100):
@@ -415,3 +419,37 @@ def test_transaction_conflicts_are_resent_and_counted_once(tick: FannedOutTick) 
     assert conflicts.injected >= 2 * PARTITIONS
     assert [d.ended for d in deliveries] == ["ok"] * PARTITIONS
     assert _problems(tick.state(), reference) == []
+
+
+def test_a_worker_dying_between_the_dlq_and_the_count_fails_its_item_once(tick: FannedOutTick) -> None:
+    """A failed item goes to the DLQ before the transaction that counts it: a worker dying in
+    between sends it twice, counts it once, and a replay of both copies applies it once."""
+    tick.reset(poison=1)
+    clean = tick.run()
+    poisoned = next(d for d in clean if any(r.operation == "SendMessage" for r in d.requests))
+    send = 1 + next(i for i, r in enumerate(poisoned.requests) if r.operation == "SendMessage")
+    failed = tick.state()
+    assert failed["status"] == "failed"
+    assert failed["summary"]["failed"] == 1
+
+    tick.reset(poison=1)
+    deliveries = tick.run(Aim(poisoned.partition, send, FaultKind.DIES_AFTER))
+
+    assert "died" in [d.ended for d in deliveries]
+    state = tick.state()
+    assert (state["status"], state["summary"], state["left in the work DLQ"]) == ("failed", failed["summary"], 2)
+    # The bug fixed, the operator moves both copies back to the work queue.
+    while dead := tick.toy.sqs.receive_message(QueueUrl=tick.toy.dead_letter_queue, MaxNumberOfMessages=10).get(
+        "Messages"
+    ):
+        for message in dead:
+            tick.toy.sqs.send_message(QueueUrl=tick.toy.work_queue, MessageBody=message["Body"])
+            tick.toy.sqs.delete_message(QueueUrl=tick.toy.dead_letter_queue, ReceiptHandle=message["ReceiptHandle"])
+    tick.worker = tick.work.worker(lambda: FixedWork(tick.toy.dynamodb))
+    replays = tick.drain()
+
+    assert [d.kind for d in replays] == ["items", "items"]
+    replayed = tick.state()
+    assert replayed["status"] == "succeeded"
+    assert replayed["summary"] == {"found": ITEMS, "applied": ITEMS, "already_done": 0, "failed": 0, "partitions": 2}
+    assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS

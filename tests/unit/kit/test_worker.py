@@ -15,11 +15,9 @@ from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import (
     BUSINESS_DATE,
     OUTPUTS_TABLE,
-    POISON,
     TOY_JOB,
     Context,
-    ToyItem,
-    ToyWork,
+    FixedWork,
     bodies,
     drain,
     receive,
@@ -176,11 +174,6 @@ def test_failed_items_go_to_the_dlq_fail_the_tick_and_replay_once_fixed(aws: Aws
     assert all(message["kind"] == "items" and "ValidationException" in message["error"] for message in dead)
 
     # The job's code is fixed; the operator moves the DLQ's messages back (twice, by mistake).
-    class FixedWork(ToyWork):
-        def writes(self, item: ToyItem, params: Any, tick_key: str) -> list[dict[str, Any]]:
-            fixed = ToyItem(item.item_id, item.due, "fixed") if item.value == POISON else item
-            return super().writes(fixed, params, tick_key)
-
     fixed_worker = work.worker(lambda: FixedWork(aws.dynamodb))
     for message in dead + dead:
         aws.sqs.send_message(QueueUrl=aws.work_queue, MessageBody=json.dumps(message))

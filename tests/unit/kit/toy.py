@@ -90,6 +90,14 @@ class ToyWork:
         return ToyItem(str(data["item_id"]), str(data["due"]), str(data["value"]))
 
 
+class FixedWork(ToyWork):
+    """The toy after its bug is fixed: a poisoned item's output gets its key."""
+
+    def writes(self, item: ToyItem, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
+        fixed = ToyItem(item.item_id, item.due, "fixed") if item.value == POISON else item
+        return super().writes(fixed, params, tick_key)
+
+
 def toy_tables() -> list[dict[str, Any]]:
     return [
         {
