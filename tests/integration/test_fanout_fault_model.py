@@ -62,9 +62,11 @@ from tests.unit.kit.toy import (
 
 SCHEDULED: Final = f"{BUSINESS_DATE}T02:00:00Z"
 TICK: Final = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "trigger": "schedule"}
-ITEMS: Final = 9
-# Two partitions: enough for one to finish the tick after the other, and half the deliveries.
-PARTITIONS: Final = 2
+# One partition of 5 items in pages of 3: two pages, so the run stores a cursor, and the run
+# also finishes the tick (lease, 2 Query, 2 item transactions, a cursor, done, the finisher's
+# GetItem, Query and UpdateItem). Several partitions are the unit tests' (tests/unit/kit/).
+ITEMS: Final = 5
+PARTITIONS: Final = 1
 # The work queue's visibility timeout: 6 x the worker's 300 s timeout, as the template sets it.
 VISIBILITY: Final = timedelta(minutes=30)
 LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
@@ -269,7 +271,7 @@ def _problems(state: dict[str, Any], reference: Reference) -> list[str]:
 
 @pytest.fixture
 def tick(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FannedOutTick]:
-    # One lane (the injector arms a thread) and pages of 3: every partition runs two pages or more.
+    # One lane: the injector arms a thread.
     with (
         served_toy(dynamodb_endpoint, monkeypatch, WORK_CONCURRENCY="1", WORK_PAGE_SIZE="3") as toy,
         time_machine.travel(datetime(2026, 12, 1, 2, 0, 20, tzinfo=UTC), tick=False) as clock,
@@ -451,5 +453,11 @@ def test_a_worker_dying_between_the_dlq_and_the_count_fails_its_item_once(tick: 
     assert [d.kind for d in replays] == ["items", "items"]
     replayed = tick.state()
     assert replayed["status"] == "succeeded"
-    assert replayed["summary"] == {"found": ITEMS, "applied": ITEMS, "already_done": 0, "failed": 0, "partitions": 2}
+    assert replayed["summary"] == {
+        "found": ITEMS,
+        "applied": ITEMS,
+        "already_done": 0,
+        "failed": 0,
+        "partitions": PARTITIONS,
+    }
     assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS

@@ -55,11 +55,10 @@ def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per
     toy: ServedToy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORK_PAGE_SIZE", "60")
-    seed(toy.dynamodb, 300)
-    _, _, coordinator, worker = toy_job(lambda: toy.dynamodb)
+    seed(toy.dynamodb, 130, partitions=1)
+    _, _, coordinator, worker = toy_job(lambda: toy.dynamodb, partitions=1)
     coordinator(dict(TICK), Context())
-    messages = toy.sqs.receive_message(QueueUrl=toy.work_queue, MaxNumberOfMessages=10)["Messages"]
-    message = next(m for m in messages if json.loads(m["Body"])["partition"] == "0")
+    (message,) = toy.sqs.receive_message(QueueUrl=toy.work_queue, MaxNumberOfMessages=10)["Messages"]
     found = int(
         toy.dynamodb.query(
             TableName="ToyItems",
@@ -77,30 +76,31 @@ def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per
     pages = found // 60 + 1  # the last page is short (or empty, when the count divides)
     transactions = sum(-(-min(60, found - 60 * page) // 49) for page in range(pages))
     assert pages >= 2
+    # One partition, so this run also finishes the tick.
     assert dict(requests.operations) == {
-        "UpdateItem": 1 + (pages - 1),  # the lease, then a cursor after each page but the last
-        "Query": pages,
+        "UpdateItem": 1 + (pages - 1) + 1,  # the lease, a cursor after each page but the last, the finish
+        "Query": pages + 1,  # the pages, and the finisher's sum over the tick's records
         "TransactWriteItems": transactions + 1,  # the items, and the partition done
-        "GetItem": 1,  # the finisher's look at the tick entry (other partitions are not done: no sum)
+        "GetItem": 1,  # the finisher's look at the tick entry
     }
 
 
 def test_lanes_count_apart_and_sum_to_the_tick(toy: ServedToy, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORK_CONCURRENCY", "4")
-    seed(toy.dynamodb, 220)
-    _, _, coordinator, worker = toy_job()
+    seed(toy.dynamodb, 110, partitions=1)
+    _, _, coordinator, worker = toy_job(partitions=1)
     coordinator(dict(TICK), Context())
 
     drained = drain(toy.sqs, toy.work_queue, worker)
 
     assert drained.errors == []
-    assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 220
-    assert _summary(toy) == {"found": 220, "applied": 220, "already_done": 0, "failed": 0, "partitions": 4}
+    assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 110
+    assert _summary(toy) == {"found": 110, "applied": 110, "already_done": 0, "failed": 0, "partitions": 1}
     lanes = toy.dynamodb.query(
         TableName="LedgerTable",
         KeyConditionExpression="job = :job",
         ExpressionAttributeValues={":job": {"S": f"{TOY_JOB}#work"}},
     )["Items"]
     lane_ids = {r["scheduled_time"]["S"].rsplit("#l", 1)[1] for r in lanes if "#l" in r["scheduled_time"]["S"]}
-    # ~55 items a partition: two transactions (49 + the rest), each in its own lane
-    assert lane_ids == {"0", "1"}
+    # 110 items, 49 a transaction: three transactions, each in its own lane, at once
+    assert lane_ids == {"0", "1", "2"}
