@@ -99,6 +99,9 @@ class FannedOutTick:
         self.faults = faults
         self.clock = clock
         _, self.work, self.coordinator, self.worker = toy_job(lambda: toy.dynamodb, partitions=PARTITIONS)
+        # What each worker attempt has left of its timeout (below WORK_TIME_BUDGET_SECONDS, 30 s:
+        # every run does one page and hands on a continuation).
+        self.remaining_ms = 300_000
 
     def reset(self, *, poison: int = 0) -> None:
         # An hour later: the same tick on the same data sends the same transactions, and DynamoDB
@@ -185,7 +188,7 @@ class FannedOutTick:
         else:
             self.faults.arm(aim.request, aim.kind, count_spared=True, then=aim.then)
         try:
-            response = self.worker(sqs_event([message]), Context())
+            response = self.worker(sqs_event([message]), Context(remaining_ms=self.remaining_ms))
             ended = "reported failed" if response["batchItemFailures"] else "ok"
         except AttemptDied:
             ended = "died"
@@ -205,7 +208,7 @@ class FannedOutTick:
 
         def one() -> None:
             try:
-                response = self.worker(sqs_event([message]), Context())
+                response = self.worker(sqs_event([message]), Context(remaining_ms=self.remaining_ms))
                 ended.append("reported failed" if response["batchItemFailures"] else "ok")
             except Exception:
                 ended.append("raised")
@@ -461,3 +464,22 @@ def test_a_worker_dying_between_the_dlq_and_the_count_fails_its_item_once(tick: 
         "partitions": PARTITIONS,
     }
     assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS
+
+
+@pytest.mark.parametrize("kind", [FaultKind.LOST_RESPONSE, FaultKind.DIES_AFTER, FaultKind.REFUSED], ids=str)
+def test_handing_on_a_continuation_survives_faults(tick: FannedOutTick, kind: FaultKind) -> None:
+    """Each run has 20 s left, under the 30 s budget: one page, then the cursor is stored and the
+    lease released in one write, and a continuation sent. Both requests meet the fault."""
+    reference = _reference(tick)
+    tick.remaining_ms = 20_000
+    tick.reset()
+    clean = tick.run()
+    first = clean[0]
+    operations = [r.operation for r in first.requests]
+    assert operations == ["UpdateItem", "Query", "TransactWriteItems", "UpdateItem", "SendMessage"]
+    failures: list[str] = []
+    for index in (4, 5):
+        tick.reset()
+        tick.run(Aim(first.partition, index, kind))
+        failures.extend(f"request {index} ({operations[index - 1]}): {p}" for p in _problems(tick.state(), reference))
+    assert not failures, "\n".join(failures)

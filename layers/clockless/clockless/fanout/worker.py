@@ -196,15 +196,6 @@ class PartitionWorker:
         pages = 0
         try:
             while True:
-                # At least one page per run, so a budget set too large still makes progress.
-                if pages and _remaining_ms(context) < settings.time_budget_ms:
-                    records.hand_on(cursor)
-                    self.clients()[1].send_message(
-                        QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
-                    )
-                    self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
-                    _count_failed(metrics, counters)
-                    return OUTCOME_CONTINUED
                 page = work.read(message.partition, message.params, cursor, settings.page_size)
                 pages += 1
                 entries = [
@@ -215,8 +206,17 @@ class PartitionWorker:
                 counters.add(writer.apply(entries))
                 if page.cursor is None:
                     break
-                records.store_cursor(page.cursor)
                 cursor = page.cursor
+                # After a page, so every run makes progress even with a budget set too large.
+                if _remaining_ms(context) < settings.time_budget_ms:
+                    records.hand_on(cursor)  # the cursor and the lease released, in one write
+                    self.clients()[1].send_message(
+                        QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
+                    )
+                    self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
+                    _count_failed(metrics, counters)
+                    return OUTCOME_CONTINUED
+                records.store_cursor(cursor)
             self._mark_done(records)
         except LeaseLost:
             self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
