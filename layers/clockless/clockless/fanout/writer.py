@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
@@ -115,8 +116,9 @@ class BatchWriter:
     concurrency: int = 4
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     sleep: Callable[[float], None] = time.sleep
-    # Requests sent, by kind, for the numbers the bench and the logs report.
+    # Transactions sent (resends included), for the logs and the bench; lanes count under a lock.
     transactions: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def apply(self, entries: Sequence[Entry]) -> Counters:
         """Apply every entry once, in up to `concurrency` lanes; the counters of what happened."""
@@ -157,7 +159,8 @@ class BatchWriter:
     def _send(self, transact_items: list[dict[str, Any]]) -> None:
         if not transact_items:
             return
-        self.transactions += 1
+        with self._lock:
+            self.transactions += 1
         self.client.transact_write_items(
             TransactItems=transact_items, ClientRequestToken=client_request_token(transact_items)
         )
