@@ -119,7 +119,8 @@ class PartitionWorker:
     def handle(self, event: Any, context: Any) -> dict[str, Any]:
         settings = self.settings()
         self.job.observability.invocation(context, metrics_namespace=settings.metrics_namespace)
-        processor = BatchProcessor(event_type=EventType.SQS)
+        # A failed message is logged with the tick's keys (still on the logger) and its traceback.
+        processor = BatchProcessor(event_type=EventType.SQS, logger=self.job.logger)  # type: ignore[arg-type]
         try:
 
             def record_handler(record: SQSRecord) -> str:
