@@ -14,7 +14,7 @@ from clockless_tools.bench import workloads
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
-from clockless_tools.bench.run import run_bench
+from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.bench import figures_markdown
 from clockless_tools.template.model import Template
 
@@ -57,6 +57,39 @@ def test_a_first_delivery_pays_a_claim_and_a_completion_transaction_and_the_last
     # The ledger's last-success query is the only read the kit adds: half a unit, eventually consistent.
     reads = results.figure(f"overhead.{job}.first_delivery.read_units")
     assert reads.value - (reads.baseline or 0) == added_read_units
+
+
+# Measured against Powertools' own decorator on the same function: a claim PutItem and a
+# completion UpdateItem (2 requests, 1 write unit each); the kit's are two-item transactions.
+KIT_OVER_STOCK = {"window-generation": 0, "session-cleanup": 1}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_first_delivery_costs_at_most_one_request_more_than_stock_idempotent(results: BenchResults, job: str) -> None:
+    added = results.figure(f"versus_stock.{job}.first_delivery.added_requests")
+    operations = results.details["versus_stock"][job]["operations"]
+
+    assert operations["stock"]["added_over_bare"] == {"PutItem": 1, "UpdateItem": 1}
+    assert added.baseline == 2
+    assert added.value - added.baseline == KIT_OVER_STOCK[job]
+    assert added.met is True
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_write_units_of_the_bookkeeping_are_counted_from_the_items_written(results: BenchResults, job: str) -> None:
+    units = results.details["versus_stock"][job]["write_units"]
+    added = results.figure(f"versus_stock.{job}.first_delivery.added_write_units")
+    duplicate = results.figure(f"versus_stock.{job}.duplicate.write_units")
+
+    # Stock: a claim and a completion of one small item each, and a failed conditional put.
+    assert added.baseline == 2
+    assert duplicate.baseline == 1
+    # Kit: claim + ledger and completion + ledger, two items at 2 units each per transaction,
+    # plus the ledger's last-success index entry; a duplicate is a cancelled two-item transaction.
+    assert added.value == 9
+    assert units["kit"]["duplicate"] == {"table": 0.0, "index": 0.0, "cancelled_transactions_upper_bound": 4.0}
+    # The job's own writes are the same in all three runs.
+    assert units["bare"]["duplicate"]["table"] == 0
 
 
 @pytest.mark.parametrize("job", JOBS)
@@ -118,6 +151,16 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
     }
     expected |= {f"scale.{job}.{metric}_per_tick" for job in JOBS for metric in ("requests", "read_units", "wall_ms")}
     expected |= {f"throughput.{WINDOW_JOB}.windows_per_second", f"throughput.{WINDOW_JOB}.requests_per_window"}
+    expected |= {
+        f"versus_stock.{job}.{case}"
+        for job in JOBS
+        for case in (
+            "first_delivery.added_requests",
+            "first_delivery.added_write_units",
+            "duplicate.requests",
+            "duplicate.write_units",
+        )
+    }
     expected |= {f"cold_start.source.{logical_id}.import_ms" for logical_id in template.functions}
     assert set(document["figures"]) == expected
     assert document["details"]["artifacts"] == {"skipped": "not asked for"}
@@ -196,5 +239,19 @@ def test_only_the_sections_asked_for_are_measured(template: Template, dynamodb_e
     for figure in partial.figures:
         assert figure.ratio_estimate is not None
         assert figure.ratio_estimate.samples == QUICK.imports
-    with pytest.raises(BenchError, match="no bench section warmup; the sections are overhead, scale"):
+    with pytest.raises(BenchError, match="no bench section warmup; the sections are overhead, versus_stock, scale"):
         run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("warmup",))
+
+
+def test_a_partial_run_replaces_only_its_sections_in_a_results_file(
+    results: BenchResults, template: Template, dynamodb_endpoint: str
+) -> None:
+    full = results.as_dict()
+    partial = run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("versus_stock",))
+
+    merged = partial.merged_into(full, SECTIONS)
+
+    assert list(merged["figures"]) == list(full["figures"])  # same keys, in section order
+    assert merged["details"]["scale"] == full["details"]["scale"]
+    assert set(merged["environment"]["sections_run"]) == {"versus_stock"}
+    assert merged["environment"]["seconds"] == full["environment"]["seconds"]

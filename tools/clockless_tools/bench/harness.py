@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clockless import JobRun, KitSettings, Tick, Trigger, format_scheduled_time
+from clockless_tools.bench.meter import Measured, measure
 from clockless_tools.bench.moto_patches import moto_dynamodb_backend
-from clockless_tools.bench.read_units import Measured, measure
 from clockless_tools.bench.results import CLEANUP_JOB, CLEANUP_TICK, WINDOW_JOB, WINDOW_TICK, BenchError
 from clockless_tools.bench.workloads import Layout, Workload, empty_session_item, session_in_use_item
 from clockless_tools.local.dynamodb import (
@@ -119,15 +119,17 @@ class Harness:
         arn = f"arn:aws:scheduler:{names.region}:{names.account_id}:schedule/default/{job}"
         return Tick(job, scheduled, arn, attempt, str(uuid.uuid4()), Trigger.SCHEDULE)
 
-    def deliver(self, job: str, tick: Tick) -> Measured:
+    def deliver(self, job: str, tick: Tick, *, write_units: bool = False) -> Measured:
         """The tick through the function's handler, as Lambda calls it."""
         function_id = self.functions[job]
         with self.runtime.function_environment(function_id):
             event, context = tick.to_event(), self.runtime.context(function_id)
             handler = self.runtime.handler(function_id)
-            return measure(lambda: handler(event, context), bookkeeping_tables=self.bookkeeping_tables)
+            return measure(
+                lambda: handler(event, context), bookkeeping_tables=self.bookkeeping_tables, write_units=write_units
+            )
 
-    def call_bare(self, job: str, tick: Tick) -> Measured:
+    def call_bare(self, job: str, tick: Tick, *, write_units: bool = False) -> Measured:
         """The same job function the handler wraps, called without the kit: logic and repository."""
         function_id = self.functions[job]
         with self.runtime.function_environment(function_id):
@@ -135,7 +137,7 @@ class Harness:
             if bare is None:
                 raise BenchError(f"{function_id}'s handler is not a ScheduledJob handler (no __wrapped__)")
             run = JobRun(tick=tick)
-            return measure(lambda: bare(run), bookkeeping_tables=self.bookkeeping_tables)
+            return measure(lambda: bare(run), bookkeeping_tables=self.bookkeeping_tables, write_units=write_units)
 
     def time_empty_index_query(self, job: str) -> float:
         """Seconds moto takes to answer, after the tick, the job's index query for one shard: it

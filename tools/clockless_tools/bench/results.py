@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,6 +134,33 @@ class BenchResults:
             "environment": self.environment,
             "figures": {f.key: f.as_dict() for f in self.figures},
             "details": self.details,
+        }
+
+    def merged_into(self, document: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+        """`document` (a results file's contents) with the sections this run measured replaced by
+        this run's, figures and details in `order` of sections. Figures are keyed `<section>.…`,
+        so a section's old figures go with it; `environment.sections_run` says which run wrote
+        which section."""
+        measured = set(self.details)
+        mine = self.as_dict()
+        figures = {
+            key: figure for key, figure in document.get("figures", {}).items() if key.split(".", 1)[0] not in measured
+        } | mine["figures"]
+        details = {**document.get("details", {}), **mine["details"]}
+        rank = {section: index for index, section in enumerate(order)}
+        environment = dict(document.get("environment", {}))
+        runs = dict(environment.pop("sections_run", {}))
+        runs |= {section: {"seconds": mine["environment"].get("seconds")} for section in measured}
+        return {
+            "schema": RESULTS_SCHEMA,
+            # The top-level seconds stay the full run's; a partial run's are under sections_run.
+            "environment": {
+                **environment,
+                **{name: value for name, value in mine["environment"].items() if name != "seconds"},
+                "sections_run": runs,
+            },
+            "figures": dict(sorted(figures.items(), key=lambda entry: rank.get(entry[0].split(".", 1)[0], len(rank)))),
+            "details": dict(sorted(details.items(), key=lambda entry: rank.get(entry[0], len(rank)))),
         }
 
     def write(self, path: Path) -> None:

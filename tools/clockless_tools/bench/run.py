@@ -19,6 +19,7 @@ from clockless_tools.bench.overhead import measure_overhead
 from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes
 from clockless_tools.bench.scale import measure_scale
 from clockless_tools.bench.throughput import measure_throughput
+from clockless_tools.bench.versus_stock import measure_versus_stock
 from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     delete_tables,
@@ -26,7 +27,7 @@ from clockless_tools.local.dynamodb import (
 from clockless_tools.template.model import Template
 
 # What `make bench` measures, in order; `clockless bench run --only` picks some.
-SECTIONS: Final = ("overhead", "scale", "throughput", "artifacts", "cold_start")
+SECTIONS: Final = ("overhead", "versus_stock", "scale", "throughput", "artifacts", "cold_start")
 
 
 def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
@@ -70,6 +71,9 @@ def run_bench(
             if "overhead" in only:
                 progress("1/5 kit overhead per tick")
                 results.add("overhead", *measure_overhead(harness, sizes))
+            if "versus_stock" in only:
+                progress("1b/5 the kit against stock Powertools @idempotent: requests and write units")
+                results.add("versus_stock", *measure_versus_stock(harness))
             if "scale" in only:
                 items = ", ".join(f"{n:,}" for n in sizes.scale_table_items)
                 progress(f"2/5 cost per tick as the table grows: {items} items")

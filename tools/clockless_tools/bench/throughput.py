@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from clockless_tools.bench.harness import Harness, effect_of, executed
-from clockless_tools.bench.read_units import measure
+from clockless_tools.bench.meter import measure
 from clockless_tools.bench.results import WINDOW_JOB, BenchError, BenchSizes, Figure
 from clockless_tools.bench.workloads import Workload
 
