@@ -45,6 +45,7 @@ class Harness:
         self.cleanup_settings = SessionCleanupSettings.from_env(cleanup_env)
         kit = KitSettings.from_env(window_env)
         self.bookkeeping_tables = frozenset({kit.idempotency_table, kit.ledger_table})
+        self.ledger_table = kit.ledger_table
         self.layout = Layout(
             business_date=business_date_of(WINDOW_TICK, self.window_settings.operating_time_zones),
             cleanup_tick=CLEANUP_TICK,

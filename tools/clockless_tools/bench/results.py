@@ -36,6 +36,8 @@ class BenchSizes:
     scale_table_items: tuple[int, ...] = (1_000, 10_000, 100_000)
     scale_work: int = 50
     throughput_programs: int = 10_000
+    # Items per job for sequential loop against batched transactions (issue 16 measured 2,000).
+    batching_items: int = 2_000
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
@@ -51,6 +53,7 @@ QUICK: Final = BenchSizes(
     scale_table_items=(40, 160),
     scale_work=4,
     throughput_programs=25,
+    batching_items=120,
     imports=1,
     imports_max=1,
     sam_build=False,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from clockless_tools.bench.artifacts import measure_artifacts
+from clockless_tools.bench.batching import measure_batching
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
@@ -27,7 +28,7 @@ from clockless_tools.local.dynamodb import (
 from clockless_tools.template.model import Template
 
 # What `make bench` measures, in order; `clockless bench run --only` picks some.
-SECTIONS: Final = ("overhead", "versus_stock", "scale", "throughput", "artifacts", "cold_start")
+SECTIONS: Final = ("overhead", "versus_stock", "scale", "throughput", "batching", "artifacts", "cold_start")
 
 
 def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
@@ -81,6 +82,9 @@ def run_bench(
             if "throughput" in only:
                 progress(f"3/5 throughput at {sizes.throughput_programs:,} due programs, built and naive")
                 results.add("throughput", *measure_throughput(harness, sizes))
+            if "batching" in only:
+                progress(f"3b/5 sequential loop against batched transactions, {sizes.batching_items:,} items per job")
+                results.add("batching", *measure_batching(harness, sizes))
             setups = [source_setup(template)]
             if "artifacts" in only and sizes.sam_build and sam is not None and sam.exists():
                 progress("4/5 sam build, the layer without what the runtime ships, a tick on each")
