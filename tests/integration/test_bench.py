@@ -92,6 +92,46 @@ def test_write_units_of_the_bookkeeping_are_counted_from_the_items_written(resul
     assert units["bare"]["duplicate"]["table"] == 0
 
 
+# Per item, transactional (2 units per KB of each item written): a window's Put and its program's
+# Update, whose due-index entry moves (a delete and a put); a session's Delete, whose keys-only
+# empty-index entry goes. Plus the lane's counter action, once per transaction.
+ITEM_WRITE_UNITS = {
+    "window-generation": ({"WindowsTable": 2.0, "ProgramsTable": 2.0}, 2.0),
+    "session-cleanup": ({"SessionsTable": 2.0}, 1.0),
+}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_the_batched_path_costs_the_write_units_of_its_items_and_one_counter_per_transaction(
+    results: BenchResults, job: str
+) -> None:
+    per_item = results.details["batching"][job]["per_item"]
+    tables, index = ITEM_WRITE_UNITS[job]
+    transactions = per_item["operations"]["TransactWriteItems"]
+
+    by_table = dict(per_item["wcu_per_item_by_table"])
+    assert by_table.pop("LedgerTable") == round(2 * transactions / per_item["items"], 3)
+    assert by_table == tables
+    assert list(per_item["wcu_per_item_by_index"].values()) == [index]
+    # A transaction holds 49 programs (98 actions) or 99 sessions, plus the counter.
+    per_transaction = 49 if job == WINDOW_JOB else 99
+    assert transactions >= -(-per_item["items"] // per_transaction)
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_batching_is_measured_against_the_loop_in_the_same_run_and_the_model_names_its_bound(
+    results: BenchResults, job: str
+) -> None:
+    for concurrency in (1, 4):
+        figure = results.figure(f"batching.{job}.raw_concurrency_{concurrency}.items_per_second")
+        assert figure.baseline is not None
+        assert figure.baseline > 0
+        assert "same added latency" in figure.baseline_label
+    model = results.details["batching"][job]["model_1m"]
+    assert model["one_tenant"]["bound_by"] in model["one_tenant"]["bounds_items_per_second"]
+    assert model["spread"]["seconds"] <= model["one_tenant"]["seconds"]
+
+
 @pytest.mark.parametrize("job", JOBS)
 def test_requests_and_read_units_per_tick_do_not_grow_with_the_table(results: BenchResults, job: str) -> None:
     for metric in ("requests", "read_units"):
@@ -151,6 +191,18 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
     }
     expected |= {f"scale.{job}.{metric}_per_tick" for job in JOBS for metric in ("requests", "read_units", "wall_ms")}
     expected |= {f"throughput.{WINDOW_JOB}.windows_per_second", f"throughput.{WINDOW_JOB}.requests_per_window"}
+    expected |= {
+        f"batching.{job}.{case}"
+        for job in JOBS
+        for case in (
+            "raw_concurrency_1.items_per_second",
+            "raw_concurrency_4.items_per_second",
+            "per_item.requests",
+            "per_item.write_units",
+            "model.seconds_for_1m_one_tenant",
+            "model.seconds_for_1m_spread",
+        )
+    }
     expected |= {
         f"versus_stock.{job}.{case}"
         for job in JOBS
@@ -239,7 +291,10 @@ def test_only_the_sections_asked_for_are_measured(template: Template, dynamodb_e
     for figure in partial.figures:
         assert figure.ratio_estimate is not None
         assert figure.ratio_estimate.samples == QUICK.imports
-    with pytest.raises(BenchError, match="no bench section warmup; the sections are overhead, versus_stock, scale"):
+    with pytest.raises(
+        BenchError,
+        match="no bench section warmup; the sections are overhead, versus_stock, scale, throughput, batching",
+    ):
         run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("warmup",))
 
 

@@ -20,12 +20,16 @@ from typing import Any, Final
 from clockless import format_scheduled_time
 from clockless_tools.bench.harness import Harness, effect_of
 from clockless_tools.bench.latency import ADDED_LATENCY_SECONDS, added_latency
-from clockless_tools.bench.meter import measure
+from clockless_tools.bench.meter import Measured, measure
+from clockless_tools.bench.model import ItemCost, Limits, model_figures
 from clockless_tools.bench.results import CLEANUP_JOB, WINDOW_JOB, BenchError, BenchSizes, Figure
 from clockless_tools.bench.workloads import Workload
 from session_cleanup.repository import EMPTY_INDEX_SHARDS, SessionModel
 from window_generation.repository import DUE_INDEX_SHARDS, STATUS_ACTIVE, ProgramModel
 
+# Workers per job: the work queue's EventSourceMapping MaximumConcurrency (SPEC-16: 16, one per shard).
+WORKERS: Final = 16
+METERED_ITEMS: Final = 500
 MAX_ITEM_ACTIONS: Final = 99  # + 1 counter action: DynamoDB's 100 per transaction
 LOOP_LABEL: Final = "sequential loop (today's job function), same run, same added latency"
 
@@ -231,6 +235,46 @@ def time_batched(harness: Harness, job: str, items: int, run: Callable[[str], in
     return Timed(items, measured.seconds, measured.requests)
 
 
+def metered_batched(harness: Harness, job: str, items: int) -> Measured:
+    """The batched path once more, untimed, with its write units metered: its cost per item."""
+    harness.reset_tables()
+    harness.seed(workload_for(job, items), in_process=True)
+    tick = harness.tick(job)
+    return measure(lambda: RawBatches(harness, job, 1).run(tick.key), write_units=True)
+
+
+def per_item(
+    job: str, metered: Measured, items: int, harness: Harness
+) -> tuple[list[Figure], dict[str, Any], ItemCost]:
+    writes = metered.writes
+    assert writes is not None
+    index = ProgramModel.due_index.Meta.index_name if job == WINDOW_JOB else SessionModel.empty_index.Meta.index_name
+    tenant_table = (
+        harness.window_settings.programs_table if job == WINDOW_JOB else harness.cleanup_settings.sessions_table
+    )
+    sparse = sum(units for name, units in writes.by_index.items() if name.endswith(f"/{index}"))
+    cost = ItemCost({table: units / items for table, units in writes.by_table.items()}, sparse / items, tenant_table)
+    key = f"batching.{job}.per_item"
+    figures = [
+        Figure(f"{key}.requests", f"{job}: requests per item, batched", "requests", metered.requests / items, None, ""),
+        Figure(
+            f"{key}.write_units",
+            f"{job}: write units per item, batched (tables + indexes)",
+            "WCU",
+            writes.total / items,
+            None,
+            "",
+        ),
+    ]
+    details = {
+        "items": items,
+        "operations": dict(metered.operations),
+        "wcu_per_item_by_table": {t: round(u / items, 3) for t, u in writes.by_table.items()},
+        "wcu_per_item_by_index": {i: round(u / items, 3) for i, u in writes.by_index.items()},
+    }
+    return figures, details, cost
+
+
 def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
     figures: list[Figure] = []
     details: dict[str, Any] = {"added_latency_ms": ADDED_LATENCY_SECONDS * 1000, "items": sizes.batching_items}
@@ -254,7 +298,20 @@ def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
                     LOOP_LABEL,
                 )
             )
+        metered_items = min(sizes.batching_items, METERED_ITEMS)
+        cost_figures, cost_details, cost = per_item(
+            job, metered_batched(harness, job, metered_items), metered_items, harness
+        )
+        figures += cost_figures
+        shards = ENTRIES[job][1]
+        worker = runs["raw_concurrency_4"].per_second
+        model, model_details = model_figures(
+            f"batching.{job}.model", job, cost, Limits(WORKERS, worker, shards), loop.per_second
+        )
+        figures += model
         details[job] = {
+            "per_item": cost_details,
+            "model_1m": model_details,
             "loop": {"seconds": round(loop.seconds, 2), "requests": loop.requests},
             **{name: {"seconds": round(timed.seconds, 2), "requests": timed.requests} for name, timed in runs.items()},
         }

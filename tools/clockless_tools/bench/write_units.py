@@ -23,7 +23,7 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from botocore.endpoint import Endpoint
@@ -80,6 +80,8 @@ class WriteTally:
     index_write_units: float = 0.0  # global secondary indexes
     cancelled_write_units: float = 0.0  # cancelled transactions, priced as if committed (upper bound)
     items_written: int = 0
+    by_table: dict[str, float] = field(default_factory=dict)  # committed units per table
+    by_index: dict[str, float] = field(default_factory=dict)  # per "table/index"
 
     @property
     def total(self) -> float:
@@ -157,6 +159,8 @@ class WriteMeter:
         transactional = operation == "TransactWriteItems"
         factor = 2 if transactional else 1
         base = index = cancelled = 0.0
+        tables: dict[str, float] = {}
+        indexes_written: dict[str, float] = {}
         for (kind, table, key, before), (_, action) in zip(touched, _actions(operation, body), strict=True):
             table_keys, indexes = self._tables.shape(table)
             if not ok:
@@ -170,16 +174,26 @@ class WriteMeter:
                     base += units
                 continue
             after = self._tables.item(table, key)
+            units = factor * write_units_of(before, None if kind == "ConditionCheck" else after)
+            base += units
+            tables[table] = tables.get(table, 0.0) + units
             if kind == "ConditionCheck":
-                base += factor * write_units_of(before, None)
                 continue
-            base += factor * write_units_of(before, after)
-            index += sum(index_write_units(before, after, shape, table_keys) for shape in indexes)
+            for shape in indexes:
+                on_index = index_write_units(before, after, shape, table_keys)
+                index += on_index
+                name = f"{table}/{shape.name}"
+                indexes_written[name] = indexes_written.get(name, 0.0) + on_index
         with self._lock:
             self.tally.write_units += base
             self.tally.index_write_units += index
             self.tally.cancelled_write_units += cancelled
             self.tally.items_written += len(touched) if ok else 0
+            for name, on_table in tables.items():
+                self.tally.by_table[name] = self.tally.by_table.get(name, 0.0) + on_table
+            for name, index_units in indexes_written.items():
+                if index_units:
+                    self.tally.by_index[name] = self.tally.by_index.get(name, 0.0) + index_units
 
 
 @contextlib.contextmanager
