@@ -132,6 +132,17 @@ def test_batching_is_measured_against_the_loop_in_the_same_run_and_the_model_nam
     assert model["spread"]["seconds"] <= model["one_tenant"]["seconds"]
 
 
+def test_every_worker_count_from_1_to_16_is_measured_against_linear_scaling(results: BenchResults) -> None:
+    points = results.details["scaling"]["points"]
+
+    assert [point["workers"] for point in points] == [1, 2, 4, 8, 16]
+    assert points[0]["efficiency"] == 1.0
+    for point in points[1:]:
+        figure = results.figure(f"scaling.{WINDOW_JOB}.workers_{point['workers']}.items_per_second")
+        assert figure.baseline == pytest.approx(points[0]["items_per_second"] * point["workers"], rel=0.01)
+        assert 0 < point["client_cpu_ms_per_item"] <= point["cpu_ms_per_item"]
+
+
 @pytest.mark.parametrize("job", JOBS)
 def test_requests_and_read_units_per_tick_do_not_grow_with_the_table(results: BenchResults, job: str) -> None:
     for metric in ("requests", "read_units"):
@@ -203,6 +214,7 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
             "model.seconds_for_1m_spread",
         )
     }
+    expected |= {f"scaling.{WINDOW_JOB}.workers_{n}.items_per_second" for n in (2, 4, 8, 16)}
     expected |= {
         f"versus_stock.{job}.{case}"
         for job in JOBS
@@ -293,7 +305,7 @@ def test_only_the_sections_asked_for_are_measured(template: Template, dynamodb_e
         assert figure.ratio_estimate.samples == QUICK.imports
     with pytest.raises(
         BenchError,
-        match="no bench section warmup; the sections are overhead, versus_stock, scale, throughput, batching",
+        match="no bench section warmup; the sections are overhead, versus_stock, scale, throughput, batching, scaling",
     ):
         run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("warmup",))
 

@@ -172,30 +172,28 @@ class RawBatches:
 
     def run(self, tick_key: str) -> int:
         """Every shard read then written, shard after shard; the items applied."""
-        read, shards = ENTRIES[self.job]
-        applied = 0
-        for shard in range(shards):
-            batches = pack(read(self.harness, shard, tick_key))
-            lanes = max(1, min(self.concurrency, len(batches)))
+        return sum(self.run_shard(tick_key, shard) for shard in range(ENTRIES[self.job][1]))
 
-            def lane_work(
-                lane: int, shard: int = shard, batches: list[list[Entry]] = batches, lanes: int = lanes
-            ) -> int:
-                done = 0
-                for batch in batches[lane::lanes]:
-                    actions = [action for entry in batch for action in entry.actions]
-                    self.harness.client.transact_write_items(
-                        TransactItems=[*actions, self.counter(tick_key, shard, lane, len(batch))]
-                    )
-                    done += len(batch)
-                return done
+    def run_shard(self, tick_key: str, shard: int) -> int:
+        """One shard (a partition): read, packed, written in up to `concurrency` lanes."""
+        read, _ = ENTRIES[self.job]
+        batches = pack(read(self.harness, shard, tick_key))
+        lanes = max(1, min(self.concurrency, len(batches)))
 
-            if lanes == 1:
-                applied += lane_work(0)
-            else:
-                with ThreadPoolExecutor(max_workers=lanes) as pool:
-                    applied += sum(pool.map(lane_work, range(lanes)))
-        return applied
+        def lane_work(lane: int) -> int:
+            done = 0
+            for batch in batches[lane::lanes]:
+                actions = [action for entry in batch for action in entry.actions]
+                self.harness.client.transact_write_items(
+                    TransactItems=[*actions, self.counter(tick_key, shard, lane, len(batch))]
+                )
+                done += len(batch)
+            return done
+
+        if lanes == 1:
+            return lane_work(0)
+        with ThreadPoolExecutor(max_workers=lanes) as pool:
+            return sum(pool.map(lane_work, range(lanes)))
 
 
 def workload_for(job: str, items: int) -> Workload:

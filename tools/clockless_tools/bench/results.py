@@ -38,6 +38,8 @@ class BenchSizes:
     throughput_programs: int = 10_000
     # Items per job for sequential loop against batched transactions (issue 16 measured 2,000).
     batching_items: int = 2_000
+    # Items spread over the partitions for 1 to 16 concurrent workers.
+    scaling_items: int = 4_000
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
@@ -54,6 +56,7 @@ QUICK: Final = BenchSizes(
     scale_work=4,
     throughput_programs=25,
     batching_items=120,
+    scaling_items=64,
     imports=1,
     imports_max=1,
     sam_build=False,
