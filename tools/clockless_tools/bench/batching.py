@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from clockless import format_scheduled_time
 from clockless_tools.bench.harness import Harness, effect_of
-from clockless_tools.bench.latency import ADDED_LATENCY_SECONDS, added_latency
+from clockless_tools.bench.latency import added_latency
 from clockless_tools.bench.meter import Measured, measure
 from clockless_tools.bench.model import ItemCost, Limits, model_figures
 from clockless_tools.bench.results import CLEANUP_JOB, WINDOW_JOB, BenchError, BenchSizes, Figure
@@ -211,10 +211,10 @@ class Timed:
         return self.items / self.seconds
 
 
-def time_loop(harness: Harness, job: str, items: int) -> Timed:
+def time_loop(harness: Harness, job: str, items: int, latency_ms: float) -> Timed:
     harness.reset_tables()
     harness.seed(workload_for(job, items), in_process=True)
-    with added_latency():
+    with added_latency(latency_ms):
         measured = harness.call_bare(job, harness.tick(job))
     done = effect_of(job, measured.result)
     if done != items:
@@ -222,11 +222,11 @@ def time_loop(harness: Harness, job: str, items: int) -> Timed:
     return Timed(done, measured.seconds, measured.requests)
 
 
-def time_batched(harness: Harness, job: str, items: int, run: Callable[[str], int]) -> Timed:
+def time_batched(harness: Harness, job: str, items: int, run: Callable[[str], int], latency_ms: float) -> Timed:
     harness.reset_tables()
     harness.seed(workload_for(job, items), in_process=True)
     tick = harness.tick(job)
-    with added_latency():
+    with added_latency(latency_ms):
         measured = measure(lambda: run(tick.key))
     if measured.result != items:
         raise BenchError(f"{job}: the batched path applied {measured.result} of {items} items")
@@ -275,12 +275,12 @@ def per_item(
 
 def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
     figures: list[Figure] = []
-    details: dict[str, Any] = {"added_latency_ms": ADDED_LATENCY_SECONDS * 1000, "items": sizes.batching_items}
+    details: dict[str, Any] = {"added_latency_ms": sizes.added_latency_ms, "items": sizes.batching_items}
     for job in (WINDOW_JOB, CLEANUP_JOB):
-        loop = time_loop(harness, job, sizes.batching_items)
+        loop = time_loop(harness, job, sizes.batching_items, sizes.added_latency_ms)
         runs = {
             f"raw_concurrency_{concurrency}": time_batched(
-                harness, job, sizes.batching_items, RawBatches(harness, job, concurrency).run
+                harness, job, sizes.batching_items, RawBatches(harness, job, concurrency).run, sizes.added_latency_ms
             )
             for concurrency in (1, 4)
         }
@@ -289,7 +289,7 @@ def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
                 Figure(
                     f"batching.{job}.{name}.items_per_second",
                     f"{job}: items/s, batched transactions ({name.replace('_', ' ')}), "
-                    f"{sizes.batching_items:,} items, +{ADDED_LATENCY_SECONDS * 1000:g} ms per request",
+                    f"{sizes.batching_items:,} items, +{sizes.added_latency_ms:g} ms per request",
                     "items/s",
                     timed.per_second,
                     loop.per_second,

@@ -7,18 +7,16 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any
 
 from botocore.endpoint import Endpoint
 
-# Issue 16's measurements from outside: 8 ms added per request.
-ADDED_LATENCY_SECONDS: Final = 0.008
-
 
 @contextlib.contextmanager
-def added_latency(seconds: float = ADDED_LATENCY_SECONDS) -> Iterator[None]:
+def added_latency(milliseconds: float) -> Iterator[None]:
     """Each request sleeps `seconds` before it is sent (the GIL is released while it sleeps, as
     it is while a real request waits on the network)."""
+    seconds = milliseconds / 1000
     original = getattr(Endpoint, "_send")  # noqa: B009 - private on purpose: the one place every request passes
 
     def delayed_send(self: Endpoint, request: Any) -> Any:

@@ -38,6 +38,8 @@ class BenchSizes:
     throughput_programs: int = 10_000
     # Items per job for sequential loop against batched transactions (issue 16 measured 2,000).
     batching_items: int = 2_000
+    # Added before every request in batching and scaling (issue 16 measured with 8 ms).
+    added_latency_ms: float = 8.0
     # Items spread over the partitions for 1 to 16 concurrent workers.
     scaling_items: int = 4_000
     imports: int = 10
@@ -55,7 +57,8 @@ QUICK: Final = BenchSizes(
     scale_table_items=(40, 160),
     scale_work=4,
     throughput_programs=25,
-    batching_items=120,
+    batching_items=60,
+    added_latency_ms=1.0,
     scaling_items=64,
     imports=1,
     imports_max=1,

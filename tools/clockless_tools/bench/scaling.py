@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from clockless_tools.bench.batching import ENTRIES, RawBatches, workload_for
 from clockless_tools.bench.harness import Harness
-from clockless_tools.bench.latency import ADDED_LATENCY_SECONDS, added_latency
+from clockless_tools.bench.latency import added_latency
 from clockless_tools.bench.results import WINDOW_JOB, BenchError, BenchSizes, Figure
 
 WORKER_COUNTS: Final = (1, 2, 4, 8, 16)
@@ -95,7 +95,7 @@ def measure_scaling(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], 
         harness.seed(workload_for(job, items), in_process=True)
         tick = harness.tick(job)
         writer = RawBatches(harness, job, concurrency=1)
-        with added_latency():
+        with added_latency(sizes.added_latency_ms):
             applied, seconds, cpu_seconds, client_cpu = run_workers(
                 list(range(shards)), workers, functools.partial(writer.run_shard, tick.key)
             )
@@ -107,7 +107,7 @@ def measure_scaling(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], 
         Figure(
             f"scaling.{job}.workers_{point.workers}.items_per_second",
             f"{job}: items/s with {point.workers} concurrent worker(s), {items:,} items over {shards} partitions, "
-            f"+{ADDED_LATENCY_SECONDS * 1000:g} ms per request "
+            f"+{sizes.added_latency_ms:g} ms per request "
             f"(efficiency {point.rate / (point.workers * one.rate):.0%})",
             "items/s",
             point.rate,
