@@ -33,6 +33,9 @@ IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
 DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
 
 METRIC_SUCCEEDED: Final = "TickSucceeded"
+# A fan-out coordinator handed its tick's partitions out; the tick succeeds later (TickSucceeded,
+# from the finisher), so the dead-man alarm still waits for the items.
+METRIC_FANNED_OUT: Final = "TickFannedOut"
 METRIC_DUPLICATE: Final = "DuplicateSuppressed"
 METRIC_FAILED: Final = "TickFailed"
 
@@ -118,6 +121,16 @@ class ScheduledJob:
         self._store = persistence_store
         self._settings: KitSettings | None = None
         self._lock = threading.Lock()
+        # Set by `clockless.fanout.FanOut`: this job's ticks are split into this many partitions.
+        self.partitions_total: int | None = None
+
+    def declare_fan_out(self, partitions_total: int) -> None:
+        """The job's ticks fan out into `partitions_total` partitions (called by `FanOut`)."""
+        if partitions_total < 1:
+            raise ValueError(f"a fanned-out job needs at least one partition, got {partitions_total}")
+        if self.partitions_total not in (None, partitions_total):
+            raise ValueError(f"job {self.name!r} already fans out into {self.partitions_total} partitions")
+        self.partitions_total = partitions_total
 
     @property
     def idempotency_key_prefix(self) -> str:
@@ -182,7 +195,9 @@ class ScheduledJob:
             config=config,
             key_prefix=self.idempotency_key_prefix,
         )
-        delivery = Delivery(tick, request_id=getattr(context, "aws_request_id", None))
+        delivery = Delivery(
+            tick, request_id=getattr(context, "aws_request_id", None), partitions_total=self.partitions_total
+        )
         try:
             with store.delivering(delivery):
                 try:
@@ -201,8 +216,10 @@ class ScheduledJob:
                 self.logger.info("duplicate delivery; returning the first delivery's result")
                 metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
                 return result
-            # Last step of a successful run, so a failure can never be counted as a success.
-            metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
+            # Last step of a successful run, so a failure can never be counted as a success. A
+            # coordinator's tick is not done yet: its finisher emits TickSucceeded.
+            done = METRIC_SUCCEEDED if self.partitions_total is None else METRIC_FANNED_OUT
+            metrics.add_metric(name=done, unit=MetricUnit.Count, value=1)
             return result
         finally:
             metrics.flush_metrics()

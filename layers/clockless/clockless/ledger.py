@@ -49,6 +49,12 @@ class LedgerEntry:
     error: str | None
     # SUMMARY_WHOLE_TICK, or SUMMARY_LAST_ATTEMPT when earlier attempts may have done part of the work
     summary_scope: str | None = None
+    # A fanned-out tick (docs/fan-out.md): its partitions, how many are done, and when the
+    # coordinator handed them out (its own result is `coordinator_summary`).
+    partitions_total: int | None = None
+    partitions_done: int | None = None
+    fanned_out_at: str | None = None
+    coordinator_summary: Mapping[str, Any] | None = None
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
@@ -58,6 +64,8 @@ class LedgerEntry:
 
         summary = text("summary")
         duration = text("duration_ms")
+        partitions_total = text("partitions_total")
+        coordinator_summary = text("coordinator_summary")
         return cls(
             job=str(text("job")),
             scheduled_time=parse_scheduled_time(str(text("scheduled_time"))),
@@ -70,6 +78,10 @@ class LedgerEntry:
             summary=None if summary is None else json.loads(summary),
             error=text("error"),
             summary_scope=text("summary_scope") or _scope_of_older_entry(summary, int(text("attempts") or 0)),
+            partitions_total=None if partitions_total is None else int(partitions_total),
+            partitions_done=None if partitions_total is None else int(text("partitions_done") or 0),
+            fanned_out_at=text("fanned_out_at"),
+            coordinator_summary=None if coordinator_summary is None else json.loads(coordinator_summary),
         )
 
 
@@ -130,13 +142,18 @@ class RunLedger:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def started_update(self, tick: Tick, claim_id: str, *, first: bool) -> dict[str, Any]:
+    def started_update(
+        self, tick: Tick, claim_id: str, *, first: bool, partitions_total: int | None = None
+    ) -> dict[str, Any]:
         """The ledger half of the claim: this delivery starts the tick (`attempts` + 1).
 
         `first`: only if no delivery has touched the tick yet, so the claim learns for free (one
         request) that it is the first. Otherwise: unless the tick already succeeded, and unless
         this very claim is already counted (`claim_id`): a resend DynamoDB did not recognise
         must not count a second attempt.
+
+        `partitions_total`: a fan-out coordinator's claim also says how many partitions the tick
+        has, so workers can tell when the last one is done (no extra request).
         """
         condition = (
             "attribute_not_exists(#status)"
@@ -153,10 +170,15 @@ class RunLedger:
         }
         if not first:
             values[":succeeded"] = {"S": STATUS_SUCCEEDED}
+        fan_out = ""
+        if partitions_total is not None:
+            fan_out = "partitions_total = :partitions_total, "
+            values[":partitions_total"] = {"N": str(partitions_total)}
         return self._entry_update(
             tick,
             "SET #status = :started, attempt = :attempt, #trigger = :trigger, started_at = :now, "
-            "execution_id = :execution_id, claim_id = :claim_id, expires_at = :expires_at ADD attempts :one",
+            f"execution_id = :execution_id, claim_id = :claim_id, {fan_out}expires_at = :expires_at "
+            "ADD attempts :one",
             condition,
             {"#trigger": "trigger"},
             values,
@@ -210,6 +232,20 @@ class RunLedger:
                 ":summary": summary,
                 ":scope": {"S": str(result.get("summary_scope") or SUMMARY_WHOLE_TICK)},
                 ":expires_at": self._expires_at(),
+            },
+        }
+
+    def fanned_out_update(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        """The ledger half of a fan-out coordinator's completion: when it handed the partitions out
+        and its result. Never the status: the tick succeeds when its last item is accounted for
+        (the finisher may already have said so), so this must not regress it."""
+        return {
+            "TableName": self.table_name,
+            "Key": self.key(str(result["job"]), str(result["scheduled_time"])),
+            "UpdateExpression": "SET fanned_out_at = :finished_at, coordinator_summary = :summary",
+            "ExpressionAttributeValues": {
+                ":finished_at": {"S": str(result["finished_at"])},
+                ":summary": {"S": json.dumps(result.get("summary") or {}, sort_keys=True)},
             },
         }
 

@@ -69,6 +69,8 @@ class Delivery:
     key: dict[str, Any] | None = None
     # what releasing the claim found, once it was released
     released: Release | None = None
+    # a fan-out coordinator's partitions: its claim records them, its completion leaves the status
+    partitions_total: int | None = None
 
     def elapsed_ms(self) -> int:
         return round((time.monotonic() - self.started) * 1000)
@@ -178,7 +180,11 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         when only the ledger's condition failed. A claim held elsewhere raises Powertools' error."""
         transaction = [
             {"Put": claim},
-            {"Update": self.ledger.started_update(delivery.tick, delivery.claim_id, first=first)},
+            {
+                "Update": self.ledger.started_update(
+                    delivery.tick, delivery.claim_id, first=first, partitions_total=delivery.partitions_total
+                )
+            },
         ]
         try:
             self.dynamodb.transact_write_items(TransactItems=transaction)
@@ -224,7 +230,12 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
                 ":status": {"S": data_record.status},
             },
         }
-        transaction: list[Any] = [{"Update": completion}, {"Update": self.ledger.succeeded_update(result)}]
+        ledger_update = (
+            self.ledger.succeeded_update(result)
+            if delivery.partitions_total is None
+            else self.ledger.fanned_out_update(result)
+        )
+        transaction: list[Any] = [{"Update": completion}, {"Update": ledger_update}]
         # A resend after a lost answer carries the same ClientRequestToken: DynamoDB applies it once.
         self.dynamodb.transact_write_items(TransactItems=transaction)
         delivery.phase = Phase.DONE

@@ -1,0 +1,128 @@
+"""The finisher: once every partition is done, sum the tick's counters and settle its status.
+
+Any worker may run it, any number of times: it reads the tick entry (consistent), and only when
+`partitions_done = partitions_total` sums the partition and lane records (one Query) and writes
+`succeeded` (no item failed) or `failed` (some did: replay them), conditioned on the count still
+being complete and the tick not already succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from clockless.fanout.records import COUNTERS, Counters, tick_key, work_job
+from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
+
+NOT_COMPLETE: Final = "not complete"
+ALREADY_SETTLED: Final = "already settled"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A fanned-out tick as the ledger has it now."""
+
+    partitions_total: int | None
+    partitions_done: int
+    status: str | None
+    counters: Counters
+
+    @property
+    def complete(self) -> bool:
+        return self.partitions_total is not None and self.partitions_done >= self.partitions_total
+
+
+def _number(item: Mapping[str, Any], name: str) -> int:
+    value = item.get(name)
+    return int(value["N"]) if value and "N" in value else 0
+
+
+class Finisher:
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def counters(self, job: str, scheduled_time: str) -> Counters:
+        """The tick's counters summed over its partition and lane records."""
+        counters = Counters()
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "job = :job AND begins_with(scheduled_time, :prefix)",
+            "ExpressionAttributeValues": {":job": {"S": work_job(job)}, ":prefix": {"S": f"{scheduled_time}#"}},
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self.client.query(**request)
+            for item in response.get("Items") or []:
+                counters.add(Counters(*(_number(item, name) for name in COUNTERS)))
+            if "LastEvaluatedKey" not in response:
+                return counters
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def progress(self, job: str, scheduled_time: str) -> Progress:
+        entry = self._entry(job, scheduled_time)
+        total = entry.get("partitions_total")
+        return Progress(
+            partitions_total=None if total is None else int(total["N"]),
+            partitions_done=_number(entry, "partitions_done"),
+            status=(entry.get("status") or {}).get("S"),
+            counters=self.counters(job, scheduled_time),
+        )
+
+    def _entry(self, job: str, scheduled_time: str) -> dict[str, Any]:
+        response = self.client.get_item(
+            TableName=self.table,
+            Key=tick_key(job, scheduled_time),
+            ConsistentRead=True,
+            ProjectionExpression="partitions_total, partitions_done, #status",
+            ExpressionAttributeNames={"#status": "status"},
+        )
+        return dict(response.get("Item") or {})
+
+    def finish(self, job: str, scheduled_time: str, *, replay_hint: str) -> tuple[str, Counters | None]:
+        """Settle the tick if its last partition is done: (the status it was given, the counters),
+        or (NOT_COMPLETE / ALREADY_SETTLED, ...) when there was nothing for this call to do."""
+        entry = self._entry(job, scheduled_time)
+        total = entry.get("partitions_total")
+        if total is None or _number(entry, "partitions_done") < int(total["N"]):
+            return NOT_COMPLETE, None
+        if (entry.get("status") or {}).get("S") == STATUS_SUCCEEDED:
+            return ALREADY_SETTLED, None
+        counters = self.counters(job, scheduled_time)
+        summary = {**counters.as_summary(), "partitions": int(total["N"])}
+        values: dict[str, Any] = {
+            ":summary": {"S": json.dumps(summary, sort_keys=True)},
+            ":scope": {"S": SUMMARY_WHOLE_TICK},
+            ":now": {"S": iso_now()},
+            ":succeeded": {"S": STATUS_SUCCEEDED},
+        }
+        if counters.failed == 0:
+            status = STATUS_SUCCEEDED
+            update = (
+                "SET #status = :succeeded, succeeded_job = :job, summary = :summary, summary_scope = :scope, "
+                "finished_at = :now REMOVE #error"
+            )
+            values[":job"] = {"S": job}
+        else:
+            status = STATUS_FAILED
+            update = (
+                "SET #status = :failed, summary = :summary, summary_scope = :scope, finished_at = :now, #error = :error"
+            )
+            values[":failed"] = {"S": STATUS_FAILED}
+            values[":error"] = {"S": f"{counters.failed} items failed; replay: {replay_hint}"}
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=tick_key(job, scheduled_time),
+                UpdateExpression=update,
+                ConditionExpression="partitions_done = partitions_total AND #status <> :succeeded",
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_OLD",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return ALREADY_SETTLED, counters  # another worker finished it
+        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S")
+        return (status if old_status != status else ALREADY_SETTLED), counters

@@ -1,0 +1,126 @@
+"""The work queue's messages: a partition to run (or go on with), or failed items to replay.
+
+A body that is not one of them is a `MalformedMessageError` naming the field; the worker
+reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from clockless.tick import MalformedTickError, Trigger, describe, format_scheduled_time, parse_tick_time
+
+KIND_PARTITION: Final = "partition"
+KIND_ITEMS: Final = "items"
+MAX_HOPS: Final = 100_000
+MAX_ERROR_LENGTH: Final = 200
+
+
+class MalformedMessageError(ValueError):
+    """A work queue message this worker cannot run; nothing was written."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"malformed work message: field '{field}' {problem}")
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class WorkMessage:
+    kind: str
+    job: str
+    scheduled_time: datetime
+    trigger: Trigger
+    partition: str
+    params: dict[str, Any]
+    hop: int = 0
+    items: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def time_text(self) -> str:
+        return format_scheduled_time(self.scheduled_time)
+
+    @property
+    def tick_key(self) -> str:
+        return f"{self.job}@{self.time_text}"
+
+    def continuation(self) -> WorkMessage:
+        return WorkMessage(
+            KIND_PARTITION, self.job, self.scheduled_time, self.trigger, self.partition, self.params, self.hop + 1
+        )
+
+    def failed_items(self, items: list[dict[str, Any]], error: str) -> WorkMessage:
+        return WorkMessage(
+            KIND_ITEMS,
+            self.job,
+            self.scheduled_time,
+            self.trigger,
+            self.partition,
+            self.params,
+            items=items,
+            error=error[:MAX_ERROR_LENGTH],
+        )
+
+    def body(self) -> str:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "job": self.job,
+            "scheduled_time": self.time_text,
+            "trigger": self.trigger.value,
+            "partition": self.partition,
+            "params": self.params,
+        }
+        if self.kind == KIND_PARTITION:
+            data["hop"] = self.hop
+        else:
+            data["items"] = self.items
+            data["error"] = self.error
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def parse(cls, body: str, *, job: str, partitions: Collection[str]) -> WorkMessage:
+        try:
+            data = json.loads(body)
+        except (TypeError, ValueError) as error:
+            raise MalformedMessageError("<body>", f"is not JSON: {error}") from None
+        if not isinstance(data, Mapping):
+            raise MalformedMessageError("<body>", f"must be a JSON object, got {describe(data)}")
+        kind = data.get("kind")
+        if kind not in (KIND_PARTITION, KIND_ITEMS):
+            raise MalformedMessageError("kind", f"must be '{KIND_PARTITION}' or '{KIND_ITEMS}', got {describe(kind)}")
+        if data.get("job") != job:
+            raise MalformedMessageError("job", f"names {describe(data.get('job'))}, but this worker runs {job!r}")
+        try:
+            scheduled_time = parse_tick_time(data.get("scheduled_time"))  # type: ignore[arg-type]
+        except MalformedTickError as error:
+            raise MalformedMessageError("scheduled_time", error.problem) from None
+        trigger_text = data.get("trigger", Trigger.SCHEDULE.value)
+        if not isinstance(trigger_text, str) or trigger_text not in Trigger._value2member_map_:
+            raise MalformedMessageError("trigger", f"must be one of {', '.join(Trigger)}, got {describe(trigger_text)}")
+        partition = data.get("partition")
+        if not isinstance(partition, str) or partition not in partitions:
+            raise MalformedMessageError(
+                "partition", f"must be one of this job's {len(partitions)} partitions, got {describe(partition)}"
+            )
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise MalformedMessageError("params", f"must be a JSON object, got {describe(params)}")
+        hop = data.get("hop", 0)
+        if isinstance(hop, bool) or not isinstance(hop, int) or not 0 <= hop <= MAX_HOPS:
+            raise MalformedMessageError("hop", f"must be an integer from 0 to {MAX_HOPS}, got {describe(hop)}")
+        items, reason = _items(data) if kind == KIND_ITEMS else ([], "")
+        return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop, items, reason)
+
+
+def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    items = data.get("items")
+    if not isinstance(items, list) or not items:
+        raise MalformedMessageError("items", f"must be a non-empty array, got {describe(items)}")
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise MalformedMessageError(f"items[{index}]", f"must be a JSON object, got {describe(item)}")
+    return items, str(data.get("error", ""))[:MAX_ERROR_LENGTH]

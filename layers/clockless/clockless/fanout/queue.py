@@ -1,0 +1,65 @@
+"""Sending work messages: partitions in batches of 10, continuations, failed items to the DLQ."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+# SendMessageBatch takes at most 10 entries.
+SQS_BATCH: Final = 10
+# SQS takes up to 256 KiB (262,144 bytes) per message; leave room for the envelope.
+MAX_BODY_BYTES: Final = 200 * 1024
+# Entries SendMessageBatch reports failed (throttled, internal) are sent again this many times.
+ENTRY_ATTEMPTS: Final = 3
+
+
+class QueueSendError(RuntimeError):
+    """Some messages could not be sent; the caller fails, and its retry sends them all again."""
+
+
+class WorkQueue:
+    def __init__(self, client: Any, url: str) -> None:
+        self.client = client
+        self.url = url
+
+    def send(self, body: str) -> None:
+        self.client.send_message(QueueUrl=self.url, MessageBody=body)
+
+    def send_all(self, bodies: Sequence[str]) -> int:
+        """Every body, 10 per request; entries reported failed are resent. The requests made."""
+        requests = 0
+        for start in range(0, len(bodies), SQS_BATCH):
+            pending = {str(index): body for index, body in enumerate(bodies[start : start + SQS_BATCH])}
+            failures: list[dict[str, Any]] = []
+            for _ in range(ENTRY_ATTEMPTS):
+                requests += 1
+                response = self.client.send_message_batch(
+                    QueueUrl=self.url,
+                    Entries=[{"Id": entry_id, "MessageBody": body} for entry_id, body in pending.items()],
+                )
+                failures = list(response.get("Failed") or [])
+                pending = {f["Id"]: pending[f["Id"]] for f in failures if f.get("Id") in pending}
+                if not pending:
+                    break
+            if pending:
+                reasons = sorted({f"{f.get('Code')}: {f.get('Message')}" for f in failures})
+                raise QueueSendError(f"{len(pending)} message(s) not sent to {self.url}: {'; '.join(reasons)}")
+        return requests
+
+
+def split_items(items: Sequence[dict[str, Any]], envelope_bytes: int) -> list[list[dict[str, Any]]]:
+    """Items in groups whose message stays under SQS's size limit (an item alone always goes)."""
+    groups: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    size = envelope_bytes
+    for item in items:
+        item_bytes = len(json.dumps(item, separators=(",", ":")).encode("utf-8")) + 1
+        if current and size + item_bytes > MAX_BODY_BYTES:
+            groups.append(current)
+            current, size = [], envelope_bytes
+        current.append(item)
+        size += item_bytes
+    if current:
+        groups.append(current)
+    return groups

@@ -1,0 +1,263 @@
+"""A fanned-out tick's records in the ledger table, beside its tick entry.
+
+- partition record `<job>#work` / `<ts>#p<partition>`: status (running|done), cursor, lease,
+  hops, failed_items, and the counters of replayed items;
+- lane record `<job>#work` / `<ts>#p<partition>#l<lane>`: applied and already_done, written only
+  by the transactions of one lane of one worker, so concurrent lanes never touch one record.
+
+Every write here is conditional on the lease, so two workers never run one partition at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+STATUS_RUNNING: Final = "running"
+STATUS_DONE: Final = "done"
+WORK_SUFFIX: Final = "#work"
+COUNTERS: Final = ("applied", "already_done", "failed")
+
+
+def work_job(job: str) -> str:
+    return f"{job}{WORK_SUFFIX}"
+
+
+def partition_key(job: str, scheduled_time: str, partition: str) -> dict[str, Any]:
+    return {"job": {"S": work_job(job)}, "scheduled_time": {"S": f"{scheduled_time}#p{partition}"}}
+
+
+def lane_key(job: str, scheduled_time: str, partition: str, lane: int) -> dict[str, Any]:
+    return {"job": {"S": work_job(job)}, "scheduled_time": {"S": f"{scheduled_time}#p{partition}#l{lane}"}}
+
+
+def tick_key(job: str, scheduled_time: str) -> dict[str, Any]:
+    return {"job": {"S": job}, "scheduled_time": {"S": scheduled_time}}
+
+
+def now_ms() -> int:
+    # time.time(): the simulator's clock (time-machine) moves it, as it moves the ledger's.
+    return int(time.time() * 1000)
+
+
+class LeaseLost(RuntimeError):
+    """Another worker holds the partition now: this one's lease ran out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What acquiring a partition found."""
+
+    acquired: bool
+    done: bool = False
+    cursor: dict[str, Any] | None = None
+    failed_items: frozenset[str] = frozenset()
+    holder_until_ms: int = 0
+
+
+@dataclass(slots=True)
+class Counters:
+    applied: int = 0
+    already_done: int = 0
+    failed: int = 0
+
+    @property
+    def found(self) -> int:
+        return self.applied + self.already_done + self.failed
+
+    def add(self, other: Counters) -> None:
+        self.applied += other.applied
+        self.already_done += other.already_done
+        self.failed += other.failed
+
+    def as_summary(self) -> dict[str, int]:
+        return {"found": self.found, "applied": self.applied, "already_done": self.already_done, "failed": self.failed}
+
+
+@dataclass
+class PartitionRecords:
+    """The partition's record, as one worker (the lease holder `owner`) writes it."""
+
+    client: Any
+    table: str
+    job: str
+    scheduled_time: str
+    partition: str
+    owner: str
+    retention_seconds: int
+    expires_at: int = field(default=0)
+
+    def __post_init__(self) -> None:
+        # Once per worker run, so a transaction resent by this run carries the same bytes (and token).
+        if not self.expires_at:
+            self.expires_at = int(time.time()) + self.retention_seconds
+
+    @property
+    def key(self) -> dict[str, Any]:
+        return partition_key(self.job, self.scheduled_time, self.partition)
+
+    def lane_key(self, lane: int) -> dict[str, Any]:
+        return lane_key(self.job, self.scheduled_time, self.partition, lane)
+
+    def acquire(self, *, lease_until_ms: int, hop: int) -> Lease:
+        """Take the partition: free, expired, or already this run's (its own resend)."""
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=(
+                    "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
+                    "#status = if_not_exists(#status, :running)"
+                ),
+                ConditionExpression=(
+                    "(attribute_not_exists(#status) OR #status <> :done) AND "
+                    "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":me": {"S": self.owner},
+                    ":until": {"N": str(lease_until_ms)},
+                    ":hop": {"N": str(hop)},
+                    ":expires_at": {"N": str(self.expires_at)},
+                    ":running": {"S": STATUS_RUNNING},
+                    ":done": {"S": STATUS_DONE},
+                    ":now": {"N": str(now_ms())},
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException as error:
+            old = error.response.get("Item") or {}
+            if _text(old, "status") == STATUS_DONE:
+                return Lease(acquired=False, done=True)
+            return Lease(acquired=False, holder_until_ms=int(_text(old, "lease_until") or 0))
+        item = response.get("Attributes") or {}
+        cursor = _text(item, "cursor")
+        return Lease(
+            acquired=True,
+            cursor=None if cursor is None else json.loads(cursor),
+            failed_items=frozenset(item.get("failed_items", {}).get("SS", [])),
+        )
+
+    def store_cursor(self, cursor: Mapping[str, Any]) -> None:
+        self._update("SET #cursor = :cursor", {":cursor": {"S": json.dumps(cursor, sort_keys=True)}})
+
+    def hand_on(self, cursor: Mapping[str, Any] | None) -> None:
+        """Stop here for a continuation: the cursor stored, the lease released (0), in one write."""
+        if cursor is None:
+            self._update("SET lease_until = :zero", {":zero": {"N": "0"}})
+        else:
+            self._update(
+                "SET #cursor = :cursor, lease_until = :zero",
+                {":cursor": {"S": json.dumps(cursor, sort_keys=True)}, ":zero": {"N": "0"}},
+            )
+
+    def _update(self, update: str, values: dict[str, Any]) -> None:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": self.key,
+            "UpdateExpression": update,
+            "ConditionExpression": "lease_owner = :me",
+            "ExpressionAttributeValues": {":me": {"S": self.owner}, **values},
+        }
+        if "#cursor" in update:
+            request["ExpressionAttributeNames"] = {"#cursor": "cursor"}
+        try:
+            self.client.update_item(**request)
+        except self.client.exceptions.ConditionalCheckFailedException:
+            raise LeaseLost(
+                f"partition {self.partition} of {self.job}@{self.scheduled_time} is leased by another worker"
+            ) from None
+
+    def done_transaction(self) -> list[dict[str, Any]]:
+        """The partition done and the tick's `partitions_done` + 1, as one transaction."""
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": self.key,
+                    "UpdateExpression": "SET #status = :done, lease_until = :zero REMOVE #cursor",
+                    "ConditionExpression": "lease_owner = :me AND #status <> :done",
+                    "ExpressionAttributeNames": {"#status": "status", "#cursor": "cursor"},
+                    "ExpressionAttributeValues": {
+                        ":done": {"S": STATUS_DONE},
+                        ":zero": {"N": "0"},
+                        ":me": {"S": self.owner},
+                    },
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": tick_key(self.job, self.scheduled_time),
+                    "UpdateExpression": "ADD partitions_done :one",
+                    "ConditionExpression": "attribute_exists(partitions_total)",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                }
+            },
+        ]
+
+    def lane_counter(self, lane: int, applied: int, already_done: int) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.lane_key(lane),
+                "UpdateExpression": "SET expires_at = :expires_at ADD applied :applied, already_done :already_done",
+                "ExpressionAttributeValues": {
+                    ":expires_at": {"N": str(self.expires_at)},
+                    ":applied": {"N": str(applied)},
+                    ":already_done": {"N": str(already_done)},
+                },
+            }
+        }
+
+    def failed_record(self, keys: list[str]) -> dict[str, Any]:
+        """Items that cannot be applied: their keys kept on the partition record, counted once."""
+        names = {f":k{index}": {"S": key} for index, key in enumerate(keys)}
+        not_yet = " AND ".join(f"NOT contains(failed_items, {name})" for name in names)
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.key,
+                "UpdateExpression": "ADD failed_items :keys, failed :n",
+                "ConditionExpression": f"attribute_not_exists(failed_items) OR ({not_yet})",
+                "ExpressionAttributeValues": {":keys": {"SS": sorted(keys)}, ":n": {"N": str(len(keys))}, **names},
+            }
+        }
+
+    def replay_counter(self, keys: list[str], applied: int, already_done: int) -> dict[str, Any]:
+        """Replayed items leave `failed_items` and move from `failed` to applied / already done, once:
+        only while every key is still in the set (a duplicate replay changes nothing)."""
+        names = {f":k{index}": {"S": key} for index, key in enumerate(keys)}
+        still_failed = " AND ".join(f"contains(failed_items, {name})" for name in names)
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.key,
+                "UpdateExpression": (
+                    "DELETE failed_items :keys ADD failed :minus, applied :applied, already_done :already_done"
+                ),
+                "ConditionExpression": still_failed,
+                "ExpressionAttributeValues": {
+                    ":keys": {"SS": sorted(keys)},
+                    ":minus": {"N": str(-len(keys))},
+                    ":applied": {"N": str(applied)},
+                    ":already_done": {"N": str(already_done)},
+                    **names,
+                },
+            }
+        }
+
+    def failed_keys(self) -> frozenset[str]:
+        response = self.client.get_item(
+            TableName=self.table, Key=self.key, ConsistentRead=True, ProjectionExpression="failed_items"
+        )
+        return frozenset((response.get("Item") or {}).get("failed_items", {}).get("SS", []))
+
+
+def _text(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value.get("S", value.get("N")))

@@ -1,0 +1,34 @@
+"""The kit's fan-out against in-process moto: tables from template.yaml's ledger, the toy's
+tables, and the work queue with its dead-letter queue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tests.unit.kit.toy import create_tables, kit_environment
+
+
+@dataclass
+class Aws:
+    dynamodb: Any
+    sqs: Any
+    work_queue: str
+    dead_letter_queue: str
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        create_tables(dynamodb)
+        dlq = sqs.create_queue(QueueName="toy-work-dlq")["QueueUrl"]
+        work = sqs.create_queue(QueueName="toy-work", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+        with kit_environment(monkeypatch, work, dlq):
+            yield Aws(dynamodb, sqs, work, dlq)
