@@ -113,7 +113,7 @@ def test_the_batched_path_costs_the_write_units_of_its_items_and_one_counter_per
     assert by_table.pop("LedgerTable") == round(2 * transactions / per_item["items"], 3)
     assert by_table == tables
     assert list(per_item["wcu_per_item_by_index"].values()) == [index]
-    # A transaction holds 49 programs (98 actions) or 99 sessions, plus the counter.
+    # The kit's writer: a transaction holds 49 programs (98 actions) or 99 sessions, plus the counter.
     per_transaction = 49 if job == WINDOW_JOB else 99
     assert transactions >= -(-per_item["items"] // per_transaction)
 
@@ -122,8 +122,8 @@ def test_the_batched_path_costs_the_write_units_of_its_items_and_one_counter_per
 def test_batching_is_measured_against_the_loop_in_the_same_run_and_the_model_names_its_bound(
     results: BenchResults, job: str
 ) -> None:
-    for concurrency in (1, 4):
-        figure = results.figure(f"batching.{job}.raw_concurrency_{concurrency}.items_per_second")
+    for writer in ("raw_concurrency_1", "kit_writer_concurrency_1", "kit_writer_concurrency_4"):
+        figure = results.figure(f"batching.{job}.{writer}.items_per_second")
         assert figure.baseline is not None
         assert figure.baseline > 0
         assert "same added latency" in figure.baseline_label
@@ -207,7 +207,8 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
         for job in JOBS
         for case in (
             "raw_concurrency_1.items_per_second",
-            "raw_concurrency_4.items_per_second",
+            "kit_writer_concurrency_1.items_per_second",
+            "kit_writer_concurrency_4.items_per_second",
             "per_item.requests",
             "per_item.write_units",
             "model.seconds_for_1m_one_tenant",

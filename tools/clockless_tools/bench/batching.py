@@ -14,18 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Final
 
-from clockless import format_scheduled_time
+from clockless.fanout.records import PartitionRecords
+from clockless.fanout.worker import PartitionAccounting
+from clockless.fanout.writer import BatchWriter, Entry
 from clockless_tools.bench.harness import Harness, effect_of
 from clockless_tools.bench.latency import added_latency
 from clockless_tools.bench.meter import Measured, measure
 from clockless_tools.bench.model import ItemCost, Limits, model_figures
+from clockless_tools.bench.rawwork import RawWork
 from clockless_tools.bench.results import CLEANUP_JOB, WINDOW_JOB, BenchError, BenchSizes, Figure
 from clockless_tools.bench.workloads import Workload
-from session_cleanup.repository import EMPTY_INDEX_SHARDS, SessionModel
-from window_generation.repository import DUE_INDEX_SHARDS, STATUS_ACTIVE, ProgramModel
+from session_cleanup.repository import SessionModel
+from window_generation.repository import ProgramModel
 
 # Workers per job: the work queue's EventSourceMapping MaximumConcurrency (SPEC-16: 16, one per shard).
 WORKERS: Final = 16
@@ -34,136 +36,29 @@ MAX_ITEM_ACTIONS: Final = 99  # + 1 counter action: DynamoDB's 100 per transacti
 LOOP_LABEL: Final = "sequential loop (today's job function), same run, same added latency"
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One item's conditional actions, applied together."""
-
-    key: str
-    actions: list[dict[str, Any]]
-
-
-def pack(entries: Sequence[Entry], limit: int = MAX_ITEM_ACTIONS) -> list[list[Entry]]:
-    """Items whole, in order, into batches of at most `limit` actions."""
-    batches: list[list[Entry]] = []
-    size = 0
-    for entry in entries:
-        if not batches or size + len(entry.actions) > limit:
+def pack(actions: Sequence[list[dict[str, Any]]], limit: int = MAX_ITEM_ACTIONS) -> list[list[dict[str, Any]]]:
+    """Items' actions whole, in order, into transactions of at most `limit` actions."""
+    batches: list[list[dict[str, Any]]] = []
+    for item in actions:
+        if not batches or len(batches[-1]) + len(item) > limit:
             batches.append([])
-            size = 0
-        batches[-1].append(entry)
-        size += len(entry.actions)
+        batches[-1] += item
     return batches
-
-
-def _query_all(client: Any, request: dict[str, Any]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    while True:
-        page = client.query(**request)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
-
-
-def window_entries(harness: Harness, shard: int, tick_key: str) -> list[Entry]:
-    """A due-index shard's programs, each as its window's conditional Put and its roll (the
-    program's Update, conditioned on the end it was read with and on being active)."""
-    settings, business_date = harness.window_settings, harness.layout.business_date.isoformat()
-    found = _query_all(
-        harness.client,
-        {
-            "TableName": settings.programs_table,
-            "IndexName": ProgramModel.due_index.Meta.index_name,
-            "KeyConditionExpression": "due_shard = :shard AND current_window_end <= :date",
-            "ExpressionAttributeValues": {":shard": {"S": str(shard)}, ":date": {"S": business_date}},
-        },
-    )
-    entries = []
-    for program in found:
-        tenant, program_id = program["tenant_id"]["S"], program["program_id"]["S"]
-        start = program["current_window_end"]["S"]
-        length = timedelta(days=int(program["window_length_days"]["N"]))
-        end = (harness.layout.business_date.fromisoformat(start) + length).isoformat()
-        window = {
-            "program_key": {"S": f"{tenant}#{program_id}"},
-            "start_date": {"S": start},
-            "tenant_id": {"S": tenant},
-            "program_id": {"S": program_id},
-            "end_date": {"S": end},
-            "created_for_tick": {"S": tick_key},
-        }
-        put = {
-            "TableName": settings.windows_table,
-            "Item": window,
-            "ConditionExpression": "attribute_not_exists(program_key)",
-        }
-        roll = {
-            "TableName": settings.programs_table,
-            "Key": {"tenant_id": program["tenant_id"], "program_id": program["program_id"]},
-            "UpdateExpression": "SET current_window_end = :end",
-            "ConditionExpression": "current_window_end = :read AND #status = :active",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {
-                ":end": {"S": end},
-                ":read": {"S": start},
-                ":active": {"S": STATUS_ACTIVE},
-            },
-        }
-        entries.append(Entry(f"{tenant}#{program_id}", [{"Put": put}, {"Update": roll}]))
-    return entries
-
-
-def session_entries(harness: Harness, shard: int, tick_key: str) -> list[Entry]:
-    """An empty-index shard's expired sessions, each as a Delete conditioned on still being empty."""
-    table = harness.cleanup_settings.sessions_table
-    cutoff = format_scheduled_time(harness.layout.cleanup_tick - harness.layout.grace)
-    found = _query_all(
-        harness.client,
-        {
-            "TableName": table,
-            "IndexName": SessionModel.empty_index.Meta.index_name,
-            "KeyConditionExpression": "empty_shard = :shard AND started_at <= :cutoff",
-            "ExpressionAttributeValues": {":shard": {"S": str(shard)}, ":cutoff": {"S": cutoff}},
-        },
-    )
-    return [
-        Entry(
-            f"{item['tenant_id']['S']}#{item['session_id']['S']}",
-            [
-                {
-                    "Delete": {
-                        "TableName": table,
-                        "Key": {"tenant_id": item["tenant_id"], "session_id": item["session_id"]},
-                        "ConditionExpression": "exercise_count = :zero",
-                        "ExpressionAttributeValues": {":zero": {"N": "0"}},
-                    }
-                }
-            ],
-        )
-        for item in found
-    ]
-
-
-ENTRIES: Final[dict[str, tuple[Callable[[Harness, int, str], list[Entry]], int]]] = {
-    WINDOW_JOB: (window_entries, DUE_INDEX_SHARDS),
-    CLEANUP_JOB: (session_entries, EMPTY_INDEX_SHARDS),
-}
 
 
 @dataclass
 class RawBatches:
-    """Packed raw transactions, each with the lane's counter action, `concurrency` in flight.
-    No retries: a cancelled transaction is a bench error (the tables are fresh)."""
+    """The floor: raw transactions packed here, each with the lane's counter action, no retries,
+    no tokens, no cancellation reasons read (a cancelled transaction is a bench error)."""
 
     harness: Harness
     job: str
     concurrency: int = 1
 
-    def counter(self, tick_key: str, shard: int, lane: int, applied: int) -> dict[str, Any]:
-        ledger = self.harness.ledger_table
+    def counter(self, tick_key: str, shard: str, lane: int, applied: int) -> dict[str, Any]:
         return {
             "Update": {
-                "TableName": ledger,
+                "TableName": self.harness.ledger_table,
                 "Key": {"job": {"S": f"{self.job}#work"}, "scheduled_time": {"S": f"{tick_key}#p{shard}#l{lane}"}},
                 "UpdateExpression": "ADD applied :applied",
                 "ExpressionAttributeValues": {":applied": {"N": str(applied)}},
@@ -172,28 +67,57 @@ class RawBatches:
 
     def run(self, tick_key: str) -> int:
         """Every shard read then written, shard after shard; the items applied."""
-        return sum(self.run_shard(tick_key, shard) for shard in range(ENTRIES[self.job][1]))
+        return sum(self.run_shard(tick_key, str(shard)) for shard in range(RawWork(self.harness, self.job).shards))
 
-    def run_shard(self, tick_key: str, shard: int) -> int:
-        """One shard (a partition): read, packed, written in up to `concurrency` lanes."""
-        read, _ = ENTRIES[self.job]
-        batches = pack(read(self.harness, shard, tick_key))
+    def run_shard(self, tick_key: str, shard: str) -> int:
+        work = RawWork(self.harness, self.job)
+        items = work.read_all(shard)
+        per_item = len(work.writes(items[0], {}, tick_key)) if items else 1
+        batches = pack([work.writes(item, {}, tick_key) for item in items])
         lanes = max(1, min(self.concurrency, len(batches)))
 
         def lane_work(lane: int) -> int:
             done = 0
-            for batch in batches[lane::lanes]:
-                actions = [action for entry in batch for action in entry.actions]
+            for actions in batches[lane::lanes]:
+                applied = len(actions) // per_item
                 self.harness.client.transact_write_items(
-                    TransactItems=[*actions, self.counter(tick_key, shard, lane, len(batch))]
+                    TransactItems=[*actions, self.counter(tick_key, shard, lane, applied)]
                 )
-                done += len(batch)
+                done += applied
             return done
 
         if lanes == 1:
             return lane_work(0)
         with ThreadPoolExecutor(max_workers=lanes) as pool:
             return sum(pool.map(lane_work, range(lanes)))
+
+
+@dataclass
+class KitBatches:
+    """The kit's batch writer (tokens, cancellation reasons, backoff, lanes) with its partition
+    accounting (a counter action per transaction on the lane's record), over the same work."""
+
+    harness: Harness
+    job: str
+    concurrency: int = 1
+
+    def run(self, tick_key: str) -> int:
+        return sum(self.run_shard(tick_key, str(shard)) for shard in range(RawWork(self.harness, self.job).shards))
+
+    def run_shard(self, tick_key: str, shard: str) -> int:
+        work = RawWork(self.harness, self.job)
+        job, _, scheduled_time = tick_key.partition("@")
+        records = PartitionRecords(
+            self.harness.client, self.harness.ledger_table, job, scheduled_time, shard, "bench", 86_400
+        )
+
+        def refuse(entries: list[Entry], reason: str) -> None:
+            raise BenchError(f"{self.job}: {len(entries)} item(s) failed on fresh tables: {reason}")
+
+        writer = BatchWriter(self.harness.client, PartitionAccounting(records), refuse, concurrency=self.concurrency)
+        entries = [Entry(work.item_key(item), work.writes(item, {}, tick_key), item) for item in work.read_all(shard)]
+        counters = writer.apply(entries)
+        return counters.applied
 
 
 def workload_for(job: str, items: int) -> Workload:
@@ -234,11 +158,11 @@ def time_batched(harness: Harness, job: str, items: int, run: Callable[[str], in
 
 
 def metered_batched(harness: Harness, job: str, items: int) -> Measured:
-    """The batched path once more, untimed, with its write units metered: its cost per item."""
+    """The kit's batched path once more, untimed, with its write units metered: its cost per item."""
     harness.reset_tables()
     harness.seed(workload_for(job, items), in_process=True)
     tick = harness.tick(job)
-    return measure(lambda: RawBatches(harness, job, 1).run(tick.key), write_units=True)
+    return measure(lambda: KitBatches(harness, job, 1).run(tick.key), write_units=True)
 
 
 def per_item(
@@ -279,10 +203,12 @@ def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
     for job in (WINDOW_JOB, CLEANUP_JOB):
         loop = time_loop(harness, job, sizes.batching_items, sizes.added_latency_ms)
         runs = {
-            f"raw_concurrency_{concurrency}": time_batched(
-                harness, job, sizes.batching_items, RawBatches(harness, job, concurrency).run, sizes.added_latency_ms
+            name: time_batched(harness, job, sizes.batching_items, writer.run, sizes.added_latency_ms)
+            for name, writer in (
+                ("raw_concurrency_1", RawBatches(harness, job, 1)),
+                ("kit_writer_concurrency_1", KitBatches(harness, job, 1)),
+                ("kit_writer_concurrency_4", KitBatches(harness, job, 4)),
             )
-            for concurrency in (1, 4)
         }
         for name, timed in runs.items():
             figures.append(
@@ -301,8 +227,8 @@ def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
             job, metered_batched(harness, job, metered_items), metered_items, harness
         )
         figures += cost_figures
-        shards = ENTRIES[job][1]
-        worker = runs["raw_concurrency_4"].per_second
+        shards = RawWork(harness, job).shards
+        worker = runs["kit_writer_concurrency_4"].per_second
         model, model_details = model_figures(
             f"batching.{job}.model", job, cost, Limits(WORKERS, worker, shards), loop.per_second
         )

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless_tools.bench.batching import ENTRIES, RawBatches, workload_for
+from clockless_tools.bench.batching import KitBatches, workload_for
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.latency import added_latency
+from clockless_tools.bench.rawwork import RawWork
 from clockless_tools.bench.results import WINDOW_JOB, BenchError, BenchSizes, Figure
 
 WORKER_COUNTS: Final = (1, 2, 4, 8, 16)
@@ -42,10 +43,10 @@ class Point:
         return self.items / self.seconds
 
 
-def run_workers(partitions: list[int], workers: int, run: Callable[[int], int]) -> tuple[int, float, float, float]:
+def run_workers(partitions: list[str], workers: int, run: Callable[[str], int]) -> tuple[int, float, float, float]:
     """`workers` threads drain the partitions; (items, wall seconds, process CPU seconds, the
     workers' own CPU seconds: the client's share, what one Lambda would spend)."""
-    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
     for partition in partitions:
         todo.put(partition)
     done: list[int] = []
@@ -87,17 +88,17 @@ def run_workers(partitions: list[int], workers: int, run: Callable[[int], int]) 
 
 def measure_scaling(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
     job = WINDOW_JOB
-    _, shards = ENTRIES[job]
+    shards = RawWork(harness, job).shards
     items = sizes.scaling_items
     points: list[Point] = []
     for workers in WORKER_COUNTS:
         harness.reset_tables()
         harness.seed(workload_for(job, items), in_process=True)
         tick = harness.tick(job)
-        writer = RawBatches(harness, job, concurrency=1)
+        writer = KitBatches(harness, job, concurrency=1)
         with added_latency(sizes.added_latency_ms):
             applied, seconds, cpu_seconds, client_cpu = run_workers(
-                list(range(shards)), workers, functools.partial(writer.run_shard, tick.key)
+                [str(shard) for shard in range(shards)], workers, functools.partial(writer.run_shard, tick.key)
             )
         if applied != items:
             raise BenchError(f"scaling: {workers} worker(s) applied {applied} of {items} items")
@@ -121,7 +122,7 @@ def measure_scaling(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], 
         "items": items,
         "partitions": shards,
         "cpus": os.cpu_count(),
-        "worker": "raw batched transactions, one lane per worker",
+        "worker": "the kit's batch writer, one lane per worker, over each shard",
         "points": [
             {
                 "workers": point.workers,
