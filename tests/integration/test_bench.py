@@ -132,6 +132,40 @@ def test_batching_is_measured_against_the_loop_in_the_same_run_and_the_model_nam
     assert model["spread"]["seconds"] <= model["one_tenant"]["seconds"]
 
 
+@pytest.mark.parametrize("job", JOBS)
+def test_the_coordinator_sends_partitions_not_items_so_its_requests_stay_flat(results: BenchResults, job: str) -> None:
+    requests = results.figure(f"coordinator.{job}.requests_per_tick")
+    rows = results.details["coordinator"][job]["measured"]
+
+    assert [row["due_items"] for row in rows] == list(QUICK.coordinator_due_items)
+    assert requests.met is True
+    assert rows[0]["operations"] == rows[-1]["operations"]
+    assert rows[-1]["operations"]["SendMessageBatch"] == -(-rows[-1]["partitions"] // 10)
+    assert results.details["coordinator"][job]["modelled_1m"]["requests"] == requests.value
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_fanned_out_tick_accounts_for_every_item_and_costs_its_items_writes_plus_bookkeeping(
+    results: BenchResults, job: str
+) -> None:
+    tick = results.details["fanned_out"][job]["fanned_out"]
+    loop = results.details["fanned_out"][job]["loop"]
+    units = results.figure(f"fanned_out.{job}.per_item.write_units")
+
+    assert tick["ledger"]["status"] == "succeeded"
+    assert tick["ledger"]["summary"]["applied"] == QUICK.batching_items
+    assert tick["ledger"]["partitions_done"] == tick["ledger"]["partitions_total"] == tick["invocations"]
+    # The items' own writes are the loop's, transactional (the loop deletes a session with a plain
+    # conditional DeleteItem: half the units); the rest is the fan-out's bookkeeping.
+    transactional = 1 if job == WINDOW_JOB else 2
+    bookkeeping = {"LedgerTable", "IdempotencyTable"}
+    assert {name: u for name, u in tick["wcu_by_table"].items() if name not in bookkeeping} == {
+        name: u * transactional for name, u in loop["write_units_by_table"].items() if name not in bookkeeping
+    }
+    assert units.value > (units.baseline or 0)
+    assert "ReceiveMessage" not in tick["requests"]  # the poller's, not the function's
+
+
 def test_every_worker_count_from_1_to_16_is_measured_against_linear_scaling(results: BenchResults) -> None:
     points = results.details["scaling"]["points"]
 
@@ -216,6 +250,12 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
         )
     }
     expected |= {f"scaling.{WINDOW_JOB}.workers_{n}.items_per_second" for n in (2, 4, 8, 16)}
+    expected |= {
+        f"coordinator.{job}.{metric}"
+        for job in JOBS
+        for metric in ("requests_per_tick", "ms_per_tick", "ms_per_tick_1m_modelled")
+    }
+    expected |= {f"fanned_out.{job}.per_item.{metric}" for job in JOBS for metric in ("requests", "write_units")}
     expected |= {
         f"versus_stock.{job}.{case}"
         for job in JOBS

@@ -7,6 +7,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from clockless import JobRun, KitSettings, Tick, Trigger, format_scheduled_time
@@ -23,9 +24,10 @@ from clockless_tools.local.dynamodb import (
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
+from session_cleanup.logic import clean_up_empty_sessions
 from session_cleanup.repository import DynamoSessionStore, SessionModel
 from session_cleanup.settings import SessionCleanupSettings
-from window_generation.logic import business_date_of
+from window_generation.logic import business_date_of, generate_windows
 from window_generation.repository import DynamoProgramStore, ProgramModel, _program_item
 from window_generation.settings import WindowGenerationSettings
 
@@ -114,8 +116,8 @@ class Harness:
                 f"bench.empty_session_item/session_in_use_item: {over_http} != {in_process_items}"
             )
 
-    def tick(self, job: str, *, attempt: int = 1) -> Tick:
-        scheduled = WINDOW_TICK if job == WINDOW_JOB else CLEANUP_TICK
+    def tick(self, job: str, *, attempt: int = 1, scheduled: datetime | None = None) -> Tick:
+        scheduled = scheduled or (WINDOW_TICK if job == WINDOW_JOB else CLEANUP_TICK)
         names = LocalNames()
         arn = f"arn:aws:scheduler:{names.region}:{names.account_id}:schedule/default/{job}"
         return Tick(job, scheduled, arn, attempt, str(uuid.uuid4()), Trigger.SCHEDULE)
@@ -139,6 +141,27 @@ class Harness:
                 raise BenchError(f"{function_id}'s handler is not a ScheduledJob handler (no __wrapped__)")
             run = JobRun(tick=tick)
             return measure(lambda: bare(run), bookkeeping_tables=self.bookkeeping_tables, write_units=write_units)
+
+    def sequential_loop(self, job: str, tick: Tick, *, write_units: bool = False) -> Measured:
+        """The job's sequential logic alone (one item after another, as every tick ran before
+        fan-out), over its repository: the baseline the fanned-out path is measured against."""
+        with self.runtime.function_environment(self.functions[job]):
+            if job == WINDOW_JOB:
+                programs = DynamoProgramStore(self.window_settings.programs_table, self.window_settings.windows_table)
+                business_date = business_date_of(tick.scheduled_time, self.window_settings.operating_time_zones)
+
+                def run() -> Mapping[str, Any]:
+                    return generate_windows(programs, business_date=business_date, tick_key=tick.key).as_summary()
+
+            else:
+                sessions = DynamoSessionStore(self.cleanup_settings.sessions_table)
+
+                def run() -> Mapping[str, Any]:
+                    return clean_up_empty_sessions(
+                        sessions, now=tick.scheduled_time, grace=self.cleanup_settings.grace
+                    ).as_summary()
+
+            return measure(run, bookkeeping_tables=self.bookkeeping_tables, write_units=write_units)
 
     def time_empty_index_query(self, job: str) -> float:
         """Seconds moto takes to answer, after the tick, the job's index query for one shard: it

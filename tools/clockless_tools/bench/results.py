@@ -40,6 +40,8 @@ class BenchSizes:
     batching_items: int = 2_000
     # Added before every request in batching and scaling (issue 16 measured with 8 ms).
     added_latency_ms: float = 8.0
+    # Due items under one coordinator tick: requests must stay flat (1M is modelled from the largest).
+    coordinator_due_items: tuple[int, ...] = (1_000, 100_000)
     # Items spread over the partitions for 1 to 16 concurrent workers.
     scaling_items: int = 4_000
     imports: int = 10
@@ -60,6 +62,7 @@ QUICK: Final = BenchSizes(
     batching_items=60,
     added_latency_ms=1.0,
     scaling_items=64,
+    coordinator_due_items=(20, 80),
     imports=1,
     imports_max=1,
     sam_build=False,

@@ -14,6 +14,7 @@ from typing import Any, Final, TextIO
 from clockless_tools.bench.artifacts import measure_artifacts
 from clockless_tools.bench.batching import measure_batching
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
+from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.overhead import measure_overhead
@@ -29,7 +30,18 @@ from clockless_tools.local.dynamodb import (
 from clockless_tools.template.model import Template
 
 # What `make bench` measures, in order; `clockless bench run --only` picks some.
-SECTIONS: Final = ("overhead", "versus_stock", "scale", "throughput", "batching", "scaling", "artifacts", "cold_start")
+SECTIONS: Final = (
+    "overhead",
+    "versus_stock",
+    "scale",
+    "throughput",
+    "batching",
+    "scaling",
+    "coordinator",
+    "fanned_out",
+    "artifacts",
+    "cold_start",
+)
 
 
 def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
@@ -70,6 +82,18 @@ _TICK_SECTIONS: Final[dict[str, tuple[Callable[[BenchSizes], str], Measurement]]
     "scaling": (
         lambda sizes: f"3c/5 items/s against 1 to 16 concurrent workers, {sizes.scaling_items:,} items",
         measure_scaling,
+    ),
+    "coordinator": (
+        lambda sizes: (
+            "3d/5 coordinator requests and time per tick at "
+            + ", ".join(f"{n:,}" for n in sizes.coordinator_due_items)
+            + " due items (1M modelled)"
+        ),
+        measure_coordinator,
+    ),
+    "fanned_out": (
+        lambda sizes: f"3e/5 a fanned-out tick, coordinator to finisher, per item: {sizes.batching_items:,} items",
+        measure_per_item,
     ),
 }
 

@@ -30,6 +30,7 @@ from botocore.endpoint import Endpoint
 
 from clockless_tools.bench.moto_patches import moto_dynamodb_backend
 from clockless_tools.bench.read_units import item_size
+from clockless_tools.bench.results import BenchError
 
 KB: Final = 1024
 _SINGLE_WRITES: Final = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
@@ -113,8 +114,14 @@ class _Tables:
         return self._shapes[name]
 
     def item(self, name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        found = self._backend.get_item(name, dict(key))
-        return None if found is None else copy.deepcopy(found.to_json()["Attributes"])
+        # moto's server may be writing this item on another thread; read again until a copy holds.
+        for _ in range(10):
+            try:
+                found = self._backend.get_item(name, dict(key))
+                return None if found is None else copy.deepcopy(found.to_json()["Attributes"])
+            except RuntimeError:
+                continue
+        raise BenchError(f"could not read {name} {dict(key)} from moto's state to meter a write")
 
     def key_of(self, name: str, operation: str, action: Mapping[str, Any]) -> dict[str, Any]:
         keys, _ = self.shape(name)
