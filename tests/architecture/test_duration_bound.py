@@ -52,3 +52,32 @@ def test_planted_function_without_an_expected_duration_is_caught(planted: Plante
         resource="SessionCleanupFunction",
         containing="expected_duration_seconds is not declared",
     )
+
+
+def test_planted_worker_expected_to_run_to_its_timeout_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "expected_duration_seconds: 285",
+        "expected_duration_seconds: 300",
+        after="  SessionCleanupWorkerFunction:",
+    )
+
+    found(
+        planted.violations("duration-bound"),
+        file=TEMPLATE,
+        resource="SessionCleanupWorkerFunction",
+        containing="not below the Timeout 300 s",
+    )
+
+
+def test_planted_worker_without_a_duration_alarm_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "Value: !Ref WindowGenerationWorkerFunction\n      ExtendedStatistic: p99",
+        "Value: !Ref WindowGenerationFunction\n      ExtendedStatistic: p99",
+    )
+
+    violation = found(
+        planted.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationWorkerFunction", containing="p90"
+    )
+    assert "found: none" in violation.message

@@ -127,3 +127,50 @@ def test_a_function_using_tables_without_a_declared_endpoint_is_caught(planted: 
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="does not declare AWS_ENDPOINT")
     found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="so SAM ignores it")
+
+
+def test_a_worker_missing_from_the_env_vars_file_is_caught(planted: PlantedCopy) -> None:
+    entries = json.loads((planted.root / ENV_VARS).read_text())
+    del entries["WindowGenerationWorkerFunction"]
+    planted.write(ENV_VARS, json.dumps(entries))
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=ENV_VARS, resource="WindowGenerationWorkerFunction", containing="has no entry")
+
+
+@pytest.mark.parametrize(
+    ("function", "changes", "complaint"),
+    [
+        ("SessionCleanupFunction", {"WORK_QUEUE_URL": None}, "WORK_QUEUE_URL (the queue SessionCleanupWorkQueue)"),
+        (
+            "SessionCleanupWorkerFunction",
+            {"WORK_DEAD_LETTER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq"},
+            "not the local queue's URL",
+        ),
+        (
+            "WindowGenerationWorkerFunction",
+            {"WORK_QUEUE_URL": "http://host.docker.internal:8765/123456789012/SessionCleanupWorkQueue"},
+            "WORK_QUEUE_URL (the queue WindowGenerationWorkQueue)",
+        ),
+        ("WindowGenerationWorkerFunction", {"AWS_ENDPOINT_URL_SQS": None}, "could reach a real queue"),
+    ],
+    ids=["coordinator-queue-missing", "remote-dead-letter-queue", "another-jobs-queue", "no-sqs-endpoint"],
+)
+def test_an_env_vars_entry_that_does_not_point_at_local_queues_is_caught(
+    planted: PlantedCopy, function: str, changes: dict[str, str | None], complaint: str
+) -> None:
+    _edit_env_vars(planted, function, **changes)
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=ENV_VARS, resource=function, containing=complaint)
+
+
+def test_a_function_using_queues_without_a_declared_sqs_endpoint_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, '        AWS_ENDPOINT_URL_SQS: ""\n', "")
+
+    violations = planted.violations("event-samples")
+
+    found(violations, file=TEMPLATE, resource="WindowGenerationWorkerFunction", containing="does not declare AWS_ENDP")
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="uses queues")

@@ -126,3 +126,17 @@ def test_planted_queue_alarm_that_waits_for_a_backlog_is_caught(planted: Planted
     violations = planted.violations("failure-paths")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="JobFailureQueue is watched by no")
+
+
+def test_planted_worker_without_an_errors_alarm_is_caught(planted: PlantedCopy) -> None:
+    # A worker's failed runs only reappear as messages after the visibility timeout: its Errors say it first.
+    planted.replace(
+        TEMPLATE,
+        "      MetricName: Errors",
+        "      MetricName: Throttles",
+        after="  WindowGenerationWorkerErrorsAlarm:",
+    )
+
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationWorkerFunction")
+
+    assert "Errors" in violation.message

@@ -10,6 +10,8 @@ TEMPLATE = "template.yaml"
 
 
 CLEANUP = "  SessionCleanupFunction:\n"
+# The cleanup worker reads and deletes sessions; its coordinator only sends partition messages.
+CLEANUP_WORKER = "  SessionCleanupWorkerFunction:\n"
 
 
 # ---------------------------------------------------------------------------------------------- least-privilege
@@ -26,20 +28,22 @@ DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
     ids=["star", "star-in-list", "every-table"],
 )
 def test_a_wildcard_resource_on_dynamodb_actions_is_caught(planted: PlantedCopy, resource: str) -> None:
-    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP)
+    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP_WORKER)
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="allows dynamodb actions on")
+    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="allows dynamodb actions on")
 
 
 def test_a_statement_on_a_table_the_function_does_not_use_is_caught(planted: PlantedCopy) -> None:
-    # Given cleanup allowed to delete programs, a table none of its variables names
-    planted.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP)
+    # Given the cleanup worker allowed to delete programs, a table none of its variables names
+    planted.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP_WORKER)
 
     violations = planted.violations("least-privilege")
 
-    violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names ProgramsTable")
+    violation = found(
+        violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="names ProgramsTable"
+    )
     assert "(DeleteEmptySessions)" in violation.message
 
 
@@ -85,3 +89,82 @@ def test_a_full_access_managed_policy_is_caught(planted: PlantedCopy) -> None:
     violations = planted.violations("least-privilege")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="AmazonDynamoDBFullAccess")
+
+
+# ---------------------------------------------------------------------------------------------- queues
+def test_a_sam_sqs_event_is_caught(planted: PlantedCopy) -> None:
+    # Given the cleanup worker fed by SAM's SQS event, which attaches a policy on every queue
+    planted.replace(
+        TEMPLATE,
+        "      Policies:\n",
+        "      Events:\n        Work:\n          Type: SQS\n          Properties:\n"
+        "            Queue: !GetAtt SessionCleanupWorkQueue.Arn\n            BatchSize: 1\n      Policies:\n",
+        after=CLEANUP_WORKER,
+    )
+
+    violations = planted.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="Events.Work is a SAM SQS")
+
+
+def test_the_managed_sqs_poller_policy_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "      Policies:\n",
+        "      Policies:\n        - arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole\n",
+        after=CLEANUP_WORKER,
+    )
+
+    violations = planted.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="AWSLambdaSQSQueueExecution")
+
+
+def test_a_coordinator_allowed_to_consume_its_work_queue_is_caught(planted: PlantedCopy) -> None:
+    # Given the coordinator, which only sends partitions, allowed to receive them too
+    planted.replace(
+        TEMPLATE, "Action: [sqs:SendMessage]", "Action: [sqs:SendMessage, sqs:ReceiveMessage]", after=CLEANUP
+    )
+
+    violations = planted.violations("least-privilege")
+
+    violation = found(
+        violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="on SessionCleanupWorkQueue"
+    )
+    assert "sqs:receivemessage" in violation.message
+    assert "(FanOutPartitions)" in violation.message
+
+
+@pytest.mark.parametrize("action", ["sqs:DeleteMessage", "sqs:*"])
+def test_a_worker_allowed_to_consume_its_dead_letter_queue_is_caught(planted: PlantedCopy, action: str) -> None:
+    # Given the worker, which only sends failed items to its DLQ, allowed to take them off it
+    planted.replace(
+        TEMPLATE,
+        "      Policies:\n        - Statement:\n",
+        "      Policies:\n        - Statement:\n"
+        f"            - Effect: Allow\n              Action: [{action}]\n"
+        "              Resource: !GetAtt SessionCleanupWorkDeadLetterQueue.Arn\n",
+        after=CLEANUP_WORKER,
+    )
+
+    violations = planted.violations("least-privilege")
+
+    found(
+        violations,
+        file=TEMPLATE,
+        resource="SessionCleanupWorkerFunction",
+        containing=f"allows {action.lower()} on SessionCleanupWorkDeadLetterQueue",
+    )
+
+
+def test_a_worker_allowed_on_the_other_jobs_work_queue_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "                - !GetAtt SessionCleanupWorkQueue.Arn\n",
+        "                - !GetAtt SessionCleanupWorkQueue.Arn\n"
+        "                - !GetAtt WindowGenerationWorkQueue.Arn\n",
+    )
+
+    violations = planted.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="names WindowGenerationWork")

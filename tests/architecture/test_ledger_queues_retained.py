@@ -11,7 +11,17 @@ TEMPLATE = "template.yaml"
 RULE = "ledger-queues-retained"
 
 
-@pytest.mark.parametrize("resource", ["LedgerTable", "SchedulerDeadLetterQueue", "JobFailureQueue"])
+@pytest.mark.parametrize(
+    "resource",
+    [
+        "LedgerTable",
+        "SchedulerDeadLetterQueue",
+        "JobFailureQueue",
+        # The partitions of running ticks, and the partitions and items set aside.
+        "WindowGenerationWorkQueue",
+        "SessionCleanupWorkDeadLetterQueue",
+    ],
+)
 @pytest.mark.parametrize(
     ("policy", "value"),
     [("DeletionPolicy", "Delete"), ("UpdateReplacePolicy", "Snapshot"), ("DeletionPolicy", None)],
@@ -20,7 +30,7 @@ RULE = "ledger-queues-retained"
 def test_a_ledger_or_queue_that_the_stack_may_delete_is_caught(
     planted: PlantedCopy, resource: str, policy: str, value: str | None
 ) -> None:
-    # Given one of the three with one policy no longer Retain
+    # Given one of them with one policy no longer Retain
     new = "" if value is None else f"    {policy}: {value}\n"
     planted.replace(TEMPLATE, f"    {policy}: Retain\n", new, after=f"  {resource}:\n")
 

@@ -42,6 +42,14 @@ def logging_problems(template: Template) -> list[str]:
                 problems.append(
                     f"{logical_id}: POWERTOOLS_SERVICE_NAME is {service!r}, its schedule runs {schedule.job!r}"
                 )
+        # A worker logs and counts under the job it works for: the finisher's TickSucceeded carries
+        # service=<job>, the dimension the dead-man alarm watches.
+        coordinator = template.functions.get(fn.worker_of or "")
+        for schedule in coordinator.schedules if coordinator is not None else []:
+            if service and service != schedule.job:
+                problems.append(
+                    f"{logical_id}: POWERTOOLS_SERVICE_NAME is {service!r}, it works for job {schedule.job!r}"
+                )
     return problems
 
 
@@ -78,11 +86,36 @@ def test_a_log_group_without_retention_or_named_after_its_function_is_caught(pla
 def test_a_missing_or_wrong_service_name_is_caught(planted: PlantedCopy) -> None:
     copy = planted
     copy.replace(TEMPLATE, "          POWERTOOLS_SERVICE_NAME: job-trigger\n", "")
-    copy.replace(TEMPLATE, "POWERTOOLS_SERVICE_NAME: session-cleanup", "POWERTOOLS_SERVICE_NAME: cleanup")
+    copy.replace(
+        TEMPLATE,
+        "POWERTOOLS_SERVICE_NAME: session-cleanup",
+        "POWERTOOLS_SERVICE_NAME: cleanup",
+        after="  SessionCleanupFunction:\n",
+    )
 
     problems = logging_problems(Template.load(copy.root / TEMPLATE))
 
     assert problems == [
         "SessionCleanupFunction: POWERTOOLS_SERVICE_NAME is 'cleanup', its schedule runs 'session-cleanup'",
         "JobTriggerFunction: POWERTOOLS_SERVICE_NAME is not set",
+    ]
+
+
+def test_a_worker_logging_under_another_service_or_without_its_group_is_caught(planted: PlantedCopy) -> None:
+    copy = planted
+    copy.replace(
+        TEMPLATE,
+        "POWERTOOLS_SERVICE_NAME: window-generation",
+        "POWERTOOLS_SERVICE_NAME: window-worker",
+        after="  WindowGenerationWorkerFunction:\n",
+    )
+    copy.replace(TEMPLATE, "LogGroup: !Ref SessionCleanupWorkerLogGroup", "LogGroup: !Ref SessionCleanupWorkQueue")
+
+    problems = logging_problems(Template.load(copy.root / TEMPLATE))
+
+    assert problems == [
+        "WindowGenerationWorkerFunction: POWERTOOLS_SERVICE_NAME is 'window-worker', "
+        "it works for job 'window-generation'",
+        "SessionCleanupWorkerFunction: LoggingConfig.LogGroup refers to SessionCleanupWorkQueue, "
+        "not a declared log group",
     ]

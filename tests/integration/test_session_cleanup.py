@@ -1,8 +1,12 @@
-"""Empty-session cleanup takes effect once per tick and never deletes a session in use."""
+"""Empty-session cleanup takes effect once per tick and never deletes a session in use: the
+coordinator works out the tick's range and fans it out over the 16 empty-index shards, the
+workers delete each session only if it is still empty, up to 99 to a transaction."""
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,24 +15,67 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
+from clockless.dynamo import shard_for
+from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from session_cleanup.logic import SessionRef
-from session_cleanup.repository import DynamoSessionStore
+from session_cleanup.repository import EMPTY_INDEX_SHARDS, DynamoSessionStore, SessionPartitionWork
 from tests.conftest import load_event
 from tests.integration.conftest import delivery, scan_all
+from tests.integration.work_queues import WorkQueues
 
 TICK_SAMPLE = "session_cleanup/tick.json"
 FN = "SessionCleanupFunction"
+WORKER = "SessionCleanupWorkerFunction"
 TICK = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)  # events/session_cleanup/tick.json; grace is 120 min
+TICK_TIME = "2026-11-29T09:00:00Z"
+FANNED_OUT = {"fan_out": {"partitions": EMPTY_INDEX_SHARDS}, "since": None, "cutoff": "2026-11-29T07:00:00Z"}
 
 
 def _session_ids(tables: Any) -> set[str]:
     return {item["session_id"]["S"] for item in scan_all(tables, "SessionsTable")}
 
 
+def _tick_entry(tables: Any, scheduled_time: str = TICK_TIME) -> dict[str, Any]:
+    (entry,) = (
+        item
+        for item in scan_all(tables, "LedgerTable")
+        if item["job"]["S"] == "session-cleanup" and item["scheduled_time"]["S"] == scheduled_time
+    )
+    return entry
+
+
+def _settled(tables: Any, scheduled_time: str = TICK_TIME) -> dict[str, int]:
+    entry = _tick_entry(tables, scheduled_time)
+    assert entry["status"]["S"] == "succeeded"
+    summary: dict[str, int] = json.loads(entry["summary"]["S"])
+    return summary
+
+
+def _counts(found: int, applied: int, already_done: int = 0) -> dict[str, int]:
+    return {
+        "found": found,
+        "applied": applied,
+        "already_done": already_done,
+        "failed": 0,
+        "partitions": EMPTY_INDEX_SHARDS,
+    }
+
+
 @pytest.fixture
-def ready(tables: Any, function_env: Any) -> Any:
+def queues(
+    tables: Any, function_env: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WorkQueues]:
     function_env(FN)
+    function_env(WORKER)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", runtime.endpoint)
+    work_queues = WorkQueues(runtime, WORKER, "SessionCleanupWorkQueue", "SessionCleanupWorkDeadLetterQueue")
+    yield work_queues
+    work_queues.delete()
+
+
+@pytest.fixture
+def ready(tables: Any, queues: WorkQueues) -> Any:
     store = DynamoSessionStore("SessionsTable")
     store.start_sessions(
         [
@@ -42,40 +89,44 @@ def ready(tables: Any, function_env: Any) -> Any:
     return tables
 
 
-def test_deletes_only_sessions_still_empty_after_the_grace_period(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_deletes_only_sessions_still_empty_after_the_grace_period(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
     result = runtime.call(FN, delivery(TICK_SAMPLE))
 
     assert result["outcome"] == "executed"
-    assert result["summary"] == {
-        "since": None,
-        "cutoff": "2026-11-29T07:00:00Z",
-        "candidates": 2,
-        "sessions_deleted": 2,
-        "kept_no_longer_empty": 0,
-    }
+    assert result["summary"] == FANNED_OUT
+    assert len(_session_ids(ready)) == 4
+    assert queues.drain() == EMPTY_INDEX_SHARDS
     assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+    assert _settled(ready) == _counts(found=2, applied=2)
 
 
 def test_session_that_gets_its_first_exercise_after_listing_survives(
-    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_delete = DynamoSessionStore.delete_if_empty
+    real_writes = SessionPartitionWork.writes
 
-    def exercise_arrives_first(self: DynamoSessionStore, session: SessionRef) -> bool:
+    def exercise_arrives_first(self: SessionPartitionWork, session: SessionRef, *args: Any) -> Any:
         if session.session_id == "old-empty-1":
-            self.log_exercise(session.tenant_id, session.session_id)
-        return real_delete(self, session)
+            DynamoSessionStore("SessionsTable").log_exercise(session.tenant_id, session.session_id)
+        return real_writes(self, session, *args)
 
-    monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", exercise_arrives_first)
-    result = runtime.call(FN, delivery(TICK_SAMPLE))
+    monkeypatch.setattr(SessionPartitionWork, "writes", exercise_arrives_first)
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
 
-    assert result["summary"]["sessions_deleted"] == 1
-    assert result["summary"]["kept_no_longer_empty"] == 1
     assert "old-empty-1" in _session_ids(ready)
+    assert "old-empty-2" not in _session_ids(ready)
+    # kept because it is no longer empty: its condition failed, so it counts as already done
+    assert _settled(ready) == _counts(found=2, applied=1, already_done=1)
 
 
-def test_duplicate_retry_and_burst_delete_each_session_once(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    first = runtime.call(FN, delivery(TICK_SAMPLE))
+def test_duplicate_retry_and_burst_delete_each_session_once(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
     barrier = threading.Barrier(6)
 
     def deliver(attempt: int) -> str:
@@ -86,12 +137,25 @@ def test_duplicate_retry_and_burst_delete_each_session_once(ready: Any, runtime:
     with ThreadPoolExecutor(max_workers=6) as pool:
         outcomes = list(pool.map(deliver, [1, 1, 2, 2, 3, 3]))
 
-    assert first["summary"]["sessions_deleted"] == 2
     assert outcomes == ["duplicate"] * 6
+    assert queues.drain() == 0
     assert _session_ids(ready) == {"old-in-use", "recent-empty"}
 
 
-def test_concurrent_first_deliveries_execute_once(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_duplicate_partition_messages_delete_each_session_once(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    for body in queues.bodies(queues.queue):
+        queues.client.send_message(QueueUrl=queues.url(queues.queue), MessageBody=json.dumps(body))
+
+    assert queues.drain() == 2 * EMPTY_INDEX_SHARDS
+
+    assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+    assert _settled(ready) == _counts(found=2, applied=2)
+
+
+def test_concurrent_first_deliveries_fan_out_once(ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues) -> None:
     barrier = threading.Barrier(8)
 
     def deliver(_: int) -> dict[str, Any]:
@@ -102,41 +166,42 @@ def test_concurrent_first_deliveries_execute_once(ready: Any, runtime: LocalLamb
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(deliver, range(8)))
 
-    executed = [r for r in results if r["outcome"] == "executed"]
-    assert len(executed) == 1
-    assert executed[0]["summary"]["sessions_deleted"] == 2
+    assert [r["outcome"] for r in results].count("executed") == 1
+    assert queues.drain() == EMPTY_INDEX_SHARDS
     assert _session_ids(ready) == {"old-in-use", "recent-empty"}
 
 
-def test_failure_mid_run_then_retry_completes_without_duplicate(
-    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+def test_a_worker_that_dies_mid_partition_is_taken_over_after_the_visibility_timeout(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_delete = DynamoSessionStore.delete_if_empty
-    calls = {"n": 0}
+    real_writes = SessionPartitionWork.writes
 
-    def fail_after_first_delete(self: DynamoSessionStore, session: SessionRef) -> bool:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise TimeoutError("injected: the function ran out of time after one delete")
-        return real_delete(self, session)
+    def timed_out_on_one(self: SessionPartitionWork, session: SessionRef, *args: Any) -> Any:
+        if session.session_id == "old-empty-2":
+            raise TimeoutError("injected: the worker ran out of time")
+        return real_writes(self, session, *args)
 
-    monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", fail_after_first_delete)
-    with pytest.raises(TimeoutError):
-        runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
-    assert len(_session_ids(ready)) == 3
+    runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
+    with monkeypatch.context() as patched:
+        patched.setattr(SessionPartitionWork, "writes", timed_out_on_one)
+        queues.drain()
+    (failed,) = [answer["error"] for answer in queues.answers if "error" in answer]
+    assert "injected: the worker ran out of time" in failed
+    assert _session_ids(ready) == {"old-empty-2", "old-in-use", "recent-empty"}
+    assert _tick_entry(ready)["status"]["S"] == "started"
 
-    monkeypatch.setattr(DynamoSessionStore, "delete_if_empty", real_delete)
-    retry = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
+    with time_machine.travel(timedelta(seconds=1801), tick=True):
+        assert queues.drain() == 1
 
-    assert retry["outcome"] == "executed"
-    assert retry["summary"]["sessions_deleted"] == 1
     assert _session_ids(ready) == {"old-in-use", "recent-empty"}
+    assert _settled(ready) == _counts(found=2, applied=2)
 
 
 def test_redelivery_after_idempotency_record_expired_deletes_nothing_more(
-    ready: Any, runtime: LocalLambdaRuntime
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
 ) -> None:
     runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
     DynamoSessionStore("SessionsTable").start_sessions(
         [SessionRef("tenant-c", "started-after-the-tick", TICK + timedelta(minutes=10))]
     )
@@ -144,24 +209,31 @@ def test_redelivery_after_idempotency_record_expired_deletes_nothing_more(
 
     with time_machine.travel(timedelta(seconds=expiry_seconds + 60), tick=True):
         late = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
+        assert late["outcome"] == "executed"
+        assert queues.drain() == EMPTY_INDEX_SHARDS
 
-    assert late["outcome"] == "executed"
-    assert late["summary"]["sessions_deleted"] == 0
     assert _session_ids(ready) == {"old-in-use", "recent-empty", "started-after-the-tick"}
+    assert _settled(ready) == _counts(found=2, applied=2)
 
 
-def test_malformed_tick_is_rejected_and_writes_nothing(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_malformed_tick_is_rejected_and_writes_nothing(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
     before = {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]}
 
     with pytest.raises(MalformedTickError, match="scheduled_time"):
         runtime.call(FN, load_event("session_cleanup/malformed.json"))
 
     assert {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]} == before
+    assert queues.bodies(queues.queue) == []
 
 
-def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    # Given the 09:00 tick succeeded and the 10:00 and 11:00 ticks never fired
+def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    # Given the 09:00 tick succeeded (its partitions all done) and the 10:00 and 11:00 ticks never fired
     runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
     DynamoSessionStore("SessionsTable").start_sessions(
         [SessionRef("tenant-c", "started-08:30", TICK - timedelta(minutes=30))]
     )
@@ -169,11 +241,41 @@ def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(ready: An
     # When the 12:00 tick runs
     event = delivery(TICK_SAMPLE) | {"scheduled_time": "2026-11-29T12:00:00Z"}
     result = runtime.call(FN, event)
+    queues.drain()
 
     # Then it knows the last success and covers everything since it (minus the late-arrival margin)
     assert result["last_success"] == "2026-11-29T09:00:00Z"
     late_arrival = int(runtime.environment(FN)["EMPTY_SESSION_LATE_ARRIVAL_MINUTES"])
     expected_since = TICK - timedelta(hours=2) - timedelta(minutes=late_arrival)
     assert result["summary"]["since"] == expected_since.strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert result["summary"]["sessions_deleted"] == 2
     assert _session_ids(ready) == {"old-in-use"}
+    assert _settled(ready, "2026-11-29T12:00:00Z") == _counts(found=2, applied=2)
+
+
+def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    queues.url(queues.queue)
+    with count_requests() as coordinator:
+        runtime.call(FN, delivery(TICK_SAMPLE))
+    with count_requests() as workers:
+        queues.drain()
+
+    # coordinator: claim + ledger started, the last success (Query, for the range), completion +
+    # ledger, and the 16 partition messages 10 to a SendMessageBatch. It reads no session.
+    assert dict(coordinator.operations) == {"TransactWriteItems": 2, "Query": 1, "SendMessageBatch": 2}
+    # each partition: lease, one page, done + partitions_done, the finisher's GetItem; one
+    # transaction per 99 sessions of a shard; the last partition sums the counters and settles.
+    shards_with_sessions = len(
+        {
+            shard_for(f"{t}#{s}", EMPTY_INDEX_SHARDS)
+            for t, s in (("tenant-a", "old-empty-1"), ("tenant-b", "old-empty-2"))
+        }
+    )
+    polled = ("ReceiveMessage", "DeleteMessage")
+    assert {op: n for op, n in workers.operations.items() if op not in polled} == {
+        "UpdateItem": EMPTY_INDEX_SHARDS + 1,
+        "Query": EMPTY_INDEX_SHARDS + 1,
+        "TransactWriteItems": EMPTY_INDEX_SHARDS + shards_with_sessions,
+        "GetItem": EMPTY_INDEX_SHARDS,
+    }

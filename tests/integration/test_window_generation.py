@@ -1,9 +1,13 @@
-"""Window generation takes effect once per tick however the tick is delivered."""
+"""Window generation takes effect once per tick however the tick and its partitions are delivered:
+the coordinator fans the tick out over the 16 due-index shards, the workers roll each due program
+forward in one conditional transaction, and the last partition done settles the tick."""
 
 from __future__ import annotations
 
 import copy
+import json
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, timedelta
 from typing import Any
@@ -12,20 +16,24 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
+from clockless.dynamo import shard_for
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.conftest import load_event
 from tests.integration.conftest import delivery, scan_all
+from tests.integration.work_queues import WorkQueues
 from window_generation.logic import Program
-from window_generation.repository import DynamoProgramStore
+from window_generation.repository import DUE_INDEX_SHARDS, DynamoProgramStore, WindowPartitionWork, program_key
 
 TICK_SAMPLE = "window_generation/tick.json"
 FN = "WindowGenerationFunction"
+WORKER = "WindowGenerationWorkerFunction"
+TICK_TIME = "2026-11-28T14:00:00Z"
 # events/window_generation/tick.json is 2026-11-28T14:00:00Z: 04:00 in Honolulu, 09:00 in New York.
 BUSINESS_DATE = date(2026, 11, 28)
 
 
-def _seed(tables: Any) -> list[Program]:
+def _seed() -> list[Program]:
     programs = [
         # due today: one window
         Program("tenant-a", "p-due", 7, BUSINESS_DATE),
@@ -47,39 +55,71 @@ def _windows(tables: Any) -> list[tuple[str, str, str]]:
     )
 
 
+def _tick_entry(tables: Any) -> dict[str, Any]:
+    (entry,) = (
+        item
+        for item in scan_all(tables, "LedgerTable")
+        if item["job"]["S"] == "window-generation" and item["scheduled_time"]["S"] == TICK_TIME
+    )
+    return entry
+
+
 EXPECTED_WINDOWS = [
     ("tenant-a#p-behind", "2026-11-19", "2026-11-26"),
     ("tenant-a#p-behind", "2026-11-26", "2026-12-03"),
     ("tenant-a#p-due", "2026-11-28", "2026-12-05"),
 ]
+FANNED_OUT = {"fan_out": {"partitions": DUE_INDEX_SHARDS}, "business_date": "2026-11-28"}
+SETTLED = {"found": 2, "applied": 2, "already_done": 0, "failed": 0, "partitions": DUE_INDEX_SHARDS}
 
 
 @pytest.fixture
-def ready(tables: Any, function_env: Any) -> Any:
+def queues(
+    tables: Any, function_env: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[WorkQueues]:
     function_env(FN)
-    _seed(tables)
+    function_env(WORKER)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", runtime.endpoint)
+    work_queues = WorkQueues(runtime, WORKER, "WindowGenerationWorkQueue", "WindowGenerationWorkDeadLetterQueue")
+    yield work_queues
+    work_queues.delete()
+
+
+@pytest.fixture
+def ready(tables: Any, queues: WorkQueues) -> Any:
+    _seed()
     return tables
 
 
-def test_first_delivery_rolls_due_programs_forward_until_covered(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_the_coordinator_fans_out_and_the_workers_roll_due_programs_forward_until_covered(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
     result = runtime.call(FN, delivery(TICK_SAMPLE))
 
     assert result["outcome"] == "executed"
-    assert result["summary"] == {
-        "business_date": "2026-11-28",
-        "programs_due": 2,
-        "windows_created": 3,
-        "already_rolled": 0,
-    }
+    assert result["summary"] == FANNED_OUT
+    assert _windows(ready) == []
+    assert _tick_entry(ready)["status"]["S"] == "started"
+    partitions = queues.bodies(queues.queue)
+    assert sorted(int(body["partition"]) for body in partitions) == list(range(DUE_INDEX_SHARDS))
+    assert {body["params"]["business_date"] for body in partitions} == {"2026-11-28"}
+
+    assert queues.drain() == DUE_INDEX_SHARDS
+
     assert _windows(ready) == EXPECTED_WINDOWS
     programs = {item["program_id"]["S"]: item for item in scan_all(ready, "ProgramsTable")}
     assert programs["p-behind"]["current_window_end"]["S"] == "2026-12-03"
     assert programs["p-due"]["current_window_end"]["S"] == "2026-12-05"
     assert programs["p-ahead"]["current_window_end"]["S"] == "2026-12-04"
     assert programs["p-ended"]["current_window_end"]["S"] == "2026-10-29"
+    entry = _tick_entry(ready)
+    assert entry["status"]["S"] == "succeeded"
+    assert json.loads(entry["summary"]["S"]) == SETTLED
 
 
-def test_duplicate_and_retried_deliveries_create_no_second_window(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_duplicate_and_retried_deliveries_send_no_second_fan_out(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
     first = delivery(TICK_SAMPLE)
     first_result = runtime.call(FN, first)
 
@@ -88,10 +128,27 @@ def test_duplicate_and_retried_deliveries_create_no_second_window(ready: Any, ru
 
     assert same_event_again["outcome"] == scheduler_retry["outcome"] == "duplicate"
     assert same_event_again["summary"] == first_result["summary"]
+    assert queues.drain() == DUE_INDEX_SHARDS
     assert _windows(ready) == EXPECTED_WINDOWS
 
 
-def test_concurrent_burst_of_one_tick_has_one_effect(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_duplicate_partition_messages_apply_each_program_once(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    # SQS delivers at least once: every partition message arrives twice, one copy after the other.
+    for body in queues.bodies(queues.queue):
+        queues.client.send_message(QueueUrl=queues.url(queues.queue), MessageBody=json.dumps(body))
+
+    assert queues.drain() == 2 * DUE_INDEX_SHARDS
+
+    assert _windows(ready) == EXPECTED_WINDOWS
+    assert json.loads(_tick_entry(ready)["summary"]["S"]) == SETTLED
+
+
+def test_concurrent_burst_of_one_tick_fans_out_once(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
     barrier = threading.Barrier(8)
 
     def deliver(_: int) -> str:
@@ -104,50 +161,61 @@ def test_concurrent_burst_of_one_tick_has_one_effect(ready: Any, runtime: LocalL
 
     assert outcomes.count("executed") == 1
     assert set(outcomes) <= {"executed", "duplicate", "duplicate_in_progress"}
+    assert queues.drain() == DUE_INDEX_SHARDS
     assert _windows(ready) == EXPECTED_WINDOWS
 
 
-def test_failure_mid_run_then_retry_completes_without_duplicate(
-    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
+def test_a_worker_that_dies_mid_partition_is_taken_over_after_the_visibility_timeout(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_roll_forward = DynamoProgramStore.roll_forward
-    calls = {"n": 0}
+    real_writes = WindowPartitionWork.writes
 
-    def fail_on_second_window(self: DynamoProgramStore, *args: Any, **kwargs: Any) -> bool:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise ConnectionError("injected: lost the connection after one window")
-        return real_roll_forward(self, *args, **kwargs)
+    def connection_lost_on_behind(self: WindowPartitionWork, item: Program, *args: Any, **kwargs: Any) -> Any:
+        if item.program_id == "p-behind":
+            raise ConnectionError("injected: the worker lost its connection")
+        return real_writes(self, item, *args, **kwargs)
 
-    monkeypatch.setattr(DynamoProgramStore, "roll_forward", fail_on_second_window)
-    with pytest.raises(ConnectionError):
-        runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
-    assert len(_windows(ready)) == 1
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    with monkeypatch.context() as patched:
+        patched.setattr(WindowPartitionWork, "writes", connection_lost_on_behind)
+        queues.drain()
+    failed = [answer for answer in queues.answers if "error" in answer]
+    assert len(failed) == 1
+    assert "injected: the worker lost its connection" in failed[0]["error"]
+    assert _windows(ready) == [("tenant-a#p-due", "2026-11-28", "2026-12-05")]
+    assert _tick_entry(ready)["status"]["S"] == "started"
 
-    monkeypatch.setattr(DynamoProgramStore, "roll_forward", real_roll_forward)
-    retry = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
+    # The failed message comes back once the queue's visibility timeout (1800 s) has passed; the
+    # dead worker's lease ran out long before.
+    with time_machine.travel(timedelta(seconds=1801), tick=True):
+        assert queues.drain() == 1
 
-    assert retry["outcome"] == "executed"
-    assert retry["summary"]["windows_created"] == 2
     assert _windows(ready) == EXPECTED_WINDOWS
+    entry = _tick_entry(ready)
+    assert entry["status"]["S"] == "succeeded"
+    assert json.loads(entry["summary"]["S"]) == SETTLED
 
 
-def test_redelivery_after_idempotency_record_expired_creates_no_duplicate(
-    ready: Any, runtime: LocalLambdaRuntime
+def test_redelivery_after_idempotency_record_expired_fans_out_again_and_changes_nothing(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
 ) -> None:
     runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
     expiry_seconds = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
 
     with time_machine.travel(timedelta(seconds=expiry_seconds + 60), tick=True):
         late = runtime.call(FN, delivery(TICK_SAMPLE, attempt=3))
+        # The claim had expired, so the coordinator ran again; done partitions are no-ops.
+        assert late["outcome"] == "executed"
+        assert queues.drain() == DUE_INDEX_SHARDS
 
-    # The claim had expired, so the job ran again; the domain's own conditions made it a no-op.
-    assert late["outcome"] == "executed"
-    assert late["summary"]["windows_created"] == 0
     assert _windows(ready) == EXPECTED_WINDOWS
+    assert json.loads(_tick_entry(ready)["summary"]["S"]) == SETTLED
 
 
-def test_malformed_tick_is_rejected_and_writes_nothing(ready: Any, runtime: LocalLambdaRuntime) -> None:
+def test_malformed_tick_is_rejected_and_writes_nothing(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
     before = {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]}
 
     with pytest.raises(MalformedTickError, match="scheduled_time"):
@@ -156,13 +224,38 @@ def test_malformed_tick_is_rejected_and_writes_nothing(ready: Any, runtime: Loca
     after = {table: scan_all(ready, table) for table in ready.list_tables()["TableNames"]}
     assert after == before
     assert after["IdempotencyTable"] == []
+    assert queues.bodies(queues.queue) == []
 
 
-def test_first_delivery_costs_two_kit_requests_plus_the_job_own(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    with count_requests() as requests:
+def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    queues.url(queues.queue)
+    with count_requests() as coordinator:
         runtime.call(FN, delivery(TICK_SAMPLE))
+    with count_requests() as workers:
+        queues.drain()
 
-    # kit: claim + ledger started, completion + ledger succeeded (two TransactWriteItems); no
-    #      last-success Query, as this job never reads run.last_success
-    # job: one Query per due-index shard, one TransactWriteItems per window
-    assert dict(requests.operations) == {"Query": 4, "TransactWriteItems": 2 + 3}
+    # coordinator: claim + ledger started, completion + ledger (two TransactWriteItems), and the
+    # 16 partition messages 10 to a SendMessageBatch. It reads no program, whatever their number.
+    assert dict(coordinator.operations) == {"TransactWriteItems": 2, "SendMessageBatch": 2}
+    # each partition: lease (UpdateItem), one page (Query), done + tick's partitions_done
+    # (TransactWriteItems), the finisher's look at the tick (GetItem); one transaction per 49
+    # due programs of a shard; the last partition done sums the counters (Query) and settles the
+    # tick (UpdateItem).
+    shards_with_due_programs = len({_shard("tenant-a", "p-due"), _shard("tenant-a", "p-behind")})
+    assert _without_the_poller(workers) == {
+        "UpdateItem": DUE_INDEX_SHARDS + 1,
+        "Query": DUE_INDEX_SHARDS + 1,
+        "TransactWriteItems": DUE_INDEX_SHARDS + shards_with_due_programs,
+        "GetItem": DUE_INDEX_SHARDS,
+    }
+
+
+def _shard(tenant_id: str, program_id: str) -> str:
+    return shard_for(program_key(tenant_id, program_id), DUE_INDEX_SHARDS)
+
+
+def _without_the_poller(requests: Any) -> dict[str, int]:
+    """The workers' own requests: what the event source mapping sends (receive, delete) left out."""
+    return {op: n for op, n in requests.operations.items() if op not in ("ReceiveMessage", "DeleteMessage")}

@@ -1,6 +1,8 @@
 """The CloudWatch dashboard stays in step with the template: every job's succeeded ticks against its
-own period, every job's failures, every dead-letter queue, every function's duration against its
-timeout and its throttles. Each check is proven by a planted mistake."""
+own period, every job's failures, every queue's depth, every function's errors and throttles, the
+coordinators' and workers' duration against their timeout (a worker's also against where it hands
+on), each work queue's messages in flight and each worker's running count against its mapping's
+MaximumConcurrency. Each check is proven by a planted mistake."""
 
 from __future__ import annotations
 
@@ -70,18 +72,49 @@ def dashboard_problems(template: Template) -> list[str]:
         for q in template.resources_of_type("AWS::SQS::Queue")
         if q not in shown_queues
     ]
-    for function in {
-        template.function_for_job(job).logical_id: template.function_for_job(job) for job in template.jobs
-    }.values():
+    coordinators = {template.function_for_job(job).logical_id: template.function_for_job(job) for job in template.jobs}
+    for function in {**coordinators, **template.worker_functions}.values():
         durations = [w for w, m in metrics.get("Duration", []) if m[3] == function.logical_id]
         if not durations:
             problems.append(f"{function.logical_id}: duration not shown")
         for widget in durations:
-            lines = [a["value"] for a in widget.get("annotations", {}).get("horizontal", [])]
+            lines = _lines(widget)
             if function.timeout * 1000 not in lines:
                 problems.append(f"{function.logical_id}: duration shown without its {function.timeout} s timeout line")
-    throttled = {m[3] for _, m in metrics.get("Throttles", [])}
-    problems += [f"{f}: throttles not shown" for f in template.functions if f not in throttled]
+    problems += _fan_out_problems(template, metrics)
+    for metric, what in (("Throttles", "throttles"), ("Errors", "errors")):
+        shown = {m[3] for _, m in metrics.get(metric, [])}
+        problems += [f"{f}: {what} not shown" for f in template.functions if f not in shown]
+    return problems
+
+
+def _lines(widget: dict[str, Any]) -> list[Any]:
+    return [a["value"] for a in widget.get("annotations", {}).get("horizontal", [])]
+
+
+def _fan_out_problems(template: Template, metrics: dict[str, Metrics]) -> list[str]:
+    """Each worker: where it hands on (Timeout - budget) beside its duration, its running count against the
+    mapping's MaximumConcurrency; each work queue: its messages waiting and in flight."""
+    problems = []
+    for logical_id, worker in template.worker_functions.items():
+        budget = int(worker.environment.get("WORK_TIME_BUDGET_SECONDS", 0))
+        hand_off = (worker.timeout - budget) * 1000
+        for widget in (w for w, m in metrics.get("Duration", []) if m[3] == logical_id):
+            if hand_off not in _lines(widget):
+                problems.append(f"{logical_id}: duration shown without its hand-off line at {hand_off // 1000} s")
+        running = [w for w, m in metrics.get("ConcurrentExecutions", []) if m[3] == logical_id]
+        if not running:
+            problems.append(f"{logical_id}: workers running not shown")
+        for mapping in template.mappings_of(logical_id):
+            for widget in running:
+                if mapping.maximum_concurrency not in _lines(widget):
+                    problems.append(
+                        f"{logical_id}: workers running shown without the {mapping.maximum_concurrency} "
+                        "MaximumConcurrency line"
+                    )
+            for metric in ("ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"):
+                if mapping.source not in {m[3] for _, m in metrics.get(metric, [])}:
+                    problems.append(f"{mapping.source}: work queue {metric} not shown")
     return problems
 
 
@@ -111,6 +144,33 @@ def _planted(template: Template, edit: str, replacement: str) -> Template:
         ("${JobFailureQueue.QueueName}", "${Other.QueueName}", "JobFailureQueue: dead-letter queue depth"),
         ('"value": 120000', '"value": 60000', "WindowGenerationFunction: duration shown without its 120 s"),
         ('"Throttles", "FunctionName", "${JobTriggerFunction}"', '"Throttles", "FunctionName", "x"', "JobTrigger"),
+        (
+            '"Errors", "FunctionName", "${SessionCleanupWorkerFunction}"',
+            '"Errors", "FunctionName", "x"',
+            "SessionCleanupWorkerFunction: errors not shown",
+        ),
+        ('"value": 300000', '"value": 120000', "WindowGenerationWorkerFunction: duration shown without its 300 s"),
+        ('"value": 270000', '"value": 240000', "SessionCleanupWorkerFunction: duration shown without its hand-off"),
+        (
+            '"ConcurrentExecutions", "FunctionName", "${WindowGenerationWorkerFunction}"',
+            '"ConcurrentExecutions", "FunctionName", "x"',
+            "WindowGenerationWorkerFunction: workers running not shown",
+        ),
+        (
+            '"MaximumConcurrency", "value": 16',
+            '"MaximumConcurrency", "value": 10',
+            "SessionCleanupWorkerFunction: work",
+        ),
+        (
+            '"ApproximateNumberOfMessagesNotVisible", "QueueName", "${SessionCleanupWorkQueue.QueueName}"',
+            '"ApproximateNumberOfMessagesNotVisible", "QueueName", "x"',
+            "SessionCleanupWorkQueue: work queue ApproximateNumberOfMessagesNotVisible not shown",
+        ),
+        (
+            "${WindowGenerationWorkDeadLetterQueue.QueueName}",
+            "${Other.QueueName}",
+            "WindowGenerationWorkDeadLetterQueue: dead-letter queue depth",
+        ),
     ],
 )
 def test_each_planted_mistake_is_caught(template: Template, edit: str, replacement: str, problem: str) -> None:

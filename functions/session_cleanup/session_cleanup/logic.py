@@ -48,6 +48,30 @@ class CleanupResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class CleanupRange:
+    """Sessions that started in (since, cutoff] are due for deletion if still empty."""
+
+    since: datetime | None
+    cutoff: datetime
+
+
+def cleanup_range(
+    *, now: datetime, grace: timedelta, last_success: datetime | None = None, late_arrival: timedelta = timedelta(0)
+) -> CleanupRange:
+    """The sessions whose grace ended in (last_success, now], for the ticks since the last success.
+
+    After missed ticks the range simply widens, so the next success heals the gap. `late_arrival`
+    widens it further back for sessions that reach the table after they started (offline
+    clients). With no recorded success (first run, or the ledger's retention passed) there is no
+    lower bound.
+    """
+    return CleanupRange(
+        since=None if last_success is None else last_success - grace - late_arrival,
+        cutoff=now - grace,
+    )
+
+
 def clean_up_empty_sessions(
     store: SessionStore,
     *,
@@ -56,22 +80,16 @@ def clean_up_empty_sessions(
     last_success: datetime | None = None,
     late_arrival: timedelta = timedelta(0),
 ) -> CleanupResult:
-    """Delete every session still empty `grace` after it started, for the ticks since the last success.
-
-    The run covers sessions whose grace ended in (last_success, now]: after missed ticks the range
-    simply widens, so the next success heals the gap. `late_arrival` widens it further back for
-    sessions that reach the table after they started (offline clients). With no recorded success
-    (first run, or the ledger's retention passed) there is no lower bound.
-    """
-    cutoff = now - grace
-    since = None if last_success is None else last_success - grace - late_arrival
+    """Delete every session of `cleanup_range` that is still empty, one request per session: the
+    sequential path (the deployed handler fans the tick out instead)."""
+    due = cleanup_range(now=now, grace=grace, last_success=last_success, late_arrival=late_arrival)
     candidates = deleted = kept = 0
-    for session in store.find_empty_sessions(started_after=since, started_at_or_before=cutoff):
+    for session in store.find_empty_sessions(started_after=due.since, started_at_or_before=due.cutoff):
         candidates += 1
         if store.delete_if_empty(session):
             deleted += 1
         else:
             kept += 1
     return CleanupResult(
-        cutoff=cutoff, since=since, candidates=candidates, sessions_deleted=deleted, kept_no_longer_empty=kept
+        cutoff=due.cutoff, since=due.since, candidates=candidates, sessions_deleted=deleted, kept_no_longer_empty=kept
     )

@@ -1,22 +1,27 @@
-"""Workout sessions in DynamoDB, behind the `SessionStore` the logic asks for."""
+"""Workout sessions in DynamoDB: the `SessionStore` the sequential logic asks for, and the
+`SessionPartitionWork` a fanned-out tick's workers apply, one empty-index shard per partition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DeleteError, UpdateError
+from pynamodb.expressions.condition import Condition
 from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
-from clockless import format_scheduled_time, parse_scheduled_time
+from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
 from clockless.dynamo import bind_table, is_condition_failure, shard_for
-from session_cleanup.logic import SessionRef
+from clockless.fanout import Page
+from session_cleanup.logic import CleanupRange, SessionRef
 
-# Empty sessions are spread over this many partitions of the sparse index.
-EMPTY_INDEX_SHARDS: Final = 4
+# Empty sessions are spread over this many partitions of the sparse index: each GSI partition
+# key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
+EMPTY_INDEX_SHARDS: Final = 16
+EMPTY_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(EMPTY_INDEX_SHARDS))
 
 
 class EmptySessionIndex(GlobalSecondaryIndex["SessionModel"]):
@@ -49,24 +54,14 @@ class DynamoSessionStore:
     def find_empty_sessions(
         self, *, started_after: datetime | None, started_at_or_before: datetime
     ) -> Iterator[SessionRef]:
-        cutoff = format_scheduled_time(started_at_or_before)
-        condition = (
-            SessionModel.started_at <= cutoff
-            if started_after is None
-            # BETWEEN is inclusive; one second past the lower bound keeps the range half-open.
-            else SessionModel.started_at.between(format_scheduled_time(started_after + timedelta(seconds=1)), cutoff)
-        )
-        for shard in range(EMPTY_INDEX_SHARDS):
-            for item in SessionModel.empty_index.query(str(shard), condition):
-                yield SessionRef(
-                    tenant_id=item.tenant_id,
-                    session_id=item.session_id,
-                    started_at=parse_scheduled_time(item.started_at, field="started_at"),
-                )
+        condition = _started_in(CleanupRange(since=started_after, cutoff=started_at_or_before))
+        for shard in EMPTY_INDEX_PARTITIONS:
+            for item in SessionModel.empty_index.query(shard, condition):
+                yield _session_of(item)
 
     def delete_if_empty(self, session: SessionRef) -> bool:
         try:
-            SessionModel(session.tenant_id, session.session_id).delete(condition=SessionModel.exercise_count == 0)
+            _session_ref(session).delete(condition=_STILL_EMPTY)
         except DeleteError as error:
             if is_condition_failure(error):
                 return False
@@ -83,7 +78,7 @@ class DynamoSessionStore:
                         session.session_id,
                         started_at=format_scheduled_time(session.started_at),
                         exercise_count=0,
-                        empty_shard=shard_for(f"{session.tenant_id}#{session.session_id}", EMPTY_INDEX_SHARDS),
+                        empty_shard=shard_for(session_key(session), EMPTY_INDEX_SHARDS),
                     )
                 )
 
@@ -98,3 +93,113 @@ class DynamoSessionStore:
             if is_condition_failure(error):
                 raise LookupError(f"no session {tenant_id}/{session_id}") from None
             raise
+
+
+class SessionPartitionWork:
+    """A fanned-out cleanup tick: one partition per empty-index shard, one item per session due
+    for deletion. An item's write deletes the session only if it is still empty, so a session
+    that gained an exercise since it was read is kept (and counted already done)."""
+
+    def __init__(self, store: DynamoSessionStore) -> None:
+        # The store binds the model to the table the environment names.
+        self._store = store
+
+    def read(
+        self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
+    ) -> Page[SessionRef]:
+        """Up to `limit` empty sessions of one shard in the tick's range, from `cursor`."""
+        shard = _shard(partition)
+        results = SessionModel.empty_index.query(
+            shard,
+            _started_in(range_param(params)),
+            limit=limit,
+            last_evaluated_key=dict(cursor) if cursor is not None else None,
+        )
+        sessions = [_session_of(item) for item in results]
+        return Page(items=sessions, cursor=results.last_evaluated_key)
+
+    def writes(self, item: SessionRef, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
+        return [{"Delete": _session_ref(item).get_delete_kwargs_from_instance(condition=_STILL_EMPTY)}]
+
+    def item_key(self, item: SessionRef) -> str:
+        return session_key(item)
+
+    def encode(self, item: SessionRef) -> dict[str, Any]:
+        return {
+            "tenant_id": item.tenant_id,
+            "session_id": item.session_id,
+            "started_at": format_scheduled_time(item.started_at),
+        }
+
+    def decode(self, data: Mapping[str, Any]) -> SessionRef:
+        return SessionRef(
+            tenant_id=_text(data, "tenant_id"),
+            session_id=_text(data, "session_id"),
+            started_at=_instant(data, "started_at", "session item"),
+        )
+
+
+def session_key(session: SessionRef) -> str:
+    return f"{session.tenant_id}#{session.session_id}"
+
+
+def cleanup_params(due: CleanupRange) -> dict[str, str | None]:
+    """The range a fanned-out tick's partitions delete in, as the partition messages carry it."""
+    return {
+        "since": None if due.since is None else format_scheduled_time(due.since),
+        "cutoff": format_scheduled_time(due.cutoff),
+    }
+
+
+def range_param(params: Mapping[str, Any]) -> CleanupRange:
+    where = "session-cleanup params"
+    since = None if params.get("since") is None else _instant(params, "since", where)
+    return CleanupRange(since=since, cutoff=_instant(params, "cutoff", where))
+
+
+# A missing session fails this too (no attribute to compare): a second delete is already done.
+_STILL_EMPTY: Final = SessionModel.exercise_count == 0
+
+
+def _started_in(due: CleanupRange) -> Condition:
+    cutoff = format_scheduled_time(due.cutoff)
+    if due.since is None:
+        return SessionModel.started_at <= cutoff
+    # BETWEEN is inclusive; one second past the lower bound keeps the range half-open.
+    return SessionModel.started_at.between(format_scheduled_time(due.since + timedelta(seconds=1)), cutoff)
+
+
+def _session_ref(session: SessionRef) -> SessionModel:
+    return SessionModel(session.tenant_id, session.session_id)
+
+
+def _session_of(item: SessionModel) -> SessionRef:
+    return SessionRef(
+        tenant_id=item.tenant_id,
+        session_id=item.session_id,
+        started_at=parse_scheduled_time(item.started_at, field="started_at"),
+    )
+
+
+def _shard(partition: str) -> str:
+    if partition not in EMPTY_INDEX_PARTITIONS:
+        raise ValueError(f"partition must be an empty-index shard '0'..'{EMPTY_INDEX_SHARDS - 1}', got {partition!r}")
+    return partition
+
+
+def _text(data: Mapping[str, Any], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"session item: {name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _instant(data: Mapping[str, Any], name: str, where: str) -> datetime:
+    value = data.get(name)
+    problem = f"{where}: {name} must be a UTC instant like 2026-12-01T14:00:00Z, got {value!r}"
+    if not isinstance(value, str):
+        raise ValueError(problem)
+    try:
+        return parse_scheduled_time(value, field=name)
+    except MalformedTickError:
+        raise ValueError(problem) from None

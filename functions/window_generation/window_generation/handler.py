@@ -1,31 +1,34 @@
-"""Nightly window generation: thin handler over `logic.generate_windows`."""
+"""Nightly window generation: the tick's coordinator. It reads no program: it fans the tick out,
+one message per due-index shard, and `window_generation.worker` rolls the programs forward."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from typing import Any
 
 from clockless import JobRun, ScheduledJob
-from window_generation.logic import business_date_of, generate_windows
-from window_generation.repository import DynamoProgramStore
+from clockless.fanout import FanOut
+from window_generation.logic import business_date_of
+from window_generation.repository import DUE_INDEX_PARTITIONS, DynamoProgramStore
 from window_generation.settings import WindowGenerationSettings
 
 JOB_NAME = "window-generation"
 job = ScheduledJob(JOB_NAME)
+work = FanOut(job, partitions=DUE_INDEX_PARTITIONS)
 
 
 @functools.cache
-def _settings() -> WindowGenerationSettings:
+def settings() -> WindowGenerationSettings:
     return WindowGenerationSettings.from_env()
 
 
 @functools.cache
-def _store() -> DynamoProgramStore:
-    settings = _settings()
-    return DynamoProgramStore(settings.programs_table, settings.windows_table)
+def program_store() -> DynamoProgramStore:
+    return DynamoProgramStore(settings().programs_table, settings().windows_table)
 
 
 @job.handler
-def lambda_handler(run: JobRun) -> dict[str, int | str]:
-    business_date = business_date_of(run.tick.scheduled_time, _settings().operating_time_zones)
-    result = generate_windows(_store(), business_date=business_date, tick_key=run.tick.key)
-    return result.as_summary()
+def lambda_handler(run: JobRun) -> Mapping[str, Any]:
+    business_date = business_date_of(run.tick.scheduled_time, settings().operating_time_zones)
+    return work.start(run, params={"business_date": business_date.isoformat()})

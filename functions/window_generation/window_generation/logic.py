@@ -6,7 +6,7 @@ Plain Python: no boto3, no environment. The store is passed in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -76,8 +76,30 @@ def business_date_of(moment: datetime, operating_zones: Sequence[str]) -> date:
     return min(moment.astimezone(ZoneInfo(zone)).date() for zone in operating_zones)
 
 
+def windows_due(program: Program, business_date: date) -> list[Window]:
+    """The windows that cover `program` up to `business_date`, oldest first: the whole catch-up
+    chain of a program that missed nights, one window for a program due today, none otherwise.
+
+    Written together with the program's roll, the chain moves it past the business date (and out
+    of the due range) in one step, so one item of work is one program.
+    """
+    if program.window_length_days < 1:
+        raise ValueError(
+            f"program {program.tenant_id}/{program.program_id}: window_length_days must be at least 1, "
+            f"got {program.window_length_days}"
+        )
+    windows: list[Window] = []
+    current = program
+    while current.current_window_end <= business_date:
+        window = current.next_window()
+        windows.append(window)
+        current = replace(current, current_window_end=window.end_date)
+    return windows
+
+
 def generate_windows(store: ProgramStore, *, business_date: date, tick_key: str) -> WindowGenerationResult:
-    """Create each due program's next windows until it is covered on `business_date`.
+    """Create each due program's next windows until it is covered on `business_date`, one window
+    per write: the sequential path (the deployed handler fans the tick out instead).
 
     A program that missed nights catches up one window at a time. A window that another run
     already created ends that program's loop: the store's conditions make a second run a no-op.
@@ -86,18 +108,12 @@ def generate_windows(store: ProgramStore, *, business_date: date, tick_key: str)
     for program in store.find_due_programs(on_or_before=business_date):
         programs_due += 1
         current = program
-        while current.current_window_end <= business_date:
-            window = current.next_window()
+        for window in windows_due(program, business_date):
             if not store.roll_forward(current, window, tick_key=tick_key):
                 already_rolled += 1
                 break
             windows_created += 1
-            current = Program(
-                tenant_id=current.tenant_id,
-                program_id=current.program_id,
-                window_length_days=current.window_length_days,
-                current_window_end=window.end_date,
-            )
+            current = replace(current, current_window_end=window.end_date)
     return WindowGenerationResult(
         business_date=business_date,
         programs_due=programs_due,

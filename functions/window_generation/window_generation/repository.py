@@ -1,25 +1,35 @@
-"""Programs and windows in DynamoDB, behind the `ProgramStore` the logic asks for."""
+"""Programs and windows in DynamoDB: the `ProgramStore` the sequential logic asks for, and the
+`WindowPartitionWork` a fanned-out tick's workers apply, one due-index shard per partition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date
-from typing import Final
+from typing import Any, Final
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
+from pynamodb.expressions.condition import And, Condition
 from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from clockless.dynamo import bind_table, is_condition_failure, shard_for
-from window_generation.logic import Program, Window
+from clockless.fanout import Page
+from window_generation.logic import Program, Window, windows_due
 
 STATUS_ACTIVE: Final = "ACTIVE"
 STATUS_ENDED: Final = "ENDED"
-# Active programs are spread over this many partitions of the sparse due index.
-DUE_INDEX_SHARDS: Final = 4
+# Active programs are spread over this many partitions of the sparse due index: each GSI
+# partition key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
+DUE_INDEX_SHARDS: Final = 16
+DUE_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
+# A program's windows and its roll are one item of work, applied in one transaction of at most
+# 99 actions (the kit adds its counter as the 100th): so at most 98 windows per item. A program
+# further behind is rolled 98 windows and stays due; a later page of its partition or the next
+# tick takes up the rest.
+MAX_WINDOWS_PER_ITEM: Final = 98
 
 
 def program_key(tenant_id: str, program_id: str) -> str:
@@ -72,31 +82,16 @@ class DynamoProgramStore:
         cutoff = on_or_before.isoformat()
         for shard in range(DUE_INDEX_SHARDS):
             for item in ProgramModel.due_index.query(str(shard), ProgramModel.current_window_end <= cutoff):
-                yield Program(
-                    tenant_id=item.tenant_id,
-                    program_id=item.program_id,
-                    window_length_days=int(item.window_length_days),
-                    current_window_end=date.fromisoformat(item.current_window_end),
-                )
+                yield _program_of(item)
 
     def roll_forward(self, program: Program, window: Window, *, tick_key: str) -> bool:
-        new_window = WindowModel(
-            program_key(window.tenant_id, window.program_id),
-            window.start_date.isoformat(),
-            tenant_id=window.tenant_id,
-            program_id=window.program_id,
-            end_date=window.end_date.isoformat(),
-            created_for_tick=tick_key,
-        )
-        stored_program = ProgramModel(program.tenant_id, program.program_id)
         try:
             with TransactWrite(connection=self._connection) as transaction:
-                transaction.save(new_window, condition=WindowModel.program_key.does_not_exist())
+                transaction.save(_window_item(window, tick_key), condition=_WINDOW_IS_NEW)
                 transaction.update(
-                    stored_program,
+                    _program_ref(program),
                     actions=[ProgramModel.current_window_end.set(window.end_date.isoformat())],
-                    condition=(ProgramModel.current_window_end == program.current_window_end.isoformat())
-                    & (ProgramModel.status == STATUS_ACTIVE),
+                    condition=_still_as_read(program),
                 )
         except TransactWriteError as error:
             if is_condition_failure(error):
@@ -111,6 +106,104 @@ class DynamoProgramStore:
                 batch.save(_program_item(program, active=active))
 
 
+class WindowPartitionWork:
+    """A fanned-out window-generation tick: one partition per due-index shard, one item per due
+    program. An item's writes are its due windows (each created only if new) and the program's
+    roll (only if it still ends where it was read and is active), applied together."""
+
+    def __init__(self, store: DynamoProgramStore) -> None:
+        # The store binds the models to the tables the environment names.
+        self._store = store
+
+    def read(
+        self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
+    ) -> Page[Program]:
+        """Up to `limit` due programs of one shard, from `cursor` (None: from the start)."""
+        shard = _shard(partition)
+        business_date = business_date_param(params)
+        results = ProgramModel.due_index.query(
+            shard,
+            ProgramModel.current_window_end <= business_date.isoformat(),
+            limit=limit,
+            last_evaluated_key=dict(cursor) if cursor is not None else None,
+        )
+        programs = [_program_of(item) for item in results]
+        return Page(items=programs, cursor=results.last_evaluated_key)
+
+    def writes(self, item: Program, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
+        windows = windows_due(item, business_date_param(params))[:MAX_WINDOWS_PER_ITEM]
+        if not windows:
+            return []
+        actions: list[dict[str, Any]] = [
+            {"Put": _window_item(window, tick_key).get_save_kwargs_from_instance(condition=_WINDOW_IS_NEW)}
+            for window in windows
+        ]
+        roll = _program_ref(item).get_update_kwargs_from_instance(
+            actions=[ProgramModel.current_window_end.set(windows[-1].end_date.isoformat())],
+            condition=_still_as_read(item),
+        )
+        actions.append({"Update": roll})
+        return actions
+
+    def item_key(self, item: Program) -> str:
+        return program_key(item.tenant_id, item.program_id)
+
+    def encode(self, item: Program) -> dict[str, Any]:
+        return {
+            "tenant_id": item.tenant_id,
+            "program_id": item.program_id,
+            "window_length_days": item.window_length_days,
+            "current_window_end": item.current_window_end.isoformat(),
+        }
+
+    def decode(self, data: Mapping[str, Any]) -> Program:
+        length = data.get("window_length_days")
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise ValueError(f"program item: window_length_days must be a whole number of days >= 1, got {length!r}")
+        return Program(
+            tenant_id=_text(data, "tenant_id"),
+            program_id=_text(data, "program_id"),
+            window_length_days=length,
+            current_window_end=_date(data, "current_window_end", "program item"),
+        )
+
+
+def business_date_param(params: Mapping[str, Any]) -> date:
+    return _date(params, "business_date", "window-generation params")
+
+
+def _shard(partition: str) -> str:
+    if partition not in DUE_INDEX_PARTITIONS:
+        raise ValueError(f"partition must be a due-index shard '0'..'{DUE_INDEX_SHARDS - 1}', got {partition!r}")
+    return partition
+
+
+def _program_of(item: ProgramModel) -> Program:
+    return Program(
+        tenant_id=item.tenant_id,
+        program_id=item.program_id,
+        window_length_days=int(item.window_length_days),
+        current_window_end=date.fromisoformat(item.current_window_end),
+    )
+
+
+def _text(data: Mapping[str, Any], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"program item: {name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _date(data: Mapping[str, Any], name: str, where: str) -> date:
+    value = data.get(name)
+    try:
+        if not isinstance(value, str):
+            raise TypeError
+        return date.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {name} must be a date YYYY-MM-DD, got {value!r}") from None
+
+
 def _program_item(program: Program, *, active: bool) -> ProgramModel:
     return ProgramModel(
         program.tenant_id,
@@ -120,4 +213,30 @@ def _program_item(program: Program, *, active: bool) -> ProgramModel:
         current_window_end=program.current_window_end.isoformat(),
         # Only active programs carry the shard, which keeps the due index sparse.
         due_shard=shard_for(program_key(program.tenant_id, program.program_id), DUE_INDEX_SHARDS) if active else None,
+    )
+
+
+_WINDOW_IS_NEW: Final = WindowModel.program_key.does_not_exist()
+
+
+def _window_item(window: Window, tick_key: str) -> WindowModel:
+    return WindowModel(
+        program_key(window.tenant_id, window.program_id),
+        window.start_date.isoformat(),
+        tenant_id=window.tenant_id,
+        program_id=window.program_id,
+        end_date=window.end_date.isoformat(),
+        created_for_tick=tick_key,
+    )
+
+
+def _program_ref(program: Program) -> ProgramModel:
+    return ProgramModel(program.tenant_id, program.program_id)
+
+
+def _still_as_read(program: Program) -> Condition:
+    """The program has not been rolled since it was read, and has not ended."""
+    return And(
+        ProgramModel.current_window_end == program.current_window_end.isoformat(),
+        ProgramModel.status == STATUS_ACTIVE,
     )

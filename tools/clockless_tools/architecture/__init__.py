@@ -23,6 +23,7 @@ from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_
 from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RETAINED_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
+from clockless_tools.architecture.partial_batch_failures import PARTIAL_BATCH_FAILURES_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
 from clockless_tools.architecture.rate_anchored import RATE_ANCHORED_RULE
 from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
@@ -30,7 +31,11 @@ from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
 from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
+from clockless_tools.architecture.time_budget import TIME_BUDGET_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
+from clockless_tools.architecture.visibility_covers_timeout import VISIBILITY_COVERS_TIMEOUT_RULE
+from clockless_tools.architecture.work_queue_redrive import WORK_QUEUE_REDRIVE_RULE
+from clockless_tools.architecture.worker_by_kit import WORKER_BY_KIT_RULE
 from clockless_tools.template.loader import TemplateError
 
 RULES: tuple[Rule, ...] = (
@@ -52,6 +57,11 @@ RULES: tuple[Rule, ...] = (
     FAILURE_PATHS_RULE,
     DURATION_BOUND_RULE,
     LOCAL_TIME_RULE,
+    WORKER_BY_KIT_RULE,
+    PARTIAL_BATCH_FAILURES_RULE,
+    WORK_QUEUE_REDRIVE_RULE,
+    VISIBILITY_COVERS_TIMEOUT_RULE,
+    TIME_BUDGET_RULE,
 )
 
 

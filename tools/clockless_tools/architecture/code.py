@@ -93,3 +93,28 @@ def walk_without_nested_scopes(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
                 stack.append(child)
+
+
+def assignment(statement: ast.stmt) -> tuple[ast.expr | None, ast.expr | None]:
+    """(target, value) of a one-target assignment (`x = ...`, `x: T = ...`); (None, None) for anything else."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        return statement.targets[0], statement.value
+    if isinstance(statement, ast.AnnAssign):
+        return statement.target, statement.value
+    return None, None
+
+
+def last_binding(tree: ast.Module, name: str) -> ast.stmt | None:
+    """The module-level statement that binds `name` last: the one Lambda finds."""
+    found: ast.stmt | None = None
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and statement.name == name:
+            found = statement
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            if any((alias.asname or alias.name.split(".")[0]) == name for alias in statement.names):
+                found = statement
+        else:
+            target, _ = assignment(statement)
+            if isinstance(target, ast.Name) and target.id == name:
+                found = statement
+    return found

@@ -1,6 +1,6 @@
 """Rule duration-bound: a job that slowly approaches its timeout is seen before it fails.
 
-Each scheduled function declares how long a run is expected to take
+Each scheduled function and each worker declares how long a run is expected to take
 (`Metadata: clockless: expected_duration_seconds`), below its `Timeout`, and has a p99 (or
 higher percentile) `Duration` alarm at or under that bound.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from clockless_tools.architecture.failure_paths import function_alarms, literal_int
-from clockless_tools.architecture.job_bounds import read_bounds
+from clockless_tools.architecture.job_bounds import read_expected_duration
 from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.template.loader import TemplateError
 
@@ -22,13 +22,13 @@ _PERCENTILE = re.compile(r"^p(\d{2}(\.\d+)?)$")
 
 def check_duration_bound(project: Project) -> Iterator[Violation]:
     template = project.template
-    for logical_id, fn in template.scheduled_functions.items():
+    for logical_id, fn in {**template.scheduled_functions, **template.worker_functions}.items():
 
         def violation(message: str, fix: str, resource: str = logical_id) -> Violation:
             return Violation(DURATION_BOUND, project.template_file, resource, message, fix)
 
         try:
-            bound_ms = int(read_bounds(fn).expected_duration.total_seconds() * 1000)
+            bound_ms = int(read_expected_duration(fn).total_seconds() * 1000)
         except TemplateError as error:
             yield violation(str(error), "declare Metadata.clockless.expected_duration_seconds")
             continue
@@ -60,6 +60,7 @@ def check_duration_bound(project: Project) -> Iterator[Violation]:
 
 DURATION_BOUND_RULE = Rule(
     DURATION_BOUND,
-    "each scheduled function declares an expected duration below its Timeout and has a p99 Duration alarm at it",
+    "each scheduled function and worker declares an expected duration below its Timeout and has a p99 Duration "
+    "alarm at it",
     check_duration_bound,
 )

@@ -1,7 +1,7 @@
 """Rule `event-samples`: the sample events and the `sam local invoke` env-vars file agree with the template.
 
 A sample that drifts from the schedule's Input proves nothing when it is replayed, and an env-vars
-entry that misses a table variable sends a local run at a real table.
+entry that misses a table or queue variable sends a local run at a real table or queue.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ EVENTS_DIR: Final = "events"
 ENV_VARS_FILE: Final = "env.local.json"
 SAMPLES: Final = ("tick.json", "retry.json", "malformed.json")
 ENDPOINT_VARIABLE: Final = "AWS_ENDPOINT_URL_DYNAMODB"
+SQS_ENDPOINT_VARIABLE: Final = "AWS_ENDPOINT_URL_SQS"
 # Hosts a container or a local process reaches the embedded DynamoDB on.
 LOCAL_HOSTS: Final = {"localhost", "127.0.0.1", "::1", "host.docker.internal"}
 # A top-level key of the env-vars file that applies to every function, not a function's entry.
@@ -183,6 +184,7 @@ def _check_entry(
             f"so {relative} cannot point it at the local DynamoDB",
             f'declare {ENDPOINT_VARIABLE}: "" in Globals (botocore ignores an empty value)',
         )
+    yield from _check_queue_variables(project, relative, logical_id, environment, entry)
     for name, value in sorted(table_variables.items()):
         expected = _local_value(project, value)
         if name not in entry:
@@ -195,6 +197,53 @@ def _check_entry(
                 f"{name} is {entry[name]!r}, but the local DynamoDB names that table {expected!r}",
                 f'set "{name}": "{expected}"',
             )
+
+
+def _check_queue_variables(
+    project: Project, relative: str, logical_id: str, environment: dict[str, Any], entry: dict[str, Any]
+) -> Iterator[Violation]:
+    """A queue URL is the queue's identity, so a missed override sends a local run's messages to a real queue."""
+    queues = set(project.template.resources_of_type("AWS::SQS::Queue"))
+    queue_variables = {
+        name: found.pop()
+        for name, value in environment.items()
+        if len(found := project.referenced_ids(value) & queues) == 1
+    }
+    if not queue_variables:
+        return
+
+    def violation(message: str, fix: str) -> Violation:
+        return Violation(EVENT_SAMPLES, relative, logical_id, message, fix)
+
+    if SQS_ENDPOINT_VARIABLE not in environment:
+        yield Violation(
+            EVENT_SAMPLES,
+            project.template_file,
+            logical_id,
+            f"{logical_id} uses queues but does not declare {SQS_ENDPOINT_VARIABLE}, "
+            f"so {relative} cannot point it at the local SQS",
+            f'declare {SQS_ENDPOINT_VARIABLE}: "" in Globals (botocore ignores an empty value)',
+        )
+    elif not _is_local(entry.get(SQS_ENDPOINT_VARIABLE)):
+        yield violation(
+            f"{SQS_ENDPOINT_VARIABLE} is {entry.get(SQS_ENDPOINT_VARIABLE)!r}, not a local endpoint: a local run "
+            "could reach a real queue",
+            f'set "{SQS_ENDPOINT_VARIABLE}": "http://host.docker.internal:8765"',
+        )
+    names = LocalNames()
+    for name, queue in sorted(queue_variables.items()):
+        expected = f"http://host.docker.internal:8765/{names.account_id}/{names.queue_name(queue)}"
+        value = entry.get(name)
+        if not _is_local(value) or urlsplit(str(value)).path.rstrip("/").rsplit("/", 1)[-1] != names.queue_name(queue):
+            yield violation(
+                f"{name} (the queue {queue}) is {value!r}, not the local queue's URL: `sam local invoke` would "
+                "send to the deployed queue",
+                f'set "{name}": "{expected}"',
+            )
+
+
+def _is_local(url: Any) -> bool:
+    return isinstance(url, str) and urlsplit(url).hostname in LOCAL_HOSTS
 
 
 def _local_value(project: Project, value: Any) -> str | None:

@@ -5,6 +5,9 @@ A tick can fail in three places, and each must end somewhere an alarm watches:
 - Lambda ran it and it failed past the async retries: the function's `EventInvokeConfig`
   `OnFailure` queue (bounded retries and event age, so the failure arrives while it matters);
 - every failed attempt on the way: the function's `Errors` metric.
+A worker (fed by an SQS event source mapping) is invoked synchronously by the poller: its failed
+messages take the work queue's redrive path (rule work-queue-redrive), and its failed attempts
+show in its own `Errors` alarm, which this rule asks of it too.
 cfn-lint-serverless checks async failure destinations for some event types but leaves
 `ScheduleV2` out, so this rule covers it.
 """
@@ -45,7 +48,7 @@ def _queue_of(arn: Any, template: Template) -> str | None:
     return None
 
 
-def _queue_watched(queue: str, template: Template) -> bool:
+def queue_watched(queue: str, template: Template) -> bool:
     for props in _alarms(template).values():
         name = _dimension(props, "QueueName")
         if (
@@ -110,20 +113,30 @@ def check_failure_paths(project: Project) -> Iterator[Violation]:
                     "DeadLetterConfig: {Arn: !GetAtt <Queue>.Arn}",
                     where,
                 )
-            elif not _queue_watched(queue, template):
+            elif not queue_watched(queue, template):
                 yield violation(
                     f"the schedule's dead-letter queue {queue} is watched by no alarm: undeliverable ticks pile up "
                     "unseen",
                     f"add an AWS/SQS ApproximateNumberOfMessagesVisible alarm on !GetAtt {queue}.QueueName",
                     where,
                 )
-        errors = [props for props in function_alarms(template, logical_id, "Errors") if props.get("AlarmActions")]
-        if not errors:
-            yield violation(
-                "no alarm with AlarmActions on the function's AWS/Lambda Errors: failed attempts are seen only once "
-                "they have used up every retry",
-                f"add an AWS/Lambda Errors alarm with FunctionName: !Ref {logical_id}",
-            )
+        yield from _check_errors_alarm(project, logical_id)
+    for logical_id in template.worker_functions:
+        if logical_id not in template.scheduled_functions:
+            yield from _check_errors_alarm(project, logical_id)
+
+
+def _check_errors_alarm(project: Project, logical_id: str) -> Iterator[Violation]:
+    errors = [props for props in function_alarms(project.template, logical_id, "Errors") if props.get("AlarmActions")]
+    if not errors:
+        yield Violation(
+            FAILURE_PATHS,
+            project.template_file,
+            logical_id,
+            "no alarm with AlarmActions on the function's AWS/Lambda Errors: failed attempts are seen only once "
+            "they have used up every retry",
+            f"add an AWS/Lambda Errors alarm with FunctionName: !Ref {logical_id}",
+        )
 
 
 def _check_invoke_config(fn: Function, template: Template, violation: Any) -> Iterator[Violation]:
@@ -157,7 +170,7 @@ def _check_invoke_config(fn: Function, template: Template, violation: Any) -> It
             "Lambda's retries is dropped",
             "DestinationConfig: {OnFailure: {Type: SQS, Destination: !GetAtt <Queue>.Arn}}",
         )
-    elif not _queue_watched(queue, template):
+    elif not queue_watched(queue, template):
         yield violation(
             f"the OnFailure queue {queue} is watched by no alarm: failed ticks pile up unseen",
             f"add an AWS/SQS ApproximateNumberOfMessagesVisible alarm on !GetAtt {queue}.QueueName",
@@ -167,6 +180,6 @@ def _check_invoke_config(fn: Function, template: Template, violation: Any) -> It
 FAILURE_PATHS_RULE = Rule(
     FAILURE_PATHS,
     "each scheduled function has bounded async retries with an OnFailure queue, a schedule DLQ, both watched by "
-    "alarms, and an Errors alarm",
+    "alarms, and an Errors alarm; each worker an Errors alarm",
     check_failure_paths,
 )

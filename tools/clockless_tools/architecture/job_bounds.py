@@ -5,7 +5,8 @@
         grace_minutes: 120               # a tick without success this long after it is missed
         expected_duration_seconds: 60    # p99 Duration above this raises an alarm
 
-Read by the dead-man-alarm and duration-bound rules.
+A worker (`worker_of`) declares `expected_duration_seconds` only: its ticks are its coordinator's.
+Read by the dead-man-alarm, duration-bound and time-budget rules.
 """
 
 from __future__ import annotations
@@ -32,14 +33,22 @@ class JobBounds:
 
 def read_bounds(function: Function) -> JobBounds:
     """The function's grace and expected duration; TemplateError names the key that is wrong."""
+    return JobBounds(
+        timedelta(minutes=_whole_number(function, GRACE_KEY)), timedelta(seconds=_whole_number(function, DURATION_KEY))
+    )
+
+
+def read_expected_duration(function: Function) -> timedelta:
+    """The expected duration alone: what a worker (which has no ticks of its own, so no grace) declares."""
+    return timedelta(seconds=_whole_number(function, DURATION_KEY))
+
+
+def _whole_number(function: Function, key: str) -> int:
     block = function.metadata.get(METADATA_KEY) or {}
     where = f"{function.logical_id}.Metadata.{METADATA_KEY}"
-    values = {}
-    for key in (GRACE_KEY, DURATION_KEY):
-        value = block.get(key) if isinstance(block, Mapping) else None
-        if value is None:
-            raise TemplateError(f"{where}.{key} is not declared")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise TemplateError(f"{where}.{key} must be a whole number of at least 1, got {value!r}")
-        values[key] = value
-    return JobBounds(timedelta(minutes=values[GRACE_KEY]), timedelta(seconds=values[DURATION_KEY]))
+    value = block.get(key) if isinstance(block, Mapping) else None
+    if value is None:
+        raise TemplateError(f"{where}.{key} is not declared")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TemplateError(f"{where}.{key} must be a whole number of at least 1, got {value!r}")
+    return value

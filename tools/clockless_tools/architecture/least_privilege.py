@@ -1,7 +1,13 @@
 """Rule `least-privilege`: A function's policies name only the tables and queues it uses.
 
 "Uses" is derived, never listed: the resources its environment references (the variables its
-code reads table names from) plus its asynchronous-invocation destinations and dead-letter queue.
+code reads table names from) plus its asynchronous-invocation destinations and dead-letter queue,
+and the queues an event source mapping feeds it from. Reading a queue is narrower still: the
+actions that take messages off a queue (receive, delete, change visibility, purge) are allowed only
+on the queues an event source mapping polls for the function, so a coordinator that only sends, or
+a worker on its dead-letter queue, cannot consume them. SAM's `Events: Type: SQS` attaches the
+managed AWSLambdaSQSQueueExecutionRole (every queue of the account): workers are fed by an explicit
+`AWS::Lambda::EventSourceMapping` and their own statement on their queue instead.
 """
 
 from __future__ import annotations
@@ -17,8 +23,20 @@ LEAST_PRIVILEGE: Final = "least-privilege"
 
 _SCOPED_TYPES: Final = ("AWS::DynamoDB::Table", "AWS::SQS::Queue")
 _SENSITIVE_SERVICES: Final = {"dynamodb", "sqs", "lambda"}
-# AWS managed policies that grant a whole service (e.g. AmazonDynamoDBFullAccess, AWSLambda_FullAccess).
-_BROAD_MANAGED = re.compile(r"(DynamoDB|SQS|Lambda).*FullAccess", re.IGNORECASE)
+# AWS managed policies that grant a whole service (e.g. AmazonDynamoDBFullAccess, AWSLambda_FullAccess), or
+# consume every queue of the account (AWSLambdaSQSQueueExecutionRole).
+_BROAD_MANAGED = re.compile(r"(DynamoDB|SQS|Lambda).*FullAccess|AWSLambdaSQSQueueExecutionRole", re.IGNORECASE)
+# SQS actions that take messages off a queue: only for the queues an event source mapping polls.
+_CONSUME_ACTIONS: Final = frozenset(
+    {
+        "sqs:receivemessage",
+        "sqs:deletemessage",
+        "sqs:deletemessagebatch",
+        "sqs:changemessagevisibility",
+        "sqs:changemessagevisibilitybatch",
+        "sqs:purgequeue",
+    }
+)
 # Policy-template parameters that name a resource (DynamoDBCrudPolicy: {TableName: ...}).
 _NAMING_PARAMETERS: Final = {"TableName", "QueueName"}
 
@@ -26,6 +44,7 @@ _NAMING_PARAMETERS: Final = {"TableName", "QueueName"}
 def check_least_privilege(project: Project) -> Iterator[Violation]:
     for logical_id, fn in project.template.functions.items():
         used = _used_resources(project, fn)
+        yield from _check_sam_queue_events(project, logical_id, fn)
         policies = fn.prop("Policies")
         if policies is None:
             continue
@@ -35,6 +54,7 @@ def check_least_privilege(project: Project) -> Iterator[Violation]:
                 yield from _check_managed(project, logical_id, where, policy)
             elif isinstance(policy, Mapping) and "Statement" in policy:
                 yield from _check_document(project, logical_id, where, policy, used)
+                yield from _check_consumers(project, fn, where, policy)
             elif isinstance(policy, Mapping):
                 yield from _check_policy_templates(project, logical_id, where, policy, used)
 
@@ -42,7 +62,25 @@ def check_least_privilege(project: Project) -> Iterator[Violation]:
 def _used_resources(project: Project, fn: Function) -> set[str]:
     destinations = (fn.event_invoke_config.get("DestinationConfig") or {}).values()
     sources = [fn.environment, list(destinations), fn.prop("DeadLetterQueue")]
-    return project.ids_of_type(sources, *_SCOPED_TYPES)
+    return project.ids_of_type(sources, *_SCOPED_TYPES) | _polled_queues(project, fn)
+
+
+def _polled_queues(project: Project, fn: Function) -> set[str]:
+    template = project.template
+    return {str(esm.source) for esm in template.mappings_of(fn.logical_id) if esm.source in template.queues}
+
+
+def _check_sam_queue_events(project: Project, logical_id: str, fn: Function) -> Iterator[Violation]:
+    for event_id, event in (fn.properties.get("Events") or {}).items():
+        if isinstance(event, Mapping) and event.get("Type") == "SQS":
+            yield _violation(
+                project,
+                logical_id,
+                f"Events.{event_id} is a SAM SQS event, which attaches AWSLambdaSQSQueueExecutionRole: receive and "
+                "delete on every queue of the account",
+                "declare an AWS::Lambda::EventSourceMapping and allow sqs:ReceiveMessage, sqs:DeleteMessage and "
+                "sqs:GetQueueAttributes on the one queue",
+            )
 
 
 def _violation(project: Project, logical_id: str, message: str, fix: str) -> Violation:
@@ -122,6 +160,29 @@ def _check_document(
                 )
 
 
+def _check_consumers(project: Project, fn: Function, where: str, document: Mapping[str, Any]) -> Iterator[Violation]:
+    polled = _polled_queues(project, fn)
+    statements = document.get("Statement")
+    for index, statement in enumerate(statements if isinstance(statements, list) else [statements]):
+        if not isinstance(statement, Mapping) or statement.get("Effect", "Allow") != "Allow":
+            continue
+        actions = statement.get("Action")
+        named = {str(a).lower() for a in (actions if isinstance(actions, list) else [actions]) if isinstance(a, str)}
+        consuming = sorted(a for a in named if a in _CONSUME_ACTIONS or a in ("sqs:*", "*"))
+        if not consuming:
+            continue
+        sid = statement.get("Sid")
+        label = f"{where}.Statement[{index}]" + (f" ({sid})" if sid else "")
+        for queue in sorted(project.ids_of_type(statement.get("Resource"), "AWS::SQS::Queue") - polled):
+            yield _violation(
+                project,
+                fn.logical_id,
+                f"{label} allows {', '.join(consuming)} on {queue}, which no event source mapping polls for it: "
+                "it could take messages meant for another reader",
+                f"allow only sqs:SendMessage on {queue}, or feed the function from it with an event source mapping",
+            )
+
+
 def _services(actions: Any) -> set[str]:
     found = set()
     for action in actions if isinstance(actions, list) else [actions]:
@@ -140,6 +201,7 @@ def _is_wildcard(project: Project, resource: Any) -> bool:
 
 LEAST_PRIVILEGE_RULE = Rule(
     LEAST_PRIVILEGE,
-    "policies name only the tables and queues the function uses; no '*' resource for DynamoDB, SQS or Lambda",
+    "policies name only the tables and queues the function uses; no '*' resource for DynamoDB, SQS or Lambda; "
+    "messages are received and deleted only from the queue an event source mapping polls for the function",
     check_least_privilege,
 )

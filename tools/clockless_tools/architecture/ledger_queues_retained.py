@@ -3,7 +3,8 @@ ticks still waiting in a queue.
 
 The ledger table is the only history of what every tick did (Scheduler keeps none); the
 scheduler's dead-letter queue and the functions' failure queues hold ticks nobody has handled
-yet. CloudFormation deletes a resource it removes or replaces unless `DeletionPolicy` and
+yet; a work queue holds the partitions of ticks still running, and its dead-letter queue the
+partitions and items that failed. CloudFormation deletes a resource it removes or replaces unless `DeletionPolicy` and
 `UpdateReplacePolicy` say `Retain`.
 """
 
@@ -17,6 +18,7 @@ from clockless_tools.architecture.project import Project, Rule, Violation
 LEDGER_QUEUES_RETAINED: Final = "ledger-queues-retained"
 POLICIES: Final = ("DeletionPolicy", "UpdateReplacePolicy")
 _QUEUE: Final = "AWS::SQS::Queue"
+WORK_DEAD_LETTER_VARIABLE: Final = "WORK_DEAD_LETTER_QUEUE_URL"
 
 
 def check_ledger_queues_retained(project: Project) -> Iterator[Violation]:
@@ -49,6 +51,15 @@ def _kept_resources(project: Project) -> dict[str, str]:
             dead_letter = properties.get("DeadLetterConfig") or {}
             for queue in project.ids_of_type(dead_letter, _QUEUE):
                 kept[queue] = f"every tick the scheduler could not deliver ({logical_id}.Events.{event_id})"
+        for queue in project.ids_of_type(fn.environment.get(WORK_DEAD_LETTER_VARIABLE), _QUEUE):
+            kept[queue] = f"every item {logical_id} could not apply"
+    for mapping in project.template.event_source_mappings.values():
+        work_queue = project.template.queues.get(mapping.source or "")
+        if work_queue is None:
+            continue
+        kept[work_queue.logical_id] = f"the partitions of ticks {mapping.function} is still applying"
+        if work_queue.dead_letter_queue in project.template.queues:
+            kept[work_queue.dead_letter_queue] = f"every partition {mapping.function} failed past its receives"
     return kept
 
 
@@ -76,6 +87,7 @@ def _schedule_properties(properties: Mapping[str, Any]) -> Iterator[tuple[str, M
 
 LEDGER_QUEUES_RETAINED_RULE = Rule(
     LEDGER_QUEUES_RETAINED,
-    "the ledger table, the scheduler DLQ and the functions' failure queues are Retain on delete and on replace",
+    "the ledger table, the scheduler DLQ, the functions' failure queues and the work queues and their DLQs are "
+    "Retain on delete and on replace",
     check_ledger_queues_retained,
 )

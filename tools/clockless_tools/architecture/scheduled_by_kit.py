@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from clockless_tools.architecture.code import (
+    assignment,
+    last_binding,
     module_imports,
     qualified_name,
     string_constants,
@@ -55,7 +57,7 @@ def _check_handler(source: SourceFile, logical_id: str, attribute: str, fn: Func
     constants = string_constants(tree)
     jobs = {job.variable: job for job in _job_declarations(tree, imports, constants)}
 
-    binding = _last_binding(tree, attribute)
+    binding = last_binding(tree, attribute)
     if binding is None:
         yield Violation(
             SCHEDULED_BY_KIT,
@@ -88,7 +90,7 @@ def _job_declarations(
     tree: ast.Module, imports: dict[str, str], constants: dict[str, str]
 ) -> Iterator[_JobDeclaration]:
     for statement in tree.body:
-        target, value = _assignment(statement)
+        target, value = assignment(statement)
         if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
             continue
         if qualified_name(value.func, imports) not in _SCHEDULED_JOB:
@@ -97,36 +99,12 @@ def _job_declarations(
         yield _JobDeclaration(target.id, string_value(name_node, constants), statement.lineno)
 
 
-def _assignment(statement: ast.stmt) -> tuple[ast.expr | None, ast.expr | None]:
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        return statement.targets[0], statement.value
-    if isinstance(statement, ast.AnnAssign):
-        return statement.target, statement.value
-    return None, None
-
-
-def _last_binding(tree: ast.Module, name: str) -> ast.stmt | None:
-    """The module-level statement that binds `name` last: the one Lambda finds."""
-    found: ast.stmt | None = None
-    for statement in tree.body:
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and statement.name == name:
-            found = statement
-        elif isinstance(statement, ast.Import | ast.ImportFrom):
-            if any((alias.asname or alias.name.split(".")[0]) == name for alias in statement.names):
-                found = statement
-        else:
-            target, _ = _assignment(statement)
-            if isinstance(target, ast.Name) and target.id == name:
-                found = statement
-    return found
-
-
 def _kit_wrapper(binding: ast.stmt, jobs: dict[str, _JobDeclaration]) -> _JobDeclaration | None:
     """The job whose `.handler` makes `binding` the Lambda handler, if any."""
     if isinstance(binding, ast.FunctionDef | ast.AsyncFunctionDef):
         candidates = binding.decorator_list
     else:
-        _, value = _assignment(binding)
+        _, value = assignment(binding)
         candidates = [value.func] if isinstance(value, ast.Call) else []
     for candidate in candidates:
         if (

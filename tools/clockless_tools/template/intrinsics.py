@@ -23,6 +23,10 @@ class LocalNames:
     def table_name(self, logical_id: str) -> str:
         return logical_id
 
+    def queue_name(self, logical_id: str) -> str:
+        """A queue is named after its logical id too (its URL ends in it)."""
+        return logical_id
+
     def function_name(self, logical_id: str) -> str:
         """The name the local runtime gives a function (its context's function_name)."""
         return f"{self.stack_name}-{logical_id}"
@@ -71,7 +75,7 @@ def _resolve_ref(name: str, template: Template, names: LocalNames) -> Any:
     if resource.get("Type") == "AWS::DynamoDB::Table":
         return names.table_name(name)
     if resource.get("Type") == "AWS::SQS::Queue":
-        return f"http://localhost/{names.account_id}/{name}"
+        return f"http://localhost/{names.account_id}/{names.queue_name(name)}"
     return name
 
 

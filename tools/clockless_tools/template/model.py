@@ -12,6 +12,10 @@ from typing import Any
 
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError, load_yaml
+from clockless_tools.template.queues import EVENT_SOURCE_MAPPING_TYPE, QUEUE_TYPE, EventSourceMapping, Queue
+
+# `Metadata: clockless: worker_of: <Function>` on a function that applies another's fanned-out ticks.
+WORKER_OF_KEY = "worker_of"
 
 
 class ScheduleDefinitionError(TemplateError, ScheduleExpressionError):
@@ -135,6 +139,13 @@ class Function:
         ]
 
     @property
+    def worker_of(self) -> str | None:
+        """The scheduled function whose ticks this function works on (`Metadata: clockless: worker_of`)."""
+        block = self.metadata.get("clockless")
+        value = block.get(WORKER_OF_KEY) if isinstance(block, Mapping) else None
+        return value if isinstance(value, str) else None
+
+    @property
     def package_dir(self) -> str:
         """The function's package inside its CodeUri: the first part of `Handler`."""
         return self.handler.split(".", 1)[0]
@@ -206,6 +217,52 @@ class Template:
     @property
     def jobs(self) -> dict[str, Schedule]:
         return {schedule.job: schedule for fn in self.scheduled_functions.values() for schedule in fn.schedules}
+
+    @property
+    def queues(self) -> dict[str, Queue]:
+        return {
+            logical_id: Queue(logical_id, resource)
+            for logical_id, resource in self.resources_of_type(QUEUE_TYPE).items()
+        }
+
+    @property
+    def event_source_mappings(self) -> dict[str, EventSourceMapping]:
+        return {
+            logical_id: EventSourceMapping(logical_id, resource.get("Properties") or {})
+            for logical_id, resource in self.resources_of_type(EVENT_SOURCE_MAPPING_TYPE).items()
+        }
+
+    def mappings_of(self, function_id: str) -> list[EventSourceMapping]:
+        """The event source mappings that invoke `function_id`."""
+        return [esm for esm in self.event_source_mappings.values() if esm.function == function_id]
+
+    @property
+    def worker_functions(self) -> dict[str, Function]:
+        """Functions that apply fanned-out work: fed by an event source mapping, or declaring `worker_of`."""
+        fed = {esm.function for esm in self.event_source_mappings.values()}
+        return {
+            logical_id: fn for logical_id, fn in self.functions.items() if logical_id in fed or fn.worker_of is not None
+        }
+
+    def workers_of(self, function_id: str) -> dict[str, Function]:
+        """The worker functions that declare `worker_of: <function_id>`."""
+        return {logical_id: fn for logical_id, fn in self.functions.items() if fn.worker_of == function_id}
+
+    def work_queue_for_job(self, job: str) -> Queue:
+        """The queue the job's worker is fed from; TemplateError when the job has no one worker queue."""
+        coordinator = self.function_for_job(job)
+        sources = {
+            esm.source
+            for worker_id in self.workers_of(coordinator.logical_id)
+            for esm in self.mappings_of(worker_id)
+            if esm.source in self.queues
+        }
+        if len(sources) != 1:
+            raise TemplateError(
+                f"job {job!r}: expected one work queue (an event source mapping feeding a function with "
+                f"worker_of: {coordinator.logical_id}), found {len(sources)}"
+            )
+        return self.queues[str(sources.pop())]
 
     @property
     def tables(self) -> dict[str, Mapping[str, Any]]:

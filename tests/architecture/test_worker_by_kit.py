@@ -1,0 +1,206 @@
+"""Rule `worker-by-kit`: planted workers that are not the kit's, or are wired to the wrong job or
+queue, each caught; text that only mentions the kit is not a worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.architecture.planting import PlantedCopy, found
+
+TEMPLATE = "template.yaml"
+WINDOW_WORKER = "functions/window_generation/window_generation/worker.py"
+CLEANUP_WORKER = "functions/session_cleanup/session_cleanup/worker.py"
+CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+
+# A kit worker as SPEC-16 shapes it, with its FanOut in another module of the job: the rule follows
+# the import to the FanOut and on to its ScheduledJob.
+KIT_WORKER = """\
+from clockless import FanOut
+from session_cleanup.handler import job
+
+work = FanOut(job, partitions=[str(shard) for shard in range(16)])
+lambda_handler = work.worker(lambda: None)
+"""
+
+
+def kit_workers(copy: PlantedCopy) -> None:
+    """Give the copy a kit worker for cleanup and window generation written the same way."""
+    copy.write(CLEANUP_WORKER, KIT_WORKER)
+    copy.write(WINDOW_WORKER, KIT_WORKER.replace("session_cleanup", "window_generation"))
+
+
+def test_kit_workers_built_from_their_jobs_fan_out_hold(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+
+    assert planted.violations("worker-by-kit") == []
+
+
+def test_a_relative_import_and_a_decorator_are_followed(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.write(
+        "functions/session_cleanup/session_cleanup/fanout.py",
+        "from clockless.fanout import FanOut\nfrom .handler import job as cleanup\n\n"
+        "work = FanOut(job=cleanup, partitions=['0'])\n",
+    )
+    planted.write(
+        CLEANUP_WORKER,
+        "from .fanout import work\n\n\n@work.worker\ndef lambda_handler() -> None:\n    return None\n",
+    )
+
+    assert planted.violations("worker-by-kit") == []
+
+
+@pytest.mark.parametrize(
+    ("module", "containing"),
+    [
+        ("def lambda_handler(event: object, context: object) -> None:\n    return None\n", "is not made by"),
+        # Only a comment and a string talk about the kit.
+        ('# lambda_handler = work.worker(...)\nNOTE = "work.worker"\nlambda_handler = print\n', "is not made by"),
+        # .worker of something that is not a FanOut.
+        (
+            "class Pool:\n    def worker(self, f: object) -> object:\n        return f\n\n\n"
+            "work = Pool()\nlambda_handler = work.worker(None)\n",
+            "is not made by",
+        ),
+        ("from clockless import FanOut\nfrom session_cleanup.handler import job\n", "defines no 'lambda_handler'"),
+    ],
+    ids=["plain-handler", "comment-only", "not-a-fan-out", "no-handler"],
+)
+def test_a_worker_that_is_not_the_kits_is_caught(planted: PlantedCopy, module: str, containing: str) -> None:
+    kit_workers(planted)
+    planted.write(CLEANUP_WORKER, module)
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=CLEANUP_WORKER,
+        resource="SessionCleanupWorkerFunction",
+        containing=containing,
+    )
+
+
+def test_a_handler_naming_no_module_is_caught(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.delete(CLEANUP_WORKER)
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=TEMPLATE,
+        resource="SessionCleanupWorkerFunction",
+        containing="names no module",
+    )
+
+
+def test_a_worker_built_from_another_jobs_fan_out_is_caught(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.write(
+        CLEANUP_WORKER,
+        'from clockless import FanOut, ScheduledJob\n\nnightly = ScheduledJob("window-generation")\n'
+        "work = FanOut(nightly, partitions=['0'])\nlambda_handler = work.worker(lambda: None)\n",
+    )
+
+    violation = found(
+        planted.violations("worker-by-kit"),
+        file=CLEANUP_WORKER,
+        resource="SessionCleanupWorkerFunction",
+        containing="works for job 'window-generation'",
+    )
+    assert violation.line == 4
+
+
+def test_a_fan_out_over_a_job_without_a_literal_name_is_caught(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.write(
+        CLEANUP_WORKER,
+        "import os\nfrom clockless import FanOut, ScheduledJob\n\n"
+        'job = ScheduledJob(os.environ["JOB"])\nwork = FanOut(job, partitions=["0"])\n'
+        "lambda_handler = work.worker(lambda: None)\n",
+    )
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=CLEANUP_WORKER,
+        resource="SessionCleanupWorkerFunction",
+        containing="not over a ScheduledJob named by a literal",
+    )
+
+
+@pytest.mark.parametrize(
+    "worker_of",
+    ["        worker_of: SessionCleanupFunction\n", "        worker_of: JobTriggerFunction\n"],
+    ids=["missing", "not-scheduled"],
+)
+def test_a_worker_that_does_not_name_its_scheduled_function_is_caught(planted: PlantedCopy, worker_of: str) -> None:
+    kit_workers(planted)
+    replacement = "" if worker_of.endswith("SessionCleanupFunction\n") else worker_of
+    planted.replace(TEMPLATE, "        worker_of: SessionCleanupFunction\n", replacement)
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=TEMPLATE,
+        resource="SessionCleanupWorkerFunction",
+        containing="worker_of is",
+    )
+
+
+def test_a_coordinator_sending_to_another_queue_is_caught(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.replace(
+        TEMPLATE,
+        "WORK_QUEUE_URL: !Ref SessionCleanupWorkQueue",
+        "WORK_QUEUE_URL: !Ref WindowGenerationWorkQueue",
+        after="  SessionCleanupFunction:\n",
+    )
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=TEMPLATE,
+        resource="SessionCleanupFunction",
+        containing="the tick's partitions are never applied",
+    )
+
+
+def test_a_worker_continuing_on_another_queue_is_caught(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.replace(
+        TEMPLATE,
+        "WORK_QUEUE_URL: !Ref WindowGenerationWorkQueue",
+        "WORK_QUEUE_URL: !Ref WindowGenerationWorkDeadLetterQueue",
+        after="  WindowGenerationWorkerFunction:\n",
+    )
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=TEMPLATE,
+        resource="WindowGenerationWorkerFunction",
+        containing="continuations would go where no worker reads",
+    )
+
+
+def test_a_worker_no_mapping_feeds_is_caught(planted: PlantedCopy) -> None:
+    kit_workers(planted)
+    planted.replace(
+        TEMPLATE, "FunctionName: !Ref SessionCleanupWorkerFunction", "FunctionName: !Ref WindowGenerationWorkerFunction"
+    )
+
+    violations = planted.violations("worker-by-kit")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="0 event source mappings")
+    found(violations, file=TEMPLATE, resource="WindowGenerationWorkerFunction", containing="2 event source mappings")
+
+
+def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: PlantedCopy) -> None:
+    # Given the trigger fed from the cleanup work queue: a mapping makes it a worker, which it is not
+    kit_workers(planted)
+    planted.replace(
+        TEMPLATE, "FunctionName: !Ref SessionCleanupWorkerFunction", "FunctionName: !Ref JobTriggerFunction"
+    )
+
+    violations = planted.violations("worker-by-kit")
+
+    found(violations, file=TEMPLATE, resource="JobTriggerFunction", containing="worker_of is None")
+    found(
+        violations,
+        file="functions/job_trigger/job_trigger/handler.py",
+        resource="JobTriggerFunction",
+        containing="is not made by",
+    )

@@ -1,0 +1,267 @@
+"""`WindowPartitionWork` against moto in-process: what a fanned-out tick's worker reads from a
+due-index shard and the conditional actions it applies for each due program."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import date, timedelta
+from typing import Any
+
+import pytest
+
+from clockless.dynamo import shard_for
+from clockless_tools.template.model import Template
+from tests.unit.partition_work_support import apply, moto_tables, read_all
+from window_generation.logic import Program
+from window_generation.repository import (
+    DUE_INDEX_PARTITIONS,
+    MAX_WINDOWS_PER_ITEM,
+    DynamoProgramStore,
+    ProgramModel,
+    WindowModel,
+    WindowPartitionWork,
+    program_key,
+)
+
+BUSINESS_DATE = date(2026, 12, 1)
+PARAMS = {"business_date": BUSINESS_DATE.isoformat()}
+TICK_KEY = "window-generation@2026-12-01T14:00:00Z"
+
+
+@pytest.fixture
+def tables(template: Template) -> Iterator[Any]:
+    with moto_tables(template, "ProgramsTable", "WindowsTable") as client:
+        ProgramModel._connection = None
+        WindowModel._connection = None
+        yield client
+
+
+@pytest.fixture
+def store(tables: Any) -> DynamoProgramStore:
+    return DynamoProgramStore("ProgramsTable", "WindowsTable")
+
+
+@pytest.fixture
+def work(store: DynamoProgramStore) -> WindowPartitionWork:
+    return WindowPartitionWork(store)
+
+
+def _shard_of(program: Program) -> str:
+    return shard_for(program_key(program.tenant_id, program.program_id), len(DUE_INDEX_PARTITIONS))
+
+
+def _windows(client: Any) -> list[tuple[str, str, str, str]]:
+    items = client.scan(TableName="WindowsTable")["Items"]
+    return sorted(
+        (i["program_key"]["S"], i["start_date"]["S"], i["end_date"]["S"], i["created_for_tick"]["S"]) for i in items
+    )
+
+
+def _ends(client: Any) -> dict[str, str]:
+    return {i["program_id"]["S"]: i["current_window_end"]["S"] for i in client.scan(TableName="ProgramsTable")["Items"]}
+
+
+def _read_every_partition(work: WindowPartitionWork, limit: int = 100) -> list[Program]:
+    found: list[Program] = []
+    for partition in DUE_INDEX_PARTITIONS:
+        items, _ = read_all(work, partition, PARAMS, limit)
+        found.extend(items)
+    return found
+
+
+def test_due_programs_are_read_from_their_shard_and_nothing_else(store: DynamoProgramStore, work: Any) -> None:
+    due = Program("t", "due", 7, BUSINESS_DATE)
+    behind = Program("t", "behind", 7, BUSINESS_DATE - timedelta(days=9))
+    ahead = Program("t", "ahead", 7, BUSINESS_DATE + timedelta(days=1))
+    store.save_programs([due, behind, ahead])
+    store.save_programs([Program("t", "ended", 7, BUSINESS_DATE - timedelta(days=3))], active=False)
+
+    for program in (due, behind):
+        items, _ = read_all(work, _shard_of(program), PARAMS, 10)
+        assert program in items
+    assert sorted(p.program_id for p in _read_every_partition(work)) == ["behind", "due"]
+
+
+def test_a_program_behind_gets_its_whole_chain_and_leaves_the_due_range_in_one_transaction(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    behind = Program("t", "behind", 7, BUSINESS_DATE - timedelta(days=9))
+    store.save_programs([behind])
+
+    actions = work.writes(behind, PARAMS, TICK_KEY)
+
+    assert [next(iter(action)) for action in actions] == ["Put", "Put", "Update"]
+    assert apply(tables, actions) is True
+    assert _windows(tables) == [
+        ("t#behind", "2026-11-22", "2026-11-29", TICK_KEY),
+        ("t#behind", "2026-11-29", "2026-12-06", TICK_KEY),
+    ]
+    assert _ends(tables) == {"behind": "2026-12-06"}
+    assert _read_every_partition(work) == []
+
+
+def test_applying_an_item_again_changes_nothing_and_counts_as_already_done(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    due = Program("t", "due", 14, BUSINESS_DATE)
+    store.save_programs([due])
+    actions = work.writes(due, PARAMS, TICK_KEY)
+    assert apply(tables, actions) is True
+    before = (_windows(tables), _ends(tables))
+
+    # a duplicate message, a redelivered batch, a stale read of the same program
+    assert apply(tables, actions) is False
+    assert apply(tables, work.writes(due, PARAMS, "another delivery")) is False
+
+    assert (_windows(tables), _ends(tables)) == before
+
+
+def test_a_program_rolled_elsewhere_since_it_was_read_is_already_done(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    due = Program("t", "due", 7, BUSINESS_DATE - timedelta(days=1))
+    store.save_programs([due])
+    (read,) = _read_every_partition(work)
+    # the sequential path (or an older tick) rolled it by one window meanwhile
+    assert store.roll_forward(due, due.next_window(), tick_key="sequential") is True
+
+    assert apply(tables, work.writes(read, PARAMS, TICK_KEY)) is False
+
+    assert _windows(tables) == [("t#due", "2026-11-30", "2026-12-07", "sequential")]
+
+
+def test_a_program_ended_since_it_was_read_is_not_rolled(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    due = Program("t", "due", 7, BUSINESS_DATE)
+    store.save_programs([due])
+    (read,) = _read_every_partition(work)
+    store.save_programs([due], active=False)
+
+    assert apply(tables, work.writes(read, PARAMS, TICK_KEY)) is False
+
+    assert _windows(tables) == []
+    assert _ends(tables) == {"due": BUSINESS_DATE.isoformat()}
+
+
+def test_a_partition_is_paged_with_cursors_and_every_program_is_read_once(
+    store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    programs = [Program("t", f"p-{i:03d}", 7, BUSINESS_DATE - timedelta(days=i % 5)) for i in range(200)]
+    store.save_programs(programs)
+    partition = _shard_of(programs[0])
+    in_partition = [p for p in programs if _shard_of(p) == partition]
+    assert len(in_partition) > 7
+
+    items, pages = read_all(work, partition, PARAMS, 3)
+
+    assert sorted(items, key=lambda p: p.program_id) == in_partition
+    # Pages of exactly 3 until the last; a full last page leaves a cursor that reads one empty page.
+    assert pages in (-(-len(in_partition) // 3), len(in_partition) // 3 + 1)
+
+
+def test_paging_while_applying_reads_each_program_once(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    # A program rolled inside the due range moves ahead in the index: it must not be read again.
+    programs = [Program("t", f"p-{i:03d}", 7, BUSINESS_DATE - timedelta(days=i % 10)) for i in range(120)]
+    store.save_programs(programs)
+    applied: list[str] = []
+    for partition in DUE_INDEX_PARTITIONS:
+        cursor: dict[str, Any] | None = None
+        while True:
+            page = work.read(partition, PARAMS, cursor, 4)
+            for program in page.items:
+                assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
+                applied.append(program.program_id)
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+
+    assert sorted(applied) == [p.program_id for p in programs]
+    windows = _windows(tables)
+    assert len(windows) == sum(1 if p.current_window_end > BUSINESS_DATE - timedelta(days=7) else 2 for p in programs)
+    assert all(end > BUSINESS_DATE.isoformat() for end in _ends(tables).values())
+
+
+def test_a_chain_longer_than_one_transaction_holds_is_rolled_in_steps(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    far_behind = Program("t", "daily", 1, BUSINESS_DATE - timedelta(days=MAX_WINDOWS_PER_ITEM + 4))
+    store.save_programs([far_behind])
+
+    first = work.writes(far_behind, PARAMS, TICK_KEY)
+    assert len(first) == MAX_WINDOWS_PER_ITEM + 1
+    assert apply(tables, first) is True
+    (still_due,) = _read_every_partition(work)
+    assert still_due == replace(far_behind, current_window_end=BUSINESS_DATE - timedelta(days=4))
+    assert apply(tables, work.writes(still_due, PARAMS, TICK_KEY)) is True
+
+    assert len(_windows(tables)) == MAX_WINDOWS_PER_ITEM + 5
+    assert _ends(tables) == {"daily": (BUSINESS_DATE + timedelta(days=1)).isoformat()}
+
+
+def test_conditions_are_pynamodb_expressions_serialized_the_low_level_way(work: WindowPartitionWork) -> None:
+    put, update = work.writes(Program("t", "p", 7, BUSINESS_DATE), PARAMS, TICK_KEY)
+
+    assert put["Put"]["TableName"] == "WindowsTable"
+    assert put["Put"]["Item"]["program_key"] == {"S": "t#p"}
+    assert put["Put"]["ConditionExpression"] == "attribute_not_exists (#0)"
+    assert put["Put"]["ExpressionAttributeNames"] == {"#0": "program_key"}
+    assert update["Update"]["Key"] == {"tenant_id": {"S": "t"}, "program_id": {"S": "p"}}
+    values = update["Update"]["ExpressionAttributeValues"]
+    assert {"S": BUSINESS_DATE.isoformat()} in values.values()
+    assert {"S": "ACTIVE"} in values.values()
+
+
+def test_items_round_trip_through_their_encoding(work: WindowPartitionWork) -> None:
+    program = Program("tenant-a", "p-1", 28, BUSINESS_DATE)
+
+    assert work.decode(work.encode(program)) == program
+    assert work.item_key(program) == "tenant-a#p-1"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("tenant_id", "", "tenant_id must be a non-empty string"),
+        ("program_id", None, "program_id must be a non-empty string"),
+        ("window_length_days", 0, "window_length_days must be a whole number"),
+        ("window_length_days", "7", "window_length_days must be a whole number"),
+        ("current_window_end", "01/12/2026", "current_window_end must be a date"),
+    ],
+)
+def test_a_malformed_item_is_refused_naming_the_field(
+    work: WindowPartitionWork, field: str, value: Any, message: str
+) -> None:
+    encoded = work.encode(Program("t", "p", 7, BUSINESS_DATE)) | {field: value}
+
+    with pytest.raises(ValueError, match=message):
+        work.decode(encoded)
+
+
+def test_bad_params_and_partitions_are_refused_before_any_read(work: WindowPartitionWork) -> None:
+    with pytest.raises(ValueError, match="business_date must be a date"):
+        work.read("0", {"business_date": "tomorrow"}, None, 10)
+    with pytest.raises(ValueError, match=r"partition must be a due-index shard '0'..'15', got '16'"):
+        work.read("16", PARAMS, None, 10)
+
+
+def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_program_again(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    programs = [Program("t", f"p-{i:03d}", 7, BUSINESS_DATE - timedelta(days=i % 9)) for i in range(150)]
+    store.save_programs(programs)
+    partition = _shard_of(programs[0])
+    stored_cursor = work.read(partition, PARAMS, None, 2).cursor
+    assert stored_cursor is not None
+
+    # a worker applies the next page, then dies before storing its cursor
+    page = work.read(partition, PARAMS, stored_cursor, 4)
+    for program in page.items:
+        assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
+    resumed, _ = read_all(work, partition, PARAMS, 4, cursor=stored_cursor)
+
+    assert len(page.items) == 4
+    assert not {p.program_id for p in page.items} & {p.program_id for p in resumed}
