@@ -25,12 +25,11 @@ from clockless_tools.bench.meter import Measured, measure
 from clockless_tools.bench.model import ItemCost, Limits, model_figures
 from clockless_tools.bench.rawwork import RawWork
 from clockless_tools.bench.results import CLEANUP_JOB, WINDOW_JOB, BenchError, BenchSizes, Figure
+from clockless_tools.bench.rig import worker_concurrency
 from clockless_tools.bench.workloads import Workload
 from session_cleanup.repository import SessionModel
 from window_generation.repository import ProgramModel
 
-# Workers per job: the work queue's EventSourceMapping MaximumConcurrency (SPEC-16: 16, one per shard).
-WORKERS: Final = 16
 METERED_ITEMS: Final = 500
 MAX_ITEM_ACTIONS: Final = 99  # + 1 counter action: DynamoDB's 100 per transaction
 LOOP_LABEL: Final = "sequential loop (the job's logic before fan-out), same run, same added latency"
@@ -229,8 +228,9 @@ def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
         figures += cost_figures
         shards = RawWork(harness, job).shards
         worker = runs["kit_writer_concurrency_4"].per_second
+        workers = worker_concurrency(harness.template, job)
         model, model_details = model_figures(
-            f"batching.{job}.model", job, cost, Limits(WORKERS, worker, shards), loop.per_second
+            f"batching.{job}.model", job, cost, Limits(workers, worker, shards), loop.per_second
         )
         figures += model
         details[job] = {

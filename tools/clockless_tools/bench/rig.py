@@ -11,23 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
-import importlib.util
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from clockless import ScheduledJob, Tick
-from clockless.fanout import FanOut
-from clockless_tools.bench.harness import Harness
-from clockless_tools.bench.rawwork import RawWork
+from clockless import Tick
+from clockless_tools.bench.harness import Harness, partitions_sent
+from clockless_tools.bench.meter import Measured, measure
 from clockless_tools.bench.results import BenchError
-from clockless_tools.local.dynamodb import local_client, patched_environ
+from clockless_tools.local.dynamodb import patched_environ
 from clockless_tools.local.runtime import LocalLambdaContext
+from clockless_tools.template.model import Template
 
 POLLER_OPERATIONS: Final = frozenset({"ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility"})
 WORKER_TIMEOUT_SECONDS: Final = 300  # SPEC-16's worker Timeout
@@ -43,57 +40,30 @@ def _worker_module(job: str) -> str:
 
 @dataclass
 class FanOutRig:
+    """One job's coordinator and worker, as the template declares them, on the harness's queues."""
+
     harness: Harness
     job: str
-    concurrency: int = 4  # WORK_CONCURRENCY
-    page_size: int | None = None  # WORK_PAGE_SIZE; None: the kit's default
-    sqs: Any = field(init=False)
-    queue_url: str = field(init=False)
-    dlq_url: str = field(init=False)
-    uses_job_code: bool = field(init=False)
+    concurrency: int | None = None  # WORK_CONCURRENCY; None: the template's
     # CPU the pollers' threads spent in the last drain: the workers' own (with one lane each,
     # all of a worker's client work), not moto's server's.
     client_cpu_seconds: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
-        self.sqs = local_client("sqs", self.harness.endpoint)
-        name = f"bench-{self.job}-work-{uuid.uuid4().hex[:6]}"
-        self.dlq_url = self.sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
-        self.queue_url = self.sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "1800"})["QueueUrl"]
+        self.sqs = self.harness.sqs
+        self.queue_url, self.dlq_url = self.harness.work_queues[self.job]
         self.function_id = self.harness.functions[self.job]
-        # The jobs' own worker modules once they exist; until then the kit's FanOut over RawWork.
-        self.uses_job_code = importlib.util.find_spec(_worker_module(self.job)) is not None
-        if self.uses_job_code:
-            self.coordinator: Handler = self.harness.runtime.handler(self.function_id)
-            self.worker: Handler = importlib.import_module(_worker_module(self.job)).lambda_handler
-        else:
-            self.coordinator, self.worker = self._kit_over_raw_work()
-
-    def _kit_over_raw_work(self) -> tuple[Handler, Handler]:
-        job = ScheduledJob(self.job)
-        raw = RawWork(self.harness, self.job)
-        work = FanOut(job, partitions=[str(shard) for shard in range(raw.shards)])
-        business_date = self.harness.layout.business_date.isoformat()
-
-        @job.handler
-        def coordinator(run: Any) -> Mapping[str, Any]:
-            return work.start(run, params={"business_date": business_date})
-
-        return coordinator, work.worker(lambda: raw)
+        self.worker_id = worker_function(self.harness.template, self.job)
+        self.coordinator: Handler = self.harness.runtime.handler(self.function_id)
+        self.worker: Handler = self.harness.runtime.handler(self.worker_id)
 
     def environment(self) -> dict[str, str]:
+        """The worker function's environment (a superset of its coordinator's), with the queues."""
         env = self.harness.runtime.environment(self.function_id)
-        env.update(
-            {
-                "AWS_ENDPOINT_URL_SQS": self.harness.endpoint,
-                "WORK_QUEUE_URL": self.queue_url,
-                "WORK_DEAD_LETTER_QUEUE_URL": self.dlq_url,
-                "WORK_CONCURRENCY": str(self.concurrency),
-                "WORK_TIME_BUDGET_SECONDS": "30",
-            }
-        )
-        if self.page_size is not None:
-            env["WORK_PAGE_SIZE"] = str(self.page_size)
+        env.update(self.harness.runtime.environment(self.worker_id))
+        env.update(self.harness.work_environment(self.job))
+        if self.concurrency is not None:
+            env["WORK_CONCURRENCY"] = str(self.concurrency)
         return env
 
     @contextlib.contextmanager
@@ -102,8 +72,7 @@ class FanOutRig:
             yield
 
     def context(self) -> LocalLambdaContext:
-        name = f"bench-{self.function_id}"
-        return LocalLambdaContext(name, 1024, WORKER_TIMEOUT_SECONDS, f"arn:aws:lambda:us-east-1:123456789012:{name}")
+        return self.harness.runtime.context(self.worker_id)
 
     def start(self, tick: Tick | None = None) -> Any:
         """The tick (the bench's, by default) delivered to the coordinator, inside `active`."""
@@ -192,9 +161,25 @@ class FanOutRig:
         return dict(item)
 
     def close(self) -> None:
-        for url in (self.queue_url, self.dlq_url):
-            with contextlib.suppress(Exception):
-                self.sqs.delete_queue(QueueUrl=url)
+        """Nothing left in the queues for the next measurement (new queues, empty)."""
+        self.harness.reset_queues()
+
+
+def worker_function(template: Template, job: str) -> str:
+    """The logical id of the job's worker: the function declaring `worker_of` its coordinator."""
+    workers = sorted(template.workers_of(template.function_for_job(job).logical_id))
+    if len(workers) != 1:
+        raise BenchError(f"{job}: expected one worker function in template.yaml, found {workers}")
+    return workers[0]
+
+
+def worker_concurrency(template: Template, job: str) -> int:
+    """How many workers Lambda runs at once for the job: its mapping's MaximumConcurrency."""
+    mappings = template.mappings_of(worker_function(template, job))
+    limits = [int((esm.properties.get("ScalingConfig") or {}).get("MaximumConcurrency", 0)) for esm in mappings]
+    if len(limits) != 1 or not limits[0]:
+        raise BenchError(f"{job}: the worker's event source mapping sets no ScalingConfig MaximumConcurrency")
+    return limits[0]
 
 
 def _sqs_event(message: Mapping[str, Any], queue_url: str) -> dict[str, Any]:
@@ -226,3 +211,62 @@ def counters_of(entry: Mapping[str, Any]) -> dict[str, Any]:
         "partitions_total": int(entry.get("partitions_total", {}).get("N", 0)),
         "summary": json.loads(summary) if summary else None,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class TickRun:
+    """A whole fanned-out tick: the coordinator, then every partition run to the finisher."""
+
+    measured: Measured  # requests of the function (coordinator + workers) and the poller's
+    invocations: int
+    ledger: dict[str, Any]
+
+    @property
+    def operations(self) -> dict[str, int]:
+        """The functions' own requests: all but the SQS poller's, which Lambda makes."""
+        return {name: n for name, n in self.measured.operations.items() if name not in POLLER_OPERATIONS}
+
+    @property
+    def requests(self) -> int:
+        return sum(self.operations.values())
+
+    @property
+    def poller_requests(self) -> int:
+        return self.measured.requests - self.requests
+
+    @property
+    def read_units(self) -> float:
+        return self.measured.read_units
+
+    @property
+    def seconds(self) -> float:
+        return self.measured.seconds
+
+    @property
+    def applied(self) -> int:
+        return int((self.ledger.get("summary") or {}).get("applied", -1))
+
+
+def run_whole_tick(
+    harness: Harness, job: str, *, workers: int, concurrency: int | None = None, write_units: bool = False
+) -> TickRun:
+    """The bench's tick of `job` on the seeded tables, coordinator to finisher, `workers` at once;
+    a tick that does not end `succeeded` is a bench error."""
+    rig = FanOutRig(harness, job, concurrency=concurrency)
+    invocations: list[int] = []
+
+    def tick() -> None:
+        partitions_sent(job, rig.start())
+        invocations.append(rig.drain(workers))
+
+    try:
+        with rig.active():
+            measured = measure(
+                tick, bookkeeping_tables=harness.bookkeeping_tables, write_units=write_units, allow_other_services=True
+            )
+        ledger = counters_of(rig.tick_entry())
+    finally:
+        rig.close()
+    if ledger["status"] != "succeeded":
+        raise BenchError(f"{job}: the fanned-out tick ended {ledger}")
+    return TickRun(measured, invocations[0], ledger)

@@ -33,7 +33,7 @@ def stock_handler(harness: Harness, job: str) -> Callable[[dict[str, Any], Any],
     if bare is None:
         raise BenchError(f"{function_id}'s handler is not a ScheduledJob handler (no __wrapped__)")
     settings = KitSettings.from_env(harness.runtime.environment(function_id))
-    with harness.runtime.function_environment(function_id):  # its client reads region and endpoint
+    with harness.function_environment(job):  # its client reads region and endpoint
         persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
     config = IdempotencyConfig(
         event_key_jmespath="[job, scheduled_time]", expires_after_seconds=settings.idempotency_expiry_seconds
@@ -48,9 +48,14 @@ def stock_handler(harness: Harness, job: str) -> Callable[[dict[str, Any], Any],
 
 def _deliver_stock(harness: Harness, job: str, handler: Callable[[dict[str, Any], Any], Any], tick: Tick) -> Measured:
     function_id = harness.functions[job]
-    with harness.runtime.function_environment(function_id):
+    with harness.function_environment(job):
         event, context = tick.to_event(), harness.runtime.context(function_id)
-        return measure(lambda: handler(event, context), bookkeeping_tables=harness.bookkeeping_tables, write_units=True)
+        return measure(
+            lambda: handler(event, context),
+            bookkeeping_tables=harness.bookkeeping_tables,
+            write_units=True,
+            allow_other_services=True,
+        )
 
 
 def _run_three_ways(harness: Harness, job: str) -> dict[str, tuple[Measured, Measured]]:
