@@ -23,7 +23,6 @@ from clockless_tools.local.dynamodb import (
     local_client,
     patched_environ,
 )
-from clockless_tools.local.queues import create_queues
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
