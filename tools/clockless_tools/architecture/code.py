@@ -118,3 +118,18 @@ def last_binding(tree: ast.Module, name: str) -> ast.stmt | None:
             if isinstance(target, ast.Name) and target.id == name:
                 found = statement
     return found
+
+
+def made_by(binding: ast.stmt, method: str) -> list[str]:
+    """The names `x` for which `x.<method>` makes `binding` what it is: a decorator `@x.<method>` on a
+    def, or an assignment `name = x.<method>(...)`."""
+    if isinstance(binding, ast.FunctionDef | ast.AsyncFunctionDef):
+        candidates = list(binding.decorator_list)
+    else:
+        _, value = assignment(binding)
+        candidates = [value.func] if isinstance(value, ast.Call) else []
+    return [
+        candidate.value.id
+        for candidate in candidates
+        if isinstance(candidate, ast.Attribute) and candidate.attr == method and isinstance(candidate.value, ast.Name)
+    ]

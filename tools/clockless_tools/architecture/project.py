@@ -16,6 +16,7 @@ from typing import Any
 
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Template
+from clockless_tools.template.queues import literal_int
 
 # The kit's package, as handlers import it.
 KIT_PACKAGE = "clockless"
@@ -241,12 +242,9 @@ class Project:
 
     def literal_int(self, value: Any) -> int | None:
         """An integer property, following a !Ref to a parameter's default; None if not knowable."""
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value.strip())
+        stated = literal_int(value)
+        if stated is not None:
+            return stated
         if isinstance(value, Mapping) and set(value) == {"Ref"}:
             parameters = self.template.document.get("Parameters") or {}
             if value["Ref"] in parameters:

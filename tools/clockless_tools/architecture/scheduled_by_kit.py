@@ -15,6 +15,7 @@ from typing import Final
 from clockless_tools.architecture.code import (
     assignment,
     last_binding,
+    made_by,
     module_imports,
     qualified_name,
     string_constants,
@@ -101,20 +102,7 @@ def _job_declarations(
 
 def _kit_wrapper(binding: ast.stmt, jobs: dict[str, _JobDeclaration]) -> _JobDeclaration | None:
     """The job whose `.handler` makes `binding` the Lambda handler, if any."""
-    if isinstance(binding, ast.FunctionDef | ast.AsyncFunctionDef):
-        candidates = binding.decorator_list
-    else:
-        _, value = assignment(binding)
-        candidates = [value.func] if isinstance(value, ast.Call) else []
-    for candidate in candidates:
-        if (
-            isinstance(candidate, ast.Attribute)
-            and candidate.attr == "handler"
-            and isinstance(candidate.value, ast.Name)
-            and candidate.value.id in jobs
-        ):
-            return jobs[candidate.value.id]
-    return None
+    return next((jobs[name] for name in made_by(binding, "handler") if name in jobs), None)
 
 
 def _check_job_name(source: SourceFile, logical_id: str, fn: Function, job: _JobDeclaration) -> Iterator[Violation]:

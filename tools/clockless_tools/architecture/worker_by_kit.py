@@ -25,6 +25,7 @@ from clockless.fanout.settings import CoordinatorSettings, WorkerSettings
 from clockless_tools.architecture.code import (
     assignment,
     last_binding,
+    made_by,
     module_imports,
     qualified_name,
     string_constants,
@@ -199,20 +200,10 @@ def _check_handler(project: Project, logical_id: str, fn: Function, jobs: list[s
 
 def _worker_of_fan_out(project: Project, source: SourceFile, binding: ast.stmt) -> _FanOutDeclaration | None:
     """The FanOut whose `.worker(...)` (call or decorator) makes `binding` the handler, if any."""
-    if isinstance(binding, ast.FunctionDef | ast.AsyncFunctionDef):
-        candidates = [d.func if isinstance(d, ast.Call) else d for d in binding.decorator_list]
-    else:
-        _, value = assignment(binding)
-        candidates = [value.func] if isinstance(value, ast.Call) else []
-    for candidate in candidates:
-        if (
-            isinstance(candidate, ast.Attribute)
-            and candidate.attr == "worker"
-            and isinstance(candidate.value, ast.Name)
-        ):
-            found = _fan_out_named(project, source, candidate.value.id)
-            if found is not None:
-                return found
+    for name in made_by(binding, "worker"):
+        found = _fan_out_named(project, source, name)
+        if found is not None:
+            return found
     return None
 
 
