@@ -172,7 +172,8 @@ class Harness:
             )
 
     def call_bare(self, job: str, tick: Tick, *, write_units: bool = False) -> Measured:
-        """The same job function the handler wraps, called without the kit: logic and repository."""
+        """The same job function the handler wraps, called without the kit (a coordinator: it fans
+        the tick out to the work queue)."""
         function_id = self.functions[job]
         with self.function_environment(job):
             bare = getattr(self.runtime.handler(function_id), "__wrapped__", None)
