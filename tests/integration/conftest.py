@@ -16,6 +16,7 @@ from clockless_tools.local.dynamodb import (
     dynamodb_client,
     local_environment,
 )
+from clockless_tools.local.queues import create_queues, delete_queues, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
@@ -40,10 +41,19 @@ def local_aws(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def tables(template: Template, dynamodb_endpoint: str) -> Iterator[Any]:
-    """Fresh tables for one test; a DynamoDB client for looking at them."""
+    """Fresh tables, and the template's queues (a coordinator sends its partitions to one), for one
+    test; a DynamoDB client for looking at them."""
     create_tables(template, dynamodb_endpoint)
+    create_queues(template, dynamodb_endpoint)
     yield dynamodb_client(dynamodb_endpoint)
     delete_tables(template, dynamodb_endpoint)
+    delete_queues(template, dynamodb_endpoint)
+
+
+@pytest.fixture
+def local_queues(tables: Any, dynamodb_endpoint: str) -> Any:
+    """An SQS client for the template's queues (`tables` creates them)."""
+    return sqs_client(dynamodb_endpoint)
 
 
 @pytest.fixture

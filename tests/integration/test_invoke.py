@@ -21,8 +21,10 @@ def table_contents(client: Any) -> dict[str, list[dict[str, Any]]]:
     return {table: scan_all(client, table) for table in client.list_tables()["TableNames"]}
 
 
-def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(tables: Any, dynamodb_endpoint: str) -> None:
-    # Given the embedded DynamoDB with the template's tables
+def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(
+    tables: Any, local_queues: Any, dynamodb_endpoint: str
+) -> None:
+    # Given the embedded DynamoDB with the template's tables and queues
     command = [sys.executable, "-m", "clockless_tools.cli.app", "invoke", "SessionCleanupFunction"]
     command += ["-e", str(EVENTS / "session_cleanup" / "tick.json"), "--endpoint", dynamodb_endpoint]
 
@@ -37,8 +39,15 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(tables: Any
     assert response["scheduled_time"] == "2026-11-29T09:00:00Z"
     assert "tick executed" in first.stderr
     assert json.loads(again.stdout)["outcome"] == "duplicate"
+    # The coordinator fanned out and the workers ran to the end of every partition: the tick succeeded.
+    assert (
+        "drained SessionCleanupWorkQueue -> SessionCleanupWorkerFunction: 16 message(s) in 16 invocation(s), all done"
+        in first.stderr
+    )
     ledger = scan_all(tables, "LedgerTable")
-    assert [(item["job"]["S"], item["status"]["S"]) for item in ledger] == [("session-cleanup", "succeeded")]
+    (entry,) = [item for item in ledger if item["job"]["S"] == "session-cleanup"]
+    assert entry["status"]["S"] == "succeeded"
+    assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
 
 
 def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(tables: Any, dynamodb_endpoint: str) -> None:

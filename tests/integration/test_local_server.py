@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
 from clockless_tools.local import server
+from clockless_tools.template.model import Template
 
 
 def _free_port() -> int:
@@ -75,7 +76,7 @@ def test_status_reports_a_dead_pid_in_one_line(state_file: Path) -> None:
     }
 
 
-def test_up_down_and_a_second_up_on_another_port(state_file: Path) -> None:
+def test_up_down_and_a_second_up_on_another_port(state_file: Path, template: Template) -> None:
     port, other = _free_port(), _free_port()
     runner = CliRunner()
     up = runner.invoke(app, ["local", "up", "--port", str(port)])
@@ -97,6 +98,10 @@ def test_up_down_and_a_second_up_on_another_port(state_file: Path) -> None:
 
         status = runner.invoke(app, ["local", "status", "--json"])
         assert json.loads(status.stdout)["running"] is True
+        # The template's queues are there too, empty.
+        queues = json.loads(status.stdout)["queues"]
+        assert set(queues) == set(template.resources_of_type("AWS::SQS::Queue"))
+        assert all(depth == {"visible": 0, "in_flight": 0} for depth in queues.values())
     finally:
         down = runner.invoke(app, ["local", "down"])
     assert down.stdout == f"stopped the embedded DynamoDB on port {port} (pid {pid})\n"

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clockless import Trigger
+from clockless.fanout import FanOut
 from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.dynamodb import create_tables, delete_tables
@@ -22,7 +23,7 @@ from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import LocalTarget, OperationError, tick_event
 from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
-from session_cleanup.repository import DynamoSessionStore
+from session_cleanup.repository import DynamoSessionStore, SessionPartitionWork
 from tests.integration.conftest import scan_all
 
 JOB = "session-cleanup"
@@ -32,7 +33,7 @@ DROPPED = [DAY + timedelta(hours=3), DAY + timedelta(hours=7)]
 
 
 @pytest.fixture
-def target(tables: Any, template: Template, dynamodb_endpoint: str) -> LocalTarget:
+def target(tables: Any, local_queues: Any, template: Template, dynamodb_endpoint: str) -> LocalTarget:
     return LocalTarget(template, dynamodb_endpoint)
 
 
@@ -210,14 +211,32 @@ def test_a_failing_tick_is_reported_in_one_line_and_recorded_as_failed(
     target: LocalTarget, template: Template, tables: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def unavailable(*_: Any, **__: Any) -> Any:
-        raise ConnectionError("sessions table unreachable")
+        raise ConnectionError("work queue unreachable")
 
-    monkeypatch.setattr(DynamoSessionStore, "find_empty_sessions", unavailable)
+    monkeypatch.setattr(FanOut, "start", unavailable)
 
-    with pytest.raises(OperationError, match="SessionCleanupFunction failed: ConnectionError: sessions table"):
+    with pytest.raises(OperationError, match="SessionCleanupFunction failed: ConnectionError: work queue"):
         run_now(target, template, JOB, at=DAY)
 
     assert _ledger(tables)["2026-11-29T00:00:00Z"]["status"]["S"] == "failed"
+
+
+def test_a_failing_worker_is_reported_in_one_line_and_its_tick_stays_running(
+    target: LocalTarget, template: Template, tables: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(*_: Any, **__: Any) -> Any:
+        raise ConnectionError("sessions index unreachable")
+
+    monkeypatch.setattr(SessionPartitionWork, "read", unavailable)
+
+    with pytest.raises(OperationError, match="SessionCleanupWorkerFunction failed on 16 message"):
+        run_now(target, template, JOB, at=DAY)
+
+    entry = _ledger(tables)["2026-11-29T00:00:00Z"]
+    # The coordinator fanned out; no partition is done, so the tick is not succeeded (the dead-man
+    # alarm's business) and each message comes back after the work queue's visibility timeout.
+    assert (entry["status"]["S"], entry["partitions_total"]["N"]) == ("started", "16")
+    assert entry.get("partitions_done", {"N": "0"})["N"] == "0"
 
 
 def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from clockless_tools.simulate.engine import TickPlan, plan_deliveries
+from clockless_tools.simulate.plan import TickPlan, plan_deliveries
 from clockless_tools.simulate.request import expected_ticks
 from clockless_tools.template.model import Template
 

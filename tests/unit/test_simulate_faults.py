@@ -4,6 +4,7 @@ one SDK attempt at a time, without a network."""
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -165,3 +166,39 @@ def test_a_transaction_resent_with_its_token_is_answered_as_dynamodb_does_for_te
     assert expired.content == b'{"n": 2}'  # after the window: a new request
     assert len(dynamodb.received) == 2
     assert faults.counts.answered_from_token == 1
+
+
+def test_armed_for_every_thread_a_fault_reaches_a_request_sent_from_a_thread_the_delivery_started() -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(2, FaultKind.DIES_AFTER, count_spared=True, every_thread=True)
+    outcome: list[BaseException] = []
+
+    def lane() -> None:
+        try:
+            _send(faults, dynamodb, _request({"TableName": "Sessions"}, "TransactWriteItems", "lane-tx"))
+        except BaseException as error:  # the test reads what the lane met
+            outcome.append(error)
+
+    _send(faults, dynamodb, _request({"TableName": "Ledger"}, "UpdateItem", "lease"))
+    thread = threading.Thread(target=lane)
+    thread.start()
+    thread.join()
+
+    assert [type(error) for error in outcome] == [AttemptDied]
+    with pytest.raises(AttemptDied):  # the whole attempt is dead, on every thread
+        _send(faults, dynamodb, _request({"TableName": "Ledger"}, "UpdateItem", "cursor"))
+    assert faults.disarm() is True
+    # Disarmed everywhere: another thread's request is forwarded untouched.
+    _send(faults, dynamodb, _request({"TableName": "Sessions"}, "Query", "later"))
+    assert len(dynamodb.received) == 3
+
+
+def test_armed_for_one_thread_another_threads_requests_pass_untouched() -> None:
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, FaultKind.DIES_AFTER, count_spared=True)
+    thread = threading.Thread(target=_send, args=(faults, dynamodb, _request({"TableName": "Sessions"}, call="other")))
+    thread.start()
+    thread.join()
+
+    assert faults.disarm() is False
+    assert len(dynamodb.received) == 1

@@ -12,8 +12,21 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperOption
 
-from clockless_tools.cli import arch, bench, docs, drift, events, invoke, local, operations, pause, schedules, simulate
-from clockless_tools.cli.common import CHECK, MEASURE, RUN_LOCALLY
+from clockless_tools.cli import (
+    arch,
+    bench,
+    docs,
+    drift,
+    events,
+    invoke,
+    local,
+    operations,
+    pause,
+    schedules,
+    simulate,
+    work,
+)
+from clockless_tools.cli.common import CHECK, MEASURE, OPERATE, RUN_LOCALLY
 
 # Typer (0.29) labels every flag `<bool>` in --help, as if it took a value; a flag takes none, so
 # its type column stays empty. tests/unit/test_cli_help.py notices if an upgrade changes this.
@@ -56,6 +69,12 @@ app.add_typer(
 )
 app.add_typer(operations.app)
 app.add_typer(pause.app)
+app.add_typer(
+    work.app,
+    name="work",
+    help="A fanned-out job's work queue and its dead-letter queue: show what failed, redrive it.",
+    rich_help_panel=OPERATE,
+)
 app.add_typer(drift.app)
 app.add_typer(arch.app)
 app.add_typer(docs.app)

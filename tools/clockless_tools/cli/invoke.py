@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, load_template
+from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, line_stderr, load_template
+from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.server import running_endpoint
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
@@ -28,8 +29,19 @@ def invoke(
         str | None,
         typer.Option(help="DynamoDB endpoint (default: the running `local up`). E.g. --endpoint http://127.0.0.1:8765"),
     ] = None,
+    drain: Annotated[
+        bool,
+        typer.Option(
+            "--drain/--no-drain",
+            help="Then drain the template's SQS event source mappings into their functions, as Lambda's poller "
+            "would (a fanned-out tick's workers run to completion). E.g. --no-drain",
+        ),
+    ] = True,
 ) -> None:
-    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr."""
+    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr.
+
+    Then the messages it sent to queues with an event source mapping are handed to their functions
+    in this process (the workers of a fanned-out tick), until no message is visible."""
     tpl = load_template(template)
     try:
         tpl.function(function)
@@ -51,6 +63,25 @@ def invoke(
     finally:
         sys.stdout = real_stdout
     print(json.dumps(result, default=str))
+    if drain:
+        drain_queues(runtime, endpoint)
+
+
+def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> None:
+    """Run the workers until their queues have nothing visible; one line per queue on stderr."""
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        poller = SqsPoller(runtime, endpoint)
+        invocations = poller.drain()
+    except (DrainError, TemplateError) as error:
+        raise fail(str(error)) from None
+    finally:
+        sys.stdout = real_stdout
+    for line in describe_drain(invocations, poller):
+        line_stderr.print(f"drained {line}")
+    if any(invocation.failed for invocation in invocations):
+        raise typer.Exit(code=1)  # the work the invoke started is not all done
 
 
 def read_event(path: Path) -> Any:

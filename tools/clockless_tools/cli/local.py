@@ -28,7 +28,7 @@ def local_up(
     template: TemplateOption = DEFAULT_TEMPLATE,
     port: Annotated[int, typer.Option(min=1, max=65535, help="Loopback port to listen on. E.g. --port 8766")] = 8765,
 ) -> None:
-    """Start moto's server on loopback in the background and create the template's tables."""
+    """Start moto's server on loopback in the background and create the template's tables and queues."""
     tpl = load_template(template)
     try:
         state = start_server(tpl, port=port)
@@ -51,7 +51,7 @@ def local_status(
         bool, typer.Option("--json", help="Print JSON instead of text, for scripts. E.g. --json")
     ] = False,
 ) -> None:
-    """Whether the embedded DynamoDB runs, where, and its tables' item counts."""
+    """Whether the embedded DynamoDB runs, where, its tables' item counts and its queues' messages."""
     status = server_status()
     if as_json:
         print(json.dumps(status, indent=2))
@@ -63,6 +63,8 @@ def local_status(
         stdout.print(f"running on {status['endpoint']} (pid {status['pid']})")
         for table, count in status["tables"].items():
             stdout.print(f"  {table}: {count} items")
+        for queue, depth in status["queues"].items():
+            stdout.print(f"  {queue}: {depth['visible']} messages waiting, {depth['in_flight']} in flight")
 
 
 @app.command("seed")

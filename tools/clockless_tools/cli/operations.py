@@ -193,6 +193,12 @@ def status(
                 f"[bold red]{len(s.missing)}[/]\n{missing}" if s.missing else "[green]0[/]",
             )
         stdout.print(table)
+        for s in statuses:
+            for progress in s.fanned_out:
+                line_stdout.print(
+                    f"{s.job} @ {format_scheduled_time(progress.scheduled_time)} fanned out, {progress.status}: "
+                    f"{progress.describe()}" + (f" ({progress.error})" if progress.error else "")
+                )
         colour = sys.stdout.isatty()
         for grid in grids:
             (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)

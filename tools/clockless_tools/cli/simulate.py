@@ -30,6 +30,7 @@ from clockless_tools.simulate.request import (
 )
 from clockless_tools.simulate.run import run_simulation
 from clockless_tools.simulate.snapshot import TableEffects
+from clockless_tools.simulate.workers import FAULT_CRASH, FAULT_DUPLICATE, FAULT_LOST_ANSWER, FAULT_THROTTLED
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 DEFAULT_SPAN = timedelta(hours=48)
@@ -174,6 +175,8 @@ def render_report(report: SimulationReport) -> None:
     row("  retried", lambda j: str(j.failures_retried))
     row("answers lost, resent by the SDK", lambda j: str(j.responses_lost))
     row("ticks missed", lambda j: str(len(j.ticks_missed)))
+    if any(job.workers.invocations or job.workers.fanned_out_ticks for job in report.jobs):
+        _worker_rows(row)
     row("effects in the tables", lambda j: _effects(j.effects))
     row("  each tick once", lambda j: _effects(j.reference_effects))
     row("  identical, item by item", lambda j: _yes(not j.differences))
@@ -188,7 +191,22 @@ def render_report(report: SimulationReport) -> None:
         _list(f"{job.job}: ticks that never took effect", job.ticks_missed)
         _list(f"{job.job}: the reference replay failed", job.reference_failures)
         _list(f"{job.job}: effects that differ", [d.describe() for d in job.differences])
+        _list(f"{job.job}: fanned-out ticks whose ledger differs", job.workers.ledger_differences)
     _list("tables no job names: effects that differ", [d.describe() for d in report.differences])
+
+
+def _worker_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> None:
+    """The fanned-out ticks' workers (SQS event source mappings drained in simulated time)."""
+    row("fanned-out ticks complete", lambda j: f"{j.workers.ticks_complete}/{j.workers.fanned_out_ticks}")
+    row("worker invocations", lambda j: str(j.workers.invocations))
+    row("  messages (redelivered)", lambda j: f"{j.workers.messages} ({j.workers.redelivered})")
+    row("  failed, message back later", lambda j: str(j.workers.failed))
+    row("  crashed mid-partition", lambda j: str(j.workers.faults[FAULT_CRASH]))
+    row("  answer lost, resent", lambda j: str(j.workers.faults[FAULT_LOST_ANSWER]))
+    row("  throttled, retries spent", lambda j: str(j.workers.faults[FAULT_THROTTLED]))
+    row("  message handed out twice", lambda j: str(j.workers.faults[FAULT_DUPLICATE]))
+    row("  in the dead-letter queue", lambda j: str(j.workers.dead_lettered))
+    row("  ledger counters as reference", lambda j: _yes(not j.workers.ledger_differences))
 
 
 def _list(title: str, lines: list[str], *, style: str = "bold red") -> None:

@@ -30,6 +30,7 @@ def local_environment(endpoint: str) -> dict[str, str]:
         # moto's server speaks these too (botocore names them by service id: "Secrets Manager").
         "AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint,
         "AWS_ENDPOINT_URL_LAMBDA": endpoint,
+        "AWS_ENDPOINT_URL_SQS": endpoint,
         "AWS_REGION": LOCAL_REGION,
         "AWS_DEFAULT_REGION": LOCAL_REGION,
         **LOCAL_CREDENTIALS,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from clockless_tools.local.dynamodb import create_tables, dynamodb_client
+from clockless_tools.local.queues import sqs_client
 from clockless_tools.local.services import provision_services
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
@@ -175,4 +176,26 @@ def server_status(state_file: Path | None = None) -> dict[str, Any]:
     counts = {}
     for table in client.list_tables()["TableNames"]:
         counts[table] = client.describe_table(TableName=table)["Table"].get("ItemCount", 0)
-    return {"running": True, "pid": state.pid, "port": state.port, "endpoint": state.endpoint, "tables": counts}
+    return {
+        "running": True,
+        "pid": state.pid,
+        "port": state.port,
+        "endpoint": state.endpoint,
+        "tables": counts,
+        "queues": queue_depths(state.endpoint),
+    }
+
+
+def queue_depths(endpoint: str) -> dict[str, dict[str, int]]:
+    """Each queue on the server: messages waiting (visible) and in flight (received, not deleted)."""
+    client = sqs_client(endpoint)
+    depths = {}
+    for url in client.list_queues().get("QueueUrls") or []:
+        attributes = client.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+        depths[url.rsplit("/", 1)[-1]] = {
+            "visible": int(attributes.get("ApproximateNumberOfMessages", 0)),
+            "in_flight": int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        }
+    return dict(sorted(depths.items()))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from clockless_tools.local.dynamodb import local_client
+from clockless_tools.local.queues import create_queues
 from clockless_tools.template.intrinsics import LocalNames, resolve
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
@@ -108,7 +109,9 @@ def create_schedules(template: Template, endpoint: str, names: LocalNames = Loca
 
 
 def provision_services(template: Template, endpoint: str, names: LocalNames = LocalNames()) -> list[str]:
-    """What the functions need besides their tables. Returns the secrets' names."""
+    """What the functions need besides their tables: the queues (work queues and their dead-letter
+    queues, the schedules' failure queues), the schedules, the secrets. Returns the secrets' names."""
     accept_lambda_invokes(endpoint)
+    create_queues(template, endpoint, names)
     create_schedules(template, endpoint, names)
     return create_secrets(template, endpoint, names)

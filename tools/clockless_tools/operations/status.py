@@ -10,6 +10,7 @@ from typing import Any
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
+from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.model import Template
@@ -31,6 +32,8 @@ class JobStatus:
     # Ticks of the window that fell while the job was paused: expected, not missed.
     paused: list[datetime] = field(default_factory=list)
     paused_since: StateChange | None = None
+    # Fanned-out ticks of the window still running or failed, and the latest one: their progress.
+    fanned_out: list[TickProgress] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
@@ -60,6 +63,7 @@ class JobStatus:
             "skipped": [format_scheduled_time(t) for t in self.skipped],
             "paused": [format_scheduled_time(t) for t in self.paused],
             "paused_since": None if self.paused_since is None else self.paused_since.as_dict(),
+            "fanned_out": [progress.as_dict() for progress in self.fanned_out],
         }
 
 
@@ -124,4 +128,13 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
         paused=paused,
         paused_since=history[-1] if intervals and intervals[-1][1] is None else None,
+        fanned_out=_worth_showing(fanned_out_ticks(ledger, job, start, end)),
     )
+
+
+def _worth_showing(ticks: list[TickProgress]) -> list[TickProgress]:
+    """The ticks not (yet) succeeded, and the latest tick whatever it says."""
+    shown = [tick for tick in ticks if tick.status != STATUS_SUCCEEDED]
+    if ticks and ticks[-1] not in shown:
+        shown.append(ticks[-1])
+    return shown

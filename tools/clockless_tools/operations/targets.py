@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
+from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
 from clockless_tools.template.events import schedule_arn
@@ -64,6 +65,19 @@ class JobTarget(Protocol):
         """The CloudWatch client and the names of the alarms that watch the job's succeeded ticks."""
         ...
 
+    def sqs(self) -> Any:
+        """An SQS client for the target's queues."""
+        ...
+
+    def queue_url(self, logical_id: str) -> str:
+        """The URL of one of the template's queues, or an OperationError saying it is not there."""
+        ...
+
+    def drain(self) -> list[str]:
+        """Run the workers on what their queues hold, where nothing else would (the local runtime);
+        one line per queue drained, or an OperationError when a message failed (its work is not done)."""
+        ...
+
 
 def _retention_seconds(template: Template) -> int:
     return int(template.parameter_default("LedgerRetentionDays")) * 86400
@@ -95,7 +109,28 @@ class LocalTarget:
                 result = self.runtime.invoke(function.logical_id, event)
             except Exception as error:  # the function's own failure, reported as Lambda reports it
                 raise OperationError(f"{function.logical_id} failed: {type(error).__name__}: {error}") from error
+        # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them.
+        for line in self.drain():
+            print(f"drained {line}", file=sys.stderr)
         return dict(result)
+
+    def drain(self) -> list[str]:
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                poller = SqsPoller(self.runtime, self.endpoint, self.names)
+                invocations = poller.drain()
+        except (DrainError, TemplateError) as error:
+            raise OperationError(str(error)) from None
+        lines = describe_drain(invocations, poller)
+        failed = [invocation for invocation in invocations if invocation.failed]
+        if failed:
+            why = next((f" ({i.error})" for i in failed if i.error), "")
+            raise OperationError(
+                f"{failed[0].function_id} failed on {sum(len(i.failed) for i in failed)} message(s){why}: "
+                + "; ".join(lines)
+                + "; its logs say why, `clockless status` shows the tick still running"
+            )
+        return lines
 
     def schedule_arn(self, job: str) -> str | None:
         return schedule_arn(self.template.jobs[job], self.names)
@@ -111,6 +146,18 @@ class LocalTarget:
 
     def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
         return None, []  # the local runtime has no alarms
+
+    def sqs(self) -> Any:
+        return local_client("sqs", self.endpoint)
+
+    def queue_url(self, logical_id: str) -> str:
+        client = self.sqs()
+        try:
+            return str(client.get_queue_url(QueueName=self.names.queue_name(logical_id))["QueueUrl"])
+        except client.exceptions.QueueDoesNotExist:
+            raise OperationError(
+                f"the local runtime has no queue {logical_id}: `make local-up` creates the template's queues"
+            ) from None
 
 
 class StackTarget:
@@ -220,6 +267,17 @@ class StackTarget:
     def dead_man_alarms(self, job: str) -> tuple[Any, list[str]]:
         names = [self.physical[i] for i in dead_man_alarm_ids(self.template, job) if i in self.physical]
         return self._session.client("cloudwatch"), names
+
+    def sqs(self) -> Any:
+        return self._session.client("sqs")
+
+    def drain(self) -> list[str]:
+        return []  # Lambda's own pollers run the workers
+
+    def queue_url(self, logical_id: str) -> str:
+        if logical_id not in self.physical:
+            raise OperationError(f"{self.description} has no {logical_id}: deploy the current template.yaml first")
+        return str(self.physical[logical_id])  # a queue's physical id is its URL
 
     def _deployed_parameters(self) -> dict[str, str]:
         """The stack's parameter values, over the template's defaults."""

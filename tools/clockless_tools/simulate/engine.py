@@ -1,5 +1,6 @@
-"""How ticks reach a function in the simulator: the plan (seeded, so a run is reproducible) and
-the engine that carries it out in simulated time.
+"""How ticks reach a function in the simulator: the engine that carries out the plans
+(`clockless_tools.simulate.plan`) in simulated time, and drains the fanned-out ticks' workers
+(`clockless_tools.simulate.workers`) after each round.
 
 A tick is delivered at least once, the way production does it: the scheduler fires within its
 minute; Lambda may hand the same event over twice; several copies may arrive at once; a failed
@@ -11,18 +12,19 @@ fails is retried (within the schedule's `RetryPolicy`) because it failed, not be
 from __future__ import annotations
 
 import heapq
-import random
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Final, Protocol
 
 from clockless import OUTCOME_DUPLICATE, OUTCOME_EXECUTED, OUTCOME_IN_PROGRESS, format_scheduled_time
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import FaultInjector, InjectedFault
+from clockless_tools.simulate.plan import MAX_BURST, RETRY_BACKOFF, TickPlan
+from clockless_tools.simulate.workers import WorkerDriver, WorkerRecord
 from clockless_tools.template.events import Attempt, render_input, schedule_arn, stable_uuid
-from clockless_tools.template.model import Schedule, Template
+from clockless_tools.template.model import Template
 
 OUTCOME_FAILED: Final = "failed"
 SUPPRESSED: Final = frozenset({OUTCOME_DUPLICATE, OUTCOME_IN_PROGRESS})
@@ -35,144 +37,6 @@ KIND_CONCURRENT: Final = "concurrent"  # extra copies arriving together with an 
 KIND_REDELIVERY: Final = "redelivery"  # the very same event again (Lambda's at-least-once)
 KIND_LATE: Final = "late"  # a scheduler retry that arrives after the job's next tick
 KINDS: Final = (KIND_TICK, KIND_RETRY, KIND_CONCURRENT, KIND_REDELIVERY, KIND_LATE)
-
-# Chances per tick; one tick per job gets all of them, so every run shows every kind.
-P_REDELIVERY: Final = 0.3
-P_FAILURE: Final = 0.25
-P_SECOND_FAILURE: Final = 0.3
-P_BURST: Final = 0.2
-P_LATE: Final = 0.15
-# The answer to one of the first attempt's requests (the kit's included) is lost and resent.
-P_LOST_ANSWER: Final = 0.3
-MAX_LOST_ANSWER_AT: Final = 6
-MAX_BURST: Final = 8
-RETRY_BACKOFF: Final = timedelta(seconds=60)
-# EventBridge Scheduler's defaults when a schedule sets no RetryPolicy.
-DEFAULT_MAX_RETRIES: Final = 185
-DEFAULT_MAX_EVENT_AGE: Final = 86400
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int
-    max_event_age_seconds: int
-
-    @classmethod
-    def of(cls, schedule: Schedule) -> RetryPolicy:
-        policy = schedule.properties.get("RetryPolicy")
-        policy = policy if isinstance(policy, Mapping) else {}
-        return cls(
-            max_retries=int(policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRIES)),
-            max_event_age_seconds=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE)),
-        )
-
-
-@dataclass(frozen=True)
-class TickPlan:
-    """How one tick will be delivered. JSON-safe through `as_dict`/`from_dict` (it crosses processes)."""
-
-    job: str
-    function_id: str
-    event_id: str
-    scheduled_time: datetime
-    first_at: datetime
-    order: int
-    id_seed: str
-    burst: int = 1
-    # when the copies arrive if the first attempt is armed (to fail or lose an answer; otherwise: with it)
-    burst_at: datetime | None = None
-    # attempt number -> the fault fires after this many of the delivery's domain requests
-    fail_after: dict[int, int] = field(default_factory=dict)
-    redelivery_at: datetime | None = None
-    late_at: datetime | None = None
-    # None: a failed delivery is not retried (the reference replay delivers each tick once)
-    retries: RetryPolicy | None = None
-    # the first attempt's request (counting all, the claim is 1) whose answer is lost and resent
-    lose_answer: int | None = None
-
-    @property
-    def key(self) -> str:
-        return f"{self.job}@{format_scheduled_time(self.scheduled_time)}"
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for name in ("scheduled_time", "first_at", "burst_at", "redelivery_at", "late_at"):
-            if data[name] is not None:
-                data[name] = data[name].isoformat()
-        data["fail_after"] = {str(attempt): after for attempt, after in self.fail_after.items()}
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TickPlan:
-        values = dict(data)
-        for name in ("scheduled_time", "first_at", "burst_at", "redelivery_at", "late_at"):
-            if values[name] is not None:
-                values[name] = datetime.fromisoformat(values[name])
-        values["fail_after"] = {int(attempt): int(after) for attempt, after in values["fail_after"].items()}
-        values["retries"] = None if values["retries"] is None else RetryPolicy(**values["retries"])
-        return cls(**values)
-
-
-def plan_deliveries(
-    template: Template,
-    ticks: Mapping[str, list[datetime]],
-    *,
-    seed: int,
-    dropped: Collection[tuple[str, datetime]] = (),
-) -> list[TickPlan]:
-    """Seeded delivery plans for every tick that is not dropped, in scheduled-time order."""
-    plans: list[TickPlan] = []
-    for job, times in ticks.items():
-        schedule = template.jobs[job]
-        spec = schedule.spec(template)
-        # A late duplicate lands after the next tick; a one-time schedule has none, so a day later.
-        period = timedelta(days=1) if spec.kind == "at" else spec.nominal_period()
-        retries = RetryPolicy.of(schedule)
-        delivered = [moment for moment in times if (job, moment) not in dropped]
-        showcase = random.Random(f"{seed}/{job}").choice(delivered) if delivered else None  # noqa: S311
-        for moment in delivered:
-            rng = random.Random(f"{seed}/{job}/{format_scheduled_time(moment)}")  # noqa: S311 - reproducible
-            full = moment == showcase
-            first_at = moment + timedelta(seconds=rng.randint(0, 59))  # Scheduler fires within its minute
-            fail_after: dict[int, int] = {}
-            if full or rng.random() < P_FAILURE:
-                # The showcase tick fails on its first domain request, which every job makes.
-                fail_after[1] = 1 if full else rng.randint(1, 8)
-                if full or rng.random() < P_SECOND_FAILURE:
-                    fail_after[2] = rng.randint(1, 8)
-            burst = rng.randint(3, MAX_BURST) if full or rng.random() < P_BURST else 1
-            plans.append(
-                TickPlan(
-                    job=job,
-                    function_id=schedule.function_id,
-                    event_id=schedule.event_id,
-                    scheduled_time=moment,
-                    first_at=first_at,
-                    order=0,
-                    id_seed=f"{seed}",
-                    burst=burst,
-                    burst_at=first_at + timedelta(seconds=rng.randint(1, 300)) if burst > 1 else None,
-                    fail_after=fail_after,
-                    redelivery_at=(
-                        first_at + timedelta(seconds=rng.randint(1, 600))
-                        if full or rng.random() < P_REDELIVERY
-                        else None
-                    ),
-                    late_at=(
-                        moment + period + timedelta(seconds=rng.randint(60, max(60, int(period.total_seconds()) // 2)))
-                        if full or rng.random() < P_LATE
-                        else None
-                    ),
-                    retries=retries,
-                    # Last, so adding it left the other draws of a seed as they were. The showcase
-                    # tick loses its claim's answer.
-                    lose_answer=(
-                        1 if full else (rng.randint(1, MAX_LOST_ANSWER_AT) if rng.random() < P_LOST_ANSWER else None)
-                    ),
-                )
-            )
-    plans.sort(key=lambda plan: (plan.scheduled_time, plan.job))
-    return [replace(plan, order=index) for index, plan in enumerate(plans)]
 
 
 @dataclass(frozen=True)
@@ -229,6 +93,7 @@ class DeliveryEngine:
         *,
         progress: Callable[[int, int], None] = lambda _done, _queued: None,
         took_effect: Callable[[TickPlan, DeliveryRecord], None] = lambda _plan, _record: None,
+        workers: WorkerDriver | None = None,
     ) -> None:
         self.template = template
         self.runtime = runtime
@@ -240,6 +105,9 @@ class DeliveryEngine:
         self._sequence = 0
         self._rounds = 0
         self._effective: set[str] = set()
+        # The fanned-out ticks' workers, drained after each round and when a message comes back.
+        self.workers = workers if workers is not None and workers.active else None
+        self.worker_records: list[WorkerRecord] = []
 
     def _push(
         self, at: datetime, plan: TickPlan, *, kind: str, attempt: int, chain: str, retry_number: int = 0
@@ -251,6 +119,8 @@ class DeliveryEngine:
         """Deliver the plans (and the retries their failures call for) in simulated-time order.
         May be called again with more plans; rounds keep counting across calls."""
         for plan in plans:
+            if self.workers is not None:
+                self.workers.fault_rates[plan.key] = plan.worker_fault_rate
             self._push(plan.first_at, plan, kind=KIND_TICK, attempt=1, chain=KIND_TICK)
             if plan.burst > 1 and (1 in plan.fail_after or plan.lose_answer is not None):
                 # An armed delivery is always alone in its round: the copies come a little later.
@@ -261,9 +131,14 @@ class DeliveryEngine:
                 self._push(plan.late_at, plan, kind=KIND_LATE, attempt=2 + len(plan.fail_after), chain=KIND_LATE)
         records: list[DeliveryRecord] = []
         with ThreadPoolExecutor(max_workers=MAX_BURST) as pool:
-            while self._queue:
+            while self._queue or self._wake() is not None:
+                wake = self._wake()
+                if wake is not None and (not self._queue or wake < self._queue[0].at):
+                    self._drain(wake)  # a message left in flight is visible again
+                    continue
                 current = heapq.heappop(self._queue)
                 delivered = self._deliver_round(pool, current, self._rounds)
+                self._drain(current.at)
                 self._rounds += 1
                 records.extend(delivered)
                 for record in delivered:
@@ -272,6 +147,14 @@ class DeliveryEngine:
                         self.took_effect(current.plan, record)
                 self.progress(self._rounds, len(self._queue))
         return records
+
+    def _wake(self) -> datetime | None:
+        return None if self.workers is None else self.workers.next_wake()
+
+    def _drain(self, at: datetime) -> None:
+        if self.workers is not None:
+            self.clock.move_to(at, tick=False)
+            self.worker_records.extend(self.workers.drain(at))
 
     def _events(self, current: _Round) -> list[tuple[str, dict[str, Any], int | None, int | None]]:
         plan = current.plan
@@ -366,16 +249,3 @@ class _Outcome:
     injected: bool = False
     writes: int = 0
     responses_lost: int = 0
-
-
-def delivered_once(plan: TickPlan, *, at: datetime, order: int) -> TickPlan:
-    """The reference replay's plan for a tick: delivered once, at `at`, never failed nor retried."""
-    return TickPlan(
-        job=plan.job,
-        function_id=plan.function_id,
-        event_id=plan.event_id,
-        scheduled_time=plan.scheduled_time,
-        first_at=at,
-        order=order,
-        id_seed=plan.id_seed,
-    )

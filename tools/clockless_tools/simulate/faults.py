@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import json
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -36,8 +37,19 @@ from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
+# Requests that change something: DynamoDB writes, and work sent to a queue (a fanned-out tick's
+# coordinator writes no domain table; the partition messages it sends are its effect).
 WRITE_OPERATIONS: Final = frozenset(
-    {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "ExecuteTransaction"}
+    {
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "BatchWriteItem",
+        "TransactWriteItems",
+        "ExecuteTransaction",
+        "SendMessage",
+        "SendMessageBatch",
+    }
 )
 # DynamoDB keeps a transaction's ClientRequestToken this long after the request completed.
 CLIENT_REQUEST_TOKEN_SECONDS: Final = 600
@@ -195,6 +207,14 @@ class FaultInjector:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._transactions: dict[str, _Applied] = {}
+        # Armed for every thread at once: a delivery whose code sends from threads of its own
+        # (the kit's batch writer), run while nothing else sends.
+        self._everywhere: _Armed | None = None
+        self._sending = threading.Lock()
+
+    def _armed(self) -> _Armed | None:
+        armed: _Armed | None = getattr(self._local, "armed", None)
+        return armed if armed is not None else self._everywhere
 
     def arm(
         self,
@@ -204,44 +224,64 @@ class FaultInjector:
         count_spared: bool = False,
         then: Mapping[int, FaultKind] | None = None,
         lost_answers: Collection[int] = (),
+        every_thread: bool = False,
     ) -> None:
         """The fault hits this thread's `after_requests`-th request from now (1 = the next one;
         bookkeeping requests count only with `count_spared`); `then` adds faults at later
         requests of the same delivery. `lost_answers` are indexes among all its requests whose
-        answer is lost (and resent by botocore)."""
+        answer is lost (and resent by botocore). `every_thread`: the requests of every thread
+        count, in the order they are sent (for code that sends from threads it starts; only
+        while nothing else sends)."""
         plan = {} if after_requests is None else {after_requests: FaultKind(kind)}
         plan.update({index: FaultKind(k) for index, k in (then or {}).items()})
         if min([*plan, *lost_answers], default=1) < 1:
             raise ValueError("a fault fires at the first request at the earliest")
-        self._local.armed = _Armed(plan, count_spared, frozenset(lost_answers))
+        armed = _Armed(plan, count_spared, frozenset(lost_answers))
+        self._local.armed = armed
+        if every_thread:
+            self._everywhere = armed
 
     def watch(self) -> None:
         """Record this thread's requests without injecting anything (a clean run to compare with)."""
         self._local.armed = _Armed({}, count_spared=True)
 
     def disarm(self) -> bool:
-        """Stop on this thread; True if the armed fault fired."""
+        """Stop on this thread (and everywhere, when armed for every thread); True if the armed fault fired."""
         armed: _Armed | None = getattr(self._local, "armed", None)
         self._local.armed = None
+        if armed is not None and armed is self._everywhere:
+            self._everywhere = None
         return bool(armed and armed.fired)
 
     def requests(self) -> list[RequestRecord]:
         """The requests this thread sent since it was last armed (or watched)."""
-        armed: _Armed | None = getattr(self._local, "armed", None)
+        armed = self._armed()
         return list(armed.requests) if armed else []
 
     # ------------------------------------------------------------------------------ send path
     def _send(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
-        armed: _Armed | None = getattr(self._local, "armed", None)
+        mine: _Armed | None = getattr(self._local, "armed", None)
+        armed = mine if mine is not None else self._everywhere
         if armed is None:
             return self._forward(original, endpoint, request)
+        if armed is self._everywhere:
+            # A delivery armed for every thread (its own and those it starts): one request's
+            # bookkeeping at a time.
+            with self._sending:
+                decided = self._decide(armed, request)
+        else:
+            decided = self._decide(armed, request)
+        return decided(original, endpoint, request)
+
+    def _decide(self, armed: _Armed, request: Any) -> Callable[[Any, Endpoint, Any], AWSResponse]:
+        """What becomes of this request: forwarded, or met by the armed fault."""
         if armed.dead:
             raise AttemptDied("the attempt is dead; nothing it would still send is sent")
         call = _header(request, "amz-sdk-invocation-id") or str(id(request))
         if call == armed.faulted_call:
-            return self._resend_of_fault(original, endpoint, request, armed, domain=False)
+            return functools.partial(self._resend_after, armed=armed, domain=False)
         if call in armed.calls:
-            return self._forward(original, endpoint, request)  # botocore's retry of a request met before
+            return self._forward  # botocore's retry of a request met before
         armed.calls.add(call)
         tables = tables_in_request(request)
         domain = not (tables and tables <= self.spared_tables)
@@ -256,11 +296,21 @@ class FaultInjector:
             armed.fired = True
             armed.faulted_call, armed.kind, armed.sends_of_fault = call, kind, 0
             armed.requests[-1].fault = kind
-            return self._resend_of_fault(original, endpoint, request, armed, domain=domain)
+            return functools.partial(self._resend_after, armed=armed, domain=domain)
+        return functools.partial(self._forward_counted, armed=armed, domain=domain)
+
+    def _forward_counted(
+        self, original: Any, endpoint: Endpoint, request: Any, *, armed: _Armed, domain: bool
+    ) -> AWSResponse:
         response = self._forward(original, endpoint, request)
         if domain and operation_of(request) in WRITE_OPERATIONS:
             armed.writes += 1
         return response
+
+    def _resend_after(
+        self, original: Any, endpoint: Endpoint, request: Any, *, armed: _Armed, domain: bool
+    ) -> AWSResponse:
+        return self._resend_of_fault(original, endpoint, request, armed, domain=domain)
 
     def lost_answers(self) -> int:
         """How many answers this thread's armed delivery lost (and had resent)."""

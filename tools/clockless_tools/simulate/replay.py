@@ -38,11 +38,15 @@ from clockless_tools.local.dynamodb import (
     local_environment,
     patched_environ,
 )
+from clockless_tools.local.poller import SqsPoller
+from clockless_tools.local.queues import create_queues, queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.seed import SeedPlan, seed_demo_tables
-from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord, TickPlan
+from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
+from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
+from clockless_tools.simulate.workers import WorkerDriver
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 
@@ -88,6 +92,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         if spec.get("endpoint") is None:
             send(channel, note=f"embedded DynamoDB on {endpoint}")
         tables = create_tables(template, endpoint, names)
+        create_queues(template, endpoint, names)
         client = dynamodb_client(endpoint)
         seeded = _seed(template, spec.get("seed"), names)
         if seeded:
@@ -98,6 +103,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             send(channel, before=spec["before_path"])
         runtime = LocalLambdaRuntime(template, endpoint, names)
         injector = FaultInjector(spared_tables=spec["spared_tables"])
+        workers = WorkerDriver(runtime, endpoint, injector, seed=str(spec.get("worker_seed", "")), names=names)
         clock = _Clock()
         expected = spec.get("expected")
         engine = DeliveryEngine(
@@ -107,6 +113,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             clock,
             progress=lambda done, queued: send(channel, done=done, total=expected or done + queued),
             took_effect=lambda plan, record: send(channel, took_effect=plan.key, at=record.at, round=record.round),
+            workers=workers,
         )
         try:
             with injector.installed():
@@ -117,13 +124,31 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         finally:
             clock.stop()
         after = dump_tables(client, tables)
+        dead_letters = dead_letter_depths(workers.poller)
     return {
         "endpoint": endpoint,
         "seeded": seeded,
         "before": before,
         "after": after,
         "records": [asdict(record) for record in records],
+        "workers": [asdict(record) for record in engine.worker_records],
+        "dead_letters": dead_letters,
     }
+
+
+def dead_letter_depths(poller: SqsPoller) -> dict[str, int]:
+    """Messages in each polled queue's dead-letter queue (visible or not), by the work queue."""
+    client = sqs_client(poller.endpoint)
+    depths = {}
+    for source in poller.sources:
+        if source.queue.dead_letter_queue is None:
+            continue
+        attributes = client.get_queue_attributes(
+            QueueUrl=queue_url(client, source.queue.dead_letter_queue),
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        depths[source.queue.logical_id] = sum(int(value) for value in attributes.values())
+    return depths
 
 
 def _seed(template: Template, seed: Mapping[str, Any] | None, names: LocalNames) -> str | None:

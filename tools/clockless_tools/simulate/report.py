@@ -10,16 +10,19 @@ from datetime import datetime
 from typing import Any
 
 from clockless import OUTCOME_EXECUTED, format_scheduled_time
+from clockless_tools.local.event_sources import worker_functions
 from clockless_tools.simulate.engine import (
     KINDS,
     OUTCOME_FAILED,
     SUPPRESSED,
     TOOK_EFFECT,
     DeliveryRecord,
-    TickPlan,
 )
+from clockless_tools.simulate.fanout import WorkerReport, worker_report
+from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
+from clockless_tools.simulate.workers import WorkerRecord
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 
@@ -30,12 +33,14 @@ def bookkeeping_tables(template: Template) -> set[str]:
 
 
 def job_tables(template: Template, function_id: str) -> list[str]:
-    """The domain tables a function's environment names (`!Ref <Table>`): where its effects land."""
+    """The domain tables the job's function and its workers name in their environment (`!Ref <Table>`):
+    where its effects land."""
     domain = template.tables.keys() - bookkeeping_tables(template)
     found = []
-    for value in template.function(function_id).environment.values():
-        if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
-            found.append(value["Ref"])
+    for function in [function_id, *worker_functions(template, function_id)]:
+        for value in template.function(function).environment.values():
+            if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
+                found.append(value["Ref"])
     return found
 
 
@@ -67,6 +72,7 @@ class JobReport:
     reference_effects: dict[str, TableEffects] = field(default_factory=dict)
     differences: list[ItemDifference] = field(default_factory=list)
     reference_failures: list[str] = field(default_factory=list)
+    workers: WorkerReport = field(default_factory=WorkerReport)
 
     @property
     def ticks_delivered(self) -> int:
@@ -82,7 +88,12 @@ class JobReport:
 
     @property
     def exactly_once(self) -> bool:
-        return not self.ticks_missed and not self.differences and not self.reference_failures
+        return (
+            not self.ticks_missed
+            and not self.differences
+            and not self.reference_failures
+            and not self.workers.ledger_differences
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +117,7 @@ class JobReport:
             "reference_effects": {table: asdict(effects) for table, effects in self.reference_effects.items()},
             "differences": [difference.as_dict() for difference in self.differences],
             "reference_failures": self.reference_failures,
+            "workers": self.workers.as_dict(),
             "exactly_once": self.exactly_once,
         }
 
@@ -150,6 +162,9 @@ def build_report(
     after: Snapshot,
     reference_after: Snapshot,
     seeded: str | None,
+    workers: Collection[WorkerRecord] = (),
+    dead_letters: Mapping[str, int] | None = None,
+    reference_dead_letters: Mapping[str, int] | None = None,
 ) -> SimulationReport:
     """Counters per job from the deliveries; effects and differences from the tables."""
     template = request.template
@@ -171,6 +186,15 @@ def build_report(
         _count_deliveries(report, [r for r in records if r.job == job])
         took_effect = {r.tick_key for r in records if r.job == job and r.outcome in TOOK_EFFECT}
         report.ticks_missed = [plan.key for plan in plans if plan.job == job and plan.key not in took_effect]
+        report.workers = worker_report(
+            template,
+            job,
+            workers,
+            after=after,
+            reference_after=reference_after,
+            dead_letters=dead_letters or {},
+            reference_dead_letters=reference_dead_letters or {},
+        )
         report.reference_failures = [
             f"{r.tick_key}: {r.error}" for r in reference_records if r.job == job and r.outcome == OUTCOME_FAILED
         ]

@@ -22,13 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from clockless_tools.local.seed import SeedPlan
-from clockless_tools.simulate.engine import (
-    DeliveryRecord,
-    delivered_once,
-    plan_deliveries,
-)
+from clockless_tools.simulate.engine import DeliveryRecord
+from clockless_tools.simulate.plan import delivered_once, plan_deliveries
 from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
 from clockless_tools.simulate.request import Note, Progress, SimulationError, SimulationRequest
+from clockless_tools.simulate.workers import WorkerRecord
 from clockless_tools.template.intrinsics import LocalNames
 
 
@@ -102,6 +100,7 @@ def run_simulation(
         log.write_text("", encoding="utf-8")
     common = {
         "template": str(template.path),
+        "worker_seed": str(request.seed),
         "spared_tables": sorted(names.table_name(table) for table in bookkeeping_tables(template)),
     }
     with tempfile.TemporaryDirectory(prefix="clockless-simulate-") as tmp:
@@ -164,6 +163,9 @@ def run_simulation(
         after=simulated["after"],
         reference_after=referenced["after"],
         seeded=simulated["seeded"],
+        workers=[WorkerRecord(**record) for record in simulated["workers"]],
+        dead_letters=simulated["dead_letters"],
+        reference_dead_letters=referenced["dead_letters"],
     )
 
 

@@ -1,0 +1,115 @@
+"""`clockless work show|redrive <job>`: a fanned-out job's work dead-letter queue, on the local runtime
+or a deployed stack."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import typer
+from rich.table import Table
+
+from clockless_tools.cli.common import JsonOption, TemplateOption, line_stdout, stdout
+from clockless_tools.cli.operations import (
+    ConfigEnvOption,
+    ConfigFileOption,
+    EndpointOption,
+    JobArgument,
+    ProfileOption,
+    RegionOption,
+    StackOption,
+    acting_on,
+    target_from_options,
+)
+from clockless_tools.operations.connection import DEFAULT_CONFIG_ENV
+from clockless_tools.operations.work import DeadLetter, redrive, show
+from clockless_tools.template.loader import DEFAULT_TEMPLATE
+
+app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
+
+
+def _sent(letter: DeadLetter) -> str:
+    return datetime.fromtimestamp(letter.sent_at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@app.command("show")
+def work_show(
+    job: JobArgument,
+    as_json: JsonOption = False,
+    template: TemplateOption = DEFAULT_TEMPLATE,
+    stack: StackOption = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
+    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
+    endpoint: EndpointOption = None,
+) -> None:
+    """The job's work queue depth and every message in its dead-letter queue (read, left in place).
+
+    Exit 1 when the dead-letter queue holds messages: items that were not applied."""
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    with acting_on(target):
+        found = show(target, tpl, job)
+    if as_json:
+        print(json.dumps({"target": target.description, **found.as_dict()}, indent=2))
+    else:
+        queues = found.queues
+        line_stdout.print(
+            f"{job} on {target.description}: {queues.queue} has {found.visible} message(s) waiting and "
+            f"{found.in_flight} in flight (worker {queues.worker}); {queues.dead_letter_queue} has "
+            f"{len(found.dead_letters)} message(s)"
+        )
+        if found.dead_letters:
+            table = Table()
+            for column in ("sent", "kind", "tick", "partition", "items", "receives", "error"):
+                table.add_column(column, no_wrap=column != "error")
+            for letter in found.dead_letters:
+                table.add_row(
+                    _sent(letter),
+                    letter.kind,
+                    letter.scheduled_time or "-",
+                    letter.partition or "-",
+                    "-" if letter.items is None else str(letter.items),
+                    str(letter.receive_count),
+                    letter.error or "-",
+                )
+            stdout.print(table)
+            line_stdout.print(f"replay them: clockless work redrive {job}")
+    if found.dead_letters:
+        raise typer.Exit(code=1)
+
+
+@app.command("redrive")
+def work_redrive(
+    job: JobArgument,
+    as_json: JsonOption = False,
+    template: TemplateOption = DEFAULT_TEMPLATE,
+    stack: StackOption = None,
+    region: RegionOption = None,
+    profile: ProfileOption = None,
+    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
+    config_file: ConfigFileOption = None,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Move every message of the job's work dead-letter queue back to its work queue, to be applied once.
+
+    On the local runtime the workers then run at once, as Lambda's poller would run them."""
+    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    with acting_on(target):
+        result = redrive(target, tpl, job)
+        drained = target.drain() if result.moved else []
+    if as_json:
+        print(json.dumps({"target": target.description, **result.as_dict(), "drained": drained}, indent=2))
+        return
+    queues = result.queues
+    line_stdout.print(
+        f"{job}: moved {len(result.moved)} message(s) from {queues.dead_letter_queue} to {queues.queue} "
+        f"on {target.description}"
+    )
+    for line in drained:
+        line_stdout.print(f"drained {line}")
+    if result.not_deleted:
+        line_stdout.print(
+            f"{len(result.not_deleted)} of them could not be deleted from {queues.dead_letter_queue} and are "
+            "in both queues: harmless (each item is applied once); run the redrive again to clear them"
+        )
