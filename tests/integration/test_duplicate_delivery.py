@@ -14,16 +14,18 @@ from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 from clockless_tools.template.model import Template
 from tests.integration.conftest import delivery
+from tests.integration.work_queues import WorkQueues
 
 SCHEDULED = Template.load(DEFAULT_TEMPLATE).scheduled_functions
 
 
 @pytest.mark.parametrize("function", sorted(SCHEDULED))
 def test_duplicate_delivery_costs_exactly_one_dynamodb_request(
-    function: str, tables: Any, function_env: Any, runtime: LocalLambdaRuntime
+    function: str, tables: Any, function_env: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given the tick delivered once
+    # Given the tick delivered once (a fanned-out job's coordinator: its partitions sent)
     function_env(function)
+    work = _work_queues(runtime, function, monkeypatch)
     sample = f"{Path(SCHEDULED[function].code_uri).name}/tick.json"
     runtime.call(function, delivery(sample))
 
@@ -35,3 +37,15 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(
     # returns the completed record), and it says so
     assert result["outcome"] == "duplicate"
     assert dict(requests.operations) == {"TransactWriteItems": 1}
+    if work is not None:
+        work.delete()
+
+
+def _work_queues(runtime: LocalLambdaRuntime, function: str, monkeypatch: pytest.MonkeyPatch) -> WorkQueues | None:
+    """The work queue of a job that fans out, on the embedded server."""
+    template = runtime.template
+    if not template.workers_of(function):
+        return None
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", runtime.endpoint)
+    (schedule, *_) = SCHEDULED[function].schedules
+    return WorkQueues.of_job(runtime, template, schedule.job)

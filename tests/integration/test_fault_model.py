@@ -38,7 +38,7 @@ import pytest
 import time_machine
 
 from clockless_tools.local.botocore_hooks import count_requests
-from clockless_tools.local.dynamodb import table_definition
+from clockless_tools.local.dynamodb import patched_environ, table_definition
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.seed import DEMO_TABLES, SeedPlan, plan_data, seed
 from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
@@ -156,7 +156,10 @@ class Tick:
 
     def run_workers(self) -> None:
         """The workers run what the deliveries handed them (the event source mapping, no faults)."""
-        with self.runtime.function_environment(self.work.worker):
+        with (
+            self.runtime.function_environment(self.work.worker),
+            patched_environ({"AWS_ENDPOINT_URL_SQS": self.runtime.endpoint}),
+        ):
             self.work.drain()
 
     def domain_tables(self) -> dict[str, list[dict[str, Any]]]:
@@ -286,6 +289,7 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
     tick = Tick(template, runtime, schedule, tables)
     with (
         runtime.function_environment(schedule.function_id),
+        patched_environ({"AWS_ENDPOINT_URL_SQS": runtime.endpoint}),
         time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
     ):
         reference = _reference(tick, clock, template)
@@ -320,6 +324,7 @@ def test_the_retry_after_a_failed_attempt_survives_every_fault_to_its_bookkeepin
     tick = Tick(template, runtime, schedule, tables)
     with (
         runtime.function_environment(schedule.function_id),
+        patched_environ({"AWS_ENDPOINT_URL_SQS": runtime.endpoint}),
         time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
     ):
         reference = _reference(tick, clock, template)
