@@ -9,16 +9,21 @@ from typing import Any
 import pytest
 import time_machine
 
+from clockless.fanout import FanOut
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from session_cleanup.repository import DynamoSessionStore
-from tests.integration.conftest import delivery, scan_all
+from tests.integration.conftest import delivery, run_tick, scan_all
 
 TICK_SAMPLE = "session_cleanup/tick.json"
 FN = "SessionCleanupFunction"
 
 
 def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
-    return {item["scheduled_time"]["S"]: item for item in scan_all(tables, "LedgerTable")}
+    """The tick entries (the fanned-out ticks' partition and lane records left out)."""
+    return {
+        item["scheduled_time"]["S"]: item
+        for item in scan_all(tables, "LedgerTable")
+        if not item["job"]["S"].endswith("#work")
+    }
 
 
 @pytest.fixture
@@ -28,15 +33,23 @@ def ready(tables: Any, function_env: Any) -> Any:
 
 
 def test_a_succeeded_tick_is_recorded_with_its_summary(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    result = runtime.call(FN, delivery(TICK_SAMPLE))
+    result = run_tick(runtime, FN, delivery(TICK_SAMPLE))
 
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["job"]["S"] == "session-cleanup"
     assert entry["status"]["S"] == "succeeded"
     assert entry["attempts"]["N"] == "1"
     assert entry["trigger"]["S"] == "schedule"
-    assert json.loads(entry["summary"]["S"]) == result["summary"]
-    assert int(entry["duration_ms"]["N"]) == result["duration_ms"]
+    # The coordinator's summary beside the whole tick's, which the last partition's worker wrote.
+    assert json.loads(entry["coordinator_summary"]["S"]) == result["summary"]
+    assert json.loads(entry["summary"]["S"]) == {
+        "found": 0,
+        "applied": 0,
+        "already_done": 0,
+        "failed": 0,
+        "partitions": 16,
+    }
+    assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
     assert int(entry["expires_at"]["N"]) > 0
     # the sparse index key that makes "last success" one query
     assert entry["succeeded_job"]["S"] == "session-cleanup"
@@ -49,7 +62,7 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
         raise RuntimeError("injected: table unavailable")
 
     with monkeypatch.context() as patched:
-        patched.setattr(DynamoSessionStore, "find_empty_sessions", broken)
+        patched.setattr(FanOut, "start", broken)
         with pytest.raises(RuntimeError):
             runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
     failed = _ledger(ready)["2026-11-29T09:00:00Z"]
@@ -57,7 +70,7 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
     assert "injected: table unavailable" in failed["error"]["S"]
     assert "succeeded_job" not in failed
 
-    runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
+    run_tick(runtime, FN, delivery(TICK_SAMPLE, attempt=2))
 
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["status"]["S"] == "succeeded"
@@ -77,24 +90,27 @@ def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(ready: Any, 
 
 
 def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    first = runtime.call(FN, delivery(TICK_SAMPLE))
+    run_tick(runtime, FN, delivery(TICK_SAMPLE))
+    first = _ledger(ready)["2026-11-29T09:00:00Z"]["summary"]["S"]
     expiry = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
 
     with time_machine.travel(timedelta(seconds=expiry + 60), tick=True):
-        rerun = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
+        rerun = run_tick(runtime, FN, delivery(TICK_SAMPLE, attempt=2))
 
     assert rerun["rerun"] is True
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["status"]["S"] == "succeeded"
-    assert json.loads(entry["summary"]["S"]) == first["summary"]
-    assert json.loads(entry["last_rerun_summary"]["S"]) == rerun["summary"]
+    assert entry["summary"]["S"] == first
+    # A fanned-out tick's re-run hands its partitions out again (each already done) and notes its
+    # coordinator's result beside the first outcome.
+    assert json.loads(entry["coordinator_summary"]["S"]) == rerun["summary"]
 
 
 def test_each_tick_has_its_own_entry_and_sees_the_previous_success(ready: Any, runtime: LocalLambdaRuntime) -> None:
-    runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T09:00:00Z"))
-    later = runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T10:00:00Z"))
+    run_tick(runtime, FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T09:00:00Z"))
+    later = run_tick(runtime, FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T10:00:00Z"))
     # a backfilled older tick sees the success before *it*, not the newest one
-    older = runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
+    older = run_tick(runtime, FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
 
     assert later["last_success"] == "2026-11-29T09:00:00Z"
     assert older["last_success"] is None
