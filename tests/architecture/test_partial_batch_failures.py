@@ -94,3 +94,20 @@ def test_a_disabled_mapping_is_caught(planted: PlantedCopy) -> None:
         resource="SessionCleanupWorkerEventSourceMapping",
         containing="no tick finishes",
     )
+
+
+def test_a_reservation_under_the_mappings_concurrency_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "      Timeout: 300\n",
+        "      Timeout: 300\n      ReservedConcurrentExecutions: 4\n",
+        after="  WindowGenerationWorkerFunction:\n",
+    )
+
+    violation = found(
+        planted.violations("partial-batch-failures"),
+        file=TEMPLATE,
+        resource="WindowGenerationWorkerEventSourceMapping",
+        containing="reserves 4 concurrent executions, under the mapping's MaximumConcurrency 16",
+    )
+    assert violation.fix == "ReservedConcurrentExecutions of at least 16, or MaximumConcurrency at most 4"

@@ -12,31 +12,43 @@ WINDOW_WORKER = "functions/window_generation/window_generation/worker.py"
 CLEANUP_WORKER = "functions/session_cleanup/session_cleanup/worker.py"
 CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
 
-# A kit worker as SPEC-16 shapes it, with its FanOut in another module of the job: the rule follows
-# the import to the FanOut and on to its ScheduledJob.
-KIT_WORKER = """\
-from clockless import FanOut
-from session_cleanup.handler import job
 
-work = FanOut(job, partitions=[str(shard) for shard in range(16)])
-lambda_handler = work.worker(lambda: None)
-"""
-
-
-def kit_workers(copy: PlantedCopy) -> None:
-    """Give the copy a kit worker for cleanup and window generation written the same way."""
-    copy.write(CLEANUP_WORKER, KIT_WORKER)
-    copy.write(WINDOW_WORKER, KIT_WORKER.replace("session_cleanup", "window_generation"))
-
-
-def test_kit_workers_built_from_their_jobs_fan_out_hold(planted: PlantedCopy) -> None:
-    kit_workers(planted)
-
+def test_the_workers_hold_it(planted: PlantedCopy) -> None:
+    # The jobs' own workers: `work.worker(...)` with `work` imported from the coordinator's handler,
+    # where `work = FanOut(job, ...)` over `job = ScheduledJob(JOB_NAME)`.
     assert planted.violations("worker-by-kit") == []
 
 
+def test_a_worker_made_by_something_else_than_the_fan_out_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(CLEANUP_WORKER, "lambda_handler = work.worker(", "lambda_handler = wrap(")
+
+    violation = found(
+        planted.violations("worker-by-kit"),
+        file=CLEANUP_WORKER,
+        resource="SessionCleanupWorkerFunction",
+        containing="is not made by a clockless.FanOut's .worker(...)",
+    )
+    assert violation.line is not None
+    assert "lambda_handler = wrap(" in (planted.root / CLEANUP_WORKER).read_text().splitlines()[violation.line - 1]
+
+
+def test_a_coordinators_fan_out_over_another_job_is_caught_through_the_import(planted: PlantedCopy) -> None:
+    # Given cleanup's FanOut, which its worker imports, built over window generation's job
+    planted.replace(
+        CLEANUP_HANDLER,
+        "work = FanOut(job, partitions=EMPTY_INDEX_PARTITIONS)",
+        'nightly = ScheduledJob("window-generation")\nwork = FanOut(nightly, partitions=EMPTY_INDEX_PARTITIONS)',
+    )
+
+    found(
+        planted.violations("worker-by-kit"),
+        file=CLEANUP_HANDLER,
+        resource="SessionCleanupWorkerFunction",
+        containing="works for job 'window-generation'",
+    )
+
+
 def test_a_relative_import_and_a_decorator_are_followed(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.write(
         "functions/session_cleanup/session_cleanup/fanout.py",
         "from clockless.fanout import FanOut\nfrom .handler import job as cleanup\n\n"
@@ -67,7 +79,6 @@ def test_a_relative_import_and_a_decorator_are_followed(planted: PlantedCopy) ->
     ids=["plain-handler", "comment-only", "not-a-fan-out", "no-handler"],
 )
 def test_a_worker_that_is_not_the_kits_is_caught(planted: PlantedCopy, module: str, containing: str) -> None:
-    kit_workers(planted)
     planted.write(CLEANUP_WORKER, module)
 
     found(
@@ -79,7 +90,6 @@ def test_a_worker_that_is_not_the_kits_is_caught(planted: PlantedCopy, module: s
 
 
 def test_a_handler_naming_no_module_is_caught(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.delete(CLEANUP_WORKER)
 
     found(
@@ -91,7 +101,6 @@ def test_a_handler_naming_no_module_is_caught(planted: PlantedCopy) -> None:
 
 
 def test_a_worker_built_from_another_jobs_fan_out_is_caught(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.write(
         CLEANUP_WORKER,
         'from clockless import FanOut, ScheduledJob\n\nnightly = ScheduledJob("window-generation")\n'
@@ -108,7 +117,6 @@ def test_a_worker_built_from_another_jobs_fan_out_is_caught(planted: PlantedCopy
 
 
 def test_a_fan_out_over_a_job_without_a_literal_name_is_caught(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.write(
         CLEANUP_WORKER,
         "import os\nfrom clockless import FanOut, ScheduledJob\n\n"
@@ -130,7 +138,6 @@ def test_a_fan_out_over_a_job_without_a_literal_name_is_caught(planted: PlantedC
     ids=["missing", "not-scheduled"],
 )
 def test_a_worker_that_does_not_name_its_scheduled_function_is_caught(planted: PlantedCopy, worker_of: str) -> None:
-    kit_workers(planted)
     replacement = "" if worker_of.endswith("SessionCleanupFunction\n") else worker_of
     planted.replace(TEMPLATE, "        worker_of: SessionCleanupFunction\n", replacement)
 
@@ -143,7 +150,6 @@ def test_a_worker_that_does_not_name_its_scheduled_function_is_caught(planted: P
 
 
 def test_a_coordinator_sending_to_another_queue_is_caught(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.replace(
         TEMPLATE,
         "WORK_QUEUE_URL: !Ref SessionCleanupWorkQueue",
@@ -160,7 +166,6 @@ def test_a_coordinator_sending_to_another_queue_is_caught(planted: PlantedCopy) 
 
 
 def test_a_worker_continuing_on_another_queue_is_caught(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.replace(
         TEMPLATE,
         "WORK_QUEUE_URL: !Ref WindowGenerationWorkQueue",
@@ -177,7 +182,6 @@ def test_a_worker_continuing_on_another_queue_is_caught(planted: PlantedCopy) ->
 
 
 def test_a_worker_no_mapping_feeds_is_caught(planted: PlantedCopy) -> None:
-    kit_workers(planted)
     planted.replace(
         TEMPLATE, "FunctionName: !Ref SessionCleanupWorkerFunction", "FunctionName: !Ref WindowGenerationWorkerFunction"
     )
@@ -190,7 +194,6 @@ def test_a_worker_no_mapping_feeds_is_caught(planted: PlantedCopy) -> None:
 
 def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: PlantedCopy) -> None:
     # Given the trigger fed from the cleanup work queue: a mapping makes it a worker, which it is not
-    kit_workers(planted)
     planted.replace(
         TEMPLATE, "FunctionName: !Ref SessionCleanupWorkerFunction", "FunctionName: !Ref JobTriggerFunction"
     )
@@ -204,3 +207,31 @@ def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: P
         resource="JobTriggerFunction",
         containing="is not made by",
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "resource", "complaint"),
+    [
+        (
+            'WORK_PAGE_SIZE: "490"',
+            'WORK_PAGE_SIZE: "20000"',
+            "SessionCleanupWorkerFunction",
+            "WORK_PAGE_SIZE must be <=",
+        ),
+        ('WORK_CONCURRENCY: "4"', 'WORK_CONCURRENCY: "four"', "SessionCleanupWorkerFunction", "must be an integer"),
+        (
+            "          WORK_DEAD_LETTER_QUEUE_URL: !Ref SessionCleanupWorkDeadLetterQueue\n",
+            "",
+            "SessionCleanupWorkerFunction",
+            "WORK_DEAD_LETTER_QUEUE_URL is not set",
+        ),
+    ],
+    ids=["page-past-the-kits-bound", "concurrency-not-a-number", "no-dead-letter-queue"],
+)
+def test_an_environment_the_kit_would_refuse_is_caught_at_build_time(
+    planted: PlantedCopy, old: str, new: str, resource: str, complaint: str
+) -> None:
+    planted.replace(TEMPLATE, old, new, after="  SessionCleanupWorkerFunction:\n")
+
+    violation = found(planted.violations("worker-by-kit"), file=TEMPLATE, resource=resource, containing=complaint)
+    assert violation.message.startswith("the kit would refuse its environment at the first invocation")

@@ -14,7 +14,7 @@ from clockless_tools.bench import workloads
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
-from clockless_tools.bench.run import run_bench
+from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.bench import figures_markdown
 from clockless_tools.template.model import Template
 
@@ -33,7 +33,9 @@ def test_a_duplicate_delivery_costs_one_request_and_touches_no_domain_table(resu
 
     assert (requests.value, requests.met) == (1, True)
     assert (domain.value, domain.met) == (0, True)
-    assert domain.baseline == 4  # without the kit, a redelivery queries the four due-index shards again
+    # Without the kit, a redelivery sends the 16 partition messages again (2 SendMessageBatch).
+    assert requests.baseline == 2
+    assert results.details["overhead"][job]["operations"]["bare_redelivery"] == {"SendMessageBatch": 2}
     assert results.details["overhead"][job]["operations"]["kit_duplicate"] == {"TransactWriteItems": 1}
 
 
@@ -59,6 +61,125 @@ def test_a_first_delivery_pays_a_claim_and_a_completion_transaction_and_the_last
     assert reads.value - (reads.baseline or 0) == added_read_units
 
 
+# Measured against Powertools' own decorator on the same function: a claim PutItem and a
+# completion UpdateItem (2 requests, 1 write unit each); the kit's are two-item transactions.
+KIT_OVER_STOCK = {"window-generation": 0, "session-cleanup": 1}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_first_delivery_costs_at_most_one_request_more_than_stock_idempotent(results: BenchResults, job: str) -> None:
+    added = results.figure(f"versus_stock.{job}.first_delivery.added_requests")
+    operations = results.details["versus_stock"][job]["operations"]
+
+    assert operations["stock"]["added_over_bare"] == {"PutItem": 1, "UpdateItem": 1}
+    assert added.baseline == 2
+    assert added.value - added.baseline == KIT_OVER_STOCK[job]
+    assert added.met is True
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_write_units_of_the_bookkeeping_are_counted_from_the_items_written(results: BenchResults, job: str) -> None:
+    units = results.details["versus_stock"][job]["write_units"]
+    added = results.figure(f"versus_stock.{job}.first_delivery.added_write_units")
+    duplicate = results.figure(f"versus_stock.{job}.duplicate.write_units")
+
+    # Stock: a claim and a completion of one small item each, and a failed conditional put.
+    assert added.baseline == 2
+    assert duplicate.baseline == 1
+    # Kit: claim + ledger and completion + ledger, two items at 2 units each per transaction (a
+    # fanned-out tick's success, and its index entry, are the finisher's); a duplicate is a
+    # cancelled two-item transaction.
+    assert added.value == 8
+    assert units["kit"]["duplicate"] == {"table": 0.0, "index": 0.0, "cancelled_transactions_upper_bound": 4.0}
+    # The job's own writes are the same in all three runs.
+    assert units["bare"]["duplicate"]["table"] == 0
+
+
+# Per item, transactional (2 units per KB of each item written): a window's Put and its program's
+# Update, whose due-index entry moves (a delete and a put); a session's Delete, whose keys-only
+# empty-index entry goes. Plus the lane's counter action, once per transaction.
+ITEM_WRITE_UNITS = {
+    "window-generation": ({"WindowsTable": 2.0, "ProgramsTable": 2.0}, 2.0),
+    "session-cleanup": ({"SessionsTable": 2.0}, 1.0),
+}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_the_batched_path_costs_the_write_units_of_its_items_and_one_counter_per_transaction(
+    results: BenchResults, job: str
+) -> None:
+    per_item = results.details["batching"][job]["per_item"]
+    tables, index = ITEM_WRITE_UNITS[job]
+    transactions = per_item["operations"]["TransactWriteItems"]
+
+    by_table = dict(per_item["wcu_per_item_by_table"])
+    assert by_table.pop("LedgerTable") == round(2 * transactions / per_item["items"], 3)
+    assert by_table == tables
+    assert list(per_item["wcu_per_item_by_index"].values()) == [index]
+    # The kit's writer: a transaction holds 49 programs (98 actions) or 99 sessions, plus the counter.
+    per_transaction = 49 if job == WINDOW_JOB else 99
+    assert transactions >= -(-per_item["items"] // per_transaction)
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_batching_is_measured_against_the_loop_in_the_same_run_and_the_model_names_its_bound(
+    results: BenchResults, job: str
+) -> None:
+    for writer in ("raw_concurrency_1", "kit_writer_concurrency_1", "kit_writer_concurrency_4"):
+        figure = results.figure(f"batching.{job}.{writer}.items_per_second")
+        assert figure.baseline is not None
+        assert figure.baseline > 0
+        assert "same added latency" in figure.baseline_label
+    model = results.details["batching"][job]["model_1m"]
+    assert model["one_tenant"]["bound_by"] in model["one_tenant"]["bounds_items_per_second"]
+    assert model["spread"]["seconds"] <= model["one_tenant"]["seconds"]
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_the_coordinator_sends_partitions_not_items_so_its_requests_stay_flat(results: BenchResults, job: str) -> None:
+    requests = results.figure(f"coordinator.{job}.requests_per_tick")
+    rows = results.details["coordinator"][job]["measured"]
+
+    assert [row["due_items"] for row in rows] == list(QUICK.coordinator_due_items)
+    assert requests.met is True
+    assert rows[0]["operations"] == rows[-1]["operations"]
+    assert rows[-1]["operations"]["SendMessageBatch"] == -(-rows[-1]["partitions"] // 10)
+    assert results.details["coordinator"][job]["modelled_1m"]["requests"] == requests.value
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_fanned_out_tick_accounts_for_every_item_and_costs_its_items_writes_plus_bookkeeping(
+    results: BenchResults, job: str
+) -> None:
+    tick = results.details["fanned_out"][job]["fanned_out"]
+    loop = results.details["fanned_out"][job]["loop"]
+    units = results.figure(f"fanned_out.{job}.per_item.write_units")
+
+    assert tick["ledger"]["status"] == "succeeded"
+    assert tick["ledger"]["summary"]["applied"] == QUICK.batching_items
+    assert tick["ledger"]["partitions_done"] == tick["ledger"]["partitions_total"] == tick["invocations"]
+    # The items' own writes are the loop's, transactional (the loop deletes a session with a plain
+    # conditional DeleteItem: half the units); the rest is the fan-out's bookkeeping.
+    transactional = 1 if job == WINDOW_JOB else 2
+    bookkeeping = {"LedgerTable", "IdempotencyTable"}
+    assert {name: u for name, u in tick["wcu_by_table"].items() if name not in bookkeeping} == {
+        name: u * transactional for name, u in loop["write_units_by_table"].items() if name not in bookkeeping
+    }
+    assert units.value > (units.baseline or 0)
+    assert "ReceiveMessage" not in tick["requests"]  # the poller's, not the function's
+
+
+def test_every_worker_count_from_1_to_16_is_measured_against_linear_scaling(results: BenchResults) -> None:
+    points = results.details["scaling"]["points"]
+
+    assert [point["workers"] for point in points] == [1, 2, 4, 8, 16]
+    assert points[0]["efficiency"] == 1.0
+    for point in points[1:]:
+        figure = results.figure(f"scaling.{WINDOW_JOB}.workers_{point['workers']}.items_per_second")
+        assert figure.baseline == pytest.approx(points[0]["items_per_second"] * point["workers"], rel=0.01)
+        assert 0 < point["client_cpu_ms_per_item"] <= point["cpu_ms_per_item"]
+
+
 @pytest.mark.parametrize("job", JOBS)
 def test_requests_and_read_units_per_tick_do_not_grow_with_the_table(results: BenchResults, job: str) -> None:
     for metric in ("requests", "read_units"):
@@ -76,14 +197,14 @@ def test_moto_reports_a_constant_consumed_capacity_so_read_units_are_computed(re
     assert probe["size_based"] is False
 
 
-def test_the_built_job_and_the_naive_loop_create_the_same_windows(results: BenchResults) -> None:
+def test_the_fanned_out_job_and_the_naive_loop_create_the_same_windows(results: BenchResults) -> None:
     details = results.details["throughput"]
-    per_window = results.figure(f"throughput.{WINDOW_JOB}.requests_per_window")
 
     assert details["windows"] == QUICK.throughput_programs
-    assert details["built"]["operations"]["TransactWriteItems"] == details["windows"] + 2  # + the claim, the completion
+    # One invocation per partition: 16 partitions, each done in one run.
+    assert details["built"]["invocations"] == 16
+    assert details["built"]["operations"]["SendMessageBatch"] == 2
     assert details["naive"]["operations"]["PutItem"] == details["windows"]
-    assert per_window.value < (per_window.baseline or 0)
 
 
 def test_every_handler_is_timed_against_import_boto3(results: BenchResults, template: Template) -> None:
@@ -118,6 +239,36 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
     }
     expected |= {f"scale.{job}.{metric}_per_tick" for job in JOBS for metric in ("requests", "read_units", "wall_ms")}
     expected |= {f"throughput.{WINDOW_JOB}.windows_per_second", f"throughput.{WINDOW_JOB}.requests_per_window"}
+    expected |= {
+        f"batching.{job}.{case}"
+        for job in JOBS
+        for case in (
+            "raw_concurrency_1.items_per_second",
+            "kit_writer_concurrency_1.items_per_second",
+            "kit_writer_concurrency_4.items_per_second",
+            "per_item.requests",
+            "per_item.write_units",
+            "model.seconds_for_1m_one_tenant",
+            "model.seconds_for_1m_spread",
+        )
+    }
+    expected |= {f"scaling.{WINDOW_JOB}.workers_{n}.items_per_second" for n in (2, 4, 8, 16)}
+    expected |= {
+        f"coordinator.{job}.{metric}"
+        for job in JOBS
+        for metric in ("requests_per_tick", "ms_per_tick", "ms_per_tick_1m_modelled")
+    }
+    expected |= {f"fanned_out.{job}.per_item.{metric}" for job in JOBS for metric in ("requests", "write_units")}
+    expected |= {
+        f"versus_stock.{job}.{case}"
+        for job in JOBS
+        for case in (
+            "first_delivery.added_requests",
+            "first_delivery.added_write_units",
+            "duplicate.requests",
+            "duplicate.write_units",
+        )
+    }
     expected |= {f"cold_start.source.{logical_id}.import_ms" for logical_id in template.functions}
     assert set(document["figures"]) == expected
     assert document["details"]["artifacts"] == {"skipped": "not asked for"}
@@ -196,5 +347,22 @@ def test_only_the_sections_asked_for_are_measured(template: Template, dynamodb_e
     for figure in partial.figures:
         assert figure.ratio_estimate is not None
         assert figure.ratio_estimate.samples == QUICK.imports
-    with pytest.raises(BenchError, match="no bench section warmup; the sections are overhead, scale"):
+    with pytest.raises(
+        BenchError,
+        match="no bench section warmup; the sections are overhead, versus_stock, scale, throughput, batching, scaling",
+    ):
         run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("warmup",))
+
+
+def test_a_partial_run_replaces_only_its_sections_in_a_results_file(
+    results: BenchResults, template: Template, dynamodb_endpoint: str
+) -> None:
+    full = results.as_dict()
+    partial = run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=("versus_stock",))
+
+    merged = partial.merged_into(full, SECTIONS)
+
+    assert list(merged["figures"]) == list(full["figures"])  # same keys, in section order
+    assert merged["details"]["scale"] == full["details"]["scale"]
+    assert set(merged["environment"]["sections_run"]) == {"versus_stock"}
+    assert merged["environment"]["seconds"] == full["environment"]["seconds"]

@@ -2,6 +2,12 @@
 template.yaml meets each kind of fault, then Lambda retries the way it does, and the tick must
 end as one clean delivery leaves it.
 
+Both jobs fan out: a delivery is the coordinator (claim, partition messages, completion), and
+the tick is done when the job's workers have run its partitions. So after the deliveries the
+work queue is drained through the worker (without faults: the workers' own faults are the kit's
+fault-model test, `test_fanout_*`, and `clockless simulate`'s), and the tick is judged then: a
+partition message lost, or sent twice by a resend or a retry, must change nothing.
+
 For each (job, kind): one clean delivery on freshly seeded tables gives the reference (its domain
 tables, its request count N); then, for each request index 1..N, the same tables are seeded
 again, the first delivery meets the fault at that request, and Lambda's asynchronous retries
@@ -10,15 +16,9 @@ minute after the attempt's timeout). Asserted per index:
 
 - the domain tables equal the reference, item by item;
 - the tick's last delivery succeeded and none returned "in progress" (nothing else was live);
-- the ledger says succeeded, with `attempts` the number of deliveries that claimed the tick,
-  and a summary scope that says whether earlier attempts may have done part of the work;
+- the ledger says succeeded (its workers' finisher), with `attempts` the number of deliveries
+  that claimed the tick, and the summary of the whole tick;
 - a later redelivery is a duplicate and costs one request.
-
-A job that fans out does its domain work in its workers: after the deliveries, the partition
-messages they sent (duplicates included) are drained into the worker without faults, as the work
-queue's event source mapping would, and the whole tick is judged. Its summary is always the whole
-tick's (the workers count every item once), so its scope is `tick`. The workers' own fault model
-is tests/integration/test_fanout_*.py's and `make run`'s.
 
 The same holds when the fault hits Lambda's retry of a failed first attempt instead, at the kit's
 requests that only a retry makes or that end it (its two claim transactions, its completion).
@@ -39,8 +39,6 @@ import time_machine
 
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.dynamodb import table_definition
-from clockless_tools.local.event_sources import fed_by
-from clockless_tools.local.queues import create_queues, delete_queues
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.seed import DEMO_TABLES, SeedPlan, plan_data, seed
 from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultInjector, FaultKind, RequestRecord
@@ -49,16 +47,17 @@ from clockless_tools.template.events import Attempt, render_input, schedule_arn
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Schedule, Template
 from tests.conftest import PROJECT_ROOT
-from tests.integration.conftest import drain_workers, scan_all
+from tests.integration.conftest import scan_all
+from tests.integration.work_queues import WorkQueues
 
 # A night and an hour whose ticks find work: overdue programs, sessions past their grace.
 FROM: Final = datetime(2026, 11, 28, 0, 0, tzinfo=UTC)
 SEED: Final = SeedPlan(tenants=1, programs_per_tenant=4, sessions_per_tenant=5, seed=11)
 LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
 BOOKKEEPING: Final = ("idempotency", "ledger")
-# The ledger's `summary_scope`, as stored (clockless.ledger spells them for the code).
+# The ledger's `summary_scope`, as stored (clockless.ledger spells it for the code): a fanned-out
+# tick's summary is its workers' count of every item, set by the finisher.
 WHOLE_TICK: Final = "tick"
-LAST_ATTEMPT: Final = "last_attempt"
 
 
 @dataclass
@@ -85,6 +84,7 @@ class Tick:
 
     def __init__(self, template: Template, runtime: LocalLambdaRuntime, schedule: Schedule, client: Any) -> None:
         self.template = template
+        self.work = WorkQueues.of_job(runtime, template, schedule.job)
         self.runtime = runtime
         self.schedule = schedule
         self.client = client
@@ -105,9 +105,8 @@ class Tick:
             with contextlib.suppress(self.client.exceptions.ResourceNotFoundException):
                 self.client.delete_table(TableName=definition["TableName"])
             self.client.create_table(**definition)
-        # Empty queues: nothing of an earlier delivery is left to drain.
-        delete_queues(self.template, self.runtime.endpoint)
-        create_queues(self.template, self.runtime.endpoint)
+        self.work.delete()
+        self.work = WorkQueues(self.runtime, self.work.worker, self.work.queue, self.work.dead_letter_queue)
         if self.seeded is None:
             data = plan_data(SEED, business_date=self.time.date(), now=self.time, session_span=timedelta(hours=8))
             programs, windows, sessions = DEMO_TABLES
@@ -116,10 +115,21 @@ class Tick:
         else:
             load_tables(self.client, self.seeded)
 
+    @contextlib.contextmanager
+    def world(self, clock: time_machine.Traveller) -> Iterator[FaultInjector]:
+        """One run's world: the tables and queues as seeded, the clock at the tick, and the faults
+        its requests meet. A new injector each time: DynamoDB's memory of the transactions'
+        ClientRequestTokens (which the injector keeps) belongs to one world, or a run would find
+        the workers' identical transactions of the run before already applied."""
+        self.reset()
+        clock.move_to(self.time + timedelta(seconds=20))
+        with FaultInjector().installed() as faults:
+            yield faults
+
     def deliver(self, clock: time_machine.Traveller, faults: FaultInjector, arms: Sequence[Callable[[], None]]) -> Run:
         """The event handed to the function, and Lambda's retries of it: same event, same request
         id, after 1 then 2 minutes, or 1 minute after the attempt's timeout. `arms[n]` arms the
-        faults of attempt n (every attempt is watched)."""
+        faults of attempt n (every attempt is watched). Then the workers run what was sent."""
         run = Run()
         request_id = str(uuid.uuid4())
         for attempt in range(1 + self.max_retries):
@@ -141,12 +151,13 @@ class Tick:
                 faults.disarm()
             if attempt < self.max_retries:
                 clock.shift(LAMBDA_RETRY_DELAYS[min(attempt, len(LAMBDA_RETRY_DELAYS) - 1)])
-        drain_workers(self.runtime)
+        self.run_workers()
         return run
 
-    @property
-    def fans_out(self) -> bool:
-        return bool(fed_by(self.template, self.schedule.function_id))
+    def run_workers(self) -> None:
+        """The workers run what the deliveries handed them (the event source mapping, no faults)."""
+        with self.runtime.function_environment(self.work.worker):
+            self.work.drain()
 
     def domain_tables(self) -> dict[str, list[dict[str, Any]]]:
         bookkeeping = set(self.template.tables_of_kind(*BOOKKEEPING))
@@ -166,11 +177,9 @@ class Tick:
 
 
 @pytest.fixture
-def lambda_service(runtime: LocalLambdaRuntime, tables: Any) -> Iterator[tuple[LocalLambdaRuntime, Any, FaultInjector]]:
-    """The functions, their tables, and the faults their requests meet."""
-    injector = FaultInjector()
-    with injector.installed():
-        yield runtime, tables, injector
+def lambda_service(runtime: LocalLambdaRuntime, tables: Any) -> tuple[LocalLambdaRuntime, Any]:
+    """The functions and their tables (each run's faults come with its world, `Tick.world`)."""
+    return runtime, tables
 
 
 def _applied(kind: FaultKind) -> bool:
@@ -222,9 +231,8 @@ def _check(tick: Tick, run: Run, reference: Reference, aim: Aim, expected: Expec
         problems.append(f"ledger status {status!r}, not 'succeeded'")
     if entry.get("attempts", {}).get("N") != str(expected.attempts):
         problems.append(f"ledger attempts {entry.get('attempts')}, expected {expected.attempts}")
-    scope = WHOLE_TICK if tick.fans_out else expected.scope
-    if entry.get("summary_scope", {}).get("S") != scope:
-        problems.append(f"ledger summary scope {entry.get('summary_scope')}, expected {scope!r}")
+    if entry.get("summary_scope", {}).get("S") != expected.scope:
+        problems.append(f"ledger summary scope {entry.get('summary_scope')}, expected {expected.scope!r}")
     with count_requests() as redelivery:
         again = tick.runtime.handler(tick.schedule.function_id)(
             dict(tick.event), tick.runtime.context(tick.schedule.function_id)
@@ -246,18 +254,19 @@ class Reference:
 _references: dict[str, Reference] = {}
 
 
-def _reference(tick: Tick, clock: time_machine.Traveller, faults: FaultInjector, template: Template) -> Reference:
+def _reference(tick: Tick, clock: time_machine.Traveller, template: Template) -> Reference:
     if tick.schedule_job not in _references:
-        tick.reset()
-        clean = tick.deliver(clock, faults, [faults.watch])
+        with tick.world(clock) as faults:
+            clean = tick.deliver(clock, faults, [faults.watch])
         assert [a.ended for a in clean.attempts] == ["executed"]
         requests = clean.requests[0]
-        # The first request is the claim, the last the completion; the job's own lie between.
+        # The first request is the claim, the last the completion; the partition messages lie
+        # between (the coordinator reads and writes no domain table: its workers do).
         (idempotency,) = template.tables_of_kind("idempotency")
         assert idempotency in requests[0].tables
         assert idempotency in requests[-1].tables
-        # ... to a domain table, or the work queue of a job that fans out.
-        assert any(not r.tables or not r.tables <= _bookkeeping_names(template) for r in requests)
+        assert "SendMessageBatch" in {r.operation for r in requests}
+        assert all(table in _bookkeeping_names(template) for r in requests for table in r.tables)
         _references[tick.schedule_job] = Reference(tick.domain_tables(), requests)
     return _references[tick.schedule_job]
 
@@ -270,29 +279,27 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
 @pytest.mark.parametrize("job", JOBS)
 def test_every_request_of_a_first_delivery_survives_every_fault(
-    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
+    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any]
 ) -> None:
-    runtime, tables, faults = lambda_service
+    runtime, tables = lambda_service
     schedule = template.jobs[job]
     tick = Tick(template, runtime, schedule, tables)
     with (
         runtime.function_environment(schedule.function_id),
         time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
     ):
-        reference = _reference(tick, clock, faults, template)
+        reference = _reference(tick, clock, template)
         last = len(reference.requests)
         failures: dict[int, list[str]] = {}
         for index in range(1, last + 1):
-            tick.reset()
-            clock.move_to(tick.time + timedelta(seconds=20))
-            arm = functools.partial(faults.arm, index, kind, count_spared=True)
-            run = tick.deliver(clock, faults, [arm])
-            claimed = not (index == 1 and not _applied(kind))
-            completed = _completed(index, last, kind)
-            expected = Expected(
-                int(claimed) + int(not completed), LAST_ATTEMPT if claimed and not completed else WHOLE_TICK
-            )
-            problems = _check(tick, run, reference, Aim(0, index, kind), expected)
+            with tick.world(clock) as faults:
+                arm = functools.partial(faults.arm, index, kind, count_spared=True)
+                run = tick.deliver(clock, faults, [arm])
+                claimed = not (index == 1 and not _applied(kind))
+                completed = _completed(index, last, kind)
+                # The summary is the workers' count of the whole tick, whatever the coordinator's attempts.
+                expected = Expected(int(claimed) + int(not completed), WHOLE_TICK)
+                problems = _check(tick, run, reference, Aim(0, index, kind), expected)
             if problems:
                 operation = reference.requests[index - 1].operation
                 failures[index] = [f"request {index} ({operation}): {p}" for p in problems]
@@ -303,44 +310,46 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
 @pytest.mark.parametrize("job", JOBS)
 def test_the_retry_after_a_failed_attempt_survives_every_fault_to_its_bookkeeping(
-    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any, FaultInjector]
+    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any]
 ) -> None:
     """The first attempt fails in the job (after claiming), so Lambda's retry claims a tick that
     has a ledger entry (two claim transactions) and completes it: each of those requests meets
     the fault, and Lambda's third attempt follows if the retry fails."""
-    runtime, tables, faults = lambda_service
+    runtime, tables = lambda_service
     schedule = template.jobs[job]
     tick = Tick(template, runtime, schedule, tables)
     with (
         runtime.function_environment(schedule.function_id),
         time_machine.travel(tick.time + timedelta(seconds=20), tick=False) as clock,
     ):
-        reference = _reference(tick, clock, faults, template)
-        # The job's first request fails (after the claim): a claimed, failed first attempt.
-        job_fails = functools.partial(faults.arm, 2, FaultKind.ERROR_AFTER, count_spared=True)
-        tick.reset()
-        clock.move_to(tick.time + timedelta(seconds=20))
-        clean_retry = tick.deliver(clock, faults, [job_fails, faults.watch])
+        reference = _reference(tick, clock, template)
+        with tick.world(clock) as faults:
+            # The job's first request fails (after the claim): a claimed, failed first attempt.
+            clean_retry = tick.deliver(clock, faults, [_job_fails(faults), faults.watch])
         assert [a.ended for a in clean_retry.attempts] == ["raised", "executed"]
         retry = clean_retry.requests[1]
         last = len(retry)
         failures: dict[int, list[str]] = {}
         for index in (1, 2, last):  # the claim learning of the first attempt, the claim, the completion
-            tick.reset()
-            clock.move_to(tick.time + timedelta(seconds=20))
-            run = tick.deliver(
-                clock, faults, [job_fails, functools.partial(faults.arm, index, kind, count_spared=True)]
-            )
-            # The first claim transaction is cancelled (the ledger has an entry): only a lost answer
-            # lets the retry go on to claim. The second is the claim itself.
-            claimed = kind is FaultKind.LOST_RESPONSE if index == 1 else (index != 2 or _applied(kind))
-            completed = _completed(index, last, kind)
-            expected = Expected(1 + int(claimed) + int(not completed), LAST_ATTEMPT)
-            problems = _check(tick, run, reference, Aim(1, index, kind), expected)
+            with tick.world(clock) as faults:
+                run = tick.deliver(
+                    clock, faults, [_job_fails(faults), functools.partial(faults.arm, index, kind, count_spared=True)]
+                )
+                # The first claim transaction is cancelled (the ledger has an entry): only a lost
+                # answer lets the retry go on to claim. The second is the claim itself.
+                claimed = kind is FaultKind.LOST_RESPONSE if index == 1 else (index != 2 or _applied(kind))
+                completed = _completed(index, last, kind)
+                expected = Expected(1 + int(claimed) + int(not completed), WHOLE_TICK)
+                problems = _check(tick, run, reference, Aim(1, index, kind), expected)
             if problems:
                 failures[index] = [f"retry's request {index} ({retry[index - 1].operation}): {p}" for p in problems]
 
     assert not failures, "\n".join(line for lines in failures.values() for line in lines)
+
+
+def _job_fails(faults: FaultInjector) -> Callable[[], None]:
+    """The attempt fails right after its second request (the first partition messages sent)."""
+    return functools.partial(faults.arm, 2, FaultKind.ERROR_AFTER, count_spared=True)
 
 
 def _bookkeeping_names(template: Template) -> set[str]:

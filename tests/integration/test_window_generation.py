@@ -259,3 +259,22 @@ def _shard(tenant_id: str, program_id: str) -> str:
 def _without_the_poller(requests: Any) -> dict[str, int]:
     """The workers' own requests: what the event source mapping sends (receive, delete) left out."""
     return {op: n for op, n in requests.operations.items() if op not in ("ReceiveMessage", "DeleteMessage")}
+
+
+def test_due_programs_of_a_shard_are_rolled_49_to_a_transaction(
+    tables: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    # 50 due programs, all in one shard: one transaction of 49 and one of 1
+    ids = (f"p-{i:04d}" for i in range(10_000))
+    in_shard = [program_id for program_id in ids if _shard("tenant-a", program_id) == "3"][:50]
+    programs = [Program("tenant-a", program_id, 7, BUSINESS_DATE) for program_id in in_shard]
+    DynamoProgramStore("ProgramsTable", "WindowsTable").save_programs(programs)
+
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    with count_requests() as workers:
+        queues.drain()
+
+    # a window and a roll per program (2 actions), and the lane's counter: 49 programs a transaction
+    assert workers.of("TransactWriteItems") == DUE_INDEX_SHARDS + 2
+    assert len(_windows(tables)) == 50
+    assert json.loads(_tick_entry(tables)["summary"]["S"]) == SETTLED | {"found": 50, "applied": 50}

@@ -12,6 +12,7 @@ from typing import Any
 from clockless_tools.local.dynamodb import LOCAL_REGION, local_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.template.model import Template
 
 
 @dataclass
@@ -31,6 +32,15 @@ class WorkQueues:
         self.client = local_client("sqs", self.runtime.endpoint)
         for name in (self.queue, self.dead_letter_queue):
             self.client.create_queue(QueueName=name)
+
+    @classmethod
+    def of_job(cls, runtime: LocalLambdaRuntime, template: Template, job: str) -> WorkQueues:
+        """The job's worker, the queue its event source mapping reads and that queue's DLQ."""
+        queue = template.work_queue_for_job(job)
+        (mapping,) = (m for m in template.event_source_mappings.values() if m.source == queue.logical_id)
+        assert mapping.function is not None
+        assert queue.dead_letter_queue is not None
+        return cls(runtime, mapping.function, queue.logical_id, queue.dead_letter_queue)
 
     def url(self, logical_id: str) -> str:
         if logical_id not in self._urls:

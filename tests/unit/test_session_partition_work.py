@@ -33,6 +33,8 @@ def tables(template: Template) -> Iterator[Any]:
     with moto_tables(template, "SessionsTable") as client:
         SessionModel._connection = None
         yield client
+    # The models' clients were made inside the mock: later tests in this process make their own.
+    SessionModel._connection = None
 
 
 @pytest.fixture

@@ -35,6 +35,9 @@ def tables(template: Template) -> Iterator[Any]:
         ProgramModel._connection = None
         WindowModel._connection = None
         yield client
+    # The models' clients were made inside the mock: later tests in this process make their own.
+    ProgramModel._connection = None
+    WindowModel._connection = None
 
 
 @pytest.fixture

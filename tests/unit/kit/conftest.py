@@ -30,5 +30,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
         create_tables(dynamodb)
         dlq = sqs.create_queue(QueueName="toy-work-dlq")["QueueUrl"]
         work = sqs.create_queue(QueueName="toy-work", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
-        with kit_environment(monkeypatch, work, dlq):
+        # One lane: in-process moto is not thread-safe (concurrent transactions race in its
+        # table copies). The lanes run against the embedded server in tests/integration.
+        with kit_environment(monkeypatch, work, dlq, WORK_CONCURRENCY="1"):
             yield Aws(dynamodb, sqs, work, dlq)

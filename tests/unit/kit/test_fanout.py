@@ -54,7 +54,7 @@ def test_the_coordinator_sends_one_message_per_partition_and_records_partitions_
 
 
 def test_workers_apply_every_due_item_once_and_the_finisher_settles_the_tick(aws: Aws) -> None:
-    due = seed(aws.dynamodb, 130, not_due=7)
+    due = seed(aws.dynamodb, 40, not_due=7)
     _, _, coordinator, worker = toy_job()
     coordinator(dict(TICK), Context())
 
@@ -67,8 +67,8 @@ def test_workers_apply_every_due_item_once_and_the_finisher_settles_the_tick(aws
     assert entry["partitions_done"] == {"N": "4"}
     assert entry["succeeded_job"] == {"S": TOY_JOB}
     assert json.loads(entry["summary"]["S"]) == {
-        "found": 130,
-        "applied": 130,
+        "found": 40,
+        "applied": 40,
         "already_done": 0,
         "failed": 0,
         "partitions": 4,

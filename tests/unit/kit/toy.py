@@ -90,6 +90,14 @@ class ToyWork:
         return ToyItem(str(data["item_id"]), str(data["due"]), str(data["value"]))
 
 
+class FixedWork(ToyWork):
+    """The toy after its bug is fixed: a poisoned item's output gets its key."""
+
+    def writes(self, item: ToyItem, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
+        fixed = ToyItem(item.item_id, item.due, "fixed") if item.value == POISON else item
+        return super().writes(fixed, params, tick_key)
+
+
 def toy_tables() -> list[dict[str, Any]]:
     return [
         {
@@ -129,33 +137,34 @@ def create_tables(client: Any) -> None:
         client.create_table(**definition)
 
 
-def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0) -> list[str]:
+def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0, partitions: int = len(PARTITIONS)) -> list[str]:
     """`count` due items (the first `poison` of them poisoned) and `not_due` items due later."""
     ids = []
+    requests = []
     for index in range(count + not_due):
         item_id = f"item-{index:05d}"
         due = BUSINESS_DATE if index < count else "2026-12-31"
         value = POISON if index < poison else str(index)
-        client.put_item(
-            TableName=ITEMS_TABLE,
-            Item={
-                "item_id": {"S": item_id},
-                "shard": {"S": shard_for(item_id, len(PARTITIONS))},
-                "due": {"S": due},
-                "value": {"S": value},
-            },
-        )
+        item = {
+            "item_id": {"S": item_id},
+            "shard": {"S": shard_for(item_id, partitions)},
+            "due": {"S": due},
+            "value": {"S": value},
+        }
+        requests.append({"PutRequest": {"Item": item}})
         if index < count:
             ids.append(item_id)
+    for start in range(0, len(requests), 25):
+        client.batch_write_item(RequestItems={ITEMS_TABLE: requests[start : start + 25]})
     return ids
 
 
-def toy_job(client_factory: Any = None) -> tuple[ScheduledJob, FanOut, Any, Any]:
+def toy_job(client_factory: Any = None, *, partitions: int = len(PARTITIONS)) -> tuple[ScheduledJob, FanOut, Any, Any]:
     """A fresh job (its own Powertools store) with its coordinator and worker handlers."""
     import boto3
 
     job = ScheduledJob(TOY_JOB)
-    work = FanOut(job, partitions=PARTITIONS)
+    work = FanOut(job, partitions=[str(shard) for shard in range(partitions)])
 
     @job.handler
     def coordinator(run: JobRun) -> Mapping[str, Any]:
@@ -263,3 +272,35 @@ def drain(sqs: Any, url: str, worker: Any, *, context: Any = None, limit: int = 
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         drained.outcomes.append("ok")
     raise AssertionError(f"the queue did not drain in {limit} deliveries: {drained}")
+
+
+@dataclass
+class ServedToy:
+    """The toy's tables and queues on the embedded server (moto's, over HTTP)."""
+
+    dynamodb: Any
+    sqs: Any
+    work_queue: str
+    dead_letter_queue: str
+
+
+@contextmanager
+def served_toy(endpoint: str, monkeypatch: Any, **environment: str) -> Iterator[ServedToy]:
+    from clockless_tools.local.dynamodb import local_client
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+    dynamodb = local_client("dynamodb", endpoint)
+    sqs = local_client("sqs", endpoint)
+    create_tables(dynamodb)
+    suffix = uuid.uuid4().hex[:8]
+    dlq = sqs.create_queue(QueueName=f"toy-work-dlq-{suffix}")["QueueUrl"]
+    work = sqs.create_queue(QueueName=f"toy-work-{suffix}", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    try:
+        with kit_environment(monkeypatch, work, dlq, **environment):
+            yield ServedToy(dynamodb, sqs, work, dlq)
+    finally:
+        for table in dynamodb.list_tables()["TableNames"]:
+            if table in {ITEMS_TABLE, OUTPUTS_TABLE, "LedgerTable", "IdempotencyTable"}:
+                dynamodb.delete_table(TableName=table)
+        sqs.delete_queue(QueueUrl=work)
+        sqs.delete_queue(QueueUrl=dlq)

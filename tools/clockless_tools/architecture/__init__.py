@@ -22,6 +22,7 @@ from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
 from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RETAINED_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
+from clockless_tools.architecture.log_groups import LOG_GROUPS_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.partial_batch_failures import PARTIAL_BATCH_FAILURES_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
@@ -34,6 +35,7 @@ from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE
 from clockless_tools.architecture.time_budget import TIME_BUDGET_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.architecture.visibility_covers_timeout import VISIBILITY_COVERS_TIMEOUT_RULE
+from clockless_tools.architecture.work_permissions import WORK_PERMISSIONS_RULE
 from clockless_tools.architecture.work_queue_redrive import WORK_QUEUE_REDRIVE_RULE
 from clockless_tools.architecture.worker_by_kit import WORKER_BY_KIT_RULE
 from clockless_tools.template.loader import TemplateError
@@ -57,11 +59,13 @@ RULES: tuple[Rule, ...] = (
     FAILURE_PATHS_RULE,
     DURATION_BOUND_RULE,
     LOCAL_TIME_RULE,
+    LOG_GROUPS_RULE,
     WORKER_BY_KIT_RULE,
     PARTIAL_BATCH_FAILURES_RULE,
     WORK_QUEUE_REDRIVE_RULE,
     VISIBILITY_COVERS_TIMEOUT_RULE,
     TIME_BUDGET_RULE,
+    WORK_PERMISSIONS_RULE,
 )
 
 

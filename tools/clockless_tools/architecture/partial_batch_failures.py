@@ -6,7 +6,9 @@ a Powertools `BatchProcessor` answers and either deletes the whole batch (a fail
 or, when the handler raises, returns every message in it (the ones that succeeded run again). A
 batch runs serially inside one invocation, so its size is bounded and stated; the mapping's
 `ScalingConfig.MaximumConcurrency` (2 to 1000) bounds how many workers one tick starts at once, and
-so the write rate it puts on DynamoDB and the concurrency it takes from the account.
+so the write rate it puts on DynamoDB and the concurrency it takes from the account; a function
+reservation under that bound makes Lambda throttle the batches it is handed (the poller does not
+count reservations), and throttled receives count towards the queue's maxReceiveCount.
 """
 
 from __future__ import annotations
@@ -64,6 +66,15 @@ def check_partial_batch_failures(project: Project) -> Iterator[Violation]:
                 f"({MIN_CONCURRENCY} to {MAX_CONCURRENCY}) one tick may start as many workers as the account allows",
                 "ScalingConfig: {MaximumConcurrency: <the job's partitions>}",
             )
+        fn = template.functions.get(mapping.function or "")
+        reserved = literal_int(fn.prop("ReservedConcurrentExecutions")) if fn is not None else None
+        if fn is not None and reserved is not None and concurrency is not None and reserved < concurrency:
+            yield violation(
+                f"{fn.logical_id} reserves {reserved} concurrent executions, under the mapping's MaximumConcurrency "
+                f"{concurrency}: the poller does not count reservations, so Lambda throttles its batches and each "
+                "throttled receive counts towards the queue's maxReceiveCount",
+                f"ReservedConcurrentExecutions of at least {concurrency}, or MaximumConcurrency at most {reserved}",
+            )
         if not mapping.enabled:
             yield violation(
                 "Enabled is false: partition messages wait in the queue and no tick finishes",
@@ -74,6 +85,6 @@ def check_partial_batch_failures(project: Project) -> Iterator[Violation]:
 PARTIAL_BATCH_FAILURES_RULE = Rule(
     PARTIAL_BATCH_FAILURES,
     "SQS event source mappings report batch item failures, with a stated BatchSize of at most 10, no batching "
-    "window, a MaximumConcurrency bound, and are enabled",
+    "window, a MaximumConcurrency bound no reservation undercuts, and are enabled",
     check_partial_batch_failures,
 )

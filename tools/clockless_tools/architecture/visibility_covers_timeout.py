@@ -4,7 +4,9 @@ still be running it.
 Lambda's guidance for an SQS event source is a queue `VisibilityTimeout` of at least six times the
 function's `Timeout`: the poller may hold a batch while it retries a throttled invoke, and the
 whole of that must pass before the message reappears. Lambda itself only refuses a visibility
-timeout below the function timeout, and cfn-lint checks no relation between the two resources;
+timeout below the function timeout when it creates the mapping, and cfn-lint (1.58, with the
+serverless rules) relates no queue to the function its mapping feeds: it passes a queue of 200 s
+feeding a function of 300 s;
 a visibility timeout under the bound makes a running partition's message visible again, and a
 second worker takes the lease over as soon as the first one's lease runs out.
 """

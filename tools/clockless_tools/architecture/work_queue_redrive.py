@@ -17,7 +17,7 @@ from typing import Final
 
 from clockless_tools.architecture.failure_paths import queue_watched
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template.queues import Queue, queue_of
+from clockless_tools.template.queues import Queue, resource_id
 
 WORK_QUEUE_REDRIVE: Final = "work-queue-redrive"
 DEAD_LETTER_VARIABLE: Final = "WORK_DEAD_LETTER_QUEUE_URL"
@@ -37,7 +37,7 @@ def check_work_queue_redrive(project: Project) -> Iterator[Violation]:
             yield from _check_queue(project, queue)
         worker = template.functions.get(mapping.function or "")
         if worker is not None and queue.dead_letter_queue is not None:
-            named = queue_of(worker.environment.get(DEAD_LETTER_VARIABLE))
+            named = resource_id(worker.environment.get(DEAD_LETTER_VARIABLE))
             if named != queue.dead_letter_queue:
                 yield Violation(
                     WORK_QUEUE_REDRIVE,

@@ -6,7 +6,9 @@ a `FanOut` over the job's `ScheduledJob`): lease, cursor, conditional batch writ
 only finishes if the pieces are wired together: the worker declares which scheduled function it
 works for (`Metadata: clockless: worker_of`), exactly one event source mapping feeds it, and the
 coordinator's `WORK_QUEUE_URL` (where partitions go), the worker's `WORK_QUEUE_URL` (where
-continuations go) and the mapping's queue are one queue.
+continuations go) and the mapping's queue are one queue. The environment the template gives both
+is read by the kit's own settings (`clockless.fanout.settings`), so a value the kit would refuse at
+its first invocation (a page size past its bound, a missing dead-letter queue URL) fails the build.
 
 Like `scheduled-by-kit`, it reads the handler's syntax tree and never imports it.
 """
@@ -14,10 +16,12 @@ Like `scheduled-by-kit`, it reads the handler's syntax tree and never imports it
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from clockless.config import ConfigurationError
+from clockless.fanout.settings import CoordinatorSettings, WorkerSettings
 from clockless_tools.architecture.code import (
     assignment,
     last_binding,
@@ -27,8 +31,10 @@ from clockless_tools.architecture.code import (
     string_value,
 )
 from clockless_tools.architecture.project import KIT_PACKAGE, Project, Rule, SourceFile, Violation
+from clockless_tools.template.intrinsics import LocalNames, resolve
+from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function
-from clockless_tools.template.queues import queue_of
+from clockless_tools.template.queues import resource_id
 
 WORKER_BY_KIT: Final = "worker-by-kit"
 WORK_QUEUE_VARIABLE: Final = "WORK_QUEUE_URL"
@@ -36,6 +42,7 @@ WORK_QUEUE_VARIABLE: Final = "WORK_QUEUE_URL"
 _FAN_OUT: Final = {f"{KIT_PACKAGE}.FanOut", f"{KIT_PACKAGE}.fanout.FanOut"}
 _SCHEDULED_JOB: Final = {f"{KIT_PACKAGE}.ScheduledJob", f"{KIT_PACKAGE}.job.ScheduledJob"}
 _MAX_IMPORT_HOPS: Final = 5
+_UNKNOWN: Final = "<not resolvable from the template>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,9 @@ def check_worker_by_kit(project: Project) -> Iterator[Violation]:
                 "Metadata: {clockless: {worker_of: <the scheduled function that fans out to it>}}",
             )
         yield from _check_wiring(project, logical_id, fn, coordinator)
+        yield from _check_settings(project, logical_id, fn, WorkerSettings.from_env)
+        if coordinator is not None:
+            yield from _check_settings(project, coordinator.logical_id, coordinator, CoordinatorSettings.from_env)
         jobs = [schedule.job for schedule in coordinator.schedules] if coordinator is not None else []
         yield from _check_handler(project, logical_id, fn, jobs)
 
@@ -68,7 +78,7 @@ def _violation(project: Project, resource: str, message: str, fix: str) -> Viola
 
 
 def _queue_variable(fn: Function) -> str | None:
-    return queue_of(fn.environment.get(WORK_QUEUE_VARIABLE))
+    return resource_id(fn.environment.get(WORK_QUEUE_VARIABLE))
 
 
 def _check_wiring(project: Project, logical_id: str, fn: Function, coordinator: Function | None) -> Iterator[Violation]:
@@ -104,6 +114,30 @@ def _check_wiring(project: Project, logical_id: str, fn: Function, coordinator: 
                 f"it sends partitions to {sent_to!r} ({WORK_QUEUE_VARIABLE}), but its worker {logical_id} reads "
                 f"{work_queue}: the tick's partitions are never applied",
                 f"{WORK_QUEUE_VARIABLE}: !Ref {work_queue} in {coordinator.logical_id}'s Environment",
+            )
+
+
+def _check_settings(
+    project: Project, logical_id: str, fn: Function, read: Callable[[Mapping[str, str]], object]
+) -> Iterator[Violation]:
+    """The environment the template gives the function, read by the kit's own settings: what it would
+    refuse at its first invocation is refused at build time."""
+    environment: dict[str, str] = {}
+    for name, value in fn.environment.items():
+        try:
+            resolved = resolve(value, project.template, LocalNames())
+        except TemplateError:
+            resolved = _UNKNOWN  # a parameter without a default, say: not this rule's to judge
+        environment[name] = ",".join(resolved) if isinstance(resolved, list) else str(resolved)
+    try:
+        read(environment)
+    except ConfigurationError as error:
+        if _UNKNOWN not in str(error):
+            yield _violation(
+                project,
+                logical_id,
+                f"the kit would refuse its environment at the first invocation: {error}",
+                "give the variable a value clockless.fanout.settings accepts, in the function's Environment",
             )
 
 
@@ -243,6 +277,7 @@ def _job_name(project: Project, source: SourceFile, variable: str) -> str | None
 WORKER_BY_KIT_RULE = Rule(
     WORKER_BY_KIT,
     "every function an event source mapping feeds is a kit worker (work.worker of a FanOut over its job), "
-    "declares worker_of, and reads the queue its coordinator's WORK_QUEUE_URL sends to",
+    "declares worker_of, reads the queue its coordinator's WORK_QUEUE_URL sends to, and both have an environment "
+    "the kit's settings accept",
     check_worker_by_kit,
 )

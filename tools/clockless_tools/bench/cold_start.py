@@ -22,9 +22,10 @@ from clockless_tools.bench.spread import repeat_until_decided
 from clockless_tools.template.model import Template
 
 COLD_START_RATIO_TARGET: Final = 1.5
-# "250 MB: the maximum size of the contents of a deployment package, including layers (unzipped)".
-LAMBDA_UNZIPPED_LIMIT_BYTES: Final = 250 * 2**20
-MB: Final = 2**20
+# Lambda's quota page says "250 MB" for a function's unzipped package with its layers; the limit it
+# enforces is 262,144,000 bytes, which is 250 MiB.
+MIB: Final = 2**20
+LAMBDA_UNZIPPED_LIMIT_BYTES: Final = 250 * MIB
 # The Lambda Python runtimes include boto3 and its dependencies (AWS docs, "Working with .zip file
 # archives for Python Lambda functions"): these distributions, and nothing else we use.
 RUNTIME_PROVIDED: Final = frozenset(

@@ -1,4 +1,4 @@
-"""What a DynamoDB request reads, in read units, and a meter that counts each request of a measured action."""
+"""What a DynamoDB request reads, in read units, and a meter of the read units of each request."""
 
 from __future__ import annotations
 
@@ -6,13 +6,11 @@ import contextlib
 import json
 import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless_tools.bench.results import BenchError
-from clockless_tools.local.botocore_hooks import after_each_exchange, count_requests
+from clockless_tools.local.botocore_hooks import after_each_exchange
 
 
 def _number_size(text: str) -> int:
@@ -131,36 +129,3 @@ def meter_dynamodb() -> Iterator[DynamoMeter]:
     meter = DynamoMeter()
     with after_each_exchange(meter.record):
         yield meter
-
-
-@dataclass(frozen=True, slots=True)
-class Measured:
-    """One action: its requests (counted exactly), the tables it touched, read units, wall time."""
-
-    requests: int
-    operations: Mapping[str, int]
-    tables: frozenset[str]
-    domain_requests: int
-    read_units: float
-    seconds: float
-    result: Any
-
-
-def measure(action: Callable[[], Any], *, bookkeeping_tables: Iterable[str] = ()) -> Measured:
-    with count_requests() as counter, meter_dynamodb() as meter:
-        started = time.perf_counter()
-        result = action()
-        seconds = time.perf_counter() - started
-    if counter.total != len(meter.calls):
-        raise BenchError(
-            f"{counter.total - len(meter.calls)} request(s) other than DynamoDB: {dict(counter.operations)}"
-        )
-    return Measured(
-        requests=counter.total,
-        operations=dict(sorted(counter.operations.items())),
-        tables=meter.tables,
-        domain_requests=meter.requests_outside(bookkeeping_tables),
-        read_units=meter.read_units,
-        seconds=seconds,
-        result=result,
-    )

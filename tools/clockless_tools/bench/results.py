@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +36,14 @@ class BenchSizes:
     scale_table_items: tuple[int, ...] = (1_000, 10_000, 100_000)
     scale_work: int = 50
     throughput_programs: int = 10_000
+    # Items per job for sequential loop against batched transactions (issue 16 measured 2,000).
+    batching_items: int = 2_000
+    # Added before every request in batching and scaling (issue 16 measured with 8 ms).
+    added_latency_ms: float = 8.0
+    # Due items under one coordinator tick: requests must stay flat (1M is modelled from the largest).
+    coordinator_due_items: tuple[int, ...] = (1_000, 100_000)
+    # Items spread over the partitions for 1 to 16 concurrent workers.
+    scaling_items: int = 4_000
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
@@ -51,6 +59,10 @@ QUICK: Final = BenchSizes(
     scale_table_items=(40, 160),
     scale_work=4,
     throughput_programs=25,
+    batching_items=60,
+    added_latency_ms=1.0,
+    scaling_items=64,
+    coordinator_due_items=(20, 80),
     imports=1,
     imports_max=1,
     sam_build=False,
@@ -134,6 +146,33 @@ class BenchResults:
             "environment": self.environment,
             "figures": {f.key: f.as_dict() for f in self.figures},
             "details": self.details,
+        }
+
+    def merged_into(self, document: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+        """`document` (a results file's contents) with the sections this run measured replaced by
+        this run's, figures and details in `order` of sections. Figures are keyed `<section>.…`,
+        so a section's old figures go with it; `environment.sections_run` says which run wrote
+        which section."""
+        measured = set(self.details)
+        mine = self.as_dict()
+        figures = {
+            key: figure for key, figure in document.get("figures", {}).items() if key.split(".", 1)[0] not in measured
+        } | mine["figures"]
+        details = {**document.get("details", {}), **mine["details"]}
+        rank = {section: index for index, section in enumerate(order)}
+        environment = dict(document.get("environment", {}))
+        runs = dict(environment.pop("sections_run", {}))
+        runs |= {section: {"seconds": mine["environment"].get("seconds")} for section in measured}
+        return {
+            "schema": RESULTS_SCHEMA,
+            # The top-level seconds stay the full run's; a partial run's are under sections_run.
+            "environment": {
+                **environment,
+                **{name: value for name, value in mine["environment"].items() if name != "seconds"},
+                "sections_run": runs,
+            },
+            "figures": dict(sorted(figures.items(), key=lambda entry: rank.get(entry[0].split(".", 1)[0], len(rank)))),
+            "details": dict(sorted(details.items(), key=lambda entry: rank.get(entry[0], len(rank)))),
         }
 
     def write(self, path: Path) -> None:

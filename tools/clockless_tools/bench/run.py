@@ -12,13 +12,17 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from clockless_tools.bench.artifacts import measure_artifacts
+from clockless_tools.bench.batching import measure_batching
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
+from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.overhead import measure_overhead
-from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes
+from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes, Figure
 from clockless_tools.bench.scale import measure_scale
+from clockless_tools.bench.scaling import measure_scaling
 from clockless_tools.bench.throughput import measure_throughput
+from clockless_tools.bench.versus_stock import measure_versus_stock
 from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     delete_tables,
@@ -26,7 +30,18 @@ from clockless_tools.local.dynamodb import (
 from clockless_tools.template.model import Template
 
 # What `make bench` measures, in order; `clockless bench run --only` picks some.
-SECTIONS: Final = ("overhead", "scale", "throughput", "artifacts", "cold_start")
+SECTIONS: Final = (
+    "overhead",
+    "versus_stock",
+    "scale",
+    "throughput",
+    "batching",
+    "scaling",
+    "coordinator",
+    "fanned_out",
+    "artifacts",
+    "cold_start",
+)
 
 
 def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
@@ -40,6 +55,47 @@ def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
         "moto_transactions": "snapshot only the items a transaction names (bench patch; see bench/moto_patches.py)",
         "sizes": {name: getattr(sizes, name) for name in BenchSizes.__dataclass_fields__},
     }
+
+
+Measurement = Callable[[Harness, BenchSizes], tuple[list[Figure], dict[str, Any]]]
+# The sections measured on the embedded DynamoDB, in order: what each says it does, and how.
+_TICK_SECTIONS: Final[dict[str, tuple[Callable[[BenchSizes], str], Measurement]]] = {
+    "overhead": (lambda _: "1/5 kit overhead per tick", measure_overhead),
+    "versus_stock": (
+        lambda _: "1b/5 the kit against stock Powertools @idempotent: requests and write units",
+        lambda harness, _sizes: measure_versus_stock(harness),
+    ),
+    "scale": (
+        lambda sizes: (
+            f"2/5 cost per tick as the table grows: {', '.join(f'{n:,}' for n in sizes.scale_table_items)} items"
+        ),
+        measure_scale,
+    ),
+    "throughput": (
+        lambda sizes: f"3/5 throughput at {sizes.throughput_programs:,} due programs, built and naive",
+        measure_throughput,
+    ),
+    "batching": (
+        lambda sizes: f"3b/5 sequential loop against batched transactions, {sizes.batching_items:,} items per job",
+        measure_batching,
+    ),
+    "scaling": (
+        lambda sizes: f"3c/5 items/s against 1 to 16 concurrent workers, {sizes.scaling_items:,} items",
+        measure_scaling,
+    ),
+    "coordinator": (
+        lambda sizes: (
+            "3d/5 coordinator requests and time per tick at "
+            + ", ".join(f"{n:,}" for n in sizes.coordinator_due_items)
+            + " due items (1M modelled)"
+        ),
+        measure_coordinator,
+    ),
+    "fanned_out": (
+        lambda sizes: f"3e/5 a fanned-out tick, coordinator to finisher, per item: {sizes.batching_items:,} items",
+        measure_per_item,
+    ),
+}
 
 
 def run_bench(
@@ -67,16 +123,10 @@ def run_bench(
         endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
         harness = Harness(template, endpoint)
         try:
-            if "overhead" in only:
-                progress("1/5 kit overhead per tick")
-                results.add("overhead", *measure_overhead(harness, sizes))
-            if "scale" in only:
-                items = ", ".join(f"{n:,}" for n in sizes.scale_table_items)
-                progress(f"2/5 cost per tick as the table grows: {items} items")
-                results.add("scale", *measure_scale(harness, sizes))
-            if "throughput" in only:
-                progress(f"3/5 throughput at {sizes.throughput_programs:,} due programs, built and naive")
-                results.add("throughput", *measure_throughput(harness, sizes))
+            for section, (describe, measure_section) in _TICK_SECTIONS.items():
+                if section in only:
+                    progress(describe(sizes))
+                    results.add(section, *measure_section(harness, sizes))
             setups = [source_setup(template)]
             if "artifacts" in only and sizes.sam_build and sam is not None and sam.exists():
                 progress("4/5 sam build, the layer without what the runtime ships, a tick on each")

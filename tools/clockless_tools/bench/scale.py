@@ -1,12 +1,14 @@
-"""2. Scale: requests and read units of one tick while the table grows and the work stays fixed."""
+"""2. Scale: requests and read units of one whole tick (coordinator, workers, finisher) while the
+table grows and the work stays fixed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from clockless_tools.bench.harness import Harness, executed, expected_effect
+from clockless_tools.bench.harness import Harness, expected_effect
 from clockless_tools.bench.moto_patches import moto_capacity_is_size_based
-from clockless_tools.bench.results import CLEANUP_JOB, SCALE_RATIO_TARGET, WINDOW_JOB, BenchSizes, Figure
+from clockless_tools.bench.results import CLEANUP_JOB, SCALE_RATIO_TARGET, WINDOW_JOB, BenchError, BenchSizes, Figure
+from clockless_tools.bench.rig import run_whole_tick
 from clockless_tools.bench.workloads import Workload
 from window_generation.repository import ProgramModel
 
@@ -25,8 +27,9 @@ def measure_scale(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
             )
             harness.reset_tables()
             seed_seconds = harness.seed(workload, in_process=True)
-            measured = harness.deliver(job, harness.tick(job))
-            executed(job, measured, workload)
+            measured = run_whole_tick(harness, job, workers=1)
+            if measured.applied != expected_effect(job, workload):
+                raise BenchError(f"{job}: the tick applied {measured.applied}, the workload needs {workload}")
             rows.append(
                 {
                     "table_items": table_items,

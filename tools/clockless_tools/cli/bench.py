@@ -41,9 +41,21 @@ def run(
             "the results then go to bench/partial-results.tmp unless --output says otherwise. E.g. --only cold_start",
         ),
     ] = None,
+    merge: Annotated[
+        bool,
+        typer.Option(
+            "--merge",
+            help="With --only: replace those sections in the --output file (default bench/results.json), "
+            "keeping the others. E.g. --only batching --merge",
+        ),
+    ] = False,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
-    if only and output == DEFAULT_RESULTS:
+    if merge and not only:
+        raise fail("--merge replaces the sections --only names; without --only, run the whole bench")
+    if merge and not output.exists():
+        raise fail(f"--merge: {output} does not exist; run the whole bench first (make bench)")
+    if only and output == DEFAULT_RESULTS and not merge:
         # A partial run never overwrites the full results the README quotes.
         output = Path("bench") / "partial-results.tmp"
     tpl = load_template(template)
@@ -62,8 +74,16 @@ def run(
         except BenchError as error:
             stderr.print(f"[bold red]bench failed:[/] {escape(str(error))}")
             raise typer.Exit(code=1) from None
-    results.write(output)
-    document = results.as_dict()
+    if merge:
+        try:
+            previous = json.loads(output.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise fail(f"cannot read {output} to merge into: {error}") from None
+        document = results.merged_into(previous, SECTIONS)
+        output.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    else:
+        results.write(output)
+        document = results.as_dict()
     stdout.print(figures_table(document))
     missed = [key for key, figure in document["figures"].items() if figure["met"] is False]
     stdout.print(

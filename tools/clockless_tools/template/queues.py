@@ -34,8 +34,9 @@ def literal_int(value: Any) -> int | None:
     return None
 
 
-def queue_of(value: Any) -> str | None:
-    """The logical id a `!GetAtt Queue.Arn` (or `!Ref Queue`) names, whatever its type; None otherwise."""
+def resource_id(value: Any) -> str | None:
+    """The logical id a `!Ref <Resource>` or `!GetAtt <Resource>.Arn` names (a queue, a function, a table); None
+    for anything else."""
     if isinstance(value, Mapping) and len(value) == 1:
         ((name, argument),) = value.items()
         if name == "Fn::GetAtt" and isinstance(argument, list) and argument[1:] == ["Arn"]:
@@ -73,7 +74,7 @@ class Queue:
     def dead_letter_queue(self) -> str | None:
         """The logical id the RedrivePolicy's deadLetterTargetArn names (`!GetAtt <Queue>.Arn`)."""
         policy = self.redrive_policy
-        return None if policy is None else queue_of(policy.get("deadLetterTargetArn"))
+        return None if policy is None else resource_id(policy.get("deadLetterTargetArn"))
 
     @property
     def max_receive_count(self) -> int | None:
@@ -95,12 +96,12 @@ class EventSourceMapping:
     @property
     def function(self) -> str | None:
         """The logical id `FunctionName: !Ref <Function>` (or `!GetAtt <Function>.Arn`) names."""
-        return queue_of(self.properties.get("FunctionName"))
+        return resource_id(self.properties.get("FunctionName"))
 
     @property
     def source(self) -> str | None:
         """The logical id `EventSourceArn: !GetAtt <Queue>.Arn` names."""
-        return queue_of(self.properties.get("EventSourceArn"))
+        return resource_id(self.properties.get("EventSourceArn"))
 
     @property
     def enabled(self) -> bool:

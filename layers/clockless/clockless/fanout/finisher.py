@@ -9,12 +9,15 @@ being complete and the tick not already succeeded.
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.records import COUNTERS, Counters, tick_key, work_job
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
+from clockless.tick import parse_scheduled_time
 
 NOT_COMPLETE: Final = "not complete"
 ALREADY_SETTLED: Final = "already settled"
@@ -37,6 +40,16 @@ class Progress:
 def _number(item: Mapping[str, Any], name: str) -> int:
     value = item.get(name)
     return int(value["N"]) if value and "N" in value else 0
+
+
+def _duration_ms(started_at: str | None) -> int | None:
+    if not started_at:
+        return None
+    try:
+        started = parse_scheduled_time(started_at)
+    except ValueError:
+        return None
+    return max(0, round((time.time() - started.timestamp()) * 1000))
 
 
 class Finisher:
@@ -76,7 +89,7 @@ class Finisher:
             TableName=self.table,
             Key=tick_key(job, scheduled_time),
             ConsistentRead=True,
-            ProjectionExpression="partitions_total, partitions_done, #status",
+            ProjectionExpression="partitions_total, partitions_done, #status, started_at",
             ExpressionAttributeNames={"#status": "status"},
         )
         return dict(response.get("Item") or {})
@@ -98,18 +111,21 @@ class Finisher:
             ":now": {"S": iso_now()},
             ":succeeded": {"S": STATUS_SUCCEEDED},
         }
+        # `finished_by`: a resend of this very update after a lost answer finds its own mark.
+        values[":finisher"] = {"S": uuid.uuid4().hex}
+        sets = "summary = :summary, summary_scope = :scope, finished_at = :now, finished_by = :finisher"
+        duration = _duration_ms((entry.get("started_at") or {}).get("S"))
+        if duration is not None:
+            # From the claim that fanned the tick out to its last item: the tick's duration.
+            sets += ", duration_ms = :duration"
+            values[":duration"] = {"N": str(duration)}
         if counters.failed == 0:
             status = STATUS_SUCCEEDED
-            update = (
-                "SET #status = :succeeded, succeeded_job = :job, summary = :summary, summary_scope = :scope, "
-                "finished_at = :now REMOVE #error"
-            )
+            update = f"SET #status = :succeeded, succeeded_job = :job, {sets} REMOVE #error"
             values[":job"] = {"S": job}
         else:
             status = STATUS_FAILED
-            update = (
-                "SET #status = :failed, summary = :summary, summary_scope = :scope, finished_at = :now, #error = :error"
-            )
+            update = f"SET #status = :failed, #error = :error, {sets}"
             values[":failed"] = {"S": STATUS_FAILED}
             values[":error"] = {"S": f"{counters.failed} items failed; replay: {replay_hint}"}
         try:
@@ -121,8 +137,12 @@ class Finisher:
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues=values,
                 ReturnValues="UPDATED_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except self.client.exceptions.ConditionalCheckFailedException:
+        except self.client.exceptions.ConditionalCheckFailedException as error:
+            old = error.response.get("Item") or {}
+            if (old.get("finished_by") or {}).get("S") == values[":finisher"]["S"]:
+                return status, counters  # this call's own update, its answer lost and resent
             return ALREADY_SETTLED, counters  # another worker finished it
         old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S")
         return (status if old_status != status else ALREADY_SETTLED), counters

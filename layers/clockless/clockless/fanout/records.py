@@ -145,15 +145,12 @@ class PartitionRecords:
     def store_cursor(self, cursor: Mapping[str, Any]) -> None:
         self._update("SET #cursor = :cursor", {":cursor": {"S": json.dumps(cursor, sort_keys=True)}})
 
-    def hand_on(self, cursor: Mapping[str, Any] | None) -> None:
-        """Stop here for a continuation: the cursor stored, the lease released (0), in one write."""
-        if cursor is None:
-            self._update("SET lease_until = :zero", {":zero": {"N": "0"}})
-        else:
-            self._update(
-                "SET #cursor = :cursor, lease_until = :zero",
-                {":cursor": {"S": json.dumps(cursor, sort_keys=True)}, ":zero": {"N": "0"}},
-            )
+    def hand_on(self, cursor: Mapping[str, Any]) -> None:
+        """Stop here for a continuation: the cursor stored and the lease released (0), in one write."""
+        self._update(
+            "SET #cursor = :cursor, lease_until = :zero",
+            {":cursor": {"S": json.dumps(cursor, sort_keys=True)}, ":zero": {"N": "0"}},
+        )
 
     def _update(self, update: str, values: dict[str, Any]) -> None:
         request: dict[str, Any] = {

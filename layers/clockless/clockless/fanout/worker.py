@@ -119,7 +119,8 @@ class PartitionWorker:
     def handle(self, event: Any, context: Any) -> dict[str, Any]:
         settings = self.settings()
         self.job.observability.invocation(context, metrics_namespace=settings.metrics_namespace)
-        processor = BatchProcessor(event_type=EventType.SQS)
+        # A failed message is logged with the tick's keys (still on the logger) and its traceback.
+        processor = BatchProcessor(event_type=EventType.SQS, logger=self.job.logger)  # type: ignore[arg-type]
         try:
 
             def record_handler(record: SQSRecord) -> str:
@@ -196,14 +197,6 @@ class PartitionWorker:
         pages = 0
         try:
             while True:
-                # At least one page per run, so a budget set too large still makes progress.
-                if pages and _remaining_ms(context) < settings.time_budget_ms:
-                    records.hand_on(cursor)
-                    self.clients()[1].send_message(
-                        QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
-                    )
-                    self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
-                    return OUTCOME_CONTINUED
                 page = work.read(message.partition, message.params, cursor, settings.page_size)
                 pages += 1
                 entries = [
@@ -214,8 +207,17 @@ class PartitionWorker:
                 counters.add(writer.apply(entries))
                 if page.cursor is None:
                     break
-                records.store_cursor(page.cursor)
                 cursor = page.cursor
+                # After a page, so every run makes progress even with a budget set too large.
+                if _remaining_ms(context) < settings.time_budget_ms:
+                    records.hand_on(cursor)  # the cursor and the lease released, in one write
+                    self.clients()[1].send_message(
+                        QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
+                    )
+                    self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
+                    _count_failed(metrics, counters)
+                    return OUTCOME_CONTINUED
+                records.store_cursor(cursor)
             self._mark_done(records)
         except LeaseLost:
             self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
@@ -223,6 +225,7 @@ class PartitionWorker:
         finally:
             self.last_counters = counters
         self._log_run("partition done", counters, pages, started, writer)
+        _count_failed(metrics, counters)
         self._finish(message, metrics)
         return OUTCOME_DONE
 
@@ -275,8 +278,15 @@ class PartitionWorker:
                 self.clients()[1].send_message(
                     QueueUrl=settings.dead_letter_queue_url, MessageBody=message.failed_items(group, reason).body()
                 )
+            # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
             self.job.logger.error(
-                "items failed; sent to the work DLQ", extra={"items": [e.key for e in entries], "reason": reason}
+                "items failed; sent to the work DLQ",
+                extra={
+                    "correlation_id": message.tick_key,
+                    "partition": message.partition,
+                    "items": [e.key for e in entries],
+                    "reason": reason,
+                },
             )
 
         return send
@@ -317,10 +327,17 @@ class PartitionWorker:
                 break
             except AccountingConflict:
                 continue  # a concurrent replay took some of them: read the set again
+        else:
+            raise AccountingConflict(f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times")
         self.last_counters = counters
         self.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
         self._finish(message, metrics)
         return OUTCOME_REPLAYED
+
+
+def _count_failed(metrics: EphemeralMetrics, counters: Counters) -> None:
+    if counters.failed:
+        metrics.add_metric(name=METRIC_ITEMS_FAILED, unit=MetricUnit.Count, value=counters.failed)
 
 
 def _remaining_ms(context: Any) -> int:

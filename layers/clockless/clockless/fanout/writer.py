@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
@@ -115,17 +116,21 @@ class BatchWriter:
     concurrency: int = 4
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     sleep: Callable[[float], None] = time.sleep
-    # Requests sent, by kind, for the numbers the bench and the logs report.
+    # Transactions sent (resends included), for the logs and the bench; lanes count under a lock.
     transactions: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def apply(self, entries: Sequence[Entry]) -> Counters:
         """Apply every entry once, in up to `concurrency` lanes; the counters of what happened."""
         total = Counters()
         fits = [entry for entry in entries if 0 < len(entry.actions) <= MAX_ITEM_ACTIONS]
-        if len(fits) < len(entries):
-            too_big = [entry for entry in entries if not 0 < len(entry.actions) <= MAX_ITEM_ACTIONS]
-            self.on_failed(too_big, f"an item needs 1 to {MAX_ITEM_ACTIONS} actions to fit one transaction")
-            total.add(self._apply([], 0, failed=[entry.key for entry in too_big]))
+        nothing_to_do = [entry.key for entry in entries if not entry.actions]
+        too_big = [entry for entry in entries if len(entry.actions) > MAX_ITEM_ACTIONS]
+        if too_big:
+            self.on_failed(too_big, f"an item needs at most {MAX_ITEM_ACTIONS} actions to fit one transaction")
+        if too_big or nothing_to_do:
+            # Found, with nothing to write (already done) or too much (failed): counted all the same.
+            total.add(self._apply([], 0, done=nothing_to_do, failed=[entry.key for entry in too_big]))
         batches = pack(fits)
         lanes = min(self.concurrency, len(batches))
         if lanes <= 1:
@@ -154,7 +159,8 @@ class BatchWriter:
     def _send(self, transact_items: list[dict[str, Any]]) -> None:
         if not transact_items:
             return
-        self.transactions += 1
+        with self._lock:
+            self.transactions += 1
         self.client.transact_write_items(
             TransactItems=transact_items, ClientRequestToken=client_request_token(transact_items)
         )

@@ -1,0 +1,104 @@
+"""Rule `work-permissions`: planted policies too narrow for what the kit calls, each caught (moto
+enforces no IAM, so no local run would)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.architecture.planting import PlantedCopy, found
+
+TEMPLATE = "template.yaml"
+NIGHTLY = "  WindowGenerationFunction:\n"
+NIGHTLY_WORKER = "  WindowGenerationWorkerFunction:\n"
+HOURLY_WORKER = "  SessionCleanupWorkerFunction:\n"
+
+
+def test_the_template_holds_it(planted: PlantedCopy) -> None:
+    assert planted.violations("work-permissions") == []
+
+
+def test_a_coordinator_that_may_not_send_its_partitions_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "Action: [sqs:SendMessage]", "Action: [sqs:GetQueueUrl]", after=NIGHTLY)
+
+    violation = found(
+        planted.violations("work-permissions"),
+        file=TEMPLATE,
+        resource="WindowGenerationFunction",
+        containing="may not sqs:SendMessage on WindowGenerationWorkQueue",
+    )
+    assert "sends the tick's partitions" in violation.message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "missing"),
+    [
+        (
+            "Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]",
+            "Action: [sqs:ReceiveMessage, sqs:GetQueueAttributes]",
+            "sqs:DeleteMessage on SessionCleanupWorkQueue",
+        ),
+        (
+            "                - !GetAtt SessionCleanupWorkDeadLetterQueue.Arn\n",
+            "",
+            "sqs:SendMessage on SessionCleanupWorkDeadLetterQueue",
+        ),
+        (
+            "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Query]",
+            "Action: [dynamodb:GetItem, dynamodb:UpdateItem]",
+            "dynamodb:Query on LedgerTable",
+        ),
+    ],
+    ids=["poll-without-delete", "no-send-to-dead-letter-queue", "ledger-without-query"],
+)
+def test_a_worker_that_may_not_do_what_the_kit_does_is_caught(
+    planted: PlantedCopy, old: str, new: str, missing: str
+) -> None:
+    planted.replace(TEMPLATE, old, new, after=HOURLY_WORKER)
+
+    found(
+        planted.violations("work-permissions"),
+        file=TEMPLATE,
+        resource="SessionCleanupWorkerFunction",
+        containing=f"may not {missing}",
+    )
+
+
+def test_sam_policy_templates_and_wildcards_count_as_grants(planted: PlantedCopy) -> None:
+    # Given the worker's poll statement replaced by SAM's SQSPollerPolicy, and its sends by sqs:Send*
+    planted.replace(
+        TEMPLATE,
+        "            - Sid: PollWorkQueue\n              Effect: Allow\n"
+        "              Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]\n"
+        "              Resource: !GetAtt WindowGenerationWorkQueue.Arn\n",
+        "        - SQSPollerPolicy:\n            QueueName: !GetAtt WindowGenerationWorkQueue.QueueName\n",
+    )
+    planted.replace(TEMPLATE, "Action: [sqs:SendMessage]", "Action: ['sqs:Send*']", after=NIGHTLY_WORKER)
+
+    assert planted.violations("work-permissions") == []
+
+
+def test_a_grant_on_an_index_is_not_a_grant_on_its_table(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "              Resource: !GetAtt LedgerTable.Arn\n",
+        '              Resource: !Sub "${LedgerTable.Arn}/index/succeeded-by-time"\n',
+        after=NIGHTLY_WORKER,
+    )
+
+    found(
+        planted.violations("work-permissions"),
+        file=TEMPLATE,
+        resource="WindowGenerationWorkerFunction",
+        containing="may not dynamodb:GetItem on LedgerTable",
+    )
+
+
+def test_a_whole_arn_written_with_sub_counts_as_a_grant(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "              Resource: !GetAtt LedgerTable.Arn\n",
+        '              Resource: !Sub "${LedgerTable.Arn}"\n',
+        after=NIGHTLY_WORKER,
+    )
+
+    assert planted.violations("work-permissions") == []

@@ -1,0 +1,106 @@
+"""What a fanned-out tick costs, counted exactly on the embedded server: the coordinator's
+requests stay flat in the number of items, and a worker's grow by one transaction per 49 items
+(two actions each) plus a Query and a cursor per page."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from clockless.fanout.records import tick_key
+from clockless_tools.local.botocore_hooks import count_requests
+from tests.unit.kit.toy import (
+    BUSINESS_DATE,
+    OUTPUTS_TABLE,
+    TOY_JOB,
+    Context,
+    ServedToy,
+    drain,
+    seed,
+    served_toy,
+    sqs_event,
+    toy_job,
+)
+
+TICK = {"job": TOY_JOB, "scheduled_time": f"{BUSINESS_DATE}T02:00:00Z", "attempt": "1", "trigger": "schedule"}
+
+
+@pytest.fixture
+def toy(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedToy]:
+    with served_toy(dynamodb_endpoint, monkeypatch, WORK_CONCURRENCY="1") as served:
+        yield served
+
+
+def _summary(toy: ServedToy) -> dict[str, Any]:
+    entry = toy.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, TICK["scheduled_time"]))["Item"]
+    return dict(json.loads(entry["summary"]["S"]))
+
+
+@pytest.mark.parametrize("items", [0, 300])
+def test_the_coordinator_costs_the_same_whatever_the_number_of_items(toy: ServedToy, items: int) -> None:
+    seed(toy.dynamodb, items)
+    _, _, coordinator, _ = toy_job()
+
+    with count_requests() as requests:
+        coordinator(dict(TICK), Context())
+
+    # claim + ceil(4 partitions / 10) SendMessageBatch + completion
+    assert dict(requests.operations) == {"TransactWriteItems": 2, "SendMessageBatch": 1}
+
+
+def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per_page(
+    toy: ServedToy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORK_PAGE_SIZE", "60")
+    seed(toy.dynamodb, 130, partitions=1)
+    _, _, coordinator, worker = toy_job(lambda: toy.dynamodb, partitions=1)
+    coordinator(dict(TICK), Context())
+    (message,) = toy.sqs.receive_message(QueueUrl=toy.work_queue, MaxNumberOfMessages=10)["Messages"]
+    found = int(
+        toy.dynamodb.query(
+            TableName="ToyItems",
+            IndexName="due-by-shard",
+            KeyConditionExpression="#s = :s",
+            ExpressionAttributeNames={"#s": "shard"},
+            ExpressionAttributeValues={":s": {"S": "0"}},
+            Select="COUNT",
+        )["Count"]
+    )
+
+    with count_requests() as requests:
+        worker(sqs_event([message]), Context())
+
+    pages = found // 60 + 1  # the last page is short (or empty, when the count divides)
+    transactions = sum(-(-min(60, found - 60 * page) // 49) for page in range(pages))
+    assert pages >= 2
+    # One partition, so this run also finishes the tick.
+    assert dict(requests.operations) == {
+        "UpdateItem": 1 + (pages - 1) + 1,  # the lease, a cursor after each page but the last, the finish
+        "Query": pages + 1,  # the pages, and the finisher's sum over the tick's records
+        "TransactWriteItems": transactions + 1,  # the items, and the partition done
+        "GetItem": 1,  # the finisher's look at the tick entry
+    }
+
+
+def test_lanes_count_apart_and_sum_to_the_tick(toy: ServedToy, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORK_CONCURRENCY", "4")
+    seed(toy.dynamodb, 110, partitions=1)
+    _, _, coordinator, worker = toy_job(partitions=1)
+    coordinator(dict(TICK), Context())
+
+    drained = drain(toy.sqs, toy.work_queue, worker)
+
+    assert drained.errors == []
+    assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 110
+    assert _summary(toy) == {"found": 110, "applied": 110, "already_done": 0, "failed": 0, "partitions": 1}
+    lanes = toy.dynamodb.query(
+        TableName="LedgerTable",
+        KeyConditionExpression="job = :job",
+        ExpressionAttributeValues={":job": {"S": f"{TOY_JOB}#work"}},
+    )["Items"]
+    lane_ids = {r["scheduled_time"]["S"].rsplit("#l", 1)[1] for r in lanes if "#l" in r["scheduled_time"]["S"]}
+    # 110 items, 49 a transaction: three transactions, each in its own lane, at once
+    assert lane_ids == {"0", "1", "2"}

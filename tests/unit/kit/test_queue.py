@@ -1,0 +1,63 @@
+"""Sending work messages: 10 per request, entries SQS reports failed sent again, failed items
+split under SQS's message size."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from clockless.fanout.queue import MAX_BODY_BYTES, QueueSendError, WorkQueue, split_items
+
+
+class FlakySqs:
+    """Reports the entries named in `fail` failed, for `times` requests each."""
+
+    def __init__(self, fail: set[str], times: int) -> None:
+        self.failures_left = dict.fromkeys(fail, times)
+        self.requests: list[list[str]] = []
+        self.delivered: list[str] = []
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, str]]) -> dict[str, Any]:
+        self.requests.append([entry["MessageBody"] for entry in Entries])
+        failed = []
+        for entry in Entries:
+            body = entry["MessageBody"]
+            if self.failures_left.get(body, 0) > 0:
+                self.failures_left[body] -= 1
+                failed.append(
+                    {"Id": entry["Id"], "Code": "InternalError", "Message": "try again", "SenderFault": False}
+                )
+            else:
+                self.delivered.append(body)
+        return {"Successful": [], "Failed": failed}
+
+
+def test_messages_go_ten_per_request() -> None:
+    sqs = FlakySqs(set(), 0)
+    bodies = [f"m{i}" for i in range(23)]
+    assert WorkQueue(sqs, "url").send_all(bodies) == 3
+    assert [len(r) for r in sqs.requests] == [10, 10, 3]
+    assert sqs.delivered == bodies
+
+
+def test_entries_reported_failed_are_sent_again_alone() -> None:
+    sqs = FlakySqs({"m3"}, times=1)
+    assert WorkQueue(sqs, "url").send_all([f"m{i}" for i in range(5)]) == 2
+    assert sqs.requests[1] == ["m3"]
+    assert sorted(sqs.delivered) == [f"m{i}" for i in range(5)]
+
+
+def test_entries_failing_every_time_raise_for_the_coordinator_to_fail() -> None:
+    sqs = FlakySqs({"m1"}, times=10)
+    with pytest.raises(QueueSendError, match="1 message\\(s\\) not sent to url: InternalError: try again"):
+        WorkQueue(sqs, "url").send_all(["m0", "m1"])
+
+
+def test_failed_items_are_split_under_the_message_size() -> None:
+    items = [{"id": i, "pad": "x" * 50_000} for i in range(9)]
+    groups = split_items(items, envelope_bytes=300)
+    assert sum(len(g) for g in groups) == 9
+    assert all(300 + len(json.dumps(g)) <= MAX_BODY_BYTES for g in groups)
+    assert len(groups) == 3

@@ -1,0 +1,238 @@
+"""The worker on one partition at a time: duplicates, a live lease, the time budget, failed items
+and their replay, malformed messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from clockless.fanout.messages import WorkMessage
+from clockless.fanout.records import PartitionRecords, lane_key, now_ms, partition_key, tick_key
+from tests.unit.kit.conftest import Aws
+from tests.unit.kit.toy import (
+    BUSINESS_DATE,
+    OUTPUTS_TABLE,
+    TOY_JOB,
+    Context,
+    FixedWork,
+    bodies,
+    drain,
+    receive,
+    seed,
+    sqs_event,
+    toy_job,
+)
+
+SCHEDULED = f"{BUSINESS_DATE}T02:00:00Z"
+TICK = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "trigger": "schedule"}
+
+
+def _entry(aws: Aws) -> dict[str, Any]:
+    return dict(aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))["Item"])
+
+
+def _summary(aws: Aws) -> dict[str, int]:
+    return dict(json.loads(_entry(aws)["summary"]["S"]))
+
+
+def _outputs(aws: Aws) -> list[dict[str, Any]]:
+    return list(aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"])
+
+
+def _ledger_work_records(aws: Aws) -> list[dict[str, Any]]:
+    return list(
+        aws.dynamodb.query(
+            TableName="LedgerTable",
+            KeyConditionExpression="job = :job",
+            ExpressionAttributeValues={":job": {"S": f"{TOY_JOB}#work"}},
+        )["Items"]
+    )
+
+
+def _partition_message(partition: str, hop: int = 0) -> str:
+    return json.dumps(
+        {
+            "kind": "partition",
+            "job": TOY_JOB,
+            "scheduled_time": SCHEDULED,
+            "trigger": "schedule",
+            "partition": partition,
+            "hop": hop,
+            "params": {"until": BUSINESS_DATE},
+        }
+    )
+
+
+def _deliver(worker: Any, body: str, context: Any = None) -> dict[str, Any]:
+    event = sqs_event([{"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": body}])
+    return dict(worker(event, context or Context()))
+
+
+def test_a_duplicate_partition_message_changes_nothing(aws: Aws) -> None:
+    seed(aws.dynamodb, 20)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    # every partition message delivered twice, as SQS may
+    messages = receive(aws.sqs, aws.work_queue)
+    for message in messages:
+        aws.sqs.send_message(QueueUrl=aws.work_queue, MessageBody=message["Body"])
+    drained = drain(aws.sqs, aws.work_queue, worker)
+    assert drained.errors == []
+    assert len(drained.outcomes) == 8
+
+    assert len(_outputs(aws)) == 20
+    assert _summary(aws) == {"found": 20, "applied": 20, "already_done": 0, "failed": 0, "partitions": 4}
+    assert _entry(aws)["partitions_done"] == {"N": "4"}
+    before = _ledger_work_records(aws)
+    _deliver(worker, _partition_message("2"))
+    assert _ledger_work_records(aws) == before
+
+
+def test_a_second_tick_delivery_is_a_duplicate_and_sends_nothing(aws: Aws) -> None:
+    seed(aws.dynamodb, 10)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    drain(aws.sqs, aws.work_queue, worker)
+
+    again = coordinator(dict(TICK, attempt="2"), Context())
+
+    assert again["outcome"] == "duplicate"
+    assert bodies(aws.sqs, aws.work_queue) == []
+    assert _entry(aws)["status"] == {"S": "succeeded"}
+
+
+def test_a_partition_held_by_a_live_worker_is_left_to_it(aws: Aws) -> None:
+    seed(aws.dynamodb, 10)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    live = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "someone-else", 86400)
+    assert live.acquire(lease_until_ms=now_ms() + 60_000, hop=0).acquired
+
+    response = _deliver(worker, _partition_message("1"))
+
+    assert response == {"batchItemFailures": []}
+    lanes = aws.dynamodb.get_item(TableName="LedgerTable", Key=lane_key(TOY_JOB, SCHEDULED, "1", 0))
+    assert "Item" not in lanes
+    record = aws.dynamodb.get_item(TableName="LedgerTable", Key=partition_key(TOY_JOB, SCHEDULED, "1"))["Item"]
+    assert record["lease_owner"] == {"S": "someone-else"}
+
+
+def test_an_expired_lease_is_taken_over(aws: Aws) -> None:
+    seed(aws.dynamodb, 10)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-worker", 86400)
+    assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
+
+    _deliver(worker, _partition_message("1"))
+
+    record = aws.dynamodb.get_item(TableName="LedgerTable", Key=partition_key(TOY_JOB, SCHEDULED, "1"))["Item"]
+    assert record["status"] == {"S": "done"}
+
+
+def test_a_worker_past_its_time_budget_hands_on_a_continuation(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORK_PAGE_SIZE", "2")
+    monkeypatch.setenv("WORK_TIME_BUDGET_SECONDS", "30")
+    seed(aws.dynamodb, 24)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+
+    # 20 s left, less than the 30 s budget: one page per run, then a continuation
+    drained = drain(aws.sqs, aws.work_queue, worker, context=Context(remaining_ms=20_000))
+
+    assert drained.errors == []
+    assert len(_outputs(aws)) == 24
+    assert _summary(aws)["applied"] == 24
+    hops = {
+        record["scheduled_time"]["S"]: int(record["hops"]["N"])
+        for record in _ledger_work_records(aws)
+        if "hops" in record
+    }
+    assert len(hops) == 4
+    # ~6 items per partition at 2 a page: about 3 pages, so as many runs (hop 0 first), and one
+    # more when a page ends exactly at the partition's end
+    assert all(1 <= hop <= 8 for hop in hops.values()), hops
+    assert sum(hops.values()) >= 8
+    assert len(drained.outcomes) == 4 + sum(hops.values())
+
+
+def test_failed_items_go_to_the_dlq_fail_the_tick_and_replay_once_fixed(aws: Aws) -> None:
+    due = seed(aws.dynamodb, 30, poison=3)
+    _, work, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    drain(aws.sqs, aws.work_queue, worker)
+
+    entry = _entry(aws)
+    assert entry["status"] == {"S": "failed"}
+    assert entry["error"]["S"].startswith("3 items failed; replay: clockless work redrive toy-job")
+    assert _summary(aws) == {"found": 30, "applied": 27, "already_done": 0, "failed": 3, "partitions": 4}
+    dead = bodies(aws.sqs, aws.dead_letter_queue)
+    failed_items = sorted(item["item_id"] for message in dead for item in message["items"])
+    assert failed_items == due[:3]
+    assert all(message["kind"] == "items" and "ValidationException" in message["error"] for message in dead)
+
+    # The job's code is fixed; the operator moves the DLQ's messages back (twice, by mistake).
+    fixed_worker = work.worker(lambda: FixedWork(aws.dynamodb))
+    for message in dead + dead:
+        aws.sqs.send_message(QueueUrl=aws.work_queue, MessageBody=json.dumps(message))
+    drained = drain(aws.sqs, aws.work_queue, fixed_worker)
+
+    assert drained.errors == []
+    assert len(_outputs(aws)) == 30
+    entry = _entry(aws)
+    assert entry["status"] == {"S": "succeeded"}
+    assert "error" not in entry
+    assert _summary(aws) == {"found": 30, "applied": 30, "already_done": 0, "failed": 0, "partitions": 4}
+
+
+def test_a_malformed_message_fails_naming_the_field_and_writes_nothing(aws: Aws) -> None:
+    _, _, _, worker = toy_job()
+    body = json.loads(_partition_message("9"))
+
+    with pytest.raises(BatchProcessingError) as raised:
+        _deliver(worker, json.dumps(body))
+
+    assert "field 'partition'" in str(raised.value.child_exceptions[0][1])
+    assert _ledger_work_records(aws) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"kind": "everything"}, "kind"),
+        ({"job": "another-job"}, "job"),
+        ({"scheduled_time": "2026-12-01T02:00:30Z"}, "scheduled_time"),
+        ({"hop": -1}, "hop"),
+        ({"params": []}, "params"),
+        ({"trigger": "cron"}, "trigger"),
+        ({"kind": "items", "items": []}, "items"),
+        ({"kind": "items", "items": ["x"]}, "items[0]"),
+    ],
+)
+def test_each_malformed_field_is_named(change: dict[str, Any], field: str) -> None:
+    body = json.loads(_partition_message("1")) | change
+    with pytest.raises(ValueError, match=rf"field '{field.replace('[', r'\[').replace(']', r'\]')}'"):
+        WorkMessage.parse(json.dumps(body), job=TOY_JOB, partitions=["0", "1"])
+
+
+def test_progress_shows_partitions_done_and_the_counters_so_far(aws: Aws) -> None:
+    from clockless.fanout.finisher import Finisher
+
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    _deliver(worker, _partition_message("0"))
+
+    progress = Finisher(aws.dynamodb, "LedgerTable").progress(TOY_JOB, SCHEDULED)
+
+    assert (progress.partitions_done, progress.partitions_total, progress.status) == (1, 4, "started")
+    assert not progress.complete
+    assert progress.counters.applied == len(_outputs(aws)) > 0
+
+    drain(aws.sqs, aws.work_queue, worker)
+    done = Finisher(aws.dynamodb, "LedgerTable").progress(TOY_JOB, SCHEDULED)
+    assert (done.complete, done.status, done.counters.applied) == (True, "succeeded", 12)
+    assert int(_entry(aws)["duration_ms"]["N"]) >= 0

@@ -1,0 +1,225 @@
+"""The batch writer against a scripted client: what each cancellation reason does to the items of
+a transaction, and what is counted (in the same transaction) for them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from clockless.fanout.records import Counters
+from clockless.fanout.writer import (
+    MAX_ITEM_ACTIONS,
+    AccountingConflict,
+    BatchWriter,
+    Entry,
+    WorkThrottled,
+    client_request_token,
+    pack,
+)
+
+Answer = Callable[[list[dict[str, Any]]], None]
+
+
+def _cancelled(codes: Sequence[str]) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+            "CancellationReasons": [{"Code": code, "Message": f"{code} here"} for code in codes],
+        },
+        "TransactWriteItems",
+    )
+
+
+def _error(code: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": f"{code} message"}}, "TransactWriteItems")
+
+
+class ScriptedClient:
+    """Answers each transaction with the next scripted answer (None: applied), and keeps them."""
+
+    def __init__(self, *answers: Answer | BaseException | None) -> None:
+        self.answers = list(answers)
+        self.sent: list[tuple[list[dict[str, Any]], str]] = []
+        self.applied: list[list[dict[str, Any]]] = []
+
+    def transact_write_items(self, *, TransactItems: list[dict[str, Any]], ClientRequestToken: str) -> dict[str, Any]:
+        self.sent.append((TransactItems, ClientRequestToken))
+        answer = self.answers.pop(0) if self.answers else None
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer is not None:
+            answer(TransactItems)
+        self.applied.append(TransactItems)
+        return {}
+
+
+def reasons_by_item(codes: dict[str, str], accounting: int = 1) -> Answer:
+    """Cancel with `codes[item key]` on that item's actions ('None' for the others)."""
+
+    def answer(transact_items: list[dict[str, Any]]) -> None:
+        found = []
+        for action in transact_items[: len(transact_items) - accounting]:
+            key = action["Update"]["Key"]["k"]["S"]
+            found.append(codes.get(key, "None"))
+        raise _cancelled([*found, *["None"] * accounting])
+
+    return answer
+
+
+def entries(*keys: str, actions: int = 1) -> list[Entry]:
+    return [
+        Entry(key, [{"Update": {"TableName": "t", "Key": {"k": {"S": key}}, "n": n}} for n in range(actions)], key)
+        for key in keys
+    ]
+
+
+class Accounting:
+    """Counts as the lane record does, and records failures as the partition record does."""
+
+    def actions(
+        self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        return [{"Count": {"lane": lane, "applied": list(applied), "done": list(already_done), "failed": list(failed)}}]
+
+
+def _writer(client: ScriptedClient, dead: list[tuple[list[str], str]] | None = None, **kwargs: Any) -> BatchWriter:
+    sink = dead if dead is not None else []
+    return BatchWriter(
+        client,
+        Accounting(),
+        on_failed=lambda items, reason: sink.append(([e.key for e in items], reason)),
+        sleep=lambda _seconds: None,
+        concurrency=1,
+        **kwargs,
+    )
+
+
+def _count(transact_items: list[dict[str, Any]]) -> dict[str, Any]:
+    return dict(transact_items[-1]["Count"])
+
+
+def test_items_are_packed_whole_into_99_actions() -> None:
+    batches = pack(entries(*(f"k{i}" for i in range(100)), actions=2))
+    assert [sum(len(e.actions) for e in batch) for batch in batches] == [98, 98, 4]
+    assert [len(batch) for batch in pack(entries(*(f"k{i}" for i in range(200))))] == [99, 99, 2]
+
+
+def test_a_clean_batch_is_one_transaction_counted_in_itself() -> None:
+    client = ScriptedClient()
+    counters = _writer(client).apply(entries("a", "b", "c"))
+    assert counters == Counters(applied=3)
+    (sent, token) = client.sent[0]
+    assert len(client.sent) == 1
+    assert _count(sent) == {"lane": 0, "applied": ["a", "b", "c"], "done": [], "failed": []}
+    assert token == client_request_token(sent)
+    assert len(token) == 36
+
+
+def test_items_found_done_are_removed_and_counted_already_done() -> None:
+    client = ScriptedClient(reasons_by_item({"b": "ConditionalCheckFailed"}))
+    counters = _writer(client).apply(entries("a", "b", "c"))
+    assert counters == Counters(applied=2, already_done=1)
+    assert _count(client.applied[0]) == {"lane": 0, "applied": ["a", "c"], "done": ["b"], "failed": []}
+
+
+def test_an_item_with_one_action_found_done_is_done_whole() -> None:
+    def answer(transact_items: list[dict[str, Any]]) -> None:
+        raise _cancelled(["None", "ConditionalCheckFailed", "None", "None", "None"])
+
+    client = ScriptedClient(answer)
+    counters = _writer(client).apply(entries("a", "b", actions=2))
+    assert counters == Counters(applied=1, already_done=1)
+    assert len(client.applied[0]) == 3  # b's two actions left out, both
+
+
+def test_a_conflict_resends_the_same_items_with_the_same_token() -> None:
+    client = ScriptedClient(reasons_by_item({"a": "TransactionConflict"}))
+    counters = _writer(client).apply(entries("a", "b"))
+    assert counters == Counters(applied=2)
+    (first, first_token), (second, second_token) = client.sent
+    assert first == second
+    assert first_token == second_token
+
+
+def test_throttling_until_the_sdk_gives_up_is_resent_and_counted_once() -> None:
+    client = ScriptedClient(_error("ProvisionedThroughputExceededException"), _error("ThrottlingException"))
+    counters = _writer(client).apply(entries("a"))
+    assert counters == Counters(applied=1)
+    assert len({token for _, token in client.sent}) == 1
+    assert len(client.applied) == 1
+
+
+def test_a_connection_lost_is_resent_with_the_same_token() -> None:
+    client = ScriptedClient(EndpointConnectionError(endpoint_url="http://dynamodb"))
+    assert _writer(client).apply(entries("a")) == Counters(applied=1)
+    assert client.sent[0] == client.sent[1]
+
+
+def test_a_batch_throttled_on_every_attempt_raises_for_redelivery() -> None:
+    client = ScriptedClient(*[_error("ThrottlingException")] * 3)
+    with pytest.raises(WorkThrottled, match="3 times"):
+        _writer(client, max_attempts=3).apply(entries("a"))
+    assert client.applied == []
+
+
+def test_an_item_refused_for_its_own_reason_fails_alone_to_the_dlq_and_is_counted() -> None:
+    dead: list[tuple[list[str], str]] = []
+    client = ScriptedClient(reasons_by_item({"b": "ItemCollectionSizeLimitExceeded"}))
+    counters = _writer(client, dead).apply(entries("a", "b", "c"))
+    assert counters == Counters(applied=2, failed=1)
+    assert dead == [(["b"], "ItemCollectionSizeLimitExceeded: ItemCollectionSizeLimitExceeded here")]
+    assert _count(client.applied[0]) == {"lane": 0, "applied": ["a", "c"], "done": [], "failed": ["b"]}
+
+
+def test_a_request_refused_whole_is_bisected_down_to_the_item() -> None:
+    def refuse_d(transact_items: list[dict[str, Any]]) -> None:
+        if any(a.get("Update", {}).get("Key", {}).get("k", {}).get("S") == "d" for a in transact_items):
+            raise _error("ValidationException")
+
+    dead: list[tuple[list[str], str]] = []
+    client = ScriptedClient(*[refuse_d] * 20)
+    counters = _writer(client, dead).apply(entries("a", "b", "c", "d", "e"))
+    assert counters == Counters(applied=4, failed=1)
+    assert dead == [(["d"], "ValidationException: ValidationException message")]
+    applied = sorted(key for items in client.applied for key in _count(items)["applied"])
+    assert applied == ["a", "b", "c", "e"]
+    assert sum(len(_count(items)["failed"]) for items in client.applied) == 1
+
+
+def test_a_failing_accounting_condition_is_raised() -> None:
+    client = ScriptedClient(lambda items: (_ for _ in ()).throw(_cancelled(["None", "ConditionalCheckFailed"])))
+    with pytest.raises(AccountingConflict):
+        _writer(client).apply(entries("a"))
+
+
+def test_an_error_that_is_no_item_s_fault_is_raised() -> None:
+    client = ScriptedClient(_error("AccessDeniedException"))
+    with pytest.raises(ClientError, match="AccessDenied"):
+        _writer(client).apply(entries("a"))
+
+
+def test_an_item_too_big_for_a_transaction_fails_without_being_sent() -> None:
+    dead: list[tuple[list[str], str]] = []
+    client = ScriptedClient()
+    big = entries("big", actions=MAX_ITEM_ACTIONS + 1)
+    counters = _writer(client, dead).apply([*big, *entries("a")])
+    assert counters == Counters(applied=1, failed=1)
+    assert dead[0][0] == ["big"]
+    assert all(len(items) <= MAX_ITEM_ACTIONS + 1 for items in client.applied)
+
+
+def test_the_token_follows_the_content() -> None:
+    one = [{"Put": {"TableName": "t", "Item": {"k": {"S": "a"}}}}]
+    assert client_request_token(one) == client_request_token([dict(one[0])])
+    assert client_request_token(one) != client_request_token([{"Put": {"TableName": "t", "Item": {"k": {"S": "b"}}}}])
+
+
+def test_an_item_with_nothing_to_write_is_counted_already_done() -> None:
+    client = ScriptedClient()
+    nothing = [Entry("empty", [], "empty")]
+    counters = _writer(client).apply([*nothing, *entries("a")])
+    assert counters == Counters(applied=1, already_done=1)
+    assert _count(client.applied[0]) == {"lane": 0, "applied": [], "done": ["empty"], "failed": []}

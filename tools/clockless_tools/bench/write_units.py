@@ -1,0 +1,227 @@
+"""What a DynamoDB write consumes, in write units, computed from each item before and after it.
+
+moto reports no per-item write capacity, so the meter reads the items a write names from moto's
+state in this process just before the request is sent and just after it is answered, and prices
+them the way DynamoDB's developer guide does ("Capacity unit consumption for write operations",
+"Capacity management for transactions", "Provisioned throughput considerations for GSIs"):
+
+- a write costs 1 unit per KB (1,024 bytes, rounded up, at least 1) of the larger of the item
+  before and after it; a write whose condition fails still costs that, for the item as it is;
+- in a `TransactWriteItems` every action costs twice that (prepare and commit);
+- every global secondary index whose entry the write puts, changes or removes costs 1 unit per KB
+  of the projected entry, and 2 writes (a delete and a put) when the write moves the entry's key;
+- a cancelled transaction: the guide does not say what it consumes. It is counted apart
+  (`cancelled_write_units`), priced as if it had committed on the items as they were, so it is
+  an upper bound and never mixed into the committed figure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from botocore.endpoint import Endpoint
+
+from clockless_tools.bench.moto_patches import moto_dynamodb_backend
+from clockless_tools.bench.read_units import item_size
+from clockless_tools.bench.results import BenchError
+
+KB: Final = 1024
+_SINGLE_WRITES: Final = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
+
+Item = Mapping[str, Mapping[str, Any]]
+Key = tuple[str, str]  # (table, canonical JSON of the key)
+
+
+def write_units_of(before: Item | None, after: Item | None) -> int:
+    """Units of one item write: its larger image, per started KB, at least one."""
+    size = max(item_size(before) if before else 0, item_size(after) if after else 0)
+    return max(1, math.ceil(size / KB))
+
+
+@dataclass(frozen=True, slots=True)
+class IndexShape:
+    name: str
+    keys: tuple[str, ...]  # the index's own key attributes
+    projected: frozenset[str] | None  # None: ALL
+
+
+def projected_entry(item: Item | None, index: IndexShape, table_keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The index's entry for an item, or None when the item is not in the (sparse) index."""
+    if item is None or not all(name in item for name in index.keys):
+        return None
+    if index.projected is None:
+        return dict(item)
+    wanted = set(table_keys) | set(index.keys) | index.projected
+    return {name: value for name, value in item.items() if name in wanted}
+
+
+def index_write_units(before: Item | None, after: Item | None, index: IndexShape, table_keys: tuple[str, ...]) -> int:
+    old, new = projected_entry(before, index, table_keys), projected_entry(after, index, table_keys)
+    if old == new:
+        return 0
+    if old is None or new is None:
+        return write_units_of(old, new)
+    if any(old.get(name) != new.get(name) for name in index.keys):
+        return write_units_of(old, None) + write_units_of(None, new)  # the entry moves: delete, then put
+    return write_units_of(old, new)
+
+
+@dataclass
+class WriteTally:
+    """Write units of everything sent while a `meter_writes` was active."""
+
+    write_units: float = 0.0  # base tables, committed or conditional-failed single writes
+    index_write_units: float = 0.0  # global secondary indexes
+    cancelled_write_units: float = 0.0  # cancelled transactions, priced as if committed (upper bound)
+    items_written: int = 0
+    by_table: dict[str, float] = field(default_factory=dict)  # committed units per table
+    by_index: dict[str, float] = field(default_factory=dict)  # per "table/index"
+
+    @property
+    def total(self) -> float:
+        return self.write_units + self.index_write_units
+
+
+class _Tables:
+    """Key schema and index shapes of moto's tables, read once per table."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self._shapes: dict[str, tuple[tuple[str, ...], list[IndexShape]]] = {}
+
+    def shape(self, name: str) -> tuple[tuple[str, ...], list[IndexShape]]:
+        if name not in self._shapes:
+            table = self._backend.get_table(name)
+            keys = (table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else []))
+            indexes = []
+            for index in table.global_indexes:
+                projection = index.projection or {}
+                kind = projection.get("ProjectionType", "ALL")
+                projected = (
+                    None
+                    if kind == "ALL"
+                    else frozenset(projection.get("NonKeyAttributes", []) if kind == "INCLUDE" else [])
+                )
+                indexes.append(IndexShape(index.name, tuple(index.schema_key_attrs), projected))
+            self._shapes[name] = (keys, indexes)
+        return self._shapes[name]
+
+    def item(self, name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        # moto's server may be writing this item on another thread; read again until a copy holds.
+        for _ in range(10):
+            try:
+                found = self._backend.get_item(name, dict(key))
+                return None if found is None else copy.deepcopy(found.to_json()["Attributes"])
+            except RuntimeError:
+                continue
+        raise BenchError(f"could not read {name} {dict(key)} from moto's state to meter a write")
+
+    def key_of(self, name: str, operation: str, action: Mapping[str, Any]) -> dict[str, Any]:
+        keys, _ = self.shape(name)
+        source = action["Item"] if operation == "Put" else action["Key"]
+        return {attribute: source[attribute] for attribute in keys}
+
+
+def _actions(operation: str, body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    if operation in _SINGLE_WRITES:
+        return [(_SINGLE_WRITES[operation], body)]
+    if operation == "TransactWriteItems":
+        return [next(iter(entry.items())) for entry in body.get("TransactItems") or []]
+    if operation == "BatchWriteItem":
+        actions: list[tuple[str, Mapping[str, Any]]] = []
+        for table, requests in (body.get("RequestItems") or {}).items():
+            for request in requests:
+                if "PutRequest" in request:
+                    actions.append(("Put", {"TableName": table, "Item": request["PutRequest"]["Item"]}))
+                else:
+                    actions.append(("Delete", {"TableName": table, "Key": request["DeleteRequest"]["Key"]}))
+        return actions
+    return []
+
+
+class WriteMeter:
+    def __init__(self, backend: Any) -> None:
+        self.tally = WriteTally()
+        self._tables = _Tables(backend)
+        self._lock = threading.Lock()
+
+    def before(self, operation: str, body: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any], Any]]:
+        touched = []
+        for kind, action in _actions(operation, body):
+            table = str(action["TableName"])
+            key = self._tables.key_of(table, kind, action)
+            touched.append((kind, table, key, self._tables.item(table, key)))
+        return touched
+
+    def after(
+        self, operation: str, body: Mapping[str, Any], touched: list[tuple[str, str, dict[str, Any], Any]], ok: bool
+    ) -> None:
+        transactional = operation == "TransactWriteItems"
+        factor = 2 if transactional else 1
+        base = index = cancelled = 0.0
+        tables: dict[str, float] = {}
+        indexes_written: dict[str, float] = {}
+        for (kind, table, key, before), (_, action) in zip(touched, _actions(operation, body), strict=True):
+            table_keys, indexes = self._tables.shape(table)
+            if not ok:
+                # A failed condition leaves the item; a single write still pays for it (or for the
+                # Put it would have written, if larger).
+                would_be = action.get("Item") if kind == "Put" else None
+                units = factor * write_units_of(before, would_be)
+                if transactional:
+                    cancelled += units
+                else:
+                    base += units
+                continue
+            after = self._tables.item(table, key)
+            units = factor * write_units_of(before, None if kind == "ConditionCheck" else after)
+            base += units
+            tables[table] = tables.get(table, 0.0) + units
+            if kind == "ConditionCheck":
+                continue
+            for shape in indexes:
+                on_index = index_write_units(before, after, shape, table_keys)
+                index += on_index
+                name = f"{table}/{shape.name}"
+                indexes_written[name] = indexes_written.get(name, 0.0) + on_index
+        with self._lock:
+            self.tally.write_units += base
+            self.tally.index_write_units += index
+            self.tally.cancelled_write_units += cancelled
+            self.tally.items_written += len(touched) if ok else 0
+            for name, on_table in tables.items():
+                self.tally.by_table[name] = self.tally.by_table.get(name, 0.0) + on_table
+            for name, index_units in indexes_written.items():
+                if index_units:
+                    self.tally.by_index[name] = self.tally.by_index.get(name, 0.0) + index_units
+
+
+@contextlib.contextmanager
+def meter_writes() -> Iterator[WriteTally]:
+    """Write units of every DynamoDB write sent while active, to moto's server in this process."""
+    meter = WriteMeter(moto_dynamodb_backend())
+    original = getattr(Endpoint, "_send")  # noqa: B009 - private on purpose: the one place every request passes
+
+    def metered_send(self: Endpoint, request: Any) -> Any:
+        target = request.headers.get("X-Amz-Target", b"")
+        target = target.decode() if isinstance(target, bytes) else str(target)
+        operation = target.rsplit(".", 1)[-1] if target.startswith("DynamoDB_") else ""
+        body: Mapping[str, Any] = json.loads(request.body or b"{}") if operation else {}
+        touched = meter.before(operation, body) if _actions(operation, body) else []
+        response = original(self, request)
+        if touched:
+            meter.after(operation, body, touched, ok=response.status_code == 200)
+        return response
+
+    setattr(Endpoint, "_send", metered_send)  # noqa: B010
+    try:
+        yield meter.tally
+    finally:
+        setattr(Endpoint, "_send", original)  # noqa: B010
