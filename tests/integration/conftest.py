@@ -16,6 +16,7 @@ from clockless_tools.local.dynamodb import (
     dynamodb_client,
     local_environment,
 )
+from clockless_tools.local.poller import Invocation, SqsPoller
 from clockless_tools.local.queues import create_queues, delete_queues, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
@@ -89,3 +90,16 @@ def delivery(sample: str, attempt: int = 1, **overrides: str) -> dict[str, Any]:
     """A sample tick of events/ delivered again as the scheduler does: this attempt number and a
     fresh execution id, the tick's identity (job, scheduled time) unchanged unless overridden."""
     return load_event(sample) | {"attempt": str(attempt), "execution_id": str(uuid.uuid4())} | overrides
+
+
+def run_tick(runtime: LocalLambdaRuntime, function_id: str, event: dict[str, Any]) -> Any:
+    """Deliver a tick to a scheduled function, then run its workers on what it fanned out, as
+    Lambda's SQS poller would (inside the test's function environment)."""
+    result = runtime.call(function_id, event)
+    drain_workers(runtime)
+    return result
+
+
+def drain_workers(runtime: LocalLambdaRuntime) -> list[Invocation]:
+    """Every message the template's SQS event source mappings can see, handed to their workers."""
+    return SqsPoller(runtime, runtime.endpoint).drain()

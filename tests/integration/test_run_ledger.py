@@ -1,11 +1,8 @@
-"""Every tick is accounted for in the run ledger, in step with its idempotency record. Session
-cleanup fans out: its coordinator claims and records the tick, its workers' finisher says
-`succeeded` once every partition is done (the work queue is drained here as Lambda would)."""
+"""Every tick is accounted for in the run ledger, in step with its idempotency record."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -14,64 +11,52 @@ import time_machine
 
 from clockless.fanout import FanOut
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.template.model import Template
-from tests.integration.conftest import delivery, scan_all
-from tests.integration.work_queues import WorkQueues
+from tests.integration.conftest import delivery, run_tick, scan_all
 
 TICK_SAMPLE = "session_cleanup/tick.json"
 FN = "SessionCleanupFunction"
 
 
 def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
-    """The job's tick entries (not its workers' partition and lane records, under `<job>#work`)."""
-    items = scan_all(tables, "LedgerTable")
-    return {item["scheduled_time"]["S"]: item for item in items if item["job"]["S"] == "session-cleanup"}
+    """The tick entries (the fanned-out ticks' partition and lane records left out)."""
+    return {
+        item["scheduled_time"]["S"]: item
+        for item in scan_all(tables, "LedgerTable")
+        if not item["job"]["S"].endswith("#work")
+    }
 
 
 @pytest.fixture
-def queues(
-    tables: Any, function_env: Any, runtime: LocalLambdaRuntime, template: Template, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[WorkQueues]:
-    work = WorkQueues.of_job(runtime, template, "session-cleanup")
+def ready(tables: Any, function_env: Any) -> Any:
     function_env(FN)
-    function_env(work.worker)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", runtime.endpoint)
-    yield work
-    work.delete()
-
-
-@pytest.fixture
-def ready(tables: Any, queues: WorkQueues) -> Any:
     return tables
 
 
-def test_a_succeeded_tick_is_recorded_with_its_summary(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
-) -> None:
-    result = runtime.call(FN, delivery(TICK_SAMPLE))
-    fanned_out = _ledger(ready)["2026-11-29T09:00:00Z"]
-    assert fanned_out["status"]["S"] == "started"
-    assert json.loads(fanned_out["coordinator_summary"]["S"]) == result["summary"]
-    assert fanned_out["partitions_total"]["N"] == "16"
-
-    queues.drain()
+def test_a_succeeded_tick_is_recorded_with_its_summary(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    result = run_tick(runtime, FN, delivery(TICK_SAMPLE))
 
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["job"]["S"] == "session-cleanup"
     assert entry["status"]["S"] == "succeeded"
     assert entry["attempts"]["N"] == "1"
     assert entry["trigger"]["S"] == "schedule"
-    summary = {"found": 0, "applied": 0, "already_done": 0, "failed": 0, "partitions": 16}
-    assert json.loads(entry["summary"]["S"]) == summary
-    assert entry["summary_scope"]["S"] == "tick"
-    assert entry["partitions_done"]["N"] == "16"
+    # The coordinator's summary beside the whole tick's, which the last partition's worker wrote.
+    assert json.loads(entry["coordinator_summary"]["S"]) == result["summary"]
+    assert json.loads(entry["summary"]["S"]) == {
+        "found": 0,
+        "applied": 0,
+        "already_done": 0,
+        "failed": 0,
+        "partitions": 16,
+    }
+    assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
     assert int(entry["expires_at"]["N"]) > 0
     # the sparse index key that makes "last success" one query
     assert entry["succeeded_job"]["S"] == "session-cleanup"
 
 
 def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
+    ready: Any, runtime: LocalLambdaRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("injected: table unavailable")
@@ -85,8 +70,7 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
     assert "injected: table unavailable" in failed["error"]["S"]
     assert "succeeded_job" not in failed
 
-    runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
-    queues.drain()
+    run_tick(runtime, FN, delivery(TICK_SAMPLE, attempt=2))
 
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["status"]["S"] == "succeeded"
@@ -95,11 +79,8 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
     assert "error" not in entry
 
 
-def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
-) -> None:
+def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(ready: Any, runtime: LocalLambdaRuntime) -> None:
     runtime.call(FN, delivery(TICK_SAMPLE))
-    queues.drain()
     before = _ledger(ready)
 
     runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
@@ -108,33 +89,28 @@ def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(
     assert _ledger(ready) == before
 
 
-def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
-) -> None:
-    runtime.call(FN, delivery(TICK_SAMPLE))
-    queues.drain()
-    first = _ledger(ready)["2026-11-29T09:00:00Z"]
+def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    run_tick(runtime, FN, delivery(TICK_SAMPLE))
+    first = _ledger(ready)["2026-11-29T09:00:00Z"]["summary"]["S"]
     expiry = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
 
     with time_machine.travel(timedelta(seconds=expiry + 60), tick=True):
-        rerun = runtime.call(FN, delivery(TICK_SAMPLE, attempt=2))
-        queues.drain()
+        rerun = run_tick(runtime, FN, delivery(TICK_SAMPLE, attempt=2))
 
     assert rerun["rerun"] is True
     entry = _ledger(ready)["2026-11-29T09:00:00Z"]
     assert entry["status"]["S"] == "succeeded"
-    assert entry["summary"] == first["summary"]
-    assert entry["finished_at"] == first["finished_at"]
+    assert entry["summary"]["S"] == first
+    # A fanned-out tick's re-run hands its partitions out again (each already done) and notes its
+    # coordinator's result beside the first outcome.
+    assert json.loads(entry["coordinator_summary"]["S"]) == rerun["summary"]
 
 
-def test_each_tick_has_its_own_entry_and_sees_the_previous_success(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
-) -> None:
-    runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T09:00:00Z"))
-    queues.drain()  # its workers finish it: a success
-    later = runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T10:00:00Z"))
+def test_each_tick_has_its_own_entry_and_sees_the_previous_success(ready: Any, runtime: LocalLambdaRuntime) -> None:
+    run_tick(runtime, FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T09:00:00Z"))
+    later = run_tick(runtime, FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T10:00:00Z"))
     # a backfilled older tick sees the success before *it*, not the newest one
-    older = runtime.call(FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
+    older = run_tick(runtime, FN, delivery(TICK_SAMPLE, scheduled_time="2026-11-29T08:00:00Z", trigger="backfill"))
 
     assert later["last_success"] == "2026-11-29T09:00:00Z"
     assert older["last_success"] is None
