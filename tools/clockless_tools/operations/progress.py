@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
+from clockless.fanout.finisher import Finisher
+from clockless.fanout.records import COUNTERS, STATUS_RUNNING
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
-
-COUNTERS: Final = ("applied", "already_done", "failed")
-WORK_SUFFIX: Final = "#work"
-STATUS_RUNNING: Final = "running"
 
 
 @dataclass(frozen=True)
@@ -79,16 +77,6 @@ def _query_all(ledger: RunLedger, **request: Any) -> list[dict[str, Any]]:
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
-def work_records(ledger: RunLedger, job: str, scheduled_time: str) -> list[dict[str, Any]]:
-    """The tick's partition and lane records (one Query)."""
-    return _query_all(
-        ledger,
-        KeyConditionExpression="job = :job AND begins_with(scheduled_time, :tick)",
-        ExpressionAttributeValues={":job": {"S": job + WORK_SUFFIX}, ":tick": {"S": scheduled_time + "#"}},
-        ConsistentRead=True,
-    )
-
-
 def tick_progress(ledger: RunLedger, entry: dict[str, Any]) -> TickProgress:
     """A fanned-out tick entry's progress: a finished tick's summary, or the counters summed so far."""
     job, scheduled_time = str(_text(entry, "job")), str(_text(entry, "scheduled_time"))
@@ -98,7 +86,7 @@ def tick_progress(ledger: RunLedger, entry: dict[str, Any]) -> TickProgress:
     if summary:
         counters = {name: int(summary.get(name, 0)) for name in COUNTERS}
     else:
-        records = work_records(ledger, job, scheduled_time)
+        records = Finisher(ledger.client, ledger.table_name).records(job, scheduled_time)
         counters = {name: sum(_number(record, name) for record in records) for name in COUNTERS}
         running = sum(
             1

@@ -60,6 +60,13 @@ class Finisher:
     def counters(self, job: str, scheduled_time: str) -> Counters:
         """The tick's counters summed over its partition and lane records."""
         counters = Counters()
+        for item in self.records(job, scheduled_time):
+            counters.add(Counters(*(_number(item, name) for name in COUNTERS)))
+        return counters
+
+    def records(self, job: str, scheduled_time: str) -> list[dict[str, Any]]:
+        """The tick's partition and lane records (one Query per MB, read consistently)."""
+        records: list[dict[str, Any]] = []
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "job = :job AND begins_with(scheduled_time, :prefix)",
@@ -68,10 +75,9 @@ class Finisher:
         }
         while True:
             response = self.client.query(**request)
-            for item in response.get("Items") or []:
-                counters.add(Counters(*(_number(item, name) for name in COUNTERS)))
+            records.extend(response.get("Items") or [])
             if "LastEvaluatedKey" not in response:
-                return counters
+                return records
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def progress(self, job: str, scheduled_time: str) -> Progress:
