@@ -3,6 +3,7 @@ self-contained page, checked in a real headless Chromium (Debian's chromium-head
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -15,8 +16,10 @@ from typing import Any
 import pytest
 
 from clockless_tools.local.services import create_schedules
-from clockless_tools.operations.grid import Grid, job_grid, render_html, render_text
+from clockless_tools.operations.grid import STYLE, Grid, TickState, job_grid, render_text
+from clockless_tools.operations.page import StatusPage, render_page
 from clockless_tools.operations.pause import set_paused
+from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
@@ -36,6 +39,8 @@ def _record(tables: Any, hour: int, status: str) -> None:
             "scheduled_time": {"S": f"2026-11-29T{hour:02d}:00:00Z"},
             "status": {"S": status},
             "attempts": {"N": "1"},
+            # as the kit writes a success: the sparse index `last success` reads
+            **({"succeeded_job": {"S": JOB}} if status == "succeeded" else {}),
         },
     )
 
@@ -71,54 +76,135 @@ def test_the_plain_text_grid_has_a_letter_per_tick_and_a_legend(grid: Grid) -> N
     row = text.splitlines()[2]
     assert row.split() == ["2026-11-29", *"SSSSFKPPPSSMR", *"." * 11]
     assert text.splitlines()[-1] == (
-        "legend: F failed, M missed, R running, P paused, K skipped, S succeeded, . not yet due"
+        "legend: F failed, X failing, M missed, R running, P paused, K skipped, S succeeded, . not yet due"
     )
+
+
+def _weekly_job(template: Template, target: LocalTarget) -> str:
+    """A job of the template drawn weeks x days (it ticks less than hourly)."""
+    for job in sorted(template.jobs):
+        if len(target.schedule_spec(job).ticks_between(NOW - timedelta(days=2), NOW)) < 24:
+            return job
+    pytest.skip("the template has no job slower than hourly")
+
+
+def _fan_out_failing(tables: Any) -> None:
+    """The 12:00 tick fanned out: one partition done, one retrying on its 3rd receive."""
+    work = {"S": f"{JOB}#work"}
+    tables.update_item(
+        TableName="LedgerTable",
+        Key={"job": {"S": JOB}, "scheduled_time": {"S": "2026-11-29T12:00:00Z"}},
+        UpdateExpression="SET partitions_total = :two, partitions_done = :one",
+        ExpressionAttributeValues={":two": {"N": "2"}, ":one": {"N": "1"}},
+    )
+    for partition, extra in (
+        ("0", {"status": {"S": "done"}}),
+        ("1", {"status": {"S": "running"}, "receives": {"N": "3"}, "last_error": {"S": "ThrottlingException"}}),
+    ):
+        tables.put_item(
+            TableName="LedgerTable",
+            Item={"job": work, "scheduled_time": {"S": f"2026-11-29T12:00:00Z#p{partition}"}, **extra},
+        )
+
+
+def _render_in_chromium(page: str, tmp_path: Path, name: str) -> dict[str, Any]:
+    """What a real browser laid out: each cell's state, letter, size, colours and title; the texts."""
+    assert BROWSER is not None, "CLOCKLESS_REQUIRE_BROWSER=1 but no chromium-headless-shell on PATH"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"{name}.html").write_text(page, encoding="utf-8")
+    probe = (
+        "<script>document.body.setAttribute('data-rendered', JSON.stringify({"
+        "cells: [...document.querySelectorAll('table.grid td.cell')].map(c => {const r = c.getBoundingClientRect();"
+        "return {job: c.closest('table').dataset.job, state: c.dataset.state, letter: c.innerText,"
+        "width: r.width, height: r.height, background: getComputedStyle(c).backgroundColor,"
+        "ink: getComputedStyle(c).color, title: c.title}}),"
+        "rows: [...document.querySelectorAll('table.grid tr')].slice(1).map(r => r.querySelectorAll('td').length),"
+        "emptyRows: [...document.querySelectorAll('table.grid tr')].filter(r => r.querySelector('td')"
+        " && [...r.querySelectorAll('td')].every(c => c.dataset.state === 'no tick')).length,"
+        "headings: [...document.querySelectorAll('section h2')].map(h => h.innerText),"
+        "status: Object.fromEntries([...document.querySelectorAll('table.status tr[data-job]')].map(r =>"
+        " [r.dataset.job, Object.fromEntries([...r.cells].map(c => [c.dataset.column, c.innerText]))])),"
+        "text: document.body.innerText}));</script>"
+    )
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
+    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,1400"]
+    dumped = subprocess.run(
+        [*flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=60, check=True
+    )
+    subprocess.run(
+        [*flags, f"--screenshot={ARTIFACTS / f'{name}.png'}", (ARTIFACTS / f"{name}.html").as_uri()],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert (ARTIFACTS / f"{name}.png").stat().st_size > 1000
+    rendered_attribute = re.search(r'data-rendered="([^"]*)"', dumped.stdout)
+    assert rendered_attribute is not None, dumped.stdout[:500]
+    return dict(json.loads(html.unescape(rendered_attribute.group(1))))
+
+
+def _rgb(colour: str) -> str:
+    return "rgb({}, {}, {})".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
 
 
 @pytest.mark.skipif(
     BROWSER is None and os.environ.get("CLOCKLESS_REQUIRE_BROWSER") != "1",
     reason="needs Debian's chromium-headless-shell (.ci/run installs it)",
 )
-def test_the_html_page_renders_the_grid_in_a_real_browser(grid: Grid, tmp_path: Path) -> None:
-    assert BROWSER is not None, "CLOCKLESS_REQUIRE_BROWSER=1 but no chromium-headless-shell on PATH"
-    page = render_html([grid], title="clockless status")
+def test_the_incident_page_in_a_real_browser(
+    grid: Grid, tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    target = LocalTarget(template, dynamodb_endpoint)
+    _fan_out_failing(tables)
+    weekly = _weekly_job(template, target)
+    set_paused(target, template, weekly, paused=True, reason="vendor API down, INC-42", now=NOW - timedelta(hours=1))
+    window = timedelta(days=9)
+    statuses = [job_status(template, target, job, now=NOW, window=window) for job in (JOB, weekly)]
+    failing = {s.job: [t.scheduled_time for t in s.fanned_out if t.failing] for s in statuses}
+    grids = [job_grid(template, target, j, now=NOW, window=window, failing=failing[j]) for j in (JOB, weekly)]
+    page = render_page(
+        StatusPage("clockless status: local", "local", NOW, NOW - window, NOW, statuses=statuses, grids=grids)
+    )
     assert not re.search(r"(src|href)=|https?://|<script", page)  # self-contained: nothing to fetch, no script
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "status-grid.html").write_text(page, encoding="utf-8")
-    # A probe added to a copy reads what the browser laid out: each cell's size and computed colour.
-    probe = (
-        "<script>document.body.setAttribute('data-rendered', JSON.stringify("
-        "[...document.querySelectorAll('td.cell')].map(c => {const r = c.getBoundingClientRect();"
-        "return [c.dataset.state, Math.round(r.width), Math.round(r.height), getComputedStyle(c).backgroundColor]})"
-        "));</script>"
-    )
-    probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
-    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=900,400"]
 
-    dumped = subprocess.run(
-        [*flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=60, check=True
-    )
-    subprocess.run(
-        [*flags, f"--screenshot={ARTIFACTS / 'status-grid.png'}", (ARTIFACTS / "status-grid.html").as_uri()],
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
+    shown = _render_in_chromium(page, tmp_path, "status-page")
 
-    rendered_attribute = re.search(r'data-rendered="([^"]*)"', dumped.stdout)
-    assert rendered_attribute is not None, dumped.stdout[:500]
-    rendered = json.loads(rendered_attribute.group(1).replace("&quot;", '"'))
-    assert [state for state, *_ in rendered] == EXPECTED_DAY
-    assert all(width >= 14 and height >= 14 for _, width, height, _ in rendered)
-    colours = {state: colour for state, _, _, colour in rendered}
-    assert colours["succeeded"] == "rgb(46, 125, 50)"
-    assert colours["failed"] == "rgb(198, 40, 40)"
-    assert len(set(colours.values())) == len(colours)  # every state its own colour
-    assert (ARTIFACTS / "status-grid.png").stat().st_size > 1000
+    text = shown["text"]
+    assert "generated at 2026-11-29T12:30:00Z (UTC)" in text
+    assert "window: 2026-11-20T12:30:00Z to 2026-11-29T12:30:00Z (UTC)" in text
+    assert len(shown["headings"]) == 2
+    assert all("(UTC; columns: " in heading for heading in shown["headings"])
+    # The terminal's table: last success, last failure, missing, who paused and why, fanned-out progress.
+    hourly_row, weekly_row = shown["status"][JOB], shown["status"][weekly]
+    assert hourly_row["last success"] == "2026-11-29T10:00:00Z"
+    assert hourly_row["last failure"] == "2026-11-29T04:00:00Z"
+    assert hourly_row["missing"].splitlines()[:2] == [str(len(statuses[0].missing)), "2026-11-20T13:00:00Z"]
+    assert "paused since 2026-11-29T11:30:00Z" in weekly_row["job"]
+    assert "vendor API down, INC-42" in weekly_row["job"]
+    assert weekly_row["next ticks"] == "none: paused"
+    assert f"{JOB} @ 2026-11-29T12:00:00Z fanned out, failing: 1/2 partitions done (1 retrying)" in text
+    assert "p1 retrying (receive 3, last error: ThrottlingException)" in text
+    cells = shown["cells"]
+    # A letter in each cell as well as its colour (the letter's colour readable on it).
+    for cell in cells:
+        _, letter, background, ink = STYLE[TickState(cell["state"])]
+        assert (cell["letter"], cell["background"], cell["ink"]) == (letter.strip(), _rgb(background), _rgb(ink))
+    hourly = [c for c in cells if c["job"] == JOB]
+    assert [c["state"] for c in hourly[-24:]] == [*EXPECTED_DAY[:12], "failing", *EXPECTED_DAY[13:]]
+    # Equal widths, hourly and weekly alike; no row without a tick of the window.
+    assert {(round(c["width"]), round(c["height"])) for c in cells} == {(22, 22)}
+    assert shown["emptyRows"] == 0
+    # Each tooltip at the tick's own time: the weekly job's ticks at their hour, not the day's 00:00.
+    tick_hours = {t.strftime("T%H:%M:%SZ") for t in target.schedule_spec(weekly).ticks_between(NOW - window, NOW)}
+    weekly_tips = [c["title"] for c in cells if c["job"] == weekly and c["state"] not in ("no tick", "paused")]
+    assert weekly_tips
+    assert all(any(hour in tip for hour in tick_hours) for tip in weekly_tips), weekly_tips
 
 
-def test_cli_status_writes_the_html_page(tables: Any, dynamodb_endpoint: str, tmp_path: Path) -> None:
+def test_cli_status_writes_the_html_page(
+    tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
     from typer.testing import CliRunner
 
     from clockless_tools.cli.app import app
@@ -126,6 +212,8 @@ def test_cli_status_writes_the_html_page(tables: Any, dynamodb_endpoint: str, tm
     page = tmp_path / "status.html"
     result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--html", str(page)])
 
-    assert result.stderr == f"tick grids written to {page}\n"
-    assert page.read_text(encoding="utf-8").count('<table class="grid"') == 2
+    assert result.stderr == f"status page written to {page}\n"
+    written = page.read_text(encoding="utf-8")
+    assert written.count('<table class="grid"') == len(template.jobs)
+    assert written.count('<tr data-job="') == len(template.jobs)
     assert "legend: F failed" in result.stdout

@@ -11,11 +11,13 @@ from clockless.ledger import RunLedger
 from clockless_tools.operations.progress import fanned_out_ticks
 from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import LocalTarget
+from clockless_tools.operations.work import work_queues
 from clockless_tools.template.model import Template
 
 JOB = "session-cleanup"
 RUNNING, FINISHED = "2026-11-29T10:00:00Z", "2026-11-29T09:00:00Z"
 NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
+NOW_MS = int(NOW.timestamp() * 1000)
 
 
 def put(client: Any, **attributes: Any) -> None:
@@ -56,11 +58,89 @@ def test_a_running_tick_shows_partitions_done_and_the_counters_so_far(tables: An
     seed_ledger(tables)
     ledger = RunLedger("LedgerTable", tables, retention_seconds=86400)
 
-    (running,) = [t for t in fanned_out_ticks(ledger, JOB, NOW - timedelta(hours=2), NOW) if t.status == "started"]
+    (running,) = [
+        t for t in fanned_out_ticks(ledger, JOB, NOW - timedelta(hours=2), NOW, now_ms=NOW_MS) if t.status == "started"
+    ]
 
     assert (running.partitions_done, running.partitions_total, running.partitions_running) == (2, 4, 1)
     assert (running.applied, running.already_done, running.failed) == (92, 3, 1)
-    assert running.describe() == "2/4 partitions done (1 running), 92 applied, 3 already done, 1 failed"
+    assert running.describe() == (
+        "2/4 partitions done (1 running, 1 not started), 92 applied, 3 already done, 1 failed"
+    )
+    assert (running.shown_status, running.troubles()) == ("started", [])
+
+
+FAILING = "2026-11-29T10:15:00Z"
+
+
+def seed_failing_tick(client: Any) -> None:
+    """A tick of 5 partitions in every state a partition can be in, as the kit's records say it."""
+    later, earlier = str(NOW_MS + 60_000), str(NOW_MS - 60_000)
+    put(client, job=JOB, scheduled_time=FAILING, status="started", attempts=1, partitions_total=6, partitions_done=1)
+    work = f"{JOB}#work"
+    put(client, job=work, scheduled_time=f"{FAILING}#p0", status="done", lease_until=0, hops=0)
+    put(client, job=work, scheduled_time=f"{FAILING}#p1", status="running", lease_until=int(later), hops=2)
+    # Handed on for a continuation: the lease released, the cursor kept.
+    put(client, job=work, scheduled_time=f"{FAILING}#p2", status="running", lease_until=0, cursor="{}", hops=1)
+    # The i20-throttle fields: the receive count at acquire and the attempt's error (one line or not).
+    put(
+        client,
+        job=work,
+        scheduled_time=f"{FAILING}#p3",
+        status="running",
+        lease_until=int(earlier),
+        receives=3,
+        last_error="ConnectionError: sessions index unreachable\n  (while reading page 2)",
+        throttle_continuations=1,
+    )
+    # Without them: a lease that ran out on a partition not done is an attempt that died.
+    put(client, job=work, scheduled_time=f"{FAILING}#p4", status="running", lease_until=int(earlier))
+    put(client, job=work, scheduled_time=f"{FAILING}#p5", status="running", lease_until=int(earlier), receives=5)
+
+
+def test_each_partition_of_a_failing_tick_has_its_state_and_the_tick_is_failing(tables: Any) -> None:
+    seed_failing_tick(tables)
+    ledger = RunLedger("LedgerTable", tables, retention_seconds=86400)
+
+    (tick,) = fanned_out_ticks(
+        ledger, JOB, NOW - timedelta(hours=1), NOW, now_ms=NOW_MS, dead_lettered={(FAILING, "5"), ("other", "4")}
+    )
+
+    assert [(p.partition, p.state.value) for p in tick.partitions] == [
+        ("0", "done"),
+        ("1", "running"),
+        ("2", "continued"),
+        ("3", "retrying"),
+        ("4", "retrying"),
+        ("5", "dead-lettered"),
+    ]
+    assert (tick.status, tick.shown_status, tick.as_dict()["status"]) == ("started", "failing", "failing")
+    assert tick.describe() == (
+        "1/6 partitions done (1 running, 1 continued, 2 retrying, 1 dead-lettered), 0 applied, 0 already done, 0 failed"
+    )
+    assert tick.troubles() == [
+        "p3 retrying (receive 3, 1 after throttling, last error: ConnectionError: sessions index unreachable "
+        "(while reading page 2))",
+        "p4 retrying",
+        "p5 dead-lettered (receive 5)",
+    ]
+    assert all("\n" not in line for line in tick.troubles())
+
+
+def test_status_reads_dead_lettered_partitions_from_the_work_queue(
+    tables: Any, template: Template, dynamodb_endpoint: str
+) -> None:
+    seed_failing_tick(tables)
+    target = LocalTarget(template, dynamodb_endpoint)
+    queues = work_queues(template, JOB)
+    body = {"kind": "partition", "job": JOB, "scheduled_time": FAILING, "partition": "4", "trigger": "scheduled"}
+    target.sqs().send_message(QueueUrl=target.queue_url(queues.dead_letter_queue), MessageBody=json.dumps(body))
+
+    status = job_status(template, target, JOB, now=NOW, window=timedelta(hours=1))
+
+    (tick,) = status.fanned_out
+    assert {p.partition: p.state.value for p in tick.partitions}["4"] == "dead-lettered"
+    assert status.as_dict()["fanned_out"][0]["status"] == "failing"
 
 
 def test_status_lists_the_running_tick_and_the_latest_one(
@@ -74,6 +154,6 @@ def test_status_lists_the_running_tick_and_the_latest_one(
     assert list(shown) == [RUNNING]  # the running tick is the latest one
     assert status.as_dict()["fanned_out"][0]["partitions_done"] == 2
     finished = fanned_out_ticks(
-        RunLedger("LedgerTable", tables, retention_seconds=86400), JOB, NOW - timedelta(hours=3), NOW
+        RunLedger("LedgerTable", tables, retention_seconds=86400), JOB, NOW - timedelta(hours=3), NOW, now_ms=NOW_MS
     )
     assert next((t.status, t.applied, t.already_done) for t in finished) == ("succeeded", 11, 1)

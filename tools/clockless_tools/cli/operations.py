@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -38,10 +39,11 @@ from clockless_tools.operations.connection import (
     require_endpoint,
     resolve_connection,
 )
-from clockless_tools.operations.grid import job_grid, render_html, render_text
+from clockless_tools.operations.grid import job_grid, render_text
+from clockless_tools.operations.page import StatusPage, render_page
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import job_status
+from clockless_tools.operations.status import COLUMNS, fanned_out_lines, job_status, table_cells
 from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
@@ -132,10 +134,6 @@ def acting_on(target: JobTarget) -> Iterator[None]:
         raise fail(str(error)) from None
 
 
-def _when(entry_time: datetime | None) -> str:
-    return "-" if entry_time is None else format_scheduled_time(entry_time)
-
-
 @app.command("status", rich_help_panel=OPERATE)
 def status(
     template: TemplateOption = DEFAULT_TEMPLATE,
@@ -145,7 +143,11 @@ def status(
     as_json: JsonOption = False,
     html_file: Annotated[
         Path | None,
-        typer.Option("--html", help="Also write the tick grids as a self-contained HTML page. E.g. --html status.html"),
+        typer.Option(
+            "--html",
+            help="Also write a self-contained HTML page (the table, the fanned-out ticks and the grids) to attach "
+            "to an incident. E.g. --html status.html",
+        ),
     ] = None,
     stack: StackOption = None,
     region: RegionOption = None,
@@ -160,50 +162,53 @@ def status(
     """
     tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
     now = datetime.now(UTC)
+    window = timedelta(days=window_days)
     with acting_on(target):
-        statuses = [
-            job_status(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)
+        statuses = [job_status(tpl, target, job, now=now, window=window) for job in sorted(tpl.jobs)]
+        grids = [
+            job_grid(
+                tpl,
+                target,
+                s.job,
+                now=now,
+                window=window,
+                failing=[tick.scheduled_time for tick in s.fanned_out if tick.failing],
+            )
+            for s in statuses
         ]
-        grids = [job_grid(tpl, target, job, now=now, window=timedelta(days=window_days)) for job in sorted(tpl.jobs)]
     if html_file is not None:
-        html_file.write_text(render_html(grids, title=f"clockless status: {target.description}"), encoding="utf-8")
+        page = StatusPage(
+            title=f"clockless status: {target.description}",
+            target=target.description,
+            generated_at=now,
+            window_start=now - window,
+            window_end=now,
+            statuses=statuses,
+            grids=grids,
+        )
+        html_file.write_text(render_page(page), encoding="utf-8")
     if as_json:
         print(json.dumps({"target": target.description, "jobs": [s.as_dict() for s in statuses]}, indent=2))
     else:
-        table = Table(title=f"clockless status: {target.description}, last {format_span(timedelta(days=window_days))}")
-        for column in ("job", "last success", "last failure", "next ticks", "expected", "missing"):
+        table = Table(title=f"clockless status: {target.description}, last {format_span(window)}")
+        for column in COLUMNS:
             table.add_column(column, no_wrap=True)
         for s in statuses:
-            missing = "\n".join(format_scheduled_time(t) for t in s.missing[:20])
-            if len(s.missing) > 20:
-                missing += f"\n… {len(s.missing) - 20} more (--json lists all)"
-            paused = s.paused_since
-            table.add_row(
-                s.job
-                + (
-                    ""
-                    if paused is None
-                    else f"\n[yellow]paused[/] since {_when(paused.at)}\nby {paused.by}: {paused.reason}"
-                ),
-                _when(s.last_success.scheduled_time if s.last_success else None),
-                _when(s.last_failure.scheduled_time if s.last_failure else None)
-                + (f"\n{s.last_failure.error}" if s.last_failure and s.last_failure.error else ""),
-                "[yellow]none: paused[/]" if paused else "\n".join(format_scheduled_time(t) for t in s.next_ticks),
-                str(s.expected),
-                f"[bold red]{len(s.missing)}[/]\n{missing}" if s.missing else "[green]0[/]",
-            )
+            job, *cells, missing = [[escape(line) for line in lines] for lines in table_cells(s)]
+            if s.paused_since is not None:
+                job[1] = job[1].replace("paused", "[yellow]paused[/]", 1)
+                cells[2] = [f"[yellow]{cells[2][0]}[/]"]
+            missing[0] = f"[bold red]{missing[0]}[/]" if s.missing else f"[green]{missing[0]}[/]"
+            table.add_row(*("\n".join(lines) for lines in (job, *cells, missing)))
         stdout.print(table)
         for s in statuses:
-            for progress in s.fanned_out:
-                line_stdout.print(
-                    f"{s.job} @ {format_scheduled_time(progress.scheduled_time)} fanned out, {progress.status}: "
-                    f"{progress.describe()}" + (f" ({progress.error})" if progress.error else "")
-                )
+            for line in fanned_out_lines(s):
+                line_stdout.print(escape(line))
         colour = sys.stdout.isatty()
         for grid in grids:
             (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)
     if html_file is not None:
-        line_stderr.print(f"tick grids written to {html_file}")
+        line_stderr.print(f"status page written to {html_file}")
     if any(s.missing for s in statuses):
         raise typer.Exit(code=1)
 

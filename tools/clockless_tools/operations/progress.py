@@ -1,19 +1,110 @@
 """A fanned-out tick's progress, read from the ledger records docs/fan-out.md describes: the tick
 entry (partitions_total, partitions_done, status, and the summary once finished) and the tick's
 work records under `<job>#work` (a partition record per partition, a lane record per worker lane,
-whose applied/already_done/failed counters add up to the tick's so far)."""
+whose applied/already_done/failed counters add up to the tick's so far).
+
+Each partition is in one state (`partition_state`), read from its record and, when the caller has
+read it, the work dead-letter queue: done; dead-lettered (its message is in the work DLQ); retrying
+(an attempt failed: the record's `last_error`, or a lease that ran out without the partition being
+done, so SQS brings the message back); continued (the lease handed on with a cursor, a continuation
+message on its way); running (a live lease). `receives` (the message's ApproximateReceiveCount at
+its last acquire), `last_error` and `throttle_continuations` are read when the kit records them and
+left out when it does not. A tick with a retrying or dead-lettered partition is `failing`, never
+`running`: its workers are not getting the work done."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.fanout.finisher import Finisher
-from clockless.fanout.records import COUNTERS, STATUS_RUNNING
-from clockless.ledger import STATUS_SUCCEEDED, RunLedger
+from clockless.fanout.records import COUNTERS, STATUS_DONE
+from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, RunLedger
+
+# What `status` calls a started tick one of whose partitions is retrying or dead-lettered.
+FAILING = "failing"
+
+
+class PartitionState(StrEnum):
+    DONE = "done"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    CONTINUED = "continued"
+    DEAD_LETTERED = "dead-lettered"
+    NOT_STARTED = "not started"
+
+
+@dataclass(frozen=True)
+class PartitionProgress:
+    partition: str
+    state: PartitionState
+    receives: int | None = None  # the message's receive count at its last acquire, when recorded
+    hops: int = 0  # continuations so far
+    throttle_continuations: int | None = None
+    last_error: str | None = None
+
+    def describe(self) -> str:
+        """One line, e.g. `p3 retrying (receive 3, last error: ThrottlingException: Rate exceeded)`."""
+        details = []
+        if self.receives is not None and self.state is not PartitionState.DONE:
+            details.append(f"receive {self.receives}")
+        if self.hops:
+            details.append(f"{self.hops} continuation(s)")
+        if self.throttle_continuations:
+            details.append(f"{self.throttle_continuations} after throttling")
+        if self.last_error and self.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED):
+            details.append(f"last error: {one_line(self.last_error)}")
+        return f"p{self.partition} {self.state.value}" + (f" ({', '.join(details)})" if details else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "state": self.state.value,
+            "receives": self.receives,
+            "hops": self.hops,
+            "throttle_continuations": self.throttle_continuations,
+            "last_error": self.last_error,
+        }
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """An error as one line: whitespace runs (a traceback's newlines) folded, long ones cut."""
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+def partition_state(record: dict[str, Any], *, now_ms: int, dead_lettered: Collection[str] = ()) -> PartitionProgress:
+    """One partition record's state (see the module's docstring)."""
+    partition = str(_text(record, "scheduled_time")).rpartition("#p")[2]
+    receives = _number(record, "receives") if "receives" in record else None
+    throttled = _number(record, "throttle_continuations") if "throttle_continuations" in record else None
+    last_error = _text(record, "last_error")
+    lease_until = _number(record, "lease_until") if "lease_until" in record else None
+    if _text(record, "status") == STATUS_DONE:
+        state = PartitionState.DONE
+    elif partition in dead_lettered:
+        state = PartitionState.DEAD_LETTERED
+    elif last_error:
+        state = PartitionState.RETRYING
+    elif lease_until == 0 and "cursor" in record:
+        state = PartitionState.CONTINUED
+    elif lease_until is not None and lease_until < now_ms:
+        state = PartitionState.RETRYING  # its attempt died or failed: SQS shows the message again
+    else:
+        state = PartitionState.RUNNING
+    return PartitionProgress(
+        partition=partition,
+        state=state,
+        receives=receives,
+        hops=_number(record, "hops"),
+        throttle_continuations=throttled,
+        last_error=last_error,
+    )
 
 
 @dataclass(frozen=True)
@@ -29,23 +120,58 @@ class TickProgress:
     already_done: int
     failed: int
     error: str | None = None
+    # Each partition the tick's records name, in partition order (none once the tick succeeded).
+    partitions: list[PartitionProgress] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
-        return self.status != "started"
+        return self.status != STATUS_STARTED
+
+    def count(self, state: PartitionState) -> int:
+        return sum(1 for partition in self.partitions if partition.state is state)
+
+    @property
+    def failing(self) -> bool:
+        """Started, with a partition whose attempts fail (retrying) or gave up (dead-lettered)."""
+        return not self.finished and any(
+            p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED) for p in self.partitions
+        )
+
+    @property
+    def shown_status(self) -> str:
+        """The ledger's status, except that a started tick whose workers fail is `failing`."""
+        return FAILING if self.failing else self.status
 
     def describe(self) -> str:
-        """One line: `7/16 partitions done (3 running), 1,234 applied, 3 already done, 0 failed`."""
-        running = f" ({self.partitions_running} running)" if self.partitions_running and not self.finished else ""
+        """One line: `7/16 partitions done (3 running, 1 retrying), 1,234 applied, 3 already done, 0 failed`."""
+        states = [
+            f"{self.count(state)} {state.value}"
+            for state in (
+                PartitionState.RUNNING,
+                PartitionState.CONTINUED,
+                PartitionState.RETRYING,
+                PartitionState.DEAD_LETTERED,
+                PartitionState.NOT_STARTED,
+            )
+            if self.count(state)
+        ]
+        shown = f" ({', '.join(states)})" if states and not self.finished else ""
         return (
-            f"{self.partitions_done}/{self.partitions_total} partitions done{running}, {self.applied:,} applied, "
+            f"{self.partitions_done}/{self.partitions_total} partitions done{shown}, {self.applied:,} applied, "
             f"{self.already_done:,} already done, {self.failed:,} failed"
         )
+
+    def troubles(self) -> list[str]:
+        """One line per partition retrying or dead-lettered, with its receive count and last error."""
+        return [
+            p.describe() for p in self.partitions if p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED)
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "scheduled_time": format_scheduled_time(self.scheduled_time),
-            "status": self.status,
+            "status": self.shown_status,
+            "ledger_status": self.status,
             "partitions_total": self.partitions_total,
             "partitions_done": self.partitions_done,
             "partitions_running": self.partitions_running,
@@ -53,6 +179,7 @@ class TickProgress:
             "already_done": self.already_done,
             "failed": self.failed,
             "error": self.error,
+            "partitions": [partition.as_dict() for partition in self.partitions],
         }
 
 
@@ -77,23 +204,39 @@ def _query_all(ledger: RunLedger, **request: Any) -> list[dict[str, Any]]:
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
-def tick_progress(ledger: RunLedger, entry: dict[str, Any]) -> TickProgress:
-    """A fanned-out tick entry's progress: a finished tick's summary, or the counters summed so far."""
+def tick_progress(
+    ledger: RunLedger,
+    entry: dict[str, Any],
+    *,
+    now_ms: int,
+    dead_lettered: Collection[tuple[str, str]] = (),
+) -> TickProgress:
+    """A fanned-out tick entry's progress: a finished tick's summary, or the counters summed so far
+    and each partition's state. `dead_lettered`: the (scheduled time, partition) pairs whose
+    partition message is in the work dead-letter queue."""
     job, scheduled_time = str(_text(entry, "job")), str(_text(entry, "scheduled_time"))
-    status = _text(entry, "status") or "started"
+    status = _text(entry, "status") or STATUS_STARTED
     summary = json.loads(_text(entry, "summary") or "{}") if status == STATUS_SUCCEEDED else {}
-    running = 0
+    partitions: list[PartitionProgress] = []
     if summary:
         counters = {name: int(summary.get(name, 0)) for name in COUNTERS}
     else:
         records = Finisher(ledger.client, ledger.table_name).records(job, scheduled_time)
         counters = {name: sum(_number(record, name) for record in records) for name in COUNTERS}
-        running = sum(
-            1
+        mine = {partition for time, partition in dead_lettered if time == scheduled_time}
+        partitions = [
+            partition_state(record, now_ms=now_ms, dead_lettered=mine)
             for record in records
-            if _text(record, "status") == STATUS_RUNNING
-            and "#l" not in str(_text(record, "scheduled_time")).removeprefix(scheduled_time)
-        )
+            if "#l" not in str(_text(record, "scheduled_time")).removeprefix(scheduled_time)
+        ]
+        seen = {p.partition for p in partitions}
+        # A partition message dead-lettered before any worker wrote its record.
+        partitions += [PartitionProgress(p, PartitionState.DEAD_LETTERED) for p in sorted(mine - seen)]
+        total = _number(entry, "partitions_total")
+        partitions += [
+            PartitionProgress("?", PartitionState.NOT_STARTED) for _ in range(max(0, total - len(partitions)))
+        ]
+    running = sum(1 for p in partitions if p.state is PartitionState.RUNNING)
     return TickProgress(
         job=job,
         scheduled_time=parse_scheduled_time(scheduled_time),
@@ -102,11 +245,20 @@ def tick_progress(ledger: RunLedger, entry: dict[str, Any]) -> TickProgress:
         partitions_done=_number(entry, "partitions_done"),
         partitions_running=running,
         error=_text(entry, "error"),
+        partitions=partitions,
         **counters,
     )
 
 
-def fanned_out_ticks(ledger: RunLedger, job: str, start: datetime, end: datetime) -> list[TickProgress]:
+def fanned_out_ticks(
+    ledger: RunLedger,
+    job: str,
+    start: datetime,
+    end: datetime,
+    *,
+    now_ms: int,
+    dead_lettered: Collection[tuple[str, str]] = (),
+) -> list[TickProgress]:
     """The job's ticks in [start, end) that fanned out, oldest first, each with its progress."""
     entries = _query_all(
         ledger,
@@ -119,7 +271,7 @@ def fanned_out_ticks(ledger: RunLedger, job: str, start: datetime, end: datetime
         },
     )
     return [
-        tick_progress(ledger, entry)
+        tick_progress(ledger, entry, now_ms=now_ms, dead_lettered=dead_lettered)
         for entry in entries
         if parse_scheduled_time(str(_text(entry, "scheduled_time"))) < end
     ]

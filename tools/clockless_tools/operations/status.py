@@ -8,10 +8,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from clockless import format_scheduled_time
+from clockless.fanout.messages import KIND_PARTITION
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
+from clockless_tools.operations.work import show
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.model import Template
 
@@ -128,8 +130,36 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
         paused=paused,
         paused_since=history[-1] if intervals and intervals[-1][1] is None else None,
-        fanned_out=_worth_showing(fanned_out_ticks(ledger, job, start, end)),
+        fanned_out=_worth_showing(_fanned_out(template, target, job, start, end, now=now)),
     )
+
+
+def _fanned_out(
+    template: Template, target: JobTarget, job: str, start: datetime, end: datetime, *, now: datetime
+) -> list[TickProgress]:
+    """The window's fanned-out ticks; when one is still started, its partitions' states read with
+    the work dead-letter queue (peeked, as `clockless work show` does)."""
+    ledger = target.ledger()
+    now_ms = int(now.timestamp() * 1000)
+    ticks = fanned_out_ticks(ledger, job, start, end, now_ms=now_ms)
+    if all(tick.finished for tick in ticks):
+        return ticks
+    dead = _dead_lettered_partitions(template, target, job)
+    if not dead:
+        return ticks
+    return fanned_out_ticks(ledger, job, start, end, now_ms=now_ms, dead_lettered=dead)
+
+
+def _dead_lettered_partitions(template: Template, target: JobTarget, job: str) -> set[tuple[str, str]]:
+    try:
+        letters = show(target, template, job).dead_letters
+    except OperationError:
+        return set()  # no work queue here (or none deployed): the ledger's states stand alone
+    return {
+        (str(letter.scheduled_time), str(letter.partition))
+        for letter in letters
+        if letter.kind == KIND_PARTITION and letter.scheduled_time and letter.partition is not None
+    }
 
 
 def _worth_showing(ticks: list[TickProgress]) -> list[TickProgress]:
@@ -138,3 +168,46 @@ def _worth_showing(ticks: list[TickProgress]) -> list[TickProgress]:
     if ticks and ticks[-1] not in shown:
         shown.append(ticks[-1])
     return shown
+
+
+# The status table's columns, in the terminal and on the HTML page alike.
+COLUMNS = ("job", "last success", "last failure", "next ticks", "expected", "missing")
+MAX_MISSING_SHOWN = 20
+
+
+def _when(entry: LedgerEntry | None) -> str:
+    return "-" if entry is None else format_scheduled_time(entry.scheduled_time)
+
+
+def table_cells(s: JobStatus) -> list[list[str]]:
+    """The job's row of the status table: per column, its lines of plain text."""
+    missing = [format_scheduled_time(t) for t in s.missing[:MAX_MISSING_SHOWN]]
+    if len(s.missing) > MAX_MISSING_SHOWN:
+        missing.append(f"… {len(s.missing) - MAX_MISSING_SHOWN} more (--json lists all)")
+    paused = s.paused_since
+    job = [s.job]
+    if paused is not None:
+        job += [f"paused since {format_scheduled_time(paused.at)}", f"by {paused.by}: {paused.reason}"]
+    failure = [_when(s.last_failure)]
+    if s.last_failure is not None and s.last_failure.error:
+        failure.append(s.last_failure.error)
+    return [
+        job,
+        [_when(s.last_success)],
+        failure,
+        ["none: paused"] if paused else [format_scheduled_time(t) for t in s.next_ticks],
+        [str(s.expected)],
+        [str(len(s.missing)), *missing],
+    ]
+
+
+def fanned_out_lines(s: JobStatus) -> list[str]:
+    """Per fanned-out tick worth showing, one line of progress, then one per partition in trouble."""
+    lines = []
+    for progress in s.fanned_out:
+        lines.append(
+            f"{s.job} @ {format_scheduled_time(progress.scheduled_time)} fanned out, {progress.shown_status}: "
+            f"{progress.describe()}" + (f" ({progress.error})" if progress.error else "")
+        )
+        lines += [f"  {trouble}" for trouble in progress.troubles()]
+    return lines

@@ -1,0 +1,112 @@
+"""`clockless status --html`: the page an operator attaches to an incident.
+
+Self-contained (inline CSS, no script, nothing fetched): when it was generated and over which
+window, the status table as the terminal prints it (last success, last failure with its error,
+next ticks, missing, who paused a job and why, each fanned-out tick's progress and its partitions
+in trouble), then each job's grid in UTC, a letter in every cell beside its colour, every cell the
+same width, and each cell's tooltip at its ticks' own times.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from datetime import datetime
+
+from clockless import format_scheduled_time
+from clockless_tools.operations.grid import SEVERITY, STYLE, Grid, TickState
+from clockless_tools.operations.status import COLUMNS, JobStatus, fanned_out_lines, table_cells
+
+_CELL_PX = 22  # every cell, hourly or weekly, the same square
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;color:#111}"
+    "p.meta{margin:.2em 0}"
+    "table.status{border-collapse:collapse;margin:1em 0}"
+    "table.status th,table.status td{border:1px solid #999;padding:4px 8px;text-align:left;vertical-align:top;"
+    "font-size:13px;white-space:pre-line}"
+    "pre.progress{font-size:13px;background:#f4f4f4;padding:.5em;white-space:pre-wrap}"
+    "table.grid{border-collapse:separate;border-spacing:2px;table-layout:fixed}"
+    "table.grid th{font-weight:normal;font-size:12px;padding:0 4px;text-align:right}"
+    f"table.grid th.col{{width:{_CELL_PX}px;max-width:{_CELL_PX}px;padding:0;text-align:center;overflow:hidden}}"
+    f".cell{{box-sizing:border-box;width:{_CELL_PX}px;min-width:{_CELL_PX}px;max-width:{_CELL_PX}px;"
+    f"height:{_CELL_PX}px;padding:0;border-radius:3px;text-align:center;font:bold 12px monospace;"
+    f"line-height:{_CELL_PX}px}}"
+    "span.cell{display:inline-block}"
+    "ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:1em}"
+    "ul.legend li{display:flex;align-items:center;gap:4px}"
+)
+
+
+@dataclass(frozen=True)
+class StatusPage:
+    title: str
+    target: str
+    generated_at: datetime
+    window_start: datetime
+    window_end: datetime
+    statuses: list[JobStatus]
+    grids: list[Grid]
+
+
+def _lines(lines: list[str]) -> str:
+    return "<br>".join(html.escape(line) for line in lines)
+
+
+def _cell(state: TickState, tip: str, tag: str = "td") -> str:
+    _, letter, background, ink = STYLE[state]
+    return (
+        f'<{tag} class="cell" data-state="{html.escape(state.value)}" style="background:{background};color:{ink}" '
+        f'title="{html.escape(tip)}">{html.escape(letter.strip())}</{tag}>'
+    )
+
+
+def _status_table(statuses: list[JobStatus]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    rows = []
+    for s in statuses:
+        cells = "".join(
+            f'<td data-column="{html.escape(column)}">{_lines(lines)}</td>'
+            for column, lines in zip(COLUMNS, table_cells(s), strict=True)
+        )
+        rows.append(f'<tr data-job="{html.escape(s.job)}">{cells}</tr>')
+    return f'<table class="status"><tr>{head}</tr>{"".join(rows)}</table>'
+
+
+def _grid(grid: Grid) -> str:
+    unit = "hours" if grid.hourly else "days"
+    # Two letters, as the terminal grid: `Mon` would widen its column past the cells'.
+    head = "".join(f'<th class="col" title="{html.escape(c)}">{html.escape(c[:2])}</th>' for c in grid.columns)
+    body = []
+    for label, row, tips in zip(grid.rows, grid.cells, grid.times, strict=True):
+        cells = "".join(_cell(state, tip) for state, tip in zip(row, tips, strict=True))
+        body.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
+    return (
+        f'<section><h2>{html.escape(grid.job)} <small class="tz">(UTC; columns: {unit})</small></h2>'
+        f'<table class="grid" data-job="{html.escape(grid.job)}">'
+        f'<tr><th class="label">UTC</th>{head}</tr>{"".join(body)}</table></section>'
+    )
+
+
+def render_page(page: StatusPage) -> str:
+    legend = "".join(
+        f"<li>{_cell(state, state.value, 'span')}{html.escape(state.value)}</li>" for state in SEVERITY[:-1]
+    )
+    progress = [line for s in page.statuses for line in fanned_out_lines(s)]
+    progress_html = (
+        f'<h2>Fanned-out ticks</h2><pre class="progress">{html.escape(chr(10).join(progress))}</pre>'
+        if progress
+        else ""
+    )
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>{html.escape(page.title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(page.title)}</h1>"
+        f'<p class="meta" id="generated">generated at {format_scheduled_time(page.generated_at)} (UTC)</p>'
+        f'<p class="meta" id="window">window: {format_scheduled_time(page.window_start)} to '
+        f"{format_scheduled_time(page.window_end)} (UTC)</p>"
+        f'<p class="meta" id="target">target: {html.escape(page.target)}</p>'
+        f"{_status_table(page.statuses)}{progress_html}"
+        f'<ul class="legend">{legend}</ul>'
+        f"{''.join(_grid(grid) for grid in page.grids)}</body></html>"
+    )
