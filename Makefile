@@ -8,6 +8,7 @@ SHELL := /bin/bash
 
 VENV      := .venv
 SAM_VENV  := .venv-sam
+CHECKOV_VENV := .venv-checkov
 UV_BOOT   := .uv
 UV        := $(UV_BOOT)/bin/uv
 PY        := $(VENV)/bin/python
@@ -15,6 +16,7 @@ CLOCKLESS := $(VENV)/bin/clockless
 SAM       := $(SAM_VENV)/bin/sam
 STAMP     := $(VENV)/.installed
 SAM_STAMP := $(SAM_VENV)/.installed
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 REGION    ?= us-east-1
 # -n: one worker per core (pytest-xdist); each integration worker starts its own moto server.
 PYTEST    := $(PY) -m pytest -q -p no:cacheprovider -n $(or $(JOBS),auto) --dist loadgroup
@@ -31,7 +33,7 @@ export PYTHONTZPATH :=
 # `sam build` needs python3.13 (with pip, for the layer's Makefile) on PATH: the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
+.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint security run events invoke local-up local-down \
         build deploy bench docs clean sam status backfill run-now
 
 help: ## List the targets
@@ -60,6 +62,13 @@ $(SAM_STAMP): tools/sam-requirements.txt $(UV) | $(STAMP)
 	ln -sf ../../$(SAM_VENV)/bin/sam $(VENV)/bin/sam
 	@touch $@
 
+# checkov in a venv of its own: it pins boto3, networkx and packaging far from the dev environment's.
+$(CHECKOV_STAMP): tools/checkov-requirements.txt $(UV) | $(STAMP)
+	@PY313="$$(tools/find-python313)" && echo "installing checkov into $(CHECKOV_VENV) from tools/checkov-requirements.txt" && \
+	  $(UV) venv --quiet --allow-existing --python "$$PY313" $(CHECKOV_VENV)
+	$(UV) pip sync --quiet --python $(CHECKOV_VENV)/bin/python --require-hashes tools/checkov-requirements.txt
+	@touch $@
+
 # After editing a pin in pyproject.toml or tools/*.in: re-lock, and export what is locked from it.
 lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements from it (with hashes)
 	$(UV) lock --python "$$(tools/find-python313)"
@@ -72,10 +81,13 @@ lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements 
 	  tools/uv-requirements.in -o tools/uv-requirements.txt
 	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.13 \
 	  tools/sam-requirements.in -o tools/sam-requirements.txt
+	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.13 \
+	  tools/checkov-requirements.in -o tools/checkov-requirements.txt
 
 setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
-test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types
+# security first: it installs checkov, which the scan's planted-finding test then runs.
+test: security suites lint ## The security scan, every suite (unit, integration, architecture) in parallel, then lint and types
 
 suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint)
 	$(PYTEST) tests
@@ -99,6 +111,9 @@ typecheck: $(STAMP) ## mypy (strict) over the code and the tests
 # One run: cfn-lint's own rules with the serverless rules appended to them.
 cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 	$(VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules -- template.yaml
+
+security: $(CHECKOV_STAMP) ## checkov over template.yaml: fails on a finding tools/checkov-skips.yaml does not explain
+	$(CLOCKLESS) security --checkov $(CHECKOV_VENV)/bin/checkov
 
 FROM ?=
 TO   ?=
@@ -154,5 +169,5 @@ docs: $(STAMP) ## Rewrite the generated tables in README.md and docs/ (rules, be
 	$(CLOCKLESS) docs
 
 clean: ## Remove the venvs, build output and local state
-	rm -rf $(VENV) $(SAM_VENV) $(UV_BOOT) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) $(UV_BOOT) .aws-sam .clockless .pytest_cache .mypy_cache .ruff_cache bench/*.tmp
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -23,6 +23,7 @@ from clockless_tools.cli import (
     operations,
     pause,
     schedules,
+    security,
     simulate,
     work,
 )
@@ -78,6 +79,7 @@ app.add_typer(
 app.add_typer(drift.app)
 app.add_typer(arch.app)
 app.add_typer(docs.app)
+app.add_typer(security.app)
 app.add_typer(
     schedules.app,
     name="schedules",

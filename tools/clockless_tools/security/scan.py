@@ -1,0 +1,151 @@
+"""checkov over the template, each finding either explained by the skip list or a failure.
+
+checkov runs from its own venv (`.venv-checkov`, `make security` installs it from
+tools/checkov-requirements.txt): its pins (boto3 1.35, networkx 2.6, packaging 23) are not the dev
+environment's. It is asked for JSON, offline (`--skip-download`: no guideline fetch, no API key).
+Each skip entry names a check, a one-paragraph reason and, optionally, the only resources it holds
+for; an entry without a reason, or one that matches no finding any more, fails the scan as well,
+so the list says exactly what is accepted today and why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clockless_tools.template.loader import PROJECT_ROOT
+
+SKIPS = PROJECT_ROOT / "tools" / "checkov-skips.yaml"
+CHECKOV = PROJECT_ROOT / ".venv-checkov" / "bin" / "checkov"
+
+
+class ScanError(Exception):
+    """The scan could not run or its inputs are malformed; the message says what and where."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    check: str
+    title: str
+    reason: str
+    resources: tuple[str, ...] = ()  # empty: every resource the check flags
+
+    def covers(self, finding: Finding) -> bool:
+        return finding.check == self.check and (not self.resources or finding.resource in self.resources)
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    resource: str  # the template's logical id
+    resource_type: str
+    name: str  # checkov's title of the check
+
+    def describe(self) -> str:
+        return f"{self.check} {self.resource_type} {self.resource}: {self.name}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    findings: list[Finding]
+    unexplained: list[Finding]
+    stale: list[Skip]
+    passed: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.unexplained and not self.stale
+
+
+def load_skips(path: Path = SKIPS) -> list[Skip]:
+    """The skip list, each entry checked: a check id, a title and a reason, nothing else."""
+    try:
+        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise ScanError(f"{path}: {error}") from None
+    if not isinstance(entries, list):
+        raise ScanError(f"{path}: expected a list of entries (- check: ..., title: ..., reason: ...)")
+    skips = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"{path.name} entry {number}"
+        if not isinstance(entry, dict):
+            raise ScanError(f"{where}: expected a mapping with check, title and reason")
+        unknown = set(entry) - {"check", "title", "reason", "resources"}
+        if unknown:
+            raise ScanError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        check, title, reason = (str(entry.get(key) or "").strip() for key in ("check", "title", "reason"))
+        if not check.startswith("CKV"):
+            raise ScanError(f"{where}: `check` must be a checkov id such as CKV_AWS_28, not {check!r}")
+        if not title or not reason:
+            raise ScanError(f"{where} ({check}): every entry states its title and the reason it is accepted")
+        resources = entry.get("resources") or []
+        if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+            raise ScanError(f"{where} ({check}): `resources` is a list of logical ids")
+        skips.append(Skip(check, title, " ".join(reason.split()), tuple(resources)))
+    return skips
+
+
+def run_checkov(template: Path, checkov: Path = CHECKOV) -> dict[str, Any]:
+    """checkov's JSON report over one CloudFormation/SAM template."""
+    if not checkov.exists():
+        raise ScanError(f"{checkov} is not installed: `make security` installs it from tools/checkov-requirements.txt")
+    options = ["--framework", "cloudformation", "--output", "json", "--quiet", "--skip-download", "--compact"]
+    done = subprocess.run(
+        [str(checkov), "--file", str(template), *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        raise ScanError(
+            f"checkov exited {done.returncode} without a JSON report: {done.stderr.strip()[-500:]}"
+        ) from None
+    # One framework asked for: one report (a list only when several frameworks ran).
+    report = report[0] if isinstance(report, list) else report
+    if not isinstance(report, dict) or "results" not in report:
+        raise ScanError(f"checkov's report has no results (exit {done.returncode})")
+    parsing = report.get("summary", {}).get("parsing_errors", 0)
+    if parsing:
+        raise ScanError(f"checkov could not parse {template} ({parsing} parsing error(s))")
+    return report
+
+
+def findings_of(report: dict[str, Any]) -> list[Finding]:
+    found = []
+    for failed in report["results"].get("failed_checks", []):
+        resource_type, _, logical_id = str(failed["resource"]).rpartition(".")
+        found.append(Finding(str(failed["check_id"]), logical_id, resource_type, str(failed.get("check_name", ""))))
+    return sorted(found, key=lambda f: (f.check, f.resource))
+
+
+def judge(report: dict[str, Any], skips: list[Skip]) -> Verdict:
+    """Which findings no skip explains, and which skips explain no finding."""
+    findings = findings_of(report)
+    unexplained = [f for f in findings if not any(skip.covers(f) for skip in skips)]
+    stale = [skip for skip in skips if not any(skip.covers(f) for f in findings)]
+    stale += [
+        Skip(skip.check, skip.title, skip.reason, (resource,))
+        for skip in skips
+        for resource in skip.resources
+        if not any(f.check == skip.check and f.resource == resource for f in findings) and skip not in stale
+    ]
+    # --quiet leaves the passed checks out of the results; the summary still counts them.
+    passed = int(report.get("summary", {}).get("passed", 0))
+    return Verdict(findings, unexplained, stale, passed)
+
+
+def skips_markdown(skips: list[Skip]) -> str:
+    """The skip list as the table docs/security.md shows."""
+    lines = ["| check | what it asks | accepted for | why |", "| --- | --- | --- | --- |"]
+    for skip in skips:
+        scope = ", ".join(f"`{r}`" for r in skip.resources) or "every resource it flags"
+        lines.append(f"| `{skip.check}` | {skip.title} | {scope} | {skip.reason} |")
+    return "\n".join(lines)
