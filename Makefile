@@ -13,6 +13,8 @@ UV_BOOT   := .uv
 UV        := $(UV_BOOT)/bin/uv
 PY        := $(VENV)/bin/python
 CLOCKLESS := $(VENV)/bin/clockless
+# The commands a target runs with the user's make variables: their errors say STACK=, not --stack.
+CLOCKLESS_FOR_MAKE := CLOCKLESS_UNDER_MAKE=1 $(CLOCKLESS)
 SAM       := $(SAM_VENV)/bin/sam
 STAMP     := $(VENV)/.installed
 SAM_STAMP := $(SAM_VENV)/.installed
@@ -118,7 +120,7 @@ security: $(CHECKOV_STAMP) ## checkov over template.yaml: fails on a finding too
 FROM ?=
 TO   ?=
 run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC); effects checked
-	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
@@ -127,7 +129,7 @@ FN    ?=
 EVENT ?=
 invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId> EVENT=<file>
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<LogicalId> EVENT=<event file>" >&2; exit 2; }
-	$(CLOCKLESS) invoke "$(FN)" -e "$(EVENT)"
+	$(CLOCKLESS_FOR_MAKE) invoke "$(FN)" -e "$(EVENT)"
 
 local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables
 	$(CLOCKLESS) local up
@@ -144,15 +146,15 @@ JOB   ?=
 POLICY ?= all
 OPERATE_ON = $(if $(STACK),--stack "$(STACK)")
 status: $(STAMP) ## Each job's last success, failure and missed ticks (STACK=<name> for a deployed stack)
-	$(CLOCKLESS) status $(OPERATE_ON)
+	$(CLOCKLESS_FOR_MAKE) status $(OPERATE_ON)
 
 backfill: $(STAMP) ## Replay missed ticks: make backfill JOB=<job> FROM=<UTC> TO=<UTC> [POLICY=latest] [STACK=<name>]
 	@test -n "$(JOB)" -a -n "$(FROM)" -a -n "$(TO)" || { echo "usage: make backfill JOB=<job> FROM=<UTC time> TO=<UTC time> [POLICY=all|latest|skip] [STACK=<name>]" >&2; exit 2; }
-	$(CLOCKLESS) backfill "$(JOB)" --from "$(FROM)" --to "$(TO)" --policy "$(POLICY)" $(OPERATE_ON)
+	$(CLOCKLESS_FOR_MAKE) backfill "$(JOB)" --from "$(FROM)" --to "$(TO)" --policy "$(POLICY)" $(OPERATE_ON)
 
 run-now: $(STAMP) ## One manual tick: make run-now JOB=<job> [STACK=<name>]
 	@test -n "$(JOB)" || { echo "usage: make run-now JOB=<job> [STACK=<name>]" >&2; exit 2; }
-	$(CLOCKLESS) run-now "$(JOB)" $(OPERATE_ON)
+	$(CLOCKLESS_FOR_MAKE) run-now "$(JOB)" $(OPERATE_ON)
 
 build: $(SAM_STAMP) ## sam validate --lint and sam build
 	$(SAM) validate --lint --region $(REGION)

@@ -204,7 +204,75 @@ def test_cli_status_backfill_and_run_now(target: LocalTarget, dynamodb_endpoint:
     manual = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
     assert "ran" in manual.output
     duplicate = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
-    assert "was a duplicate" in duplicate.output
+    assert "was already done" in duplicate.output
+    assert "duplicate (duplicate)" not in duplicate.output
+
+
+def test_cli_run_now_says_what_the_tick_did_in_utc_with_its_logs_in_a_file(
+    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    _seed_sessions()
+    log = tmp_path / "run-now.log"
+    # 13:30 at +01:00 is 12:30 UTC: converted, and echoed in UTC.
+    command = ["run-now", JOB, "--at", "2026-11-29T13:30:00+01:00", "--endpoint", dynamodb_endpoint, "--log", str(log)]
+
+    # A process of its own, as a user runs it: the functions' loggers write to its real stdout/stderr.
+    first = subprocess.run(
+        [sys.executable, "-m", "clockless_tools.cli", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    again = CliRunner().invoke(app, command)
+
+    assert first.returncode == 0, first.stderr
+    ran, where = first.stdout.splitlines()
+    # What the ledger says the fanned-out tick did once its workers finished: its counters.
+    assert ran == (
+        f"{JOB} @ 2026-11-29T12:30:00Z ran: succeeded: found 12, applied 12, already done 0, failed 0, partitions 16"
+    )
+    assert where == f"function logs and metrics: {log}"
+    assert first.stderr == ""  # no function log line on the terminal
+    assert '"message":"tick executed"' in log.read_text(encoding="utf-8")
+    assert again.exit_code == 0, again.output
+    assert again.stdout.splitlines()[0].startswith(f"{JOB} @ 2026-11-29T12:30:00Z was already done (finished ")
+    assert "duplicate" not in again.stdout
+
+
+def test_cli_backfill_echoes_its_range_in_utc(target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path) -> None:
+    command = ["backfill", JOB, "--from", "2026-11-29T01:00:00+01:00", "--to", "2026-11-29T03:00:00+01:00"]
+
+    result = CliRunner().invoke(app, [*command, "--dry-run", "--endpoint", dynamodb_endpoint])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith(
+        f"{JOB}: 2 missing tick(s) in [2026-11-29T00:00:00Z, 2026-11-29T02:00:00Z) on "
+    )
+
+
+def test_cli_run_now_on_a_tick_whose_partitions_fail_prints_one_line_and_exits_3(
+    target: LocalTarget, tables: Any, dynamodb_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(*_: Any, **__: Any) -> Any:
+        raise ConnectionError("sessions index unreachable\n  while reading the first page")
+
+    monkeypatch.setattr(SessionPartitionWork, "read", unavailable)
+    log = tmp_path / "run-now.log"
+
+    result = CliRunner().invoke(
+        app, ["run-now", JOB, "--at", "2026-11-29T00:00:00Z", "--endpoint", dynamodb_endpoint, "--log", str(log)]
+    )
+
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()  # one line: no error text split across lines, no traceback
+    assert line.startswith(
+        f"error: {JOB} @ 2026-11-29T00:00:00Z was claimed and fanned out to 16 partition(s), "
+        "and its partitions are failing (SessionCleanupWorkerFunction failed on 16 message(s): "
+    )
+    assert "sessions index unreachable while reading the first page" in line
+    assert line.endswith(f"; function logs: {log}")
 
 
 def test_a_failing_tick_is_reported_in_one_line_and_recorded_as_failed(
@@ -254,8 +322,8 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
     assert ran.stdout.splitlines() == [
         f"{JOB}: 2 missing tick(s) in [2026-11-29T00:00:00Z, 2026-11-29T12:00:00Z) on local runtime "
         f"({dynamodb_endpoint})",
-        "  2026-11-29T03:00:00Z  executed",
-        "  2026-11-29T07:00:00Z  executed",
+        "  2026-11-29T03:00:00Z  executed: ran; succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
+        "  2026-11-29T07:00:00Z  executed: ran; succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
         "replayed: 2",
         f"function logs and metrics: {log}",
     ]

@@ -1,10 +1,13 @@
-"""What every command shares: the consoles, the one way of reporting bad input, the template
-option and the time parsing of `--from`, `--to`, `--at`."""
+"""What every command shares: the consoles, the one way of reporting bad input (naming the make
+variable when run by `make`), the exit codes, the template option, the time parsing of `--from`,
+`--to`, `--at`, where functions' logs go, and click's message for an unknown option."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -14,8 +17,10 @@ from typing import Annotated, TextIO
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click.exceptions import NoSuchOption  # Typer (0.29) parses with its own copy of click
+from typer.core import TyperOption
 
-from clockless import MalformedTickError, parse_scheduled_time
+from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
 from clockless_tools.template.model import Template
 
@@ -43,10 +48,35 @@ CHECK = "Check the template and the code"
 MEASURE = "Measure"
 
 
-def fail(message: str) -> typer.Exit:
+# Exit codes every operating command shares (docs/operating-commands.md lists them).
+EXIT_OK = 0
+EXIT_FOUND = 1  # the command ran and found something to act on: a missing tick, a dead letter
+EXIT_REFUSED = 2  # bad input, an unreachable target, a function that failed
+EXIT_PARTITIONS_FAILING = 3  # the tick was claimed and fanned out, and its partitions are failing
+
+# Set by the Makefile on the commands it runs for a target, so errors name what the user typed there.
+UNDER_MAKE = "CLOCKLESS_UNDER_MAKE"
+MAKE_VARIABLES = {
+    "--stack": "STACK=",
+    "--from": "FROM=",
+    "--to": "TO=",
+    "--policy": "POLICY=",
+    "--event": "EVENT=",
+    "-e": "EVENT=",
+}
+
+
+def flag(option: str) -> str:
+    """The option as the user gave it: `--stack`, or `STACK=` when `make` runs the command."""
+    if os.environ.get(UNDER_MAKE) == "1":
+        return MAKE_VARIABLES.get(option, option)
+    return option
+
+
+def fail(message: str, *, code: int = EXIT_REFUSED) -> typer.Exit:
     """Bad input: `error: <message>` on stderr, one line however long, printed as written; exit 2."""
     stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    return typer.Exit(code=2)
+    return typer.Exit(code=code)
 
 
 def load_template(path: Path) -> Template:
@@ -56,12 +86,25 @@ def load_template(path: Path) -> Template:
         raise fail(str(error)) from None
 
 
+TIME_EXAMPLE = "2026-11-28T14:00:00Z"
+_HAS_EXAMPLE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?Z")
+
+
 def parse_time(value: str, option: str) -> datetime:
-    """A UTC time as a scheduler writes it, or a clear error naming the option."""
+    """A time with its zone (`Z` or an offset), converted to UTC, or one clear error naming the
+    option (or its make variable) with one example."""
     try:
         return parse_scheduled_time(value, field=option)
     except MalformedTickError as error:
-        raise fail(f"{option} {error.problem} (e.g. 2026-11-28T14:00:00Z)") from None
+        problem = error.problem
+        # One example per line: the kit's message may carry its own.
+        example = "" if _HAS_EXAMPLE.search(problem) else f" (e.g. {TIME_EXAMPLE})"
+        raise fail(f"{flag(option)} {problem}{example}") from None
+
+
+def utc(moment: datetime) -> str:
+    """A parsed time echoed as it is used: in UTC, whatever offset it was given with."""
+    return format_scheduled_time(moment)
 
 
 def shown(path: Path) -> str:
@@ -70,6 +113,14 @@ def shown(path: Path) -> str:
         return str(path.resolve().relative_to(PROJECT_ROOT))
     except ValueError:
         return str(path)
+
+
+FUNCTION_LOGS = PROJECT_ROOT / ".clockless"
+
+
+def function_log(command: str) -> Path:
+    """Where a command's functions write their logs and metrics by default (`--verbose`: stderr)."""
+    return FUNCTION_LOGS / f"{command}-function-output.log"
 
 
 @contextlib.contextmanager
@@ -96,3 +147,31 @@ def function_output(log_path: Path | None) -> Iterator[TextIO]:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+
+
+def _no_such_option(self: NoSuchOption) -> str:
+    """`No such option: --jsno. Did you mean --json?`, or the command's options when none is near
+    (click's own suggestion offers whatever is least unlike, e.g. --json for --since)."""
+    command = self.ctx.command if self.ctx is not None else None
+    if command is None:
+        return _click_no_such_option(self)
+    options = sorted(
+        {
+            name
+            for param in command.params
+            if isinstance(param, TyperOption) and not param.hidden
+            for name in (*param.opts, *param.secondary_opts)
+            if name.startswith("--")
+        }
+        | {"--help"}
+    )
+    near = difflib.get_close_matches(self.option_name, options, n=1, cutoff=0.7)
+    if near:
+        return f"No such option: {self.option_name}. Did you mean {near[0]}?"
+    path = self.ctx.command_path if self.ctx is not None else command.name
+    return f"No such option: {self.option_name}. {path} takes: {', '.join(options)}"
+
+
+# tests/unit/test_cli_help.py notices if a Typer upgrade moves the class or its message.
+_click_no_such_option = NoSuchOption.format_message
+NoSuchOption.format_message = _no_such_option  # type: ignore[method-assign]

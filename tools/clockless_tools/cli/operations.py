@@ -19,19 +19,24 @@ from rich.table import Table
 
 from clockless import format_scheduled_time
 from clockless_tools.cli.common import (
+    EXIT_FOUND,
+    EXIT_PARTITIONS_FAILING,
     OPERATE,
     JsonOption,
     TemplateOption,
     fail,
+    flag,
+    function_log,
     function_output,
     line_stderr,
     line_stdout,
     parse_time,
     shown,
     stdout,
+    utc,
 )
 from clockless_tools.local.server import running_endpoint
-from clockless_tools.operations.backfill import BACKFILL_LOG, BackfillPolicy, backfill
+from clockless_tools.operations.backfill import OUTCOME_PARTITIONS_FAILING, BackfillPolicy, backfill
 from clockless_tools.operations.connection import (
     DEFAULT_CONFIG_ENV,
     open_stack,
@@ -41,10 +46,11 @@ from clockless_tools.operations.connection import (
 )
 from clockless_tools.operations.grid import job_grid, render_text
 from clockless_tools.operations.page import StatusPage, render_page
+from clockless_tools.operations.report import failing_line, verdict, what_it_did
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import COLUMNS, fanned_out_lines, job_status, table_cells
-from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError
+from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, PartitionsFailing
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
 
@@ -77,6 +83,16 @@ ConfigEnvOption = Annotated[
         help="samconfig.toml environment to read region and profile from, as sam does. E.g. --config-env prod",
     ),
 ]
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
+]
+
+
+_LOG_HELP = "Where the functions' logs and metrics go on the local runtime (appended). E.g. --log tick.log"
+LogOption = Annotated[Path, typer.Option("--log", help=_LOG_HELP)]
+BACKFILL_LOG, RUN_NOW_LOG = function_log("backfill"), function_log("run-now")
+
+
 JobArgument = Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job"). E.g. session-cleanup')]
 ConfigFileOption = Annotated[
     Path | None,
@@ -118,7 +134,7 @@ def target_from_options(
         if endpoint is None:
             endpoint = running_endpoint()
             if endpoint is None:
-                raise fail("no embedded DynamoDB is running: start it with `make local-up`, or pass --stack")
+                raise fail(f"no embedded DynamoDB is running: start it with `make local-up`, or pass {flag('--stack')}")
         return template, LocalTarget(template, require_endpoint(endpoint))
     except (TemplateError, OperationError) as error:
         raise fail(str(error)) from None
@@ -126,10 +142,13 @@ def target_from_options(
 
 @contextlib.contextmanager
 def acting_on(target: JobTarget) -> Iterator[None]:
-    """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2."""
+    """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2. A tick whose
+    partitions fail is the command's to report (exit 3)."""
     try:
         with reported(target.description):
             yield
+    except PartitionsFailing:
+        raise
     except (OperationError, TemplateError) as error:
         raise fail(str(error)) from None
 
@@ -210,14 +229,24 @@ def status(
     if html_file is not None:
         line_stderr.print(f"status page written to {html_file}")
     if any(s.missing for s in statuses):
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_FOUND)
 
 
 @app.command("backfill", rich_help_panel=OPERATE)
 def backfill_command(
     job: JobArgument,
-    from_: Annotated[str, typer.Option("--from", help="Start, inclusive (UTC ISO-8601). E.g. 2026-11-28T00:00:00Z")],
-    to: Annotated[str, typer.Option("--to", help="End, exclusive (UTC ISO-8601). E.g. 2026-11-29T00:00:00Z")],
+    from_: Annotated[
+        str,
+        typer.Option(
+            "--from", help="Start, inclusive (ISO-8601 with Z or an offset; used in UTC). E.g. 2026-11-28T00:00:00Z"
+        ),
+    ],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to", help="End, exclusive (ISO-8601 with Z or an offset; used in UTC). E.g. 2026-11-29T00:00:00Z"
+        ),
+    ],
     policy: Annotated[
         BackfillPolicy,
         typer.Option(
@@ -227,16 +256,8 @@ def backfill_command(
     ] = BackfillPolicy.ALL,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be done; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Allow a range over the safety limits.")] = False,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
-    ] = False,
-    log_file: Annotated[
-        Path,
-        typer.Option(
-            "--log",
-            help="Where the functions' logs and metrics go on the local runtime (appended). E.g. --log backfill.log",
-        ),
-    ] = BACKFILL_LOG,
+    verbose: VerboseOption = False,
+    log_file: LogOption = BACKFILL_LOG,
     as_json: JsonOption = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
     stack: StackOption = None,
@@ -277,20 +298,30 @@ def backfill_command(
     if as_json:
         print(json.dumps({**result.as_dict(), "function_log": log}, indent=2))
         return
-    line_stdout.print(f"{job}: {len(result.missing)} missing tick(s) in [{from_}, {to}) on {target.description}")
+    line_stdout.print(
+        f"{job}: {len(result.missing)} missing tick(s) in [{utc(start)}, {utc(end)}) on {target.description}"
+    )
     if result.not_yet_due:
         line_stdout.print(f"{result.not_yet_due} tick(s) of the range are after now: not due yet, left to the schedule")
     if not result.planned:
         line_stdout.print("nothing to do")
     for scheduled_time in result.planned:
         key = format_scheduled_time(scheduled_time)
-        line_stdout.print(f"  {key}  {result.outcomes.get(key, result.verb)}")
+        did = result.did.get(key)
+        line_stdout.print(escape(f"  {key}  {result.outcomes.get(key, result.verb)}" + (f": {did}" if did else "")))
     for key, outcome in result.superseded.items():
         line_stdout.print(f"  {key}  {outcome}")
     if result.planned and not dry_run:
         line_stdout.print(f"{result.verb}: {len(result.outcomes)}")
     if log is not None and result.outcomes and policy is not BackfillPolicy.SKIP:
         line_stdout.print(f"function logs and metrics: {log}")
+    failing = [key for key, outcome in result.outcomes.items() if outcome == OUTCOME_PARTITIONS_FAILING]
+    if failing:
+        line_stderr.print(
+            f"error: {len(failing)} replayed tick(s) were claimed and fanned out and their partitions are failing "
+            f"({', '.join(failing)}); `clockless status` shows each partition"
+        )
+        raise typer.Exit(code=EXIT_PARTITIONS_FAILING)
 
 
 @app.command("run-now", rich_help_panel=OPERATE)
@@ -299,9 +330,13 @@ def run_now_command(
     at: Annotated[
         str | None,
         typer.Option(
-            "--at", help="Scheduled time (UTC ISO-8601); default now, to the minute. E.g. --at 2026-11-29T12:30:00Z"
+            "--at",
+            help="Scheduled time (ISO-8601 with Z or an offset; used in UTC); default now, to the minute. "
+            "E.g. --at 2026-11-29T12:30:00Z",
         ),
     ] = None,
+    verbose: VerboseOption = False,
+    log_file: LogOption = RUN_NOW_LOG,
     as_json: JsonOption = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
     stack: StackOption = None,
@@ -311,15 +346,30 @@ def run_now_command(
     config_file: ConfigFileOption = None,
     endpoint: EndpointOption = None,
 ) -> None:
-    """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran or was a duplicate."""
+    """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran and what it did.
+
+    Exit 2 when it was refused or its function failed, 3 when it was claimed and fanned out and its
+    partitions are failing."""
     when = None if at is None else parse_time(at, "--at")
     tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
-    with acting_on(target):
-        result = run_now(target, tpl, job, at=when)
+    # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
+    log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
+    log = None if log_path is None else shown(log_path)
+    logs_at = f"; function logs: {log}" if log else ""
+    try:
+        with acting_on(target), function_output(log_path):
+            result = run_now(target, tpl, job, at=when)
+            did = what_it_did(target, job, result)
+    except PartitionsFailing as failing:
+        line_stderr.print(escape(f"error: {failing_line(job, failing)}{logs_at}"))
+        raise typer.Exit(code=EXIT_PARTITIONS_FAILING) from None
+    except typer.Exit:
+        if log:
+            line_stderr.print(f"function logs: {log}")
+        raise
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps({**result, "did": did, "function_log": log}, indent=2))
         return
-    outcome = result.get("outcome")
-    verdict = "ran" if outcome == "executed" else f"was a duplicate ({outcome}); nothing ran"
-    line_stdout.print(f"{job} @ {result.get('scheduled_time')} {verdict}")
-    stdout.print_json(json.dumps(result.get("summary") or {}))
+    line_stdout.print(escape(f"{job} @ {result.get('scheduled_time')} {verdict(result)}: {did}"))
+    if log:
+        line_stdout.print(f"function logs and metrics: {log}")

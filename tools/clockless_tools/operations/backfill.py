@@ -11,14 +11,14 @@ from typing import Any
 
 from clockless import Trigger, format_scheduled_time
 from clockless.tick import utc_now
+from clockless_tools.operations.report import failing_line, verdict, what_it_did
 from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import expected_ticks, missing_ticks
-from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
-from clockless_tools.template.loader import PROJECT_ROOT
+from clockless_tools.operations.targets import JobTarget, OperationError, PartitionsFailing, require_job, tick_event
 from clockless_tools.template.model import Template
 
-# Where the functions' logs and metrics go while backfilling on the local runtime (`--verbose`: stderr).
-BACKFILL_LOG = PROJECT_ROOT / ".clockless" / "backfill-function-output.log"
+# The outcome of a replayed tick that was claimed and fanned out and whose partitions fail.
+OUTCOME_PARTITIONS_FAILING = "partitions failing"
 DEFAULT_MAX_BACKFILL_TICKS = 200
 DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
 
@@ -36,6 +36,8 @@ class BackfillResult:
     missing: list[datetime]
     planned: list[datetime]
     outcomes: dict[str, str] = field(default_factory=dict)  # scheduled time -> outcome
+    # scheduled time -> one line: whether it ran and what the ledger says it did
+    did: dict[str, str] = field(default_factory=dict)
     dry_run: bool = False
     # Ticks of [start, end) after now: not missing, never replayed; the schedule will deliver them.
     not_yet_due: int = 0
@@ -57,6 +59,7 @@ class BackfillResult:
             "missing": [format_scheduled_time(t) for t in self.missing],
             "planned": [format_scheduled_time(t) for t in self.planned],
             "outcomes": self.outcomes,
+            "did": self.did,
             "not_yet_due": self.not_yet_due,
             "superseded": self.superseded,
         }
@@ -115,8 +118,15 @@ def backfill(
             recorded = target.ledger().record_skipped(job, scheduled_time, reason="skipped by clockless backfill")
             outcome = "skipped" if recorded else "already recorded"
         else:
-            response = target.invoke(job, tick_event(target, job, scheduled_time, Trigger.BACKFILL))
-            outcome = str(response.get("outcome"))
+            try:
+                response = target.invoke(job, tick_event(target, job, scheduled_time, Trigger.BACKFILL))
+            except PartitionsFailing as failing:
+                # Claimed and fanned out: the next ticks are independent of its workers, go on.
+                outcome = OUTCOME_PARTITIONS_FAILING
+                result.did[key] = failing_line(job, failing)
+            else:
+                outcome = str(response.get("outcome"))
+                result.did[key] = f"{verdict(response)}; {what_it_did(target, job, response)}"
         result.outcomes[key] = outcome
         on_tick(scheduled_time, outcome)
     if planned and result.outcomes.get(format_scheduled_time(planned[-1])) in ("executed", "duplicate"):

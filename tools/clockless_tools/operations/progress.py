@@ -25,6 +25,7 @@ from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.fanout.finisher import Finisher
 from clockless.fanout.records import COUNTERS, STATUS_DONE
 from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, RunLedger
+from clockless_tools.operations.targets import one_line
 
 # What `status` calls a started tick one of whose partitions is retrying or dead-lettered.
 FAILING = "failing"
@@ -70,12 +71,6 @@ class PartitionProgress:
             "throttle_continuations": self.throttle_continuations,
             "last_error": self.last_error,
         }
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """An error as one line: whitespace runs (a traceback's newlines) folded, long ones cut."""
-    folded = " ".join(text.split())
-    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
 
 
 def partition_state(record: dict[str, Any], *, now_ms: int, dead_lettered: Collection[str] = ()) -> PartitionProgress:

@@ -31,6 +31,41 @@ class OperationError(Exception):
     """The operation was refused; the message says why and what to do."""
 
 
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """An error as one line: a traceback embedded in it (Powertools' BatchProcessingError carries
+    each record's) reduced to the exception it ends with, newlines folded, a long one cut."""
+    if _TRACEBACK in text:
+        head, _, trace = text.partition(_TRACEBACK)
+        lines = trace.splitlines()
+        frames = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "')]
+        # After the last frame: its source line (indented), then the exception and its message.
+        rest = lines[frames[-1] + 1 :] if frames else lines
+        while rest and rest[0].startswith((" ", "\t")) and len(rest) > 1:
+            rest = rest[1:]
+        text = f"{head.strip()} {' '.join(rest)}"
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+class PartitionsFailing(OperationError):
+    """The tick was claimed and fanned out, and its workers failed on some partition messages:
+    they come back after the work queue's visibility timeout, the tick stays started."""
+
+    def __init__(self, function_id: str, failed: int, error: str | None, drained: list[str]) -> None:
+        self.function_id, self.failed, self.error, self.drained = function_id, failed, error, drained
+        # The coordinator's response, once `invoke` knows it: the tick it claimed and fanned out.
+        self.response: dict[str, Any] = {}
+        why = f" ({error})" if error else ""
+        super().__init__(
+            f"{function_id} failed on {failed} message(s){why}: "
+            + "; ".join(drained)
+            + "; its logs say why, `clockless status` shows the tick's partitions"
+        )
+
+
 class ScheduleNotDeployed(OperationError):
     """The stack has no schedule for the job (a template newer than the deployment)."""
 
@@ -108,9 +143,16 @@ class LocalTarget:
             try:
                 result = self.runtime.invoke(function.logical_id, event)
             except Exception as error:  # the function's own failure, reported as Lambda reports it
-                raise OperationError(f"{function.logical_id} failed: {type(error).__name__}: {error}") from error
+                raise OperationError(
+                    f"{function.logical_id} failed: {type(error).__name__}: {one_line(str(error))}"
+                ) from error
         # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them.
-        for line in self.drain():
+        try:
+            lines = self.drain()
+        except PartitionsFailing as failing:
+            failing.response = dict(result)
+            raise
+        for line in lines:
             print(f"drained {line}", file=sys.stderr)
         return dict(result)
 
@@ -124,12 +166,8 @@ class LocalTarget:
         lines = describe_drain(invocations, poller)
         failed = [invocation for invocation in invocations if invocation.failed]
         if failed:
-            why = next((f" ({i.error})" for i in failed if i.error), "")
-            raise OperationError(
-                f"{failed[0].function_id} failed on {sum(len(i.failed) for i in failed)} message(s){why}: "
-                + "; ".join(lines)
-                + "; its logs say why, `clockless status` shows the tick still running"
-            )
+            why = next((one_line(i.error) for i in failed if i.error), None)
+            raise PartitionsFailing(failed[0].function_id, sum(len(i.failed) for i in failed), why, lines)
         return lines
 
     def schedule_arn(self, job: str) -> str | None:
