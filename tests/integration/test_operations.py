@@ -192,7 +192,7 @@ def test_cli_status_backfill_and_run_now(target: LocalTarget, dynamodb_endpoint:
     backfill_the_morning = ["backfill", JOB, "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z"]
     filled = runner.invoke(app, [*backfill_the_morning, "--endpoint", dynamodb_endpoint])
     assert filled.exit_code == 0, filled.output
-    assert "2026-11-29T03:00:00Z  executed" in filled.output
+    assert "2026-11-29T03:00:00Z  ran: succeeded: found " in filled.output
 
     again = runner.invoke(app, [*backfill_the_morning, "--endpoint", dynamodb_endpoint])
     assert "nothing to do" in again.output
@@ -322,8 +322,8 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
     assert ran.stdout.splitlines() == [
         f"{JOB}: 2 missing tick(s) in [2026-11-29T00:00:00Z, 2026-11-29T12:00:00Z) on local runtime "
         f"({dynamodb_endpoint})",
-        "  2026-11-29T03:00:00Z  executed: ran; succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
-        "  2026-11-29T07:00:00Z  executed: ran; succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
+        "  2026-11-29T03:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
+        "  2026-11-29T07:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
         "replayed: 2",
         f"function logs and metrics: {log}",
     ]

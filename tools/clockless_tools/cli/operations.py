@@ -307,8 +307,7 @@ def backfill_command(
         line_stdout.print("nothing to do")
     for scheduled_time in result.planned:
         key = format_scheduled_time(scheduled_time)
-        did = result.did.get(key)
-        line_stdout.print(escape(f"  {key}  {result.outcomes.get(key, result.verb)}" + (f": {did}" if did else "")))
+        line_stdout.print(escape(f"  {key}  {result.did.get(key) or result.outcomes.get(key, result.verb)}"))
     for key, outcome in result.superseded.items():
         line_stdout.print(f"  {key}  {outcome}")
     if result.planned and not dry_run:

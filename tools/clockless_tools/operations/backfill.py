@@ -126,7 +126,7 @@ def backfill(
                 result.did[key] = failing_line(job, failing)
             else:
                 outcome = str(response.get("outcome"))
-                result.did[key] = f"{verdict(response)}; {what_it_did(target, job, response)}"
+                result.did[key] = f"{verdict(response)}: {what_it_did(target, job, response)}"
         result.outcomes[key] = outcome
         on_tick(scheduled_time, outcome)
     if planned and result.outcomes.get(format_scheduled_time(planned[-1])) in ("executed", "duplicate"):
