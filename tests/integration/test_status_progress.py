@@ -74,9 +74,9 @@ FAILING = "2026-11-29T10:15:00Z"
 
 
 def seed_failing_tick(client: Any) -> None:
-    """A tick of 5 partitions in every state a partition can be in, as the kit's records say it."""
+    """A tick of 7 partitions in every state a partition can be in, as the kit's records say it."""
     later, earlier = str(NOW_MS + 60_000), str(NOW_MS - 60_000)
-    put(client, job=JOB, scheduled_time=FAILING, status="started", attempts=1, partitions_total=6, partitions_done=1)
+    put(client, job=JOB, scheduled_time=FAILING, status="started", attempts=1, partitions_total=7, partitions_done=1)
     work = f"{JOB}#work"
     put(client, job=work, scheduled_time=f"{FAILING}#p0", status="done", lease_until=0, hops=0)
     put(client, job=work, scheduled_time=f"{FAILING}#p1", status="running", lease_until=int(later), hops=2)
@@ -96,6 +96,18 @@ def seed_failing_tick(client: Any) -> None:
     # Without them: a lease that ran out on a partition not done is an attempt that died.
     put(client, job=work, scheduled_time=f"{FAILING}#p4", status="running", lease_until=int(earlier))
     put(client, job=work, scheduled_time=f"{FAILING}#p5", status="running", lease_until=int(earlier), receives=5)
+    # A continuation after throttling, running: the kit's throttle note is not a failure.
+    put(
+        client,
+        job=work,
+        scheduled_time=f"{FAILING}#p6",
+        status="running",
+        lease_until=int(later),
+        receives=1,
+        hops=1,
+        throttle_continuations=1,
+        last_error="throttled: 8 attempts over 7.0 s, continued after 4 s",
+    )
 
 
 def test_each_partition_of_a_failing_tick_has_its_state_and_the_tick_is_failing(tables: Any) -> None:
@@ -113,10 +125,11 @@ def test_each_partition_of_a_failing_tick_has_its_state_and_the_tick_is_failing(
         ("3", "retrying"),
         ("4", "retrying"),
         ("5", "dead-lettered"),
+        ("6", "running"),
     ]
     assert (tick.status, tick.shown_status, tick.as_dict()["status"]) == ("started", "failing", "failing")
     assert tick.describe() == (
-        "1/6 partitions done (1 running, 1 continued, 2 retrying, 1 dead-lettered), 0 applied, 0 already done, 0 failed"
+        "1/7 partitions done (2 running, 1 continued, 2 retrying, 1 dead-lettered), 0 applied, 0 already done, 0 failed"
     )
     assert tick.troubles() == [
         "p3 retrying (receive 3, 1 after throttling, last error: ConnectionError: sessions index unreachable "
@@ -125,6 +138,10 @@ def test_each_partition_of_a_failing_tick_has_its_state_and_the_tick_is_failing(
         "p5 dead-lettered (receive 5)",
     ]
     assert all("\n" not in line for line in tick.troubles())
+    assert tick.partitions[6].describe() == (
+        "p6 running (receive 1, 1 continuation(s), 1 after throttling, "
+        "last error: throttled: 8 attempts over 7.0 s, continued after 4 s)"
+    )
 
 
 def test_status_reads_dead_lettered_partitions_from_the_work_queue(

@@ -29,6 +29,8 @@ from clockless_tools.operations.targets import one_line
 
 # What `status` calls a started tick one of whose partitions is retrying or dead-lettered.
 FAILING = "failing"
+# How the kit's hand-on after throttling begins its `last_error` (clockless.fanout.handoff).
+THROTTLE_NOTE = "throttled"
 
 
 class PartitionState(StrEnum):
@@ -58,7 +60,7 @@ class PartitionProgress:
             details.append(f"{self.hops} continuation(s)")
         if self.throttle_continuations:
             details.append(f"{self.throttle_continuations} after throttling")
-        if self.last_error and self.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED):
+        if self.last_error and self.state is not PartitionState.DONE:
             details.append(f"last error: {one_line(self.last_error)}")
         return f"p{self.partition} {self.state.value}" + (f" ({', '.join(details)})" if details else "")
 
@@ -80,14 +82,17 @@ def partition_state(record: dict[str, Any], *, now_ms: int, dead_lettered: Colle
     throttled = _number(record, "throttle_continuations") if "throttle_continuations" in record else None
     last_error = _text(record, "last_error")
     lease_until = _number(record, "lease_until") if "lease_until" in record else None
+    # The kit notes why it handed a partition on after throttling (`throttled: ...`) as well as why
+    # an attempt failed; only the second is a failure. The note stays after the next acquire.
+    failed = bool(last_error) and not str(last_error).startswith(THROTTLE_NOTE)
     if _text(record, "status") == STATUS_DONE:
         state = PartitionState.DONE
     elif partition in dead_lettered:
         state = PartitionState.DEAD_LETTERED
-    elif last_error:
-        state = PartitionState.RETRYING
     elif lease_until == 0 and "cursor" in record:
         state = PartitionState.CONTINUED
+    elif failed or (receives is not None and receives > 1):
+        state = PartitionState.RETRYING  # an attempt failed, or SQS redelivered the message after one
     elif lease_until is not None and lease_until < now_ms:
         state = PartitionState.RETRYING  # its attempt died or failed: SQS shows the message again
     else:
