@@ -9,13 +9,23 @@ from typing import Annotated, Any
 
 import typer
 
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, line_stderr, load_template
+from clockless_tools.cli.common import (
+    RUN_LOCALLY,
+    TemplateOption,
+    fail,
+    function_log,
+    function_output,
+    line_stderr,
+    load_template,
+    shown,
+)
 from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.server import running_endpoint
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 
 app = typer.Typer()
+INVOKE_LOG = function_log("invoke")
 
 
 @app.command(rich_help_panel=RUN_LOCALLY)
@@ -37,38 +47,59 @@ def invoke(
             "would (a fanned-out tick's workers run to completion). E.g. --no-drain",
         ),
     ] = True,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
+    ] = False,
+    log_file: Annotated[
+        Path,
+        typer.Option("--log", help="Where the functions' logs and metrics go (appended). E.g. --log invoke.log"),
+    ] = INVOKE_LOG,
 ) -> None:
-    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr.
+    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout; the
+    function's logs in the --log file (its path on stderr), or on stderr with --verbose.
 
     Then the messages it sent to queues with an event source mapping are handed to their functions
     in this process (the workers of a fanned-out tick), until no message is visible."""
     tpl = load_template(template)
     try:
         tpl.function(function)
-    except TemplateError as error:
-        raise fail(str(error)) from None
+    except TemplateError as refused:
+        raise fail(str(refused)) from None
     payload = read_event(event)
     endpoint = endpoint or running_endpoint()
     if endpoint is None:
         raise fail("no embedded DynamoDB is running: start it with `make local-up` (or pass --endpoint)")
     runtime = LocalLambdaRuntime(tpl, endpoint)
-    real_stdout = sys.stdout
-    sys.stdout = sys.stderr  # the function's logs and metrics, like Lambda's log stream
-    try:
-        result = runtime.invoke(function, payload)
-    except Exception as error:  # the function's own error, reported as Lambda reports it
-        sys.stdout = real_stdout
-        print(json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}))
-        raise typer.Exit(code=1) from None
-    finally:
-        sys.stdout = real_stdout
-    print(json.dumps(result, default=str))
-    if drain:
-        drain_queues(runtime, endpoint)
+    log_path = None if verbose else log_file
+    function_error: Exception | None = None
+    drained: list[str] = []
+    failed = False
+    with function_output(log_path):
+        real_stdout = sys.stdout
+        sys.stdout = sys.stderr  # the function's logs and metrics, like Lambda's log stream
+        try:
+            result = runtime.invoke(function, payload)
+        except Exception as failure:  # the function's own error, reported as Lambda reports it
+            function_error = failure
+        finally:
+            sys.stdout = real_stdout
+        if function_error is None and drain:
+            drained, failed = drain_queues(runtime, endpoint)
+    if function_error is not None:
+        print(json.dumps({"errorType": type(function_error).__name__, "errorMessage": str(function_error)}))
+    else:
+        print(json.dumps(result, default=str))
+    for line in drained:
+        line_stderr.print(f"drained {line}")
+    if log_path is not None:
+        line_stderr.print(f"function logs and metrics: {shown(log_path)}")
+    if function_error is not None or failed:
+        raise typer.Exit(code=1)  # the function failed, or the work the invoke started is not all done
 
 
-def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> None:
-    """Run the workers until their queues have nothing visible; one line per queue on stderr."""
+def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> tuple[list[str], bool]:
+    """Run the workers until their queues have nothing visible: one line per queue, and whether a
+    message failed."""
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
@@ -78,10 +109,7 @@ def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> None:
         raise fail(str(error)) from None
     finally:
         sys.stdout = real_stdout
-    for line in describe_drain(invocations, poller):
-        line_stderr.print(f"drained {line}")
-    if any(invocation.failed for invocation in invocations):
-        raise typer.Exit(code=1)  # the work the invoke started is not all done
+    return describe_drain(invocations, poller), any(invocation.failed for invocation in invocations)
 
 
 def read_event(path: Path) -> Any:
