@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
+from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, flag, shown, stderr, stdout
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.simulate.report import JobReport, SimulationReport
 from clockless_tools.simulate.request import (
@@ -76,8 +76,8 @@ def simulate(
     started = time.monotonic()
     try:
         tpl = load_template_for_simulation(template)
-        until = parse_utc(end, option="--to") if end else last_whole_hour()
-        since = parse_utc(start, option="--from") if start else until - DEFAULT_SPAN
+        until = parse_utc(end, option=flag("--to")) if end else last_whole_hour()
+        since = parse_utc(start, option=flag("--from")) if start else until - DEFAULT_SPAN
         request = SimulationRequest(
             template=tpl,
             start=since,
