@@ -89,6 +89,7 @@ class Delivery:
     kind: str
     ended: str
     requests: list[RequestRecord] = field(default_factory=list)
+    hop: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class Aim:
     request: int
     kind: FaultKind
     then: dict[int, FaultKind] = field(default_factory=dict)
+    # the message of that partition aimed at: its first run (0) or a continuation
+    hop: int = 0
 
 
 class FannedOutTick:
@@ -176,7 +179,9 @@ class FannedOutTick:
                 return deliveries
             message = received[0]
             body = json.loads(message["Body"])
-            target = aim is not None and not aimed and body["partition"] == aim.partition
+            target = (
+                aim is not None and not aimed and body["partition"] == aim.partition and body.get("hop", 0) == aim.hop
+            )
             if copies > 1:
                 ended = self._deliver_copies(message, copies, deliveries, body)
             else:
@@ -210,7 +215,7 @@ class FannedOutTick:
         finally:
             requests = self.faults.requests()
             self.faults.disarm()
-        deliveries.append(Delivery(body["partition"], body["kind"], ended, requests))
+        deliveries.append(Delivery(body["partition"], body["kind"], ended, requests, body.get("hop", 0)))
         return ended
 
     def _deliver_copies(
@@ -505,4 +510,28 @@ def test_handing_on_a_continuation_survives_faults(tick: FannedOutTick, kind: Fa
         tick.reset()
         tick.run(Aim(first.partition, index, kind))
         failures.extend(f"request {index} ({operations[index - 1]}): {p}" for p in _problems(tick.state(), reference))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("kind", [FaultKind.DIES_AFTER, FaultKind.THROTTLED], ids=str)
+def test_a_tick_finished_by_a_continuation_survives_every_fault_of_its_last_run(
+    tick: FannedOutTick, kind: FaultKind
+) -> None:
+    """One page per run (20 s left, under the 30 s budget): the tick is finished by a continuation,
+    whose every request meets the fault; the tick ends as the clean run, TickSucceeded included."""
+    reference = _reference(tick)
+    tick.remaining_ms = 20_000
+    tick.reset()
+    clean = tick.run()
+    last = clean[-1]
+    assert last.hop >= 1
+    assert [r.operation for r in last.requests][-4:] == ["GetItem", "Query", "UpdateItem", "UpdateItem"]
+    failures: list[str] = []
+    for index, request in enumerate(last.requests, start=1):
+        tick.reset()
+        deliveries = tick.run(Aim(last.partition, index, kind, hop=last.hop))
+        hit = next(d for d in deliveries if d.hop == last.hop)
+        if len(hit.requests) < index or hit.requests[index - 1].fault is not kind:
+            failures.append(f"request {index} ({request.operation}): the fault did not fire")
+        failures.extend(f"request {index} ({request.operation}): {p}" for p in _problems(tick.state(), reference))
     assert not failures, "\n".join(failures)
