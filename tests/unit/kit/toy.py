@@ -178,11 +178,13 @@ def seed(
     return ids
 
 
-def toy_job(client_factory: Any = None, *, partitions: int = len(PARTITIONS)) -> tuple[ScheduledJob, FanOut, Any, Any]:
+def toy_job(
+    client_factory: Any = None, *, partitions: int = len(PARTITIONS), overlap: str = "run-both"
+) -> tuple[ScheduledJob, FanOut, Any, Any]:
     """A fresh job (its own Powertools store) with its coordinator and worker handlers."""
     import boto3
 
-    job = ScheduledJob(TOY_JOB)
+    job = ScheduledJob(TOY_JOB, overlap=overlap)
     work = FanOut(job, partitions=[str(shard) for shard in range(partitions)])
 
     @job.handler

@@ -22,9 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clockless.tick import MalformedTickError, reject_future, utc_now
+
+if TYPE_CHECKING:
+    from clockless.fanout.messages import WorkMessage
+    from clockless.fanout.records import PartitionRecords
 
 
 class UntrustedMessageError(ValueError):
@@ -70,3 +74,18 @@ def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> s
 def never_failed(keys: Iterable[str], failed: frozenset[str], replayed: frozenset[str]) -> list[str]:
     """Replayed item keys the partition never listed as failed (nor replayed already)."""
     return sorted(key for key in keys if key not in failed and key not in replayed)
+
+
+def replayable_keys(records: PartitionRecords, message: WorkMessage, keys: list[str]) -> frozenset[str]:
+    """The replayed keys still listed failed (one consistent GetItem). A key never listed failed
+    (nor replayed already, a duplicate replay) is an UntrustedMessageError: nothing is written."""
+    listed = records.failed_keys()
+    if listed is None:
+        raise UntrustedMessageError(message.tick_key, message.partition, "replayed items of a partition never run")
+    strangers = never_failed(keys, listed.failed, listed.replayed)
+    if strangers:
+        shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+        raise UntrustedMessageError(
+            message.tick_key, message.partition, f"replayed items that never failed in it: {shown}"
+        )
+    return listed.failed

@@ -19,15 +19,16 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 
-from clockless.fanout.finisher import UNREPORTED, Finisher
-from clockless.fanout.messages import KIND_PARTITION, WorkMessage
+from clockless.fanout.buffer import release_buffered, start_buffered
+from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.queue import split_items
 from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, tick_key
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.trust import (
     UntrustedMessageError,
-    never_failed,
     reject_future_tick,
+    replayable_keys,
     tick_entry_check,
     why_not_claimed,
 )
@@ -44,6 +45,7 @@ from clockless.fanout.writer import (
 )
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
+from clockless.overlap import Overlap
 
 if TYPE_CHECKING:
     from clockless.fanout.coordinator import FanOut
@@ -160,6 +162,8 @@ class PartitionWorker:
         try:
             if message.kind == KIND_PARTITION:
                 return self._run_partition(message, context, metrics)
+            if message.kind == KIND_START:
+                return start_buffered(self.clients()[0], self.settings(), self.fan_out, message)
             return self._replay(message, metrics)
         except UntrustedMessageError as error:
             # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
@@ -304,6 +308,8 @@ class PartitionWorker:
         elif status == STATUS_FAILED:
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
             self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
+        if status != NOT_COMPLETE and self.job.overlap is Overlap.BUFFER:
+            release_buffered(*self.clients(), self.settings(), self.job, message)
 
     @staticmethod
     def _report_success(finisher: Finisher, message: WorkMessage, metrics: EphemeralMetrics) -> None:
@@ -357,7 +363,7 @@ class PartitionWorker:
         items = [work.decode(data) for data in message.items]
         counters = Counters()
         for _ in range(REPLAY_ATTEMPTS):
-            failed_keys = self._failed_keys(records, message, [work.item_key(item) for item in items])
+            failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
             entries = [
                 Entry(key, work.writes(item, message.params, message.tick_key), item)
                 for item in items
@@ -379,21 +385,6 @@ class PartitionWorker:
         self.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
         self._finish(message, metrics)
         return OUTCOME_REPLAYED
-
-    @staticmethod
-    def _failed_keys(records: PartitionRecords, message: WorkMessage, keys: list[str]) -> frozenset[str]:
-        """The replayed keys still listed failed. A key never listed failed (nor replayed
-        already, a duplicate replay) is an UntrustedMessageError: nothing is written."""
-        listed = records.failed_keys()
-        if listed is None:
-            raise UntrustedMessageError(message.tick_key, message.partition, "replayed items of a partition never run")
-        strangers = never_failed(keys, listed.failed, listed.replayed)
-        if strangers:
-            shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
-            raise UntrustedMessageError(
-                message.tick_key, message.partition, f"replayed items that never failed in it: {shown}"
-            )
-        return listed.failed
 
 
 def _count_failed(metrics: EphemeralMetrics, counters: Counters) -> None:
