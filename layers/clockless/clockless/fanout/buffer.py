@@ -54,6 +54,7 @@ def start_buffered(dynamodb: Any, settings: WorkerSettings, fan_out: FanOut, mes
         raise UntrustedMessageError(message.tick_key, "-", f"not a tick buffered behind {after}") from None
     if job.function is None:
         raise RuntimeError(f"job {job.name!r} has no @job.handler function to start a buffered tick with")
-    job.function(JobRun(tick))
+    ledger = _ledger(dynamodb, settings)
+    job.function(JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time)))
     job.logger.info("buffered tick started", extra={"after": after})
     return OUTCOME_STARTED
