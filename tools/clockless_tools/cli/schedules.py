@@ -108,6 +108,19 @@ def show(
         _emit(_upcoming_table(item))
 
 
+@app.command("conformance")
+def conformance() -> None:
+    """The tick engine against AWS's documented ticks: one row per case, with its source and verdict.
+
+    Prints the Markdown table docs/schedule-conformance.md shows; exits 1 if a row fails."""
+    from clockless_tools.template.conformance import markdown
+    from clockless_tools.template.conformance_cases import CASES
+
+    print(markdown(CASES), end="")
+    if any(case.verdict() != "ok" for case in CASES):
+        raise typer.Exit(code=1)
+
+
 # ---------------------------------------------------------------- input
 
 

@@ -1,9 +1,9 @@
 """Scheduler's `cron(...)`: parsed against the guide's field table, evaluated on wall-clock dates.
 
 This replaces aws-croniter (docs/schedules.md, "Defects found in aws-croniter", says why): its
-`L` in day-of-week is weekday 0 rather than Saturday, it gives up after a fixed number of steps
-when the next tick is years away, and it accepts syntax the guide does not have (`L-3`, `L-2`,
-wrap-around ranges) with guessed meanings while failing `LW` with a Python parse error.
+`L` in day-of-week is weekday 0 rather than Saturday, it stops finding ticks that are decades apart,
+and it accepts syntax the reference does not have (`L-3`, `L-2`) with guessed meanings while
+failing `LW` with a Python parse error.
 
 The grammar is the EventBridge cron reference's table (six fields; wildcards per field):
 
@@ -129,7 +129,7 @@ def parse(text: str) -> Cron:
     if (dom == "?") == (dow == "?"):
         fix = f"cron({_one_question_mark(fields)})"
         raise CronError(
-            f'cron({text}): one of day-of-month and day-of-week must be ? and the other not (the guide: "If '
+            f'cron({text}): one of day-of-month and day-of-week must be ? and the other not (the cron reference: "If '
             "you specify a value or a * (asterisk) in one of the fields, you must use a ? (question mark) in the "
             f'other"): e.g. {fix}'
         )
@@ -161,8 +161,9 @@ def _day_of_month(cron: Cron, field: str, text: str) -> Cron:
         return replace(cron, last_day=True)
     if field.startswith("L") or "LW" in field:
         raise CronError(
-            f"cron({text}): day-of-month {field!r} is not in the guide, which has L (the last day of the month) and nW "
-            "(the weekday nearest day n) but no offsets or LW: use L, or 28W for a weekday near the end of the month"
+            f"cron({text}): day-of-month {field!r} is not in the cron reference, which has L (the last day of the "
+            "month) and nW (the weekday nearest day n) but no offsets or LW: use L, or 28W for a weekday near the "
+            "end of the month"
         )
     if field.endswith("W"):
         day = _number(field[:-1], 2, text)
@@ -174,6 +175,8 @@ def _day_of_month(cron: Cron, field: str, text: str) -> Cron:
 
 
 def _day_of_week(cron: Cron, field: str, text: str) -> Cron:
+    for name, number in _DAYS.items():  # WED and SAT must not read as the W and L wildcards
+        field = field.replace(name, str(number))
     if field == "L":
         # The guide: "The L wildcard in the Day-of-month or Day-of-week fields specifies the last day of the
         # month or week": alone in day-of-week it is Saturday (7), every week.
@@ -181,7 +184,7 @@ def _day_of_week(cron: Cron, field: str, text: str) -> Cron:
     if "#" in field:
         if "," in field or "-" in field:
             raise CronError(
-                f"cron({text}): day-of-week {field!r}: the guide allows one expression with # "
+                f"cron({text}): day-of-week {field!r}: the cron reference allows one expression with # "
                 '("3#1,6#3" is invalid): use one, e.g. 3#1, and a second schedule for the other'
             )
         weekday, _, k = field.partition("#")
@@ -191,16 +194,18 @@ def _day_of_week(cron: Cron, field: str, text: str) -> Cron:
         return replace(cron, nth=(number, nth))
     if field.startswith("L-") or field.startswith("L"):
         raise CronError(
-            f"cron({text}): day-of-week {field!r} is not in the guide, which has L alone (Saturday, the last day "
-            "of the week) and n#k: for a weekday near the end of the month use nL (the last such weekday), e.g. 6L"
+            f"cron({text}): day-of-week {field!r} is not in the cron reference, which has L alone (Saturday, the last "
+            "day of the week), nL (its example 6L: the last Friday of the month) and n#k: e.g. 6L"
         )
     if field.endswith("L") and "," not in field and "-" not in field:
-        # Not in the guide's examples; Quartz's meaning (the last such weekday of the month), which the
-        # conformance table records as the engine's assumption.
+        # The cron reference's example cron(15 10 ? * 6L 2019-2022): "the last Friday of each month".
         return replace(cron, last_of_week=_weekday(field[:-1], text))
+    if "W" in field:
+        raise CronError(f"cron({text}): day-of-week {field!r}: W belongs to day-of-month (e.g. 15W), not day-of-week")
     if "/" in field:
         raise CronError(
-            f"cron({text}): day-of-week {field!r}: the guide's table has no / in day-of-week (its wildcards are "
+            f"cron({text}): day-of-week {field!r}: the cron reference's table has no / in day-of-week "
+            "(its wildcards are "
             ", - * ? L #): list the days, e.g. 2,4,6"
         )
     _special_alone(field, 4, "LW#", text)
@@ -210,7 +215,8 @@ def _day_of_week(cron: Cron, field: str, text: str) -> Cron:
 def _special_alone(field: str, index: int, specials: str, text: str) -> None:
     if any(char in field for char in specials):
         raise CronError(
-            f"cron({text}): {_NAMES[index]} {field!r}: {', '.join(specials)} stand alone in a field in the guide, "
+            f"cron({text}): {_NAMES[index]} {field!r}: {', '.join(specials)} stand alone in a field in the "
+            "cron reference, "
             "never in a list or range"
         )
 
@@ -230,15 +236,17 @@ def _values(field: str, index: int, text: str) -> set[int]:
         else:
             start = _value(start_text, index, text)
             end = _value(end_text, index, text) if end_text is not None else (high if step_text else start)
-        if end < start:
+        if end < start and index == 5:
             raise CronError(
-                f"cron({text}): {_NAMES[index]} range {item!r} runs backwards; the guide's ranges run from low to "
-                f'high ("1-15 includes days 1 through 15"): write {start_text}-{high},{low}-{end_text}'
+                f"cron({text}): year range {item!r} runs backwards; years do not wrap: write {end_text}-{start_text}"
             )
         step = 1 if step_text is None else int(step_text)
         if step < 1:
             raise CronError(f"cron({text}): {_NAMES[index]} item {item!r}: the increment after / must be 1 or more")
-        found.update(range(start, end + 1, step))
+        # A range that runs backwards wraps around the field: the reference's own example
+        # cron(0/30 20-2 ? * MON-FRI *) runs "between 10:00 pm on the starting day to 2:00 am".
+        span = list(range(start, end + 1)) if start <= end else [*range(start, high + 1), *range(low, end + 1)]
+        found.update(span[::step])
     return found
 
 
