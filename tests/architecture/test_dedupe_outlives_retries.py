@@ -20,7 +20,10 @@ def test_an_idempotency_record_that_expires_inside_the_retry_window_is_caught(pl
     violations = planted.violations("dedupe-outlives-retries")
 
     violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="1800 s is shorter")
-    assert "retry window 2700 s (scheduler 900 s + Lambda async 1800 s)" in violation.message
+    assert (
+        "retry window 2759 s (precision 59 s + flexible window 0 s + scheduler 900 s + Lambda async 1800 s)"
+        in violation.message
+    )
 
 
 def test_lambdas_default_six_hour_async_age_counts_when_unset(planted: PlantedCopy) -> None:
