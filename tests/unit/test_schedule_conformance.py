@@ -43,3 +43,20 @@ def test_the_table_covers_every_wildcard_in_every_field_aws_allows_it() -> None:
             assert any(wildcard in case.expression[5:-1].split()[index] for case in accepted), (
                 f"no accepted row uses {wildcard} in {field}"
             )
+
+
+def test_the_aws_croniter_defects_docs_schedules_md_reports_are_still_there() -> None:
+    """docs/schedules.md reports these upstream-style; when aws-croniter fixes one, this says so."""
+    from datetime import UTC, datetime
+
+    from aws_croniter import AwsCroniter
+
+    year = (datetime(2028, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC))
+    assert AwsCroniter("0 12 ? * L *").get_all_schedule_bw_dates(*year) == []
+    far = AwsCroniter("0 0 ? 2 1#5 *").get_all_schedule_bw_dates(
+        datetime(2027, 1, 1, tzinfo=UTC), datetime(2199, 1, 1, tzinfo=UTC)
+    )
+    assert far == [datetime(2032, 2, 29, tzinfo=UTC)]
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        AwsCroniter("0 12 LW * ? *")
+    assert len(AwsCroniter("0 12 L-2 * ? *").get_all_schedule_bw_dates(*year)) == 12
