@@ -221,7 +221,8 @@ class ScheduleSpec:
             return self.created.replace(microsecond=0)
         raise RateAnchorUnknown(
             f"{self.expression} has no StartDate, so its ticks depend on when the schedule was created: "
-            "declare StartDate in template.yaml, or pass --stack to read the deployed schedule"
+            "declare StartDate: !Ref <an anchor parameter> in template.yaml (rule rate-anchored), or pass --stack "
+            "to read the deployed schedule"
         )
 
     def _bounds(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
