@@ -44,3 +44,20 @@ def test_a_scheduled_function_without_an_expiry_is_caught(planted: PlantedCopy) 
     violations = planted.violations("dedupe-outlives-retries")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="is not set")
+
+
+def test_a_flexible_window_counts_in_the_retry_window(planted: PlantedCopy) -> None:
+    # Given cleanup may fire up to 60 minutes late, and its record is kept exactly the old window
+    planted.replace(
+        TEMPLATE,
+        'FlexibleTimeWindow:\n              Mode: "OFF"',
+        "FlexibleTimeWindow:\n              Mode: FLEXIBLE\n              MaximumWindowInMinutes: 60",
+        after=CLEANUP,
+    )
+    planted.replace(
+        TEMPLATE, 'IDEMPOTENCY_EXPIRY_SECONDS: "86400"', 'IDEMPOTENCY_EXPIRY_SECONDS: "2759"', after=CLEANUP
+    )
+
+    violations = planted.violations("dedupe-outlives-retries")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="flexible window 3600 s")

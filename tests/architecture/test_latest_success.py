@@ -127,3 +127,14 @@ def test_flexible_without_a_maximum_is_refused(planted: PlantedCopy) -> None:
     )
     messages = [v.message for v in check_schedule_delivery(planted.project)]
     assert any("FLEXIBLE without a literal MaximumWindowInMinutes" in m for m in messages)
+
+
+def test_docs_alarms_md_states_each_jobs_sum_and_grace(template: Template) -> None:
+    from clockless_tools.template.loader import PROJECT_ROOT
+
+    text = " ".join((PROJECT_ROOT / "docs" / "alarms.md").read_text(encoding="utf-8").split())
+    for schedule in template.jobs.values():
+        lateness = latest_success(template, schedule)
+        terms = [lateness.precision, lateness.window, lateness.scheduler_retries, lateness.lambda_retries]
+        sum_text = " + ".join(f"{t:,}" for t in [*terms, lateness.last_run, lateness.fan_out])
+        assert f"{sum_text} = {lateness.total:,} s" in text, schedule.job
