@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from clockless import Tick, Trigger
-from clockless.fanout.records import one_line as flat
 from clockless.ledger import RunLedger
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
 from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
@@ -47,7 +46,8 @@ def one_line(text: str, limit: int = 300) -> str:
         while rest and rest[0].startswith((" ", "\t")) and len(rest) > 1:
             rest = rest[1:]
         text = f"{head.strip()} {' '.join(rest)}"
-    return flat(text, limit)
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
 
 
 class PartitionsFailing(OperationError):
