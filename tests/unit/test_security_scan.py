@@ -1,5 +1,6 @@
 """`clockless security` runs the real checkov (from .venv-checkov, which `make security` and so
-`make test` install first) and fails on a finding the skip list does not explain: planted here."""
+`make test` install first) and fails on a finding the skip list does not explain: planted here.
+checkov is a subprocess, so this process opens no socket: a unit test."""
 
 from __future__ import annotations
 
