@@ -102,8 +102,9 @@ cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 
 FROM ?=
 TO   ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC); effects checked
-	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+FULL ?=
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC); effects checked
+	$(CLOCKLESS) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
