@@ -30,6 +30,9 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 export PYTHONTZPATH :=
 # `sam build` needs python3.13 (with pip, for the layer's Makefile) on PATH: the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# $(call quietly,COMMAND): COMMAND's output kept in a log and shown only when it fails (an install's
+# package list buries what the target is for; a failure's log is what fixes it).
+quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
 .PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
         build deploy bench docs clean sam status backfill run-now
@@ -41,21 +44,21 @@ help: ## List the targets
 $(UV): tools/uv-requirements.txt
 	@PY313="$$(tools/find-python313)" && echo "bootstrapping uv into $(UV_BOOT) with $$PY313" && \
 	  "$$PY313" -m venv --clear $(UV_BOOT)
-	$(UV_BOOT)/bin/python -m pip install --disable-pip-version-check --no-deps --require-hashes --progress-bar on \
-	  -r tools/uv-requirements.txt
+	@$(call quietly,$(UV_BOOT)/bin/python -m pip install --disable-pip-version-check --no-deps --require-hashes \
+	  -r tools/uv-requirements.txt)
 	@touch $@
 
 # The venv holds exactly uv.lock (--locked: a pyproject.toml edited without `make lock` fails here).
 $(STAMP): pyproject.toml uv.lock $(UV)
 	@PY313="$$(tools/find-python313)" && echo "syncing $(VENV) with uv.lock on $$PY313" && \
-	  $(UV) sync --locked --extra dev --python "$$PY313" || \
+	  ( $(call quietly,$(UV) sync --locked --extra dev --python "$$PY313") ) || \
 	  { echo "error: uv sync failed (above); if uv.lock is behind pyproject.toml, run make lock and commit it" >&2; exit 1; }
 	@touch $@
 
 $(SAM_STAMP): tools/sam-requirements.txt $(UV) | $(STAMP)
 	@PY313="$$(tools/find-python313)" && echo "installing SAM CLI into $(SAM_VENV) from tools/sam-requirements.txt" && \
 	  $(UV) venv --quiet --allow-existing --python "$$PY313" $(SAM_VENV)
-	$(UV) pip sync --python $(SAM_VENV)/bin/python --require-hashes tools/sam-requirements.txt
+	@$(call quietly,$(UV) pip sync --python $(SAM_VENV)/bin/python --require-hashes tools/sam-requirements.txt)
 	@# One PATH entry for both commands: `. .venv/bin/activate` puts clockless and sam on PATH.
 	ln -sf ../../$(SAM_VENV)/bin/sam $(VENV)/bin/sam
 	@touch $@

@@ -11,10 +11,10 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
+from clockless_tools.cli.progress import StepProgress
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.simulate.report import JobReport, SimulationReport
 from clockless_tools.simulate.request import (
@@ -101,28 +101,11 @@ def simulate(
     except SimulationInputError as error:
         raise fail(str(error)) from None
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=stderr,
-        transient=True,
-        disable=not stderr.is_terminal,
-    ) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def progress(name: str, done: int, total: int) -> None:
-            if name not in tasks:
-                tasks[name] = bar.add_task(f"{name} replay: deliveries", total=total)
-            bar.update(tasks[name], completed=done, total=total)
-
-        def note(message: str) -> None:
-            bar.console.print(f"[dim]{escape(message)}[/]", highlight=False, soft_wrap=True)
-
-        note(f"simulating {_range(request)} of {', '.join(tpl.jobs)} (seed {seed})")
+    steps = StepProgress(stderr)
+    with steps.shown():
+        steps.note(f"simulating {_range(request)} of {', '.join(tpl.jobs)} (seed {seed})")
         try:
-            report = run_simulation(request, progress=progress, note=note)
+            report = run_simulation(request, progress=steps.update, note=steps.note)
         except SimulationError as error:
             stderr.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=1) from None

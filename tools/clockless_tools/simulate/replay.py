@@ -117,7 +117,9 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             runtime,
             injector,
             clock,
-            progress=lambda done, queued: send(channel, done=done, total=expected or done + queued),
+            # The reference's rounds are its ticks (each delivered once), a total known up front; the
+            # simulation's progress is the ticks it announces as they take effect.
+            progress=(lambda done, _queued: send(channel, done=done, total=expected)) if expected else _quiet,
             took_effect=lambda plan, record: send(channel, took_effect=plan.key, at=record.at, round=record.round),
             workers=workers,
         )
@@ -140,6 +142,10 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         "workers": [asdict(record) for record in engine.worker_records],
         "dead_letters": dead_letters,
     }
+
+
+def _quiet(_done: int, _queued: int) -> None:
+    return None
 
 
 def dead_letter_depths(poller: SqsPoller) -> dict[str, int]:
