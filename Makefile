@@ -34,8 +34,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # package list buries what the target is for; a failure's log is what fixes it).
 quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
-.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench docs clean sam status backfill run-now
+.PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
+        build deploy bench measure docs clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -78,16 +78,21 @@ lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements 
 
 setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
-test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types
+test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types; not the slow tests
 
-suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint)
-	$(PYTEST) tests
+# The tests marked `slow` (exhaustive fault sweeps, whole-command runs: docs/development.md lists
+# them) are left to CI, which runs `make test`, then `make test-slow`, then `make run FULL=1`.
+suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint, no slow tests)
+	$(PYTEST) -m "not slow" tests
+
+test-slow: $(STAMP) ## The tests marked slow (exhaustive sweeps, the docs' executed outputs), which CI runs
+	$(PYTEST) -m slow tests
 
 unit: $(STAMP) ## Unit tests (no sockets)
-	$(PYTEST) tests/unit
+	$(PYTEST) -m "not slow" tests/unit
 
 integration: $(STAMP) ## Integration tests against moto's server over HTTP
-	$(PYTEST) tests/integration
+	$(PYTEST) -m "not slow" tests/integration
 
 arch: $(STAMP) ## Architecture rules over template.yaml and the code, each proven by a planted violation
 	$(PYTEST) tests/architecture
@@ -153,6 +158,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
+
+measure: $(STAMP) ## Time make run and make test (wall, CPU, tests, load) into bench/measured.json; then make docs
+	$(CLOCKLESS) bench measure
 
 docs: $(STAMP) ## Rewrite the generated tables in README.md and docs/ (rules, bench figures); make test checks them
 	$(CLOCKLESS) docs
