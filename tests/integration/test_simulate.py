@@ -200,6 +200,7 @@ def test_bad_input_is_one_line_and_exit_code_2() -> None:
         ("--from", TO, "--to", FROM): "is not before",
         ("--endpoint", "http://127.0.0.1:9"): "nothing answers",
         ("--endpoint", "localhost:8765"): "is not an http(s) URL",
+        ("--full",): "give one of --full and --from",
     }
     for args, problem in cases.items():
         result = CliRunner().invoke(app, ["simulate", "--from", FROM, "--to", TO, *args])

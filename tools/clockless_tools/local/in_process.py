@@ -32,8 +32,9 @@ _apps: dict[str, WsgiApp] = {}
 _stock_send = URLLib3Session.send
 
 
-class _Body:
-    """A body already read, in the shape botocore reads a response's `raw`."""
+class ReadBody:
+    """A body already read, in the shape botocore reads a response's `raw` (also the simulator's
+    made-up answers: `clockless_tools.simulate.faults`)."""
 
     def __init__(self, content: bytes) -> None:
         self._content = content
@@ -83,7 +84,7 @@ def answer(app: WsgiApp, request: Any) -> AWSResponse:
     headers_read = HTTPHeaders()
     for name, value in response_headers.items():
         headers_read[name] = value
-    return AWSResponse(request.url, int(status.split(" ", 1)[0]), headers_read, _Body(content))
+    return AWSResponse(request.url, int(status.split(" ", 1)[0]), headers_read, ReadBody(content))
 
 
 def _send(session: URLLib3Session, request: Any) -> AWSResponse:
