@@ -188,7 +188,9 @@ def measure_command(
         list[str] | None,
         typer.Option("--only", help="Measure only these commands (repeatable): run, test. E.g. --only run"),
     ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the figures.")] = MEASURED,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the figures. E.g. -o /tmp/measured.json")
+    ] = MEASURED,
 ) -> None:
     """Time `make run` and `make test` as a reader runs them (wall, CPU, tests, cores, load) into
     bench/measured.json, which the docs' timing figures are generated from (`make docs`)."""
@@ -209,7 +211,9 @@ def measure_command(
 @app.command("timings")
 def timings_command(
     readme: Annotated[bool, typer.Option("--readme", help="The README's one line instead of the table.")] = False,
-    measured: Annotated[Path, typer.Option("--measured", help="The figures file.")] = MEASURED,
+    measured: Annotated[
+        Path, typer.Option("--measured", help="The figures file. E.g. --measured bench/measured.json")
+    ] = MEASURED,
 ) -> None:
     """The measured timings (`make measure`) as docs/development.md's table, or the README's line."""
     try:
