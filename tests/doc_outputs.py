@@ -7,7 +7,8 @@ before it says how it is kept true, in one of two comments:
     <!-- output: illustrative: <why it cannot be run here> -->
 
 A checked block is run, command by command, by that test against an embedded runtime of its own,
-and what each command prints is compared with the lines under it after `normalise` (times, ids,
+and what each command prints on stdout (a page shows stderr with `2>&1`) is compared with the
+lines under it after `normalise` (times, ids,
 pids and ports that differ from run to run); a line `...` stands for any lines. An illustrative
 block says why it is not run (an AWS account, a time of day); tests/unit/test_docs.py fails on an
 output block with neither comment.
