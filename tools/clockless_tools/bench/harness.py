@@ -13,7 +13,6 @@ from typing import Any, Final
 
 from clockless import JobRun, KitSettings, Tick, Trigger, format_scheduled_time
 from clockless_tools.bench.meter import Measured, measure
-from clockless_tools.bench.moto_patches import moto_dynamodb_backend
 from clockless_tools.bench.results import CLEANUP_JOB, CLEANUP_TICK, WINDOW_JOB, WINDOW_TICK, BenchError
 from clockless_tools.bench.workloads import Layout, Workload, empty_session_item, session_in_use_item
 from clockless_tools.local.dynamodb import (
@@ -24,6 +23,7 @@ from clockless_tools.local.dynamodb import (
     patched_environ,
 )
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.units import moto_dynamodb_backend
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 from session_cleanup.logic import clean_up_empty_sessions

@@ -7,11 +7,7 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from clockless_tools.bench.read_units import item_size
-from clockless_tools.local.dynamodb import (
-    LOCAL_REGION,
-)
-from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.local.units import item_size
 
 
 @contextlib.contextmanager
@@ -65,13 +61,6 @@ def _snapshots(backend: Any, entry: Mapping[str, Any]) -> Iterator[tuple[str, di
         else:
             key = operation["Key"]
         yield table_name, key, copy.deepcopy(backend.get_item(table_name, key))
-
-
-def moto_dynamodb_backend() -> Any:
-    """moto's DynamoDB state in this process, which the embedded server serves."""
-    from moto.backends import get_backend
-
-    return get_backend("dynamodb")[LocalNames().account_id][LOCAL_REGION]
 
 
 def moto_capacity_is_size_based(client: Any, table: str, index: str, shard_attribute: str) -> dict[str, Any]:
