@@ -102,8 +102,8 @@ cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 
 FROM ?=
 TO   ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC); effects checked
-	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits); effects checked
+	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE))
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events

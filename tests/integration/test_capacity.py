@@ -88,7 +88,7 @@ def test_a_hot_partition_key_is_refused_as_dynamodb_refuses_it_and_nothing_is_wr
     with pytest.raises(ClientError) as refused:
         scaled.client.put_item(TableName=PROGRAMS, Item=_program("t1", "p2"))
     # THEN DynamoDB's answer for a hot key, and the item is not there
-    error = refused.value.response
+    error: dict[str, Any] = dict(refused.value.response)
     assert error["Error"]["Code"] == "ProvisionedThroughputExceededException"
     assert error["ThrottlingReasons"][0]["reason"] == "TableWriteKeyRangeThroughputExceeded"
     assert error["ThrottlingReasons"][0]["resource"].endswith(f":table/{PROGRAMS}")
@@ -125,7 +125,7 @@ def test_an_index_short_of_capacity_refuses_the_base_table_write(scaled: Rig) ->
     with pytest.raises(ClientError) as refused:
         scaled.client.put_item(TableName=PROGRAMS, Item=_program("t2", "p1", shard="3"))
     # THEN the base-table write is refused for the index (back-pressure)
-    reason = refused.value.response["ThrottlingReasons"][0]
+    reason = dict(refused.value.response)["ThrottlingReasons"][0]
     assert reason["reason"] == "IndexWriteKeyRangeThroughputExceeded"
     assert reason["resource"].endswith(f":table/{PROGRAMS}/index/due-by-window-end")
     assert not _exists(scaled.client, "t2", "p1")

@@ -67,6 +67,16 @@ def simulate(
     tenants: Annotated[
         int, typer.Option(min=1, help="Tenants in the demo data (40 programs, 60 sessions each). E.g. --tenants 5")
     ] = 3,
+    capacity: Annotated[
+        str | None,
+        typer.Option(
+            help="Enforce DynamoDB's write throughput on the embedded DynamoDB: cold (a new on-demand table, "
+            "4,000 write units/s per table and index) or warm; 1,000 per partition key. E.g. --capacity cold"
+        ),
+    ] = None,
+    scale: Annotated[
+        float, typer.Option(help="Divide every throughput limit by this (with --capacity). E.g. --scale 200")
+    ] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
 ) -> None:
@@ -87,6 +97,8 @@ def simulate(
             endpoint=check_endpoint(endpoint) if endpoint else None,
             seed_plan=SeedPlan(tenants=tenants),
             log_path=DEFAULT_LOG,
+            capacity=capacity,
+            scale=scale,
         )
         request.validate()
     except SimulationInputError as error:

@@ -396,3 +396,33 @@ def capacity_settings(
         warm_write_units=NEW_ON_DEMAND_WRITE_UNITS if warm_units is None else warm_units,
         declared=dict(declared or {}),
     )
+
+
+def describe_settings(settings: CapacitySettings | None) -> str:
+    """One line: what is enforced, at DynamoDB's figures and as scaled."""
+    if settings is None:
+        return "none (moto's unlimited throughput)"
+    scale = settings.scale
+    start = (
+        f"new tables and indexes at {settings.new_write_units:,.0f}"
+        if settings.start is Start.COLD
+        else f"warm tables and indexes at {settings.warm_write_units:,.0f} (or as declared)"
+    )
+    return (
+        f"{settings.start.value}: {start} write units/s, {settings.key_write_units:,.0f} per partition key, "
+        f"{settings.table_quota_write_units:,.0f} per table; all divided by scale {scale:g}"
+    )
+
+
+def describe_throttling(capacity: DynamoDBCapacity) -> str:
+    """One line: what the emulator admitted and refused, and where."""
+    stats = capacity.stats
+    refused = sum(stats.throttled.values())
+    if not refused:
+        return f"DynamoDB capacity: {stats.admitted} write request(s) admitted, none throttled"
+    codes = ", ".join(f"{code} {count}" for code, count in stats.throttled.most_common())
+    where = ", ".join(
+        f"{resource} {count}{' (hot key)' if stats.hot_keys[resource] else ''}"
+        for resource, count in stats.throttled_resources.most_common()
+    )
+    return f"DynamoDB capacity: {stats.admitted} write request(s) admitted, {refused} throttled ({codes}) on {where}"

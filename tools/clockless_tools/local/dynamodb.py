@@ -144,7 +144,7 @@ def make_moto_server(host: str, port: int, capacity: CapacitySettings | None = N
         None if capacity is None else DynamoDBCapacity(capacity),
     )
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
-    server.capacity = app.capacity  # type: ignore[attr-defined]
+    server.serialized = app  # type: ignore[attr-defined]
     return server
 
 
@@ -161,8 +161,16 @@ class EmbeddedDynamoDB:
     @property
     def throughput(self) -> DynamoDBCapacity | None:
         """The running emulator's buckets and what they refused, when capacity is enforced."""
-        found: DynamoDBCapacity | None = getattr(self._server, "capacity", None)
-        return found
+        serialized: SerializedDynamoDB = getattr(self._server, "serialized")  # noqa: B009
+        return serialized.capacity
+
+    def enforce(self, settings: CapacitySettings | None) -> DynamoDBCapacity | None:
+        """From now on, enforce DynamoDB's write throughput rules (None: unlimited again), e.g.
+        once the demo data is seeded."""
+        serialized: SerializedDynamoDB = getattr(self._server, "serialized")  # noqa: B009
+        with serialized.lock:
+            serialized.capacity = None if settings is None else DynamoDBCapacity(settings)
+        return serialized.capacity
 
     def start(self) -> EmbeddedDynamoDB:
         self._server = make_moto_server(self.host, self.port, self.capacity)
