@@ -125,7 +125,8 @@ def test_an_index_short_of_capacity_refuses_the_base_table_write(scaled: Rig) ->
     with pytest.raises(ClientError) as refused:
         scaled.client.put_item(TableName=PROGRAMS, Item=_program("t2", "p1", shard="3"))
     # THEN the base-table write is refused for the index (back-pressure)
-    reason = dict(refused.value.response)["ThrottlingReasons"][0]
+    response: dict[str, Any] = dict(refused.value.response)
+    reason = response["ThrottlingReasons"][0]
     assert reason["reason"] == "IndexWriteKeyRangeThroughputExceeded"
     assert reason["resource"].endswith(f":table/{PROGRAMS}/index/due-by-window-end")
     assert not _exists(scaled.client, "t2", "p1")
