@@ -73,6 +73,13 @@ def table_definition(logical_id: str, properties: Mapping[str, Any], names: Loca
     for key in _TABLE_KEYS:
         if key in properties:
             request[key] = properties[key]
+    if "GlobalSecondaryIndexes" in request:
+        # WarmThroughput is a deploy-time declaration (a condition on a parameter); moto has no
+        # capacity, and the capacity emulator takes the warm rate as a setting.
+        request["GlobalSecondaryIndexes"] = [
+            {name: value for name, value in index.items() if name != "WarmThroughput"}
+            for index in request["GlobalSecondaryIndexes"]
+        ]
     request.setdefault("BillingMode", "PROVISIONED")
     if request["BillingMode"] == "PROVISIONED":
         request.setdefault("ProvisionedThroughput", properties.get("ProvisionedThroughput"))
