@@ -44,6 +44,12 @@ class BenchSizes:
     coordinator_due_items: tuple[int, ...] = (1_000, 100_000)
     # Items spread over the partitions for 1 to 16 concurrent workers.
     scaling_items: int = 4_000
+    # The sequential loop's time per item for the night model (with the added latency).
+    night_loop_items: int = 200
+    # The model checked against the capacity-faithful emulator: items per scenario, limits / scale.
+    check_items: int = 1_200
+    check_one_tenant_items: int = 240
+    check_scale: float = 50.0
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
@@ -62,6 +68,10 @@ QUICK: Final = BenchSizes(
     batching_items=60,
     added_latency_ms=1.0,
     scaling_items=64,
+    night_loop_items=10,
+    check_items=160,
+    check_one_tenant_items=40,
+    check_scale=400.0,
     coordinator_due_items=(20, 80),
     imports=1,
     imports_max=1,

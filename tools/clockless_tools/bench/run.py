@@ -17,6 +17,7 @@ from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
+from clockless_tools.bench.night import measure_night
 from clockless_tools.bench.overhead import measure_overhead
 from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes, Figure
 from clockless_tools.bench.scale import measure_scale
@@ -39,6 +40,7 @@ SECTIONS: Final = (
     "scaling",
     "coordinator",
     "fanned_out",
+    "night",
     "artifacts",
     "cold_start",
 )
@@ -94,6 +96,10 @@ _TICK_SECTIONS: Final[dict[str, tuple[Callable[[BenchSizes], str], Measurement]]
     "fanned_out": (
         lambda sizes: f"3e/5 a fanned-out tick, coordinator to finisher, per item: {sizes.batching_items:,} items",
         measure_per_item,
+    ),
+    "night": (
+        lambda sizes: "3f/5 a night on DynamoDB, modelled: 1M and 10M items per job, and its cost per 1M items",
+        measure_night,
     ),
 }
 
