@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
+from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.records import PartitionRecords
-from clockless.fanout.worker import PartitionAccounting
 from clockless.fanout.writer import BatchWriter, Entry
 from clockless_tools.bench.harness import Harness, effect_of
 from clockless_tools.bench.latency import added_latency

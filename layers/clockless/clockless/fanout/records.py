@@ -1,7 +1,8 @@
 """A fanned-out tick's records in the ledger table, beside its tick entry.
 
 - partition record `<job>#work` / `<ts>#p<partition>`: status (running|done), cursor, lease,
-  hops, failed_items, and the counters of replayed items;
+  hops, failed_items, the counters of replayed items, and what an operator reads about its runs
+  (`receives`, `last_error`, `throttle_continuations`);
 - lane record `<job>#work` / `<ts>#p<partition>#l<lane>`: applied and already_done, written only
   by the transactions of one lane of one worker, so concurrent lanes never touch one record.
 
@@ -20,6 +21,17 @@ STATUS_RUNNING: Final = "running"
 STATUS_DONE: Final = "done"
 WORK_SUFFIX: Final = "#work"
 COUNTERS: Final = ("applied", "already_done", "failed")
+# What a worker records for operators (docs/fan-out.md, "The records").
+RECEIVES: Final = "receives"
+LAST_ERROR: Final = "last_error"
+THROTTLE_CONTINUATIONS: Final = "throttle_continuations"
+MAX_LAST_ERROR_LENGTH: Final = 300
+
+
+def one_line(text: str, limit: int = MAX_LAST_ERROR_LENGTH) -> str:
+    """`last_error` is read on one line: no newline, at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def work_job(job: str) -> str:
@@ -56,6 +68,8 @@ class Lease:
     cursor: dict[str, Any] | None = None
     failed_items: frozenset[str] = frozenset()
     holder_until_ms: int = 0
+    # continuations this partition was handed on to because of throttling, before this run
+    throttle_continuations: int = 0
 
 
 @dataclass(slots=True)
@@ -102,15 +116,16 @@ class PartitionRecords:
     def lane_key(self, lane: int) -> dict[str, Any]:
         return lane_key(self.job, self.scheduled_time, self.partition, lane)
 
-    def acquire(self, *, lease_until_ms: int, hop: int) -> Lease:
-        """Take the partition: free, expired, or already this run's (its own resend)."""
+    def acquire(self, *, lease_until_ms: int, hop: int, receives: int = 1) -> Lease:
+        """Take the partition: free, expired, or already this run's (its own resend). `receives`:
+        the message's receive count, recorded for operators."""
         try:
             response = self.client.update_item(
                 TableName=self.table,
                 Key=self.key,
                 UpdateExpression=(
                     "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
-                    "#status = if_not_exists(#status, :running)"
+                    "#status = if_not_exists(#status, :running), receives = :receives"
                 ),
                 ConditionExpression=(
                     "(attribute_not_exists(#status) OR #status <> :done) AND "
@@ -121,6 +136,7 @@ class PartitionRecords:
                     ":me": {"S": self.owner},
                     ":until": {"N": str(lease_until_ms)},
                     ":hop": {"N": str(hop)},
+                    ":receives": {"N": str(receives)},
                     ":expires_at": {"N": str(self.expires_at)},
                     ":running": {"S": STATUS_RUNNING},
                     ":done": {"S": STATUS_DONE},
@@ -140,17 +156,35 @@ class PartitionRecords:
             acquired=True,
             cursor=None if cursor is None else json.loads(cursor),
             failed_items=frozenset(item.get("failed_items", {}).get("SS", [])),
+            throttle_continuations=int(_text(item, THROTTLE_CONTINUATIONS) or 0),
         )
 
     def store_cursor(self, cursor: Mapping[str, Any]) -> None:
         self._update("SET #cursor = :cursor", {":cursor": {"S": json.dumps(cursor, sort_keys=True)}})
 
-    def hand_on(self, cursor: Mapping[str, Any]) -> None:
-        """Stop here for a continuation: the cursor stored and the lease released (0), in one write."""
-        self._update(
-            "SET #cursor = :cursor, lease_until = :zero",
-            {":cursor": {"S": json.dumps(cursor, sort_keys=True)}, ":zero": {"N": "0"}},
-        )
+    def hand_on(
+        self, cursor: Mapping[str, Any] | None, *, last_error: str | None = None, throttled: bool = False
+    ) -> None:
+        """Stop here for a continuation: the cursor stored (None: the stored one stands) and the
+        lease released (0), in one write; after throttling, also `last_error` and one more
+        `throttle_continuations`."""
+        sets = ["lease_until = :zero"]
+        values: dict[str, Any] = {":zero": {"N": "0"}}
+        if cursor is not None:
+            sets.append("#cursor = :cursor")
+            values[":cursor"] = {"S": json.dumps(cursor, sort_keys=True)}
+        if last_error is not None:
+            sets.append(f"{LAST_ERROR} = :last_error")
+            values[":last_error"] = {"S": one_line(last_error)}
+        update = "SET " + ", ".join(sets)
+        if throttled:
+            update += f" ADD {THROTTLE_CONTINUATIONS} :one"
+            values[":one"] = {"N": "1"}
+        self._update(update, values)
+
+    def note_error(self, last_error: str) -> None:
+        """`last_error` for operators, while the lease is this run's (a failing run says why)."""
+        self._update(f"SET {LAST_ERROR} = :last_error", {":last_error": {"S": one_line(last_error)}})
 
     def _update(self, update: str, values: dict[str, Any]) -> None:
         request: dict[str, Any] = {
