@@ -87,6 +87,8 @@ class Night:
     scale: float = 1.0
     # items/s the whole fleet can offer, when it is known (this machine); None: Lambda's CPU share
     supply: float | None = None
+    # items/s one worker can offer when it is known (this machine); None: Lambda's CPU share
+    worker_supply: float | None = None
     # the items of each partition, when known; None: a hash spread over `workers` shards
     partition_items: Sequence[int] = field(default_factory=tuple)
 
@@ -125,7 +127,7 @@ def _ceilings(cost: ItemCost, night: Night) -> dict[str, float]:
 
 def predict(cost: ItemCost, night: Night) -> Prediction:
     key = KEY_WCU / night.scale
-    per_worker = worker_supply(cost, night.memory_mb)
+    per_worker = worker_supply(cost, night.memory_mb) if night.worker_supply is None else night.worker_supply
     shard_wcu = cost.index_wcu.get(cost.shard_index, 0.0)
     worker_rate = min(per_worker, key / shard_wcu if shard_wcu else math.inf)
     workers = min(night.workers, ACCOUNT_CONCURRENCY)

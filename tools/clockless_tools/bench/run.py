@@ -13,6 +13,7 @@ from typing import Any, Final, TextIO
 
 from clockless_tools.bench.artifacts import measure_artifacts
 from clockless_tools.bench.batching import measure_batching
+from clockless_tools.bench.capacity_check import measure_capacity_check
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
@@ -41,6 +42,7 @@ SECTIONS: Final = (
     "coordinator",
     "fanned_out",
     "night",
+    "capacity_check",
     "artifacts",
     "cold_start",
 )
@@ -101,6 +103,13 @@ _TICK_SECTIONS: Final[dict[str, tuple[Callable[[BenchSizes], str], Measurement]]
         lambda sizes: "3f/5 a night on DynamoDB, modelled: 1M and 10M items per job, and its cost per 1M items",
         measure_night,
     ),
+    "capacity_check": (
+        lambda sizes: (
+            f"3g/5 the model against the capacity-faithful emulator (limits / {sizes.check_scale:g}): "
+            f"{sizes.check_items:,} items spread, {sizes.check_one_tenant_items:,} under one tenant, cold and warm"
+        ),
+        measure_capacity_check,
+    ),
 }
 
 
@@ -128,6 +137,7 @@ def run_bench(
     with redirect, server as db, moto_transactions_snapshot_touched_items():
         endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
         harness = Harness(template, endpoint)
+        harness.server = db
         try:
             for section, (describe, measure_section) in _TICK_SECTIONS.items():
                 if section in only:
