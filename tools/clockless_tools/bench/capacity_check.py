@@ -17,6 +17,11 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Final
 
+from clockless.fanout.settings import (
+    DEFAULT_KEY_WRITE_UNITS_PER_SECOND,
+    DEFAULT_MIN_WRITE_UNITS_PER_SECOND,
+    DEFAULT_RATE_INCREASE_UNITS,
+)
 from clockless_tools.bench.fanned_out import workload
 from clockless_tools.bench.harness import Harness, partitions_sent
 from clockless_tools.bench.model import ItemCost, Night, declared_for, predict
@@ -53,6 +58,20 @@ def _dead_letters(harness: Harness, job: str) -> int:
     return sum(int(value) for value in attributes.values())
 
 
+def pacing_settings(settings: CapacitySettings | None) -> dict[str, str]:
+    """The worker's pacing, which defaults to DynamoDB's per-key limit, divided by the same scale
+    as the limits (whole units, at least 1): a worker paced for 1,000 units a second would meet a
+    key scaled to 20 with a floor of 50."""
+    if settings is None:
+        return {}
+    defaults = {
+        "WORK_KEY_WRITE_UNITS_PER_SECOND": DEFAULT_KEY_WRITE_UNITS_PER_SECOND,
+        "WORK_MIN_WRITE_UNITS_PER_SECOND": DEFAULT_MIN_WRITE_UNITS_PER_SECOND,
+        "WORK_RATE_INCREASE_UNITS": DEFAULT_RATE_INCREASE_UNITS,
+    }
+    return {name: str(max(1, round(value / settings.scale))) for name, value in defaults.items()}
+
+
 def run_tick(
     harness: Harness, job: str, items: int, *, tenants: int, workers: int, settings: CapacitySettings | None
 ) -> dict[str, Any]:
@@ -61,7 +80,7 @@ def run_tick(
         raise BenchError("the capacity check needs the bench's own embedded DynamoDB (no --endpoint)")
     harness.reset_tables()
     harness.seed(replace(workload(job, items), tenants=tenants), in_process=True)
-    rig = FanOutRig(harness, job)
+    rig = FanOutRig(harness, job, settings=pacing_settings(settings))
     capacity: DynamoDBCapacity | None = None
     try:
         with rig.active():
@@ -151,6 +170,8 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
 
 
 def measure_capacity_check(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
+    if harness.server is None:
+        return [], {"skipped": "the check needs the bench's own embedded DynamoDB (not --endpoint)"}
     figures: list[Figure] = []
     details: dict[str, Any] = {"tolerance": TOLERANCE}
     for job in harness.functions:

@@ -45,6 +45,8 @@ class FanOutRig:
     harness: Harness
     job: str
     concurrency: int | None = None  # WORK_CONCURRENCY; None: the template's
+    # more of the worker's environment (the capacity check scales the pacing settings)
+    settings: Mapping[str, str] = field(default_factory=dict)
     # CPU the pollers' threads spent in the last drain: the workers' own (with one lane each,
     # all of a worker's client work), not moto's server's.
     client_cpu_seconds: float = field(init=False, default=0.0)
@@ -66,6 +68,7 @@ class FanOutRig:
         env.update(self.harness.work_environment(self.job))
         if self.concurrency is not None:
             env["WORK_CONCURRENCY"] = str(self.concurrency)
+        env.update(self.settings)
         return env
 
     @contextlib.contextmanager
