@@ -32,7 +32,7 @@ export PYTHONTZPATH :=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench docs clean sam status backfill run-now
+        build deploy bench bench-model docs clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -149,6 +149,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
+
+bench-model: $(STAMP) ## Only the night model and its check against the capacity emulator (minutes), merged into bench/results.json
+	$(CLOCKLESS) bench run --only night --only capacity_check --merge --output bench/results.json
 
 docs: $(STAMP) ## Rewrite the generated tables in README.md and docs/ (rules, bench figures); make test checks them
 	$(CLOCKLESS) docs

@@ -47,9 +47,9 @@ class BenchSizes:
     # The sequential loop's time per item for the night model (with the added latency).
     night_loop_items: int = 200
     # The model checked against the capacity-faithful emulator: items per scenario, limits / scale.
-    check_items: int = 1_200
-    check_one_tenant_items: int = 240
-    check_scale: float = 50.0
+    check_items: int = 300
+    check_one_tenant_items: int = 60
+    check_scale: float = 200.0
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
