@@ -30,6 +30,7 @@ its worker's supply and its shard key; the tick ends with its slowest partition 
 shard: its measured size, or for a hash spread N/S + 3 standard deviations), so
 
     time = max(items / fleet rate (integrated as the ceilings grow), slowest partition / worker rate)
+           + the coordinator's own time, when measured
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class Night:
     worker_supply: float | None = None
     # the items of each partition, when known; None: a hash spread over `workers` shards
     partition_items: Sequence[int] = field(default_factory=tuple)
+    # time outside the writes (the coordinator's claim and fan-out), when measured
+    fixed_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.items <= 0 or self.workers <= 0 or self.tenants <= 0 or self.memory_mb <= 0 or self.scale <= 0:
@@ -168,8 +171,8 @@ def predict(cost: ItemCost, night: Night) -> Prediction:
     largest = max(night.partition_items) if night.partition_items else slowest_partition(night.items, night.workers)
     partition_seconds = largest / worker_rate
     if partition_seconds > seconds:
-        return Prediction(partition_seconds, "the slowest partition", start_bounds, worker_rate, largest, steps)
-    return Prediction(seconds, bound, start_bounds, worker_rate, largest, steps)
+        seconds, bound = partition_seconds, "the slowest partition"
+    return Prediction(seconds + night.fixed_seconds, bound, start_bounds, worker_rate, largest, steps)
 
 
 def declared_for(cost: ItemCost, items_per_second: float) -> dict[str, float]:
