@@ -41,6 +41,8 @@ TICK: Final = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "tri
 # GetItem, Query and UpdateItem). Several partitions are the unit tests' (tests/unit/kit/).
 ITEMS: Final = 5
 PARTITIONS: Final = 1
+# The ledger's summary of the tick once every item is applied.
+CLEAN_SUMMARY: Final = {"found": ITEMS, "applied": ITEMS, "already_done": 0, "failed": 0, "partitions": PARTITIONS}
 # The work queue's visibility timeout: 6 x the worker's 300 s timeout, as the template sets it.
 VISIBILITY: Final = timedelta(minutes=30)
 LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
@@ -319,13 +321,7 @@ def clean_run(tick: FannedOutTick) -> Reference:
     assert [d.ended for d in deliveries] == ["ok"] * PARTITIONS
     state = tick.state()
     assert state["status"] == "succeeded"
-    assert state["summary"] == {
-        "found": ITEMS,
-        "applied": ITEMS,
-        "already_done": 0,
-        "failed": 0,
-        "partitions": PARTITIONS,
-    }
+    assert state["summary"] == CLEAN_SUMMARY
     last = deliveries[-1]
     assert [r.operation for r in last.requests][-3:] == ["GetItem", "Query", "UpdateItem"]  # the finisher
     return Reference(state, last.partition, last.requests)
