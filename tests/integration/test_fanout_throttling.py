@@ -8,6 +8,7 @@ message shown again after a visibility timeout and nothing in the work DLQ.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import pytest
@@ -105,6 +106,37 @@ def test_a_throttle_past_the_budget_hands_on_after_a_delay_and_keeps_the_cursor(
     assert 1 <= tick.delayed_s <= 5  # the first throttled hand-on waits 3 to 5 s
     assert tick.stalls == 0
     assert int(tick.partition_record(reference.last_partition)["hops"]) == len(rest)
+    assert problems(tick.state(), reference) == []
+
+
+def test_a_throttle_past_the_budget_on_a_later_page_keeps_the_stored_cursor(tick: FannedOutTick) -> None:
+    # Given runs with a millisecond of budget left: the first page goes through (its cursor
+    # stored), the second page's transaction is throttled, and its first backoff (seeded jitter:
+    # 42 ms) is more than the run can afford
+    reference = reference_run(tick)
+    tick.remaining_ms = 30_001
+    tick.reset()
+    tick.start()
+    random.seed(0)
+    (first,) = tick.drain(Aim(reference.last_partition, 6, THROTTLED), limit=1)
+    assert [r.operation for r in first.requests] == [
+        "UpdateItem",  # lease
+        "Query",
+        "TransactWriteItems",
+        "UpdateItem",  # the first page's cursor
+        "Query",
+        "TransactWriteItems",  # throttled
+        "UpdateItem",  # hand on: the lease released, the cursor kept
+        "SendMessage",
+    ]
+    record = tick.partition_record(reference.last_partition)
+    assert "cursor" in record
+    assert (record["lease_until"], record["throttle_continuations"]) == ("0", "1")
+    # When the continuation runs (from that cursor), one page finishes the partition
+    rest = tick.drain()
+    resumed = [r.operation for r in rest[0].requests]
+    assert resumed[:4] == ["UpdateItem", "Query", "TransactWriteItems", "TransactWriteItems"]  # lease, page, done
+    assert tick.stalls == 0
     assert problems(tick.state(), reference) == []
 
 
