@@ -109,14 +109,17 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
     def _transact(self, delivery: Delivery, transaction: list[Any], *, claim: bool = False) -> None:
         """One bookkeeping transaction, throttles waited out within the delivery's budget (the
         claim's within its share), with a token that makes a resend of an applied one a no-op."""
+        self._retrying(delivery, claim=claim).transact_write_items(
+            TransactItems=transaction, ClientRequestToken=client_request_token(transaction)
+        )
+
+    def _retrying(self, delivery: Delivery, *, claim: bool = False) -> Any:
+        """The client, waiting out throttles for as long as this write may."""
         budget = delivery.budget if delivery.budget is not None else Budget(None, 0.0)
         margin = LAST_WRITE_MARGIN_SECONDS
         if claim:
             margin = max(margin, remaining_ms(budget.context) / 1000 * CLAIM_SHARE)
-        budget = budget.with_margin(margin)
-        ThrottleRetryingClient(self.dynamodb, budget).transact_write_items(
-            TransactItems=transaction, ClientRequestToken=client_request_token(transaction)
-        )
+        return ThrottleRetryingClient(self.dynamodb, budget.with_margin(margin))
 
     @staticmethod
     def _delivery() -> Delivery:
@@ -143,7 +146,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             # ledger notes beside the first outcome.
             delivery.rerun = True
             try:
-                self.dynamodb.put_item(**claim)
+                self._retrying(delivery, claim=True).put_item(**claim)
             except self.dynamodb.exceptions.ConditionalCheckFailedException as error:
                 raise self._already_exists(error.response.get("Item")) from error
             return
@@ -290,7 +293,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         if delivery.rerun:
             # The ledger keeps the first success; only the claim goes.
             try:
-                self.dynamodb.delete_item(**delete)
+                self._retrying(delivery).delete_item(**delete)
             except self.dynamodb.exceptions.ConditionalCheckFailedException as failed:
                 return self._not_released(failed.response.get("Item"))
             return Release.RELEASED

@@ -215,7 +215,8 @@ def _worker_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> None
     row("  failed, message back later", lambda j: str(j.workers.failed))
     row("  crashed mid-partition", lambda j: str(j.workers.faults[FAULT_CRASH]))
     row("  answer lost, resent", lambda j: str(j.workers.faults[FAULT_LOST_ANSWER]))
-    row("  throttled, retries spent", lambda j: str(j.workers.faults[FAULT_THROTTLED]))
+    # Throttled past botocore's retries; the kit waits it out within the invocation's budget.
+    row("  throttled, waited out", lambda j: str(j.workers.faults[FAULT_THROTTLED]))
     row("  message handed out twice", lambda j: str(j.workers.faults[FAULT_DUPLICATE]))
     row("  in the dead-letter queue", lambda j: str(j.workers.dead_lettered))
     row("  ledger counters as reference", lambda j: _yes(not j.workers.ledger_differences))

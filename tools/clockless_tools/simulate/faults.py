@@ -11,6 +11,9 @@ against (docs/tick-contract.md):
 - `throttled`: DynamoDB throttles every attempt until botocore's retries are spent;
 - `lost_then_throttled`: applied, answer lost, and every resend throttled: the caller sees an
   error for a write that took effect;
+- `transaction_throttled`: throttled as DynamoDB throttles a transaction: a `TransactWriteItems`
+  cancelled with `ThrottlingError` on its first action (botocore does not retry that), any other
+  request as `throttled`;
 - `dies_after`: answered, and then the attempt dies (Lambda's timeout): nothing after it runs;
 - `error_after`: answered, and then the delivery raises (the simulator's partial run).
 
@@ -60,6 +63,7 @@ class FaultKind(enum.StrEnum):
     LOST_RESPONSE = "lost_response"
     THROTTLED = "throttled"
     LOST_THEN_THROTTLED = "lost_then_throttled"
+    TRANSACTION_THROTTLED = "transaction_throttled"
     DIES_AFTER = "dies_after"
     ERROR_AFTER = "error_after"
 
@@ -145,6 +149,25 @@ def _response(request: Any, status: int, content: bytes, headers: dict[str, str]
 def _error_response(request: Any, code: str, message: str) -> AWSResponse:
     body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
     return _response(request, 400, body.encode())
+
+
+THROTTLED_MESSAGE: Final = "Throughput exceeds the current capacity (injected)"
+
+
+def throttled_response(request: Any) -> AWSResponse:
+    """A refusal for capacity in DynamoDB's shape: a transaction cancelled with `ThrottlingError`
+    on its first action (the others not evaluated), any other request `ThrottlingException`."""
+    if operation_of(request) != "TransactWriteItems":
+        return _error_response(request, "ThrottlingException", THROTTLED_MESSAGE)
+    actions = len(_payload(request).get("TransactItems") or []) or 1
+    reasons = [{"Code": "ThrottlingError", "Message": THROTTLED_MESSAGE}] + [{"Code": "None"}] * (actions - 1)
+    body = {
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+        f"[{', '.join(r['Code'] for r in reasons)}]",
+        "CancellationReasons": reasons,
+    }
+    return _response(request, 400, json.dumps(body).encode())
 
 
 @dataclass
@@ -326,7 +349,9 @@ class FaultInjector:
         if kind is FaultKind.REFUSED:
             raise EndpointConnectionError(endpoint_url=request.url)
         if kind is FaultKind.THROTTLED or (kind is FaultKind.LOST_THEN_THROTTLED and not first):
-            return _error_response(request, "ThrottlingException", "Throughput exceeds the current capacity (injected)")
+            return _error_response(request, "ThrottlingException", THROTTLED_MESSAGE)
+        if kind is FaultKind.TRANSACTION_THROTTLED:
+            return throttled_response(request)
         response = self._forward(original, endpoint, request)
         if not first:
             return response  # the SDK's resend after a lost answer, answered as DynamoDB would

@@ -72,7 +72,7 @@ class HandOff:
         delay = continuation_delay(lease.throttle_continuations)
         note = f"throttled: {spent.description}, continued after {delay} s"
         try:
-            final.hand_on(cursor, last_error=note, throttled=True)
+            final.hand_on(cursor, last_error=note, throttle_continuations=lease.throttle_continuations + 1)
         except BudgetSpent:
             # The release itself stayed throttled: the lease runs out with this attempt, so the
             # continuation waits until then (the cursor stored after the last page is where it

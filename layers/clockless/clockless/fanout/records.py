@@ -163,11 +163,15 @@ class PartitionRecords:
         self._update("SET #cursor = :cursor", {":cursor": {"S": json.dumps(cursor, sort_keys=True)}})
 
     def hand_on(
-        self, cursor: Mapping[str, Any] | None, *, last_error: str | None = None, throttled: bool = False
+        self,
+        cursor: Mapping[str, Any] | None,
+        *,
+        last_error: str | None = None,
+        throttle_continuations: int | None = None,
     ) -> None:
         """Stop here for a continuation: the cursor stored (None: the stored one stands) and the
-        lease released (0), in one write; after throttling, also `last_error` and one more
-        `throttle_continuations`."""
+        lease released (0), in one write; after throttling, also `last_error` and the new count
+        of `throttle_continuations` (set, not added: a resend of this write counts once)."""
         sets = ["lease_until = :zero"]
         values: dict[str, Any] = {":zero": {"N": "0"}}
         if cursor is not None:
@@ -176,11 +180,10 @@ class PartitionRecords:
         if last_error is not None:
             sets.append(f"{LAST_ERROR} = :last_error")
             values[":last_error"] = {"S": one_line(last_error)}
-        update = "SET " + ", ".join(sets)
-        if throttled:
-            update += f" ADD {THROTTLE_CONTINUATIONS} :one"
-            values[":one"] = {"N": "1"}
-        self._update(update, values)
+        if throttle_continuations is not None:
+            sets.append(f"{THROTTLE_CONTINUATIONS} = :continuations")
+            values[":continuations"] = {"N": str(throttle_continuations)}
+        self._update("SET " + ", ".join(sets), values)
 
     def note_error(self, last_error: str) -> None:
         """`last_error` for operators, while the lease is this run's (a failing run says why)."""

@@ -27,7 +27,7 @@ from clockless.fanout.finisher import Finisher
 from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HandOff, continuation_delay
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.pacing import Pacer
-from clockless.fanout.queue import split_items
+from clockless.fanout.queue import DeadLetters
 from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.writer import (
@@ -327,27 +327,8 @@ class PartitionWorker:
             self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
 
     def _dead_letters(self, message: WorkMessage, work: PartitionWork[Any]) -> Callable[[list[Entry], str], None]:
-        settings = self.settings()
-
-        def send(entries: list[Entry], reason: str) -> None:
-            encoded = [work.encode(entry.item) for entry in entries]
-            envelope = len(message.failed_items([], reason).body().encode("utf-8"))
-            for group in split_items(encoded, envelope):
-                self.clients()[1].send_message(
-                    QueueUrl=settings.dead_letter_queue_url, MessageBody=message.failed_items(group, reason).body()
-                )
-            # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
-            self.job.logger.error(
-                "items failed; sent to the work DLQ",
-                extra={
-                    "correlation_id": message.tick_key,
-                    "partition": message.partition,
-                    "items": [e.key for e in entries],
-                    "reason": reason,
-                },
-            )
-
-        return send
+        queue = DeadLetters(self.clients()[1], self.settings().dead_letter_queue_url, self.job.logger)
+        return functools.partial(queue.send, message, work.encode)
 
     def _log_run(self, what: str, counters: Counters, pages: int, started: float, writer: BatchWriter) -> None:
         self.job.logger.info(
