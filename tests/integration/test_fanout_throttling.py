@@ -171,3 +171,19 @@ def test_a_throttled_claim_and_completion_are_waited_out_by_the_coordinator(tick
     assert problems(tick.state(), reference) == []
     entry = tick.toy.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED), ConsistentRead=True)
     assert entry["Item"]["attempts"]["N"] == "1"
+
+
+def test_a_worker_paces_its_writes_to_its_shard_key_rate(
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a shard key taking 2 write units per second, 2 units per item (the settings' variables)
+    with fanned_out_tick(dynamodb_endpoint, monkeypatch, WORK_KEY_WRITE_UNITS_PER_SECOND="2") as tick:
+        clock = SimulatedClock(tick.clock)
+        tick.worker.clockless_runner.clock = clock
+        tick.reset()
+        # When the partition's 5 items are applied (pages of 3: transactions of 6 and 4 units)
+        deliveries = tick.run()
+        # Then the worker waited for its bucket: 10 units at 2 per second, less the first second's 2
+        assert [d.ended for d in deliveries] == ["ok"]
+        assert clock.waited == pytest.approx(4.0)
+        assert tick.state()["summary"]["applied"] == 5

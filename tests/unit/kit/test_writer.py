@@ -17,10 +17,9 @@ from clockless.fanout.writer import (
     BatchWriter,
     Entry,
     WorkRetriesSpent,
-    client_request_token,
     pack,
 )
-from clockless.throttle import Budget, BudgetSpent
+from clockless.throttle import Budget, BudgetSpent, client_request_token
 from tests.unit.kit.fake_clock import FakeClock
 from tests.unit.kit.toy import Context
 

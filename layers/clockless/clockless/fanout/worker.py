@@ -39,7 +39,6 @@ from clockless.fanout.writer import (
     Entry,
     WorkRetriesSpent,
     backoff_seconds,
-    client_request_token,
 )
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
@@ -49,6 +48,7 @@ from clockless.throttle import (
     BudgetSpent,
     Clock,
     ThrottleRetryingClient,
+    client_request_token,
     remaining_ms,
     retry_throttled,
 )

@@ -41,8 +41,6 @@ from clockless.throttle import (
 )
 from clockless.throttle import backoff_seconds as _throttle_backoff
 
-__all__ = ["BatchWriter", "Entry", "WorkRetriesSpent", "client_request_token", "pack"]
-
 MAX_ITEM_ACTIONS: Final = 99
 DEFAULT_MAX_ATTEMPTS: Final = 8
 BACKOFF_BASE_SECONDS: Final = 0.05
@@ -57,7 +55,6 @@ RETRY_REASONS: Final = frozenset({CONFLICT_REASON, *THROTTLE_REASONS})
 # resend of an applied transaction a no-op. Throttles are waited out within the budget; the
 # others are resent up to `max_attempts` times.
 TRANSIENT_ERRORS: Final = frozenset({"TransactionInProgressException", "InternalServerError", "ServiceUnavailable"})
-RETRY_ERRORS: Final = frozenset(THROTTLE_ERRORS | TRANSIENT_ERRORS)
 # What made a cancelled transaction worth resending.
 _THROTTLE: Final = "throttle"
 _CONFLICT: Final = "conflict"
