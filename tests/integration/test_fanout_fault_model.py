@@ -31,11 +31,8 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 
-from clockless_tools.simulate.faults import (
-    MODEL_KINDS,
-    FaultKind,
-    operation_of,
-)
+from clockless_tools.simulate.faults import MODEL_KINDS, FaultKind
+from clockless_tools.simulate.responses import made_up_response, operation_of
 from tests.integration.fanned_out_tick import (
     CLEAN_SUMMARY,
     ITEMS,
@@ -147,8 +144,7 @@ class ConflictInjector:
                         "Message": "Transaction cancelled (injected)",
                         "CancellationReasons": reasons,
                     }
-                    headers: Any = {"Content-Type": "application/x-amz-json-1.0"}
-                    return AWSResponse(request.url, 400, headers, _Raw(json.dumps(error).encode()))
+                    return made_up_response(request, 400, json.dumps(error).encode())
             return original(endpoint, request)  # type: ignore[no-any-return]
 
         setattr(Endpoint, "_send", send)  # noqa: B010
@@ -156,14 +152,6 @@ class ConflictInjector:
             yield self
         finally:
             setattr(Endpoint, "_send", original)  # noqa: B010
-
-
-class _Raw:
-    def __init__(self, content: bytes) -> None:
-        self._content = content
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield self._content
 
 
 def test_transaction_conflicts_are_resent_and_counted_once(tick: FannedOutTick) -> None:
