@@ -41,8 +41,18 @@ TICK: Final = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "tri
 # GetItem, Query and UpdateItem). Several partitions are the unit tests' (tests/unit/kit/).
 ITEMS: Final = 5
 PARTITIONS: Final = 1
+# Items in the index whose output exists already: every run that reads them finds them done.
+ALREADY_DONE: Final = 1
+# A duplicate TickSucceeded is harmless to the dead-man alarm; what a death can cost at most.
+MAX_SUCCESS_METRICS: Final = 2
 # The ledger's summary of the tick once every item is applied.
-CLEAN_SUMMARY: Final = {"found": ITEMS, "applied": ITEMS, "already_done": 0, "failed": 0, "partitions": PARTITIONS}
+CLEAN_SUMMARY: Final = {
+    "found": ITEMS + ALREADY_DONE,
+    "applied": ITEMS,
+    "already_done": ALREADY_DONE,
+    "failed": 0,
+    "partitions": PARTITIONS,
+}
 # The work queue's visibility timeout: 6 x the worker's 300 s timeout, as the template sets it.
 VISIBILITY: Final = timedelta(minutes=30)
 LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
@@ -59,6 +69,7 @@ class Delivery:
     kind: str
     ended: str
     requests: list[RequestRecord] = field(default_factory=list)
+    hop: int = 0
 
 
 @dataclass(frozen=True)
@@ -70,13 +81,18 @@ class Aim:
     request: int
     kind: FaultKind
     then: dict[int, FaultKind] = field(default_factory=dict)
+    # the message of that partition aimed at: its first run (0) or a continuation
+    hop: int = 0
 
 
 class FannedOutTick:
-    def __init__(self, toy: ServedToy, faults: FaultInjector, clock: time_machine.Traveller) -> None:
+    def __init__(
+        self, toy: ServedToy, faults: FaultInjector, clock: time_machine.Traveller, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         self.toy = toy
         self.faults = faults
         self.clock = clock
+        self.capsys = capsys
         self.job, self.work, self.coordinator, self.worker = toy_job(lambda: toy.dynamodb, partitions=PARTITIONS)
         # What each worker attempt has left of its timeout (below WORK_TIME_BUDGET_SECONDS, 30 s:
         # every run does one page and hands on a continuation).
@@ -94,7 +110,8 @@ class FannedOutTick:
             self.toy.dynamodb.delete_table(TableName=table)
         create_tables(self.toy.dynamodb)
         self.drain_queues()
-        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS, poison=poison)
+        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS, poison=poison, already_done=ALREADY_DONE)
+        self.capsys.readouterr()  # the metrics printed from here on are this run's
 
     def drain_queues(self) -> None:
         for queue in (self.toy.work_queue, self.toy.dead_letter_queue):
@@ -154,7 +171,9 @@ class FannedOutTick:
                 return deliveries
             message = received[0]
             body = json.loads(message["Body"])
-            target = aim is not None and not aimed and body["partition"] == aim.partition
+            target = (
+                aim is not None and not aimed and body["partition"] == aim.partition and body.get("hop", 0) == aim.hop
+            )
             if copies > 1:
                 ended = self._deliver_copies(message, copies, deliveries, body)
             else:
@@ -208,7 +227,7 @@ class FannedOutTick:
         finally:
             requests = self.faults.requests()
             self.faults.disarm()
-        deliveries.append(Delivery(body["partition"], body["kind"], ended, requests))
+        deliveries.append(Delivery(body["partition"], body["kind"], ended, requests, body.get("hop", 0)))
         return ended
 
     def _deliver_copies(
@@ -248,7 +267,9 @@ class FannedOutTick:
             TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED), ConsistentRead=True
         )
         item = entry.get("Item") or {}
+        printed = self.capsys.readouterr().out
         return {
+            "TickSucceeded": printed.count('"TickSucceeded":[1.0]'),
             "tables": tables,
             "status": item.get("status", {}).get("S"),
             "partitions": (item.get("partitions_done", {}).get("N"), item.get("partitions_total", {}).get("N")),
@@ -287,12 +308,14 @@ def problems(state: dict[str, Any], reference: Reference) -> list[str]:
     for key in ("status", "partitions", "summary", "left in the work queue", "left in the work DLQ"):
         if state[key] != reference.state[key]:
             problems.append(f"{key}: {state[key]!r}, the clean run: {reference.state[key]!r}")
+    if state["status"] == "succeeded" and not 1 <= state["TickSucceeded"] <= MAX_SUCCESS_METRICS:
+        problems.append(f"TickSucceeded emitted {state['TickSucceeded']} times for the succeeded tick")
     return problems
 
 
 @contextmanager
 def fanned_out_tick(
-    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, **environment: str
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **environment: str
 ) -> Iterator[FannedOutTick]:
     # One lane: the injector arms a thread.
     settings = {"WORK_CONCURRENCY": "1", "WORK_PAGE_SIZE": "3", **environment}
@@ -302,7 +325,7 @@ def fanned_out_tick(
     ):
         faults = FaultInjector()
         with faults.installed():
-            yield FannedOutTick(toy, faults, clock)
+            yield FannedOutTick(toy, faults, clock, capsys)
 
 
 # The seed and the code are the same for every test of the module, so is the clean run.
@@ -322,6 +345,8 @@ def clean_run(tick: FannedOutTick) -> Reference:
     state = tick.state()
     assert state["status"] == "succeeded"
     assert state["summary"] == CLEAN_SUMMARY
+    assert state["TickSucceeded"] == 1
     last = deliveries[-1]
-    assert [r.operation for r in last.requests][-3:] == ["GetItem", "Query", "UpdateItem"]  # the finisher
+    # the finisher, and its note that TickSucceeded was emitted
+    assert [r.operation for r in last.requests][-4:] == ["GetItem", "Query", "UpdateItem", "UpdateItem"]
     return Reference(state, last.partition, last.requests)

@@ -13,7 +13,12 @@ Judged item by item and by the ledger:
 - the toy's tables equal the reference, item by item (nothing applied twice, nothing lost);
 - the tick entry says succeeded, with every partition done and the reference's counters
   (found, applied, already done, failed: nothing counted twice or missed);
-- no message is left in the work queue or its DLQ.
+- no message is left in the work queue or its DLQ;
+- TickSucceeded reached the logs (Powertools' EMF line on stdout, what CloudWatch reads) at least
+  once and at most twice for the succeeded tick, whatever died where.
+
+The partition holds an item found already done (its output exists, so it stays in the index):
+a run that dies after counting it and before storing its cursor must not count it twice.
 
 Also: every message delivered twice, the copies at once; transaction conflicts on every
 transaction's first send; a partition throttled through every attempt of the batch writer.
@@ -31,12 +36,10 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 
-from clockless_tools.simulate.faults import (
-    MODEL_KINDS,
-    FaultKind,
-    operation_of,
-)
+from clockless_tools.simulate.faults import MODEL_KINDS, FaultKind
+from clockless_tools.simulate.responses import made_up_response, operation_of
 from tests.integration.fanned_out_tick import (
+    ALREADY_DONE,
     CLEAN_SUMMARY,
     ITEMS,
     PARTITIONS,
@@ -54,8 +57,10 @@ from tests.unit.kit.toy import (
 
 
 @pytest.fixture
-def tick(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FannedOutTick]:
-    with fanned_out_tick(dynamodb_endpoint, monkeypatch) as fanned_out:
+def tick(
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[FannedOutTick]:
+    with fanned_out_tick(dynamodb_endpoint, monkeypatch, capsys) as fanned_out:
         yield fanned_out
 
 
@@ -147,8 +152,7 @@ class ConflictInjector:
                         "Message": "Transaction cancelled (injected)",
                         "CancellationReasons": reasons,
                     }
-                    headers: Any = {"Content-Type": "application/x-amz-json-1.0"}
-                    return AWSResponse(request.url, 400, headers, _Raw(json.dumps(error).encode()))
+                    return made_up_response(request, 400, json.dumps(error).encode())
             return original(endpoint, request)  # type: ignore[no-any-return]
 
         setattr(Endpoint, "_send", send)  # noqa: B010
@@ -156,14 +160,6 @@ class ConflictInjector:
             yield self
         finally:
             setattr(Endpoint, "_send", original)  # noqa: B010
-
-
-class _Raw:
-    def __init__(self, content: bytes) -> None:
-        self._content = content
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield self._content
 
 
 def test_transaction_conflicts_are_resent_and_counted_once(tick: FannedOutTick) -> None:
@@ -207,7 +203,7 @@ def test_a_worker_dying_between_the_dlq_and_the_count_fails_its_item_once(tick: 
     replayed = tick.state()
     assert replayed["status"] == "succeeded"
     assert replayed["summary"] == CLEAN_SUMMARY
-    assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS
+    assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS + ALREADY_DONE
 
 
 @pytest.mark.parametrize("kind", [FaultKind.LOST_RESPONSE, FaultKind.DIES_AFTER, FaultKind.REFUSED], ids=str)
@@ -220,10 +216,36 @@ def test_handing_on_a_continuation_survives_faults(tick: FannedOutTick, kind: Fa
     clean = tick.run()
     first = clean[0]
     operations = [r.operation for r in first.requests]
-    assert operations == ["UpdateItem", "Query", "TransactWriteItems", "UpdateItem", "SendMessage"]
+    # the lease (with the ledger's check), a page, its transaction(s), then the two under test
+    assert operations[:2] == ["TransactWriteItems", "Query"]
+    assert operations[-2:] == ["UpdateItem", "SendMessage"]
     failures: list[str] = []
-    for index in (4, 5):
+    for index in (len(operations) - 1, len(operations)):
         tick.reset()
         tick.run(Aim(first.partition, index, kind))
         failures.extend(f"request {index} ({operations[index - 1]}): {p}" for p in problems(tick.state(), reference))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("kind", [FaultKind.DIES_AFTER, FaultKind.THROTTLED], ids=str)
+def test_a_tick_finished_by_a_continuation_survives_every_fault_of_its_last_run(
+    tick: FannedOutTick, kind: FaultKind
+) -> None:
+    """One page per run (20 s left, under the 30 s budget): the tick is finished by a continuation,
+    whose every request meets the fault; the tick ends as the clean run, TickSucceeded included."""
+    reference = reference_run(tick)
+    tick.remaining_ms = 20_000
+    tick.reset()
+    clean = tick.run()
+    last = clean[-1]
+    assert last.hop >= 1
+    assert [r.operation for r in last.requests][-4:] == ["GetItem", "Query", "UpdateItem", "UpdateItem"]
+    failures: list[str] = []
+    for index, request in enumerate(last.requests, start=1):
+        tick.reset()
+        deliveries = tick.run(Aim(last.partition, index, kind, hop=last.hop))
+        hit = next(d for d in deliveries if d.hop == last.hop)
+        if len(hit.requests) < index or hit.requests[index - 1].fault is not kind:
+            failures.append(f"request {index} ({request.operation}): the fault did not fire")
+        failures.extend(f"request {index} ({request.operation}): {p}" for p in problems(tick.state(), reference))
     assert not failures, "\n".join(failures)

@@ -31,8 +31,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 @pytest.fixture
-def tick(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FannedOutTick]:
-    with fanned_out_tick(dynamodb_endpoint, monkeypatch) as fanned_out:
+def tick(
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[FannedOutTick]:
+    with fanned_out_tick(dynamodb_endpoint, monkeypatch, capsys) as fanned_out:
         # Backoff and pacing wait on simulated time: the waits are real in length, not in seconds spent.
         clock = SimulatedClock(fanned_out.clock)
         fanned_out.worker.clockless_runner.clock = clock
@@ -87,10 +89,10 @@ def test_a_throttle_past_the_budget_hands_on_after_a_delay_and_keeps_the_cursor(
     # Then the run stored nothing applied, released the lease, noted why and sent a continuation
     assert first.ended == "ok"
     assert [r.operation for r in first.requests] == [
-        "UpdateItem",
+        "TransactWriteItems",  # the lease, with the ledger's check
         "Query",
-        "TransactWriteItems",
-        "UpdateItem",
+        "TransactWriteItems",  # throttled
+        "UpdateItem",  # hand on: the lease released, why noted
         "SendMessage",
     ]
     record = tick.partition_record(reference.last_partition)
@@ -117,25 +119,25 @@ def test_a_throttle_past_the_budget_on_a_later_page_keeps_the_stored_cursor(tick
     tick.remaining_ms = 30_001
     tick.reset()
     tick.start()
+    (clean,) = tick.drain(limit=1)
+    operations = [r.operation for r in clean.requests]
+    second_page = [i for i, op in enumerate(operations) if op == "Query"][1]
+    throttled = second_page + 2  # (1-based) the second page's first transaction
+    assert operations[throttled - 1] == "TransactWriteItems"
+    tick.reset()
+    tick.start()
     random.seed(0)
-    (first,) = tick.drain(Aim(reference.last_partition, 6, THROTTLED), limit=1)
-    assert [r.operation for r in first.requests] == [
-        "UpdateItem",  # lease
-        "Query",
-        "TransactWriteItems",
-        "UpdateItem",  # the first page's cursor
-        "Query",
-        "TransactWriteItems",  # throttled
-        "UpdateItem",  # hand on: the lease released, the cursor kept
-        "SendMessage",
-    ]
+    (first,) = tick.drain(Aim(reference.last_partition, throttled, THROTTLED), limit=1)
+    # the lease, the first page, its cursor, the second page, its throttled transaction, then
+    # the hand-on (the lease released, the stored cursor kept) and the continuation
+    assert [r.operation for r in first.requests] == [*operations[:throttled], "UpdateItem", "SendMessage"]
+    assert operations[second_page - 1] == "UpdateItem"  # the first page's cursor, stored
     record = tick.partition_record(reference.last_partition)
     assert "cursor" in record
     assert (record["lease_until"], record["throttle_continuations"]) == ("0", "1")
-    # When the continuation runs (from that cursor), one page finishes the partition
+    # When the continuation runs (from that cursor), it finishes the partition
     rest = tick.drain()
-    resumed = [r.operation for r in rest[0].requests]
-    assert resumed[:4] == ["UpdateItem", "Query", "TransactWriteItems", "TransactWriteItems"]  # lease, page, done
+    assert [r.operation for r in rest[0].requests][:2] == ["UpdateItem", "Query"]  # its lease, its page
     assert tick.stalls == 0
     assert problems(tick.state(), reference) == []
 
@@ -174,16 +176,18 @@ def test_a_throttled_claim_and_completion_are_waited_out_by_the_coordinator(tick
 
 
 def test_a_worker_paces_its_writes_to_its_shard_key_rate(
-    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a shard key taking 2 write units per second, 2 units per item (the settings' variables)
-    with fanned_out_tick(dynamodb_endpoint, monkeypatch, WORK_KEY_WRITE_UNITS_PER_SECOND="2") as tick:
+    with fanned_out_tick(dynamodb_endpoint, monkeypatch, capsys, WORK_KEY_WRITE_UNITS_PER_SECOND="2") as tick:
         clock = SimulatedClock(tick.clock)
         tick.worker.clockless_runner.clock = clock
         tick.reset()
-        # When the partition's 5 items are applied (pages of 3: transactions of 6 and 4 units)
+        # When the partition's 6 items are sent (pages of 3; one item is found already done, and
+        # its transaction is sent again without it)
         deliveries = tick.run()
-        # Then the worker waited for its bucket: 10 units at 2 per second, less the first second's 2
+        # Then the worker waited for its bucket: 6 + 4 + 6 units at 2 per second, less the first
+        # second's 2
         assert [d.ended for d in deliveries] == ["ok"]
-        assert clock.waited == pytest.approx(4.0)
+        assert clock.waited == pytest.approx(7.0)
         assert tick.state()["summary"]["applied"] == 5

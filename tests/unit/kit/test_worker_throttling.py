@@ -18,6 +18,8 @@ from tests.unit.kit.fake_clock import FakeClock
 from tests.unit.kit.toy import BUSINESS_DATE, TOY_JOB, Context, receive, seed, sqs_event, toy_job
 
 SCHEDULED = f"{BUSINESS_DATE}T02:00:00Z"
+# A partition's first lease is one TransactWriteItems (with the ledger's check on the tick entry).
+LEASE = 1
 TICK = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "trigger": "schedule"}
 
 
@@ -26,18 +28,23 @@ class Throttling:
     refuses them: a transaction cancelled with ThrottlingError, anything else ThrottlingException),
     after `after` calls of them went through; `failing` ones are refused for another reason."""
 
-    def __init__(self, client: Any, throttled: dict[str, int] | None = None, failing: str | None = None) -> None:
+    def __init__(
+        self, client: Any, throttled: dict[str, int] | None = None, failing: str | None = None, after: int = 0
+    ) -> None:
         self.client = client
         self.exceptions = client.exceptions
         self.throttled = dict(throttled or {})
         self.failing = failing
+        self.after = after  # calls of `failing` that go through first
         self.refused: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self.client, name)
 
         def call(**request: Any) -> Any:
-            if name == self.failing:
+            if name == self.failing and self.after > 0:
+                self.after -= 1
+            elif name == self.failing:
                 raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no\nway"}}, name)
             if name in self.throttled:
                 if self.throttled[name] > 0:
@@ -110,7 +117,7 @@ def _status(aws: Aws) -> str | None:
 
 def test_item_transactions_throttled_past_the_budget_hand_on_with_a_delay(aws: Aws) -> None:
     message = _one_partition_message(aws)
-    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": 0})
+    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": LEASE})
     clock, queue = _runner(aws, message["worker"], dynamodb)
 
     response = _deliver(message, remaining_ms=60_000, receives=2)
@@ -131,7 +138,7 @@ def test_item_transactions_throttled_past_the_budget_hand_on_with_a_delay(aws: A
 
 def test_the_next_throttled_hand_on_waits_longer(aws: Aws) -> None:
     message = _one_partition_message(aws)
-    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": 0})
+    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": LEASE})
     _, queue = _runner(aws, message["worker"], dynamodb)
     for hop in range(3):
         _deliver({**message, "Body": json.dumps({**json.loads(message["Body"]), "hop": hop})}, remaining_ms=60_000)
@@ -143,7 +150,7 @@ def test_the_next_throttled_hand_on_waits_longer(aws: Aws) -> None:
 def test_a_hand_on_that_stays_throttled_waits_for_the_lease_to_run_out(aws: Aws) -> None:
     message = _one_partition_message(aws)
     # the lease goes through, then every write is throttled
-    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": 0, "update_item": 1})
+    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": LEASE, "update_item": 0})
     _, queue = _runner(aws, message["worker"], dynamodb)
 
     response = _deliver(message, remaining_ms=60_000)
@@ -157,7 +164,7 @@ def test_a_hand_on_that_stays_throttled_waits_for_the_lease_to_run_out(aws: Aws)
 
 def test_a_lease_that_stays_throttled_sends_a_continuation_and_takes_nothing(aws: Aws) -> None:
     message = _one_partition_message(aws)
-    dynamodb = Throttling(aws.dynamodb, throttled={"update_item": 0})
+    dynamodb = Throttling(aws.dynamodb, throttled={"transact_write_items": 0})
     _, queue = _runner(aws, message["worker"], dynamodb)
 
     assert _deliver(message, remaining_ms=60_000) == {"batchItemFailures": []}
@@ -185,7 +192,7 @@ def test_a_finisher_that_stays_throttled_leaves_the_tick_to_the_continuation(aws
 
 def test_a_run_that_fails_notes_why_on_one_line_and_fails_the_message(aws: Aws) -> None:
     message = _one_partition_message(aws)
-    _, queue = _runner(aws, message["worker"], Throttling(aws.dynamodb, failing="transact_write_items"))
+    _, queue = _runner(aws, message["worker"], Throttling(aws.dynamodb, failing="transact_write_items", after=LEASE))
 
     # (every message of the batch failed: Powertools raises, and the poller leaves the message to SQS)
     with pytest.raises(BatchProcessingError):

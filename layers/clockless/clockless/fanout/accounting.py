@@ -18,9 +18,10 @@ class PartitionAccounting:
     def actions(
         self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
     ) -> list[dict[str, Any]]:
+        # Already-done items are counted with the cursor (PartitionRecords.store_cursor), not here.
         actions = []
-        if applied or already_done:
-            actions.append(self.records.lane_counter(lane, len(applied), len(already_done)))
+        if applied:
+            actions.append(self.records.lane_counter(lane, len(applied)))
         if failed:
             actions.append(self.records.failed_record(list(failed)))
         return actions

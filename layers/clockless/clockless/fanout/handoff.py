@@ -58,11 +58,13 @@ class HandOff:
         *,
         final: PartitionRecords,
         cursor: dict[str, Any] | None,
+        already_done: int,
         lease: Lease,
         spent: BudgetSpent,
         budget: Budget,
     ) -> str:
-        """Throttled past the budget: the cursor stored, the lease released and the reason noted
+        """Throttled past the budget: the cursor stored (when a page moved it: `cursor`, with that
+        page's `already_done`; None keeps the stored one), the lease released and the reason noted
         in one write, then a continuation after a growing delay. What was noted (`last_error`).
 
         The order keeps the fault model: dying before the write leaves this message to come back
@@ -72,7 +74,12 @@ class HandOff:
         delay = continuation_delay(lease.throttle_continuations)
         note = f"throttled: {spent.description}, continued after {delay} s"
         try:
-            final.hand_on(cursor, last_error=note, throttle_continuations=lease.throttle_continuations + 1)
+            final.hand_on(
+                cursor,
+                already_done=already_done,
+                last_error=note,
+                throttle_continuations=lease.throttle_continuations + 1,
+            )
         except BudgetSpent:
             # The release itself stayed throttled: the lease runs out with this attempt, so the
             # continuation waits until then (the cursor stored after the last page is where it

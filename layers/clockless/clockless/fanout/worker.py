@@ -23,13 +23,21 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 
 from clockless.fanout.accounting import PartitionAccounting, ReplayAccounting
-from clockless.fanout.finisher import Finisher
+from clockless.fanout.buffer import release_buffered, start_buffered
+from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
 from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HandOff, continuation_delay
-from clockless.fanout.messages import KIND_PARTITION, WorkMessage
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
-from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line
+from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line, tick_key
 from clockless.fanout.settings import WorkerSettings
+from clockless.fanout.trust import (
+    UntrustedMessageError,
+    reject_future_tick,
+    replayable_keys,
+    tick_entry_check,
+    why_not_claimed,
+)
 from clockless.fanout.writer import (
     DEFAULT_MAX_ATTEMPTS,
     RETRY_REASONS,
@@ -42,6 +50,7 @@ from clockless.fanout.writer import (
 )
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
+from clockless.overlap import Overlap
 from clockless.throttle import (
     SYSTEM_CLOCK,
     Budget,
@@ -145,7 +154,13 @@ class PartitionWorker:
             budget = Budget(context, self.settings().time_budget_ms / 1000, self.clock)
             if message.kind == KIND_PARTITION:
                 return self._run_partition(message, budget, metrics, receives)
+            if message.kind == KIND_START:
+                return start_buffered(self.clients()[0], self.settings(), self.fan_out, message)
             return self._replay(message, budget, metrics)
+        except UntrustedMessageError as error:
+            # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
+            self.job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})
+            raise
         finally:
             if metrics.metric_set:
                 metrics.flush_metrics()
@@ -167,11 +182,8 @@ class PartitionWorker:
     def _run_partition(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, receives: int) -> str:
         owner = f"{getattr(budget.context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
         records = self._records(message, owner, budget)
-        # The lease lives as long as this attempt can: a dead worker's lease has run out by the
-        # time SQS shows its message again (visibility timeout >= 6 x the worker's timeout).
-        lease_until_ms = now_ms() + remaining_ms(budget.context)
         try:
-            lease = records.acquire(lease_until_ms=lease_until_ms, hop=message.hop, receives=receives)
+            lease = self._acquire(records, message, budget, receives)
         except BudgetSpent as spent:
             # Not even the lease got through: nothing was taken, so come back later, as a throttle.
             self._handoff().send(message, continuation_delay(0))
@@ -212,8 +224,10 @@ class PartitionWorker:
             units_per_item=settings.key_write_units_per_item,
         )
         counters = Counters()
-        # Where a resumed run starts: every item before it is applied (and out of the index).
-        cursor = lease.cursor
+        # Where a resumed run starts: every item before it is applied (and out of the index);
+        # `stored` is the record's. A throttle between them hands on the page that moved it.
+        cursor = stored = lease.cursor
+        found = Counters()
         started = time.monotonic()
         pages = 0
         try:
@@ -229,24 +243,34 @@ class PartitionWorker:
                     for item in page.items
                     if (key := work.item_key(item)) not in lease.failed_items
                 ]
-                counters.add(writer.apply(entries))
+                found = writer.apply(entries)
+                counters.add(found)
                 if page.cursor is None:
                     break
                 cursor = page.cursor
                 # After a page, so every run makes progress even with a budget set too large.
                 if budget.spent:
-                    final.hand_on(cursor)  # the cursor and the lease released, in one write
+                    # the cursor, the page's already-done count and the lease released, in one write
+                    final.hand_on(cursor, already_done=found.already_done)
                     self._handoff().send(message)
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
                     _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
-                records.store_cursor(cursor)
-            self._mark_done(final)
+                records.store_cursor(cursor, already_done=found.already_done)
+                stored = cursor
+            self._mark_done(final, already_done=found.already_done)
         except BudgetSpent as spent:
             self._log_run("throttled until the time budget was spent", counters, pages, started, writer)
             _count_failed(metrics, counters)
+            moved = None if cursor == stored else cursor  # its page applied, the cursor not yet stored
             note = self._handoff().after_throttle(
-                message, final=final, cursor=cursor, lease=lease, spent=spent, budget=budget
+                message,
+                final=final,
+                cursor=moved,
+                already_done=found.already_done if moved is not None else 0,
+                lease=lease,
+                spent=spent,
+                budget=budget,
             )
             self.job.logger.warning("throttled past the time budget; continuation sent", extra={"last_error": note})
             return OUTCOME_CONTINUED
@@ -285,12 +309,38 @@ class PartitionWorker:
         except Exception:  # the failure is what SQS must see, not this note's
             self.job.logger.warning("could not note the failure on the partition record", exc_info=True)
 
-    def _mark_done(self, records: PartitionRecords) -> None:
+    def _acquire(self, records: PartitionRecords, message: WorkMessage, budget: Budget, receives: int) -> Lease:
+        """The partition's lease, for a message the clock and the ledger back (or
+        UntrustedMessageError, nothing written): clockless.fanout.trust."""
+        reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
+        # The lease lives as long as this attempt can: a dead worker's lease has run out by the
+        # time SQS shows its message again (visibility timeout >= 6 x the worker's timeout).
+        lease_until_ms = now_ms() + remaining_ms(budget.context)
+        if message.hop > 0:
+            # A continuation: its partition's record exists (the run before handed it on), and
+            # was made under the ledger's check.
+            lease = records.acquire(
+                lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True, receives=receives
+            )
+            if lease.missing:
+                never = f"a continuation (hop {message.hop}) of a partition never started"
+                raise UntrustedMessageError(message.tick_key, message.partition, never)
+            return lease
+        total = len(self.fan_out.partitions)
+        check = tick_entry_check(records.table, tick_key(message.job, message.time_text), total)
+        lease = records.acquire_first(
+            lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check, receives=receives
+        )
+        if lease.untrusted is not None:
+            raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
+        return lease
+
+    def _mark_done(self, records: PartitionRecords, *, already_done: int) -> None:
         """Partition done + the tick's partitions_done, once: throttles waited out by the records'
         client, conflicts resent (the tick entry is every partition's), answered from its token if
         it was applied."""
         dynamodb = records.client
-        transact_items = records.done_transaction()
+        transact_items = records.done_transaction(already_done=already_done)
         token = client_request_token(transact_items)
         for attempt in range(DEFAULT_MAX_ATTEMPTS):
             try:
@@ -320,11 +370,24 @@ class PartitionWorker:
             message.job, message.time_text, replay_hint=f"clockless work redrive {message.job}"
         )
         if status == STATUS_SUCCEEDED:
-            metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
             self.job.logger.info("tick succeeded: every item is accounted for", extra={"counters": _summary(counters)})
+        elif status == UNREPORTED:
+            self.job.logger.info("the tick had succeeded, but its TickSucceeded was never reported: reporting it")
+        if status in (STATUS_SUCCEEDED, UNREPORTED):
+            self._report_success(finisher, message, metrics)
         elif status == STATUS_FAILED:
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
             self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
+        if status != NOT_COMPLETE and self.job.overlap is Overlap.BUFFER:
+            release_buffered(*self.clients(), self.settings(), self.job, message)
+
+    @staticmethod
+    def _report_success(finisher: Finisher, message: WorkMessage, metrics: EphemeralMetrics) -> None:
+        """TickSucceeded out (Powertools prints the EMF line: it is in the logs, whatever this
+        attempt does next), then the ledger told so (Finisher.reported)."""
+        metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
+        metrics.flush_metrics()
+        finisher.reported(message.job, message.time_text)
 
     def _dead_letters(self, message: WorkMessage, work: PartitionWork[Any]) -> Callable[[list[Entry], str], None]:
         queue = DeadLetters(self.clients()[1], self.settings().dead_letter_queue_url, self.job.logger)
@@ -347,13 +410,14 @@ class PartitionWorker:
         only while they are still listed failed (a duplicate replay changes nothing). Throttled
         past the budget, the same message is sent again after a delay (what it applied is
         counted, and a second replay of it changes nothing)."""
+        reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
         work = self.work()
         records = self._records(message, f"replay#{uuid.uuid4().hex[:12]}", budget)
         items = [work.decode(data) for data in message.items]
         counters = Counters()
         try:
             for _ in range(REPLAY_ATTEMPTS):
-                failed_keys = records.failed_keys()
+                failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
                 entries = [
                     Entry(key, work.writes(item, message.params, message.tick_key), item)
                     for item in items
