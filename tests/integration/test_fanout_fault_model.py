@@ -38,6 +38,7 @@ from botocore.endpoint import Endpoint
 
 from clockless_tools.simulate.faults import MODEL_KINDS, FaultKind
 from clockless_tools.simulate.responses import made_up_response, operation_of
+from tests.fault_sweep import SWEEPS, aimed_at
 from tests.integration.fanned_out_tick import (
     ALREADY_DONE,
     CLEAN_SUMMARY,
@@ -65,10 +66,15 @@ def tick(
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
-def test_every_request_of_a_partition_run_survives_every_fault(tick: FannedOutTick, kind: FaultKind) -> None:
+@pytest.mark.parametrize("sweep", SWEEPS)
+def test_every_request_of_a_partition_run_survives_every_fault(
+    tick: FannedOutTick, kind: FaultKind, sweep: str
+) -> None:
+    """`make test`: one request per code path (a second page repeats the first's); CI: every request."""
     reference = reference_run(tick)
     failures: list[str] = []
-    for index, request in enumerate(reference.last_requests, start=1):
+    for index in aimed_at(reference.last_requests, sweep):
+        request = reference.last_requests[index - 1]
         tick.reset()
         deliveries = tick.run(Aim(reference.last_partition, index, kind))
         hit = next(d for d in deliveries if d.partition == reference.last_partition)

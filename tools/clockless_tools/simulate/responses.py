@@ -4,10 +4,11 @@ including a throttle as DynamoDB shapes it (a transaction cancelled with `Thrott
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any, Final
 
 from botocore.awsrequest import AWSResponse
+
+from clockless_tools.local.in_process import ReadBody
 
 THROTTLED_MESSAGE: Final = "Throughput exceeds the current capacity (injected)"
 
@@ -29,19 +30,9 @@ def payload_of(request: Any) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-class _Raw:
-    """The body of a response made up here, in the shape botocore reads."""
-
-    def __init__(self, content: bytes) -> None:
-        self._content = content
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield self._content
-
-
 def made_up_response(request: Any, status: int, content: bytes, headers: dict[str, str] | None = None) -> AWSResponse:
     fields: Any = headers or {"Content-Type": "application/x-amz-json-1.0"}
-    return AWSResponse(request.url, status, fields, _Raw(content))
+    return AWSResponse(request.url, status, fields, ReadBody(content))
 
 
 def error_response(request: Any, code: str, message: str) -> AWSResponse:
