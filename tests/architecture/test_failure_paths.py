@@ -44,7 +44,12 @@ def test_planted_on_failure_destination_that_is_not_a_queue_is_caught(planted: P
 
 
 def test_planted_unwatched_failure_queue_is_caught_for_every_function(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "Value: !GetAtt JobFailureQueue.QueueName", "Value: !GetAtt JobFailureQueue.Arn")
+    planted.replace(
+        TEMPLATE,
+        "Value: !GetAtt JobFailureQueue.QueueName",
+        "Value: !GetAtt JobFailureQueue.Arn",
+        resource="JobFailureAlarm",
+    )
 
     violations = planted.violations("failure-paths")
 

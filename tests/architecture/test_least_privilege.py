@@ -163,6 +163,7 @@ def test_a_worker_allowed_on_the_other_jobs_work_queue_is_caught(planted: Plante
         "                - !GetAtt SessionCleanupWorkQueue.Arn\n",
         "                - !GetAtt SessionCleanupWorkQueue.Arn\n"
         "                - !GetAtt WindowGenerationWorkQueue.Arn\n",
+        resource="SessionCleanupWorkerFunction",
     )
 
     violations = planted.violations("least-privilege")

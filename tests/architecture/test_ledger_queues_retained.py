@@ -57,6 +57,7 @@ def test_a_new_failure_queue_without_retain_is_caught(planted: PlantedCopy) -> N
         "  # ---------------------------------------------------------------- jobs\n",
         "  NightlyFailureQueue:\n    Type: AWS::SQS::Queue\n\n"
         "  # ---------------------------------------------------------------- jobs\n",
+        resource="JobFailureQueue",
     )
 
     violations = planted.violations(RULE)

@@ -284,7 +284,7 @@ def test_pause_resume_and_drift_on_the_local_runtime(tables: Any, template: Temp
     assert drifted.exit_code == 1
     assert "State differs: template 'ENABLED', deployed 'DISABLED'" in drifted.stdout
     assert resumed.stdout == f"{JOB}: resumed ({where})\n"
-    assert (clean.exit_code, clean.stdout.count("matches template.yaml")) == (0, 2)
+    assert (clean.exit_code, clean.stdout.count("matches template.yaml")) == (0, len(template.jobs))
     history = state_history(LocalTarget(template, dynamodb_endpoint).ledger(), JOB)
     assert [(c.action, c.reason) for c in history] == [("paused", "INC-1234"), ("resumed", "fixed")]
 
