@@ -17,7 +17,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,7 @@ def run_simulation(
         after=simulated["after"],
         reference_after=referenced["after"],
         seeded=simulated["seeded"],
+        without_demo=simulated["without_demo"],
         workers=[WorkerRecord(**record) for record in simulated["workers"]],
         dead_letters=simulated["dead_letters"],
         reference_dead_letters=referenced["dead_letters"],
@@ -172,11 +173,8 @@ def run_simulation(
 def _seed_spec(request: SimulationRequest) -> dict[str, Any]:
     return {
         "plan": asdict(SeedPlan(**{**asdict(request.seed_plan), "seed": request.seed})),
-        "business_date": request.start.date().isoformat(),
-        "now": request.end.isoformat(),
-        # Sessions start across the whole range and the two days before it, so every hourly
-        # tick finds sessions whose grace just ended.
-        "session_span_seconds": int((request.end - request.start + timedelta(hours=48)).total_seconds()),
+        "start": request.start.isoformat(),
+        "end": request.end.isoformat(),
     }
 
 
