@@ -27,6 +27,7 @@ BUSIEST = max(TICKS, key=lambda job: len(TICKS[job]))
 DROPPED_AT = format_scheduled_time(TICKS[BUSIEST][min(3, len(TICKS[BUSIEST]) - 1)])
 DROPPED = f"{BUSIEST}@{DROPPED_AT}"
 BROKEN_JOBS = PROJECT_ROOT / "tests" / "fixtures" / "broken_jobs" / "template.yaml"
+CLOCK_JOBS = PROJECT_ROOT / "tests" / "fixtures" / "clock_jobs" / "template.yaml"
 
 
 def simulate(*args: str) -> tuple[int, dict[str, Any]]:
@@ -178,6 +179,27 @@ def test_a_job_that_always_fails_misses_every_tick(broken_jobs: tuple[int, dict[
     assert failing["executions"] == 0
     assert failing["failures"] == failing["deliveries"]
     assert all("unreachable" in failure for failure in failing["reference_failures"])
+
+
+def test_a_job_deciding_from_the_wall_clock_fails_exactly_once_where_the_same_job_on_its_tick_passes() -> None:
+    # Given two idempotent jobs, one deciding as of its tick, the other as of datetime.now()
+    code, report = simulate(
+        "--template", str(CLOCK_JOBS), "--from", "2026-11-27T00:00:00Z", "--to", "2026-11-27T04:00:00Z"
+    )
+
+    # Then the simulation's deliveries (within the tick's minute, retried, late) decided otherwise
+    # than the reference's on-time one for the clock job only, item by item
+    on_the_tick, on_the_clock = jobs(report)["on-the-tick"], jobs(report)["on-the-clock"]
+    assert code == 1
+    assert on_the_tick["exactly_once"] is True
+    assert on_the_tick["differences"] == []
+    assert on_the_clock["exactly_once"] is False
+    assert len(on_the_clock["differences"]) == on_the_clock["ticks_expected"] == 4
+    for difference in on_the_clock["differences"]:
+        simulated, on_time = difference["attributes"]["as_of"]
+        assert on_time == difference["key"]["scheduled_time"]
+        assert simulated > on_time
+    assert "not exactly once: on-the-clock" in report["proved"]
 
 
 def test_the_simulation_can_run_on_a_running_dynamodb_whose_tables_stay_for_inspection(
