@@ -17,7 +17,6 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
