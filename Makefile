@@ -32,7 +32,7 @@ export PYTHONTZPATH :=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench docs clean sam status backfill run-now
+        build deploy bench docs clean sam status backfill run-now new-job
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -107,6 +107,12 @@ run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or 
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
+
+NAME    ?=
+FAN_OUT ?=
+new-job: $(STAMP) ## Start a job: make new-job NAME=<job-name> [FAN_OUT=1] (package, tests, demo seed, table, wiring)
+	@test -n "$(NAME)" || { echo "usage: make new-job NAME=<job-name, e.g. subscription-expiry> [FAN_OUT=1]" >&2; exit 2; }
+	$(CLOCKLESS) new job "$(NAME)" $(if $(FAN_OUT),--fan-out)
 
 FN    ?=
 EVENT ?=
