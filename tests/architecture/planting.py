@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clockless_tools.architecture import RULES, Project, Violation, check
+from clockless_tools.template.model import Template
+from clockless_tools.template.render import render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What the rules read: the template, the deployed code, the sample events, the import contracts
@@ -28,6 +30,10 @@ class PlantedCopy:
                 shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(source, root / name)
+        # Plants go into the expanded template: each job's resources written out, as CloudFormation
+        # deploys them, so a plant lands in the one job's resource it names (not in the loop body).
+        template = root / "template.yaml"
+        template.write_text(render(Template.load(template).document), encoding="utf-8")
         return cls(root)
 
     @property

@@ -10,10 +10,7 @@ from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
 TRIGGER = "  JobTriggerFunction:\n"
-JOB_MAP = (
-    '{"window-generation": "${WindowGenerationFunction.Arn}",\n'
-    '            "session-cleanup": "${SessionCleanupFunction.Arn}"}'
-)
+JOB_MAP = '{"window-generation": "${WindowGenerationFunction.Arn}", "session-cleanup": "${SessionCleanupFunction.Arn}"}'
 INVOKE_RESOURCES = (
     "                - !GetAtt WindowGenerationFunction.Arn\n                - !GetAtt SessionCleanupFunction.Arn\n"
 )
@@ -30,16 +27,16 @@ INVOKE_RESOURCES = (
         ),
         pytest.param(
             JOB_MAP,
-            '{"window-generation": "${SessionCleanupFunction.Arn}",\n'
-            '            "session-cleanup": "${SessionCleanupFunction.Arn}"}',
+            '{"window-generation": "${SessionCleanupFunction.Arn}", '
+            '"session-cleanup": "${SessionCleanupFunction.Arn}"}',
             "sends job 'window-generation'",
             id="job-to-the-wrong-function",
         ),
         pytest.param(
             JOB_MAP,
-            '{"window-generation": "${WindowGenerationFunction.Arn}",\n'
-            '            "session-cleanup": "${SessionCleanupFunction.Arn}",\n'
-            '            "nightly-report": "${SessionCleanupFunction.Arn}"}',
+            '{"window-generation": "${WindowGenerationFunction.Arn}", '
+            '"session-cleanup": "${SessionCleanupFunction.Arn}", '
+            '"nightly-report": "${SessionCleanupFunction.Arn}"}',
             "names job 'nightly-report', which no schedule",
             id="job-without-a-schedule",
         ),

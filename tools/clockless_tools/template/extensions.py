@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from clockless_tools.template.loader import TemplateError
@@ -141,24 +141,23 @@ class _Expander:
         ((name, argument),) = resolved.items()
         if name == "Fn::FindInMap":
             return self.find_in_map(argument, original=value)
-        if name == "Fn::Length" and isinstance(argument, list):
-            return len(argument)
-        if name == "Fn::ToJsonString" and not _has_intrinsic(argument):
-            return json.dumps(argument, separators=(",", ":"), ensure_ascii=False)
-        if name == "Fn::Sub":
-            return _normalise_sub(argument)
-        return resolved
+        simplify = _SIMPLIFIERS.get(name)
+        return resolved if simplify is None else simplify(argument, resolved)
 
     def find_in_map(self, argument: Any, *, original: Any) -> Any:
         if not isinstance(argument, list) or len(argument) not in (3, 4):
-            raise TemplateError(f"{self.source}: Fn::FindInMap takes [Map, TopKey, SecondKey(, DefaultValue)]: {original!r}")
+            raise TemplateError(
+                f"{self.source}: Fn::FindInMap takes [Map, TopKey, SecondKey(, DefaultValue)]: {original!r}"
+            )
         keys = argument[:3]
         default: Any = None
         has_default = False
         if len(argument) == 4:
             option = argument[3]
             if not (isinstance(option, Mapping) and set(option) == {"DefaultValue"}):
-                raise TemplateError(f"{self.source}: Fn::FindInMap's fourth item must be {{DefaultValue: ...}}: {original!r}")
+                raise TemplateError(
+                    f"{self.source}: Fn::FindInMap's fourth item must be {{DefaultValue: ...}}: {original!r}"
+                )
             default, has_default = option["DefaultValue"], True
         if not all(isinstance(key, (str, int)) for key in keys):
             return {"Fn::FindInMap": argument}  # a key depends on the deployment: CloudFormation looks it up
@@ -186,11 +185,21 @@ def substitute(value: Any, identifier: str, item: str) -> Any:
     if isinstance(value, Mapping):
         if len(value) == 1 and value.get("Ref") == identifier:
             return item
-        return {substitute(key, identifier, item): substitute(element, identifier, item) for key, element in value.items()}
+        return {
+            substitute(key, identifier, item): substitute(element, identifier, item) for key, element in value.items()
+        }
     return value
 
 
-def _normalise_sub(argument: Any) -> Any:
+def _length(argument: Any, original: Any) -> Any:
+    return len(argument) if isinstance(argument, list) else original
+
+
+def _to_json_string(argument: Any, original: Any) -> Any:
+    return original if _has_intrinsic(argument) else json.dumps(argument, separators=(",", ":"), ensure_ascii=False)
+
+
+def _normalise_sub(argument: Any, original: Any = None) -> Any:
     if isinstance(argument, list) and len(argument) == 2 and isinstance(argument[1], Mapping):
         text, variables = argument
         if not isinstance(text, str):
@@ -221,7 +230,7 @@ def _has_intrinsic(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_intrinsic(item) for item in value)
     if isinstance(value, Mapping):
-        if len(value) == 1 and next(iter(value)) in ("Ref", "Condition") or any(
+        if (len(value) == 1 and next(iter(value)) in ("Ref", "Condition")) or any(
             isinstance(key, str) and key.startswith("Fn::") for key in value
         ):
             return True
@@ -233,3 +242,11 @@ def _as_string(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+# What the transform computes once its arguments are literal; the rest is the deployment's.
+_SIMPLIFIERS: Final[dict[str, Callable[[Any, Any], Any]]] = {
+    "Fn::Length": _length,
+    "Fn::ToJsonString": _to_json_string,
+    "Fn::Sub": _normalise_sub,
+}
