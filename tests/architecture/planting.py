@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clockless_tools.architecture import RULES, Project, Violation, check
 from clockless_tools.template.loader import load_yaml
+from clockless_tools.template.model import Template
+from clockless_tools.template.render import render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What the rules read: the template, the deployed code, the sample events, the import contracts
@@ -33,6 +33,10 @@ class PlantedCopy:
                 shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(source, root / name)
+        # Plants go into the expanded template: each job's resources written out, as CloudFormation
+        # deploys them, so a plant lands in the one job's resource it names (not in the loop body).
+        template = root / "template.yaml"
+        template.write_text(render(Template.load(template).document), encoding="utf-8")
         return cls(root)
 
     @property
@@ -72,7 +76,7 @@ class PlantedCopy:
         document = load_yaml(path.read_text(encoding="utf-8"))
         assert logical_id in document["Resources"], f"template.yaml: no resource {logical_id} to plant in"
         edit(document["Resources"][logical_id])
-        path.write_text(yaml.safe_dump(document, sort_keys=False, width=1000), encoding="utf-8")
+        path.write_text(render(document), encoding="utf-8")
 
     def append(self, relative: str, text: str) -> None:
         path = self.root / relative

@@ -28,7 +28,7 @@ def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy
 
 def test_planted_duration_alarm_above_the_bound_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
-        TEMPLATE, "      Threshold: 30000", "      Threshold: 110000", resource="SessionCleanupDurationAlarm"
+        TEMPLATE, '      Threshold: "30000"', "      Threshold: 110000", resource="SessionCleanupDurationAlarm"
     )
 
     violation = found(planted.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")

@@ -25,8 +25,8 @@ from clockless_tools.timezones.check import TimeZoneReport, check_template
 from clockless_tools.timezones.rule import DECLARED, NOT_BEFORE, SAME_LOCAL_DATE, UTC_SCHEDULE, ZONES_MATCH_ENVIRONMENT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-NIGHTLY = ("WindowGenerationFunction", "Nightly")
-HOURLY = ("SessionCleanupFunction", "Hourly")
+NIGHTLY = ("WindowGenerationFunction", "Schedule")
+HOURLY = ("SessionCleanupFunction", "Schedule")
 FROM_2027 = date(2027, 1, 1)
 
 runner = CliRunner()
@@ -145,7 +145,7 @@ def test_planted_hour_fine_in_new_york_but_too_early_in_los_angeles_is_caught(tm
     assert violations[0] == {
         "job": "window-generation",
         "function": "WindowGenerationFunction",
-        "event": "Nightly",
+        "event": "Schedule",
         "rule": "not_before",
         "detail": "before 04:00 local",
         "tick": "2027-01-01T11:00:00Z",
@@ -249,7 +249,7 @@ def test_planted_zones_that_drift_from_the_functions_environment_are_caught(tmp_
 
 def test_planted_malformed_rule_is_bad_input_naming_the_key(tmp_path: Path) -> None:
     def change(document: dict[str, Any]) -> None:
-        document["Resources"][NIGHTLY[0]]["Metadata"]["clockless"]["local_time_rule"]["not_before"] = "4am"
+        document["Resources"][NIGHTLY[0]]["Metadata"]["clockless"]["local_time_rule"] = "not_before=4am,same_local_date"
 
     result = runner.invoke(app, ["schedules", "check", "-t", str(plant(tmp_path, change))])
 

@@ -6,7 +6,7 @@ from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
 CLEANUP = "  SessionCleanupFunction:\n"
-HOURLY = "SessionCleanupFunction.Events.Hourly"
+HOURLY = "SessionCleanupFunction.Events.Schedule"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:

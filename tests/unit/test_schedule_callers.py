@@ -21,7 +21,7 @@ CLEANUP = "session-cleanup"
 
 def _with_cleanup_schedule(template: Template, **properties: Any) -> Template:
     document = copy.deepcopy(dict(template.document))
-    event = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Hourly"]["Properties"]
+    event = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Schedule"]["Properties"]
     event.update(properties)
     return Template(path=template.path, document=document)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clockless_tools.scaffold.declaration import declare, env_local
 from clockless_tools.scaffold.names import JobNameError, JobNames
 from clockless_tools.scaffold.package import package_files
 from clockless_tools.scaffold.tests import test_files
@@ -30,12 +31,23 @@ class NewJob:
     def left_to_do(self) -> list[str]:
         """What the command does not do, in the order to do it (docs/adding-a-job.md says each in full)."""
         n = self.names
+        if self.fan_out:
+            declared = [
+                f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
+                "rule; set Schedule, LocalTimeRule, GraceMinutes and the dead-man numbers for your job "
+                "(`clockless schedules check`, rule dead-man-alarm), and its widgets in OperationsDashboard "
+                "(tests/unit/test_dashboard.py names them)",
+            ]
+        else:
+            declared = [
+                f"write the job out in template.yaml (the Fn::ForEach declaration fans out): {n.function_id} "
+                f"(CodeUri {n.code_dir}/, Handler {n.package}.handler.lambda_handler) with its ScheduleV2 event "
+                f"(Input job {n.job!r}), {n.env}_TABLE_NAME: !Ref {n.table_id}, a policy on {n.table_id} only, "
+                "its log group, alarms, ScheduleState parameter, trigger entries and dashboard widgets",
+                "pick its UTC hour: `clockless schedules check` (its Metadata.clockless local-time rule)",
+            ]
         steps = [
-            f"declare the job in template.yaml: {n.function_id} (CodeUri {n.code_dir}/, "
-            f"Handler {n.package}.handler.lambda_handler) with its ScheduleV2 event (Input job {n.job!r}), "
-            f"{n.env}_TABLE_NAME: !Ref {n.table_id} in its environment and a policy on {n.table_id} only"
-            + (f", and its worker ({n.package}.worker.lambda_handler) with its queues" if self.fan_out else ""),
-            "pick its UTC hour: `clockless schedules check` (its Metadata.clockless local-time rule)",
+            *declared,
             "`make events` (its events/ samples), then `make setup` (installs the package editable)",
             f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
             f"repository.py, the table's keys and index in template.yaml ({n.table_id}), its demo data in demo.py",
@@ -59,7 +71,12 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
     created = sorted(written.relative_to(root).as_posix() for written in writes)
     try:
         writes[pyproject_path] = wire_pyproject(pyproject_path.read_text(encoding="utf-8"), names)
-        writes[template_path] = add_table(template_path.read_text(encoding="utf-8"), names)
+        template_text = add_table(template_path.read_text(encoding="utf-8"), names)
+        if fan_out:
+            template_text = declare(template_text, names)
+            env_path = root / "events" / "env.local.json"
+            writes[env_path] = env_local(env_path.read_text(encoding="utf-8"), names)
+        writes[template_path] = template_text
     except (WiringError, OSError) as error:
         raise NewJobError(str(error)) from None
     for path, text in writes.items():
@@ -69,7 +86,7 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
         names,
         fan_out,
         created=created,
-        edited=["pyproject.toml", "template.yaml"],
+        edited=["pyproject.toml", "template.yaml", *(["events/env.local.json"] if fan_out else [])],
     )
 
 

@@ -189,12 +189,27 @@ class Template:
         return {
             logical_id: Function(
                 logical_id=logical_id,
-                properties=resource.get("Properties") or {},
+                properties=self._with_managed_policies(resource.get("Properties") or {}),
                 globals=self.function_globals,
                 metadata=resource.get("Metadata") or {},
             )
             for logical_id, resource in self.resources_of_type("AWS::Serverless::Function").items()
         }
+
+    def _with_managed_policies(self, properties: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`Policies` with each `!Ref` to an AWS::IAM::ManagedPolicy of this template replaced by its
+        PolicyDocument: what the function's role is allowed, wherever the statements are written."""
+        policies = properties.get("Policies")
+        if not isinstance(policies, list):
+            return properties
+        managed = self.resources_of_type("AWS::IAM::ManagedPolicy")
+        inlined = [
+            (managed[policy["Ref"]].get("Properties") or {}).get("PolicyDocument") or {}
+            if isinstance(policy, Mapping) and set(policy) == {"Ref"} and policy["Ref"] in managed
+            else policy
+            for policy in policies
+        ]
+        return {**properties, "Policies": inlined}
 
     def function(self, logical_id: str) -> Function:
         functions = self.functions
