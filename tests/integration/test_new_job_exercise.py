@@ -40,7 +40,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def run(project: Path, package: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project / "functions" / package), str(project)])}
+    # As from a shell: none of this test process's own endpoints or pytest state.
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT_URL", "PYTEST_"))}
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(project / "functions" / package), str(project)])}
     return subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, check=False)
 
 
