@@ -28,7 +28,14 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / "functions").mkdir(parents=True)
     (root / "tests" / "unit").mkdir(parents=True)
-    for name in ("template.yaml", "pyproject.toml", "tests/__init__.py", "tests/unit/__init__.py"):
+    (root / "events").mkdir()
+    for name in (
+        "template.yaml",
+        "pyproject.toml",
+        "tests/__init__.py",
+        "tests/unit/__init__.py",
+        "events/env.local.json",
+    ):
         shutil.copy2(PROJECT_ROOT / name, root / name)
     return root
 
@@ -80,11 +87,22 @@ def test_a_new_job_gets_its_package_tests_table_and_every_project_list(project: 
         assert any(edit.value in items for items in lists), edit.where()
     assert document["tool"]["setuptools"]["package-dir"]["subscription_expiry"] == names.package_dir
     # And the template gains its table, with the sparse index, and still loads
-    table = Template.load(project / "template.yaml").tables["SubscriptionExpiryTable"]
+    template = Template.load(project / "template.yaml")
+    table = template.tables["SubscriptionExpiryTable"]
     assert [index["IndexName"] for index in table["GlobalSecondaryIndexes"]] == ["due-by-time"]
-    # And it says what is left to do, starting with the declaration
-    assert "left to do" in out
-    assert "declare the job in template.yaml: SubscriptionExpiryFunction" in " ".join(out.split())
+    # And, fanned out, the job is declared: its coordinator, worker and queues written out, its
+    # tables declared for least privilege, the trigger able to press it
+    declared = "subscription-expiry" in template.jobs
+    assert declared is fan_out
+    if fan_out:
+        assert template.function_for_job("subscription-expiry").logical_id == "SubscriptionExpiryFunction"
+        assert template.workers_of("SubscriptionExpiryFunction")
+        assert template.work_queue_for_job("subscription-expiry").logical_id == "SubscriptionExpiryWorkQueue"
+    # And it says what is left to do
+    said = " ".join(out.split())
+    assert "left to do" in said
+    first_step = "its schedule: Mappings.Jobs.SubscriptionExpiry" if fan_out else "write the job out in template.yaml"
+    assert first_step in said
 
 
 def test_the_code_it_writes_passes_ruff_as_the_project_lints_it(project: Path) -> None:
