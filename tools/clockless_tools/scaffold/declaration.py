@@ -45,12 +45,14 @@ DECLARATION: Final = """    __STEM__:
       # 2 days: longer than the whole retry window (scheduler 3600 s + Lambda async 3600 s).
       IdempotencyExpirySeconds: "172800"
       LocalTimeRule: none
-      GraceMinutes: 120
+      # 59 s precision + 3600 s scheduler + 3600 s Lambda retries + 120 s Timeout + 285 s fan-out
+      # = 7664 s fit in the grace (rule dead-man-alarm).
+      GraceMinutes: 130
       ExpectedDurationSeconds: 60
       DeadManPeriodSeconds: 3600
-      DeadManPeriods: 26
+      DeadManPeriods: 27
       DeadManDescription: >-
-        No scheduled __JOB__ tick succeeded for 26 h (its 24 h gap plus 2 h grace).
+        No scheduled __JOB__ tick succeeded for 27 h (its 24 h gap plus 130 min grace).
       Tables: [__STEM__Table]
 """
 
