@@ -105,8 +105,10 @@ def test_a_new_job_gets_its_package_tests_table_and_every_project_list(project: 
     assert first_step in said
 
 
-def test_the_code_it_writes_passes_ruff_as_the_project_lints_it(project: Path) -> None:
-    new(project, "nightly-report", "--fan-out")
+# Names sorting before, between and after the kit's packages: isort puts the job's imports among them.
+@pytest.mark.parametrize("name", ["nightly-report", "a-report", "c-digest"])
+def test_the_code_it_writes_passes_ruff_as_the_project_lints_it(project: Path, name: str) -> None:
+    new(project, name, "--fan-out")
 
     done = subprocess.run(
         [str(RUFF), "check", "--no-cache", "functions", "tests"],

@@ -251,6 +251,24 @@ def as_of_param(params: Mapping[str, Any]) -> datetime:
     return _instant(params, "as_of")
 '''
 
+# The settings and store every handler caches, and the handler's head: one copy for both kinds.
+_HANDLER_BODY: Final = """\n
+@functools.cache
+def settings() -> __STEM__Settings:
+    return __STEM__Settings.from_env()
+
+
+@functools.cache
+def item_store() -> DynamoItemStore:
+    return DynamoItemStore(settings().items_table)
+
+
+@job.handler
+def lambda_handler(run: JobRun) -> Mapping[str, Any]:
+    # The tick's scheduled time, never the wall clock: a late or replayed delivery applies exactly
+    # what its tick would have (rule no-wall-clock).
+"""
+
 HANDLER: Final = '''"""__JOB__: the tick's handler. It applies every item due by the tick's scheduled time."""
 
 from __future__ import annotations
@@ -267,22 +285,7 @@ from __PACKAGE__.settings import __STEM__Settings
 JOB_NAME = "__JOB__"
 job = ScheduledJob(JOB_NAME)
 
-
-@functools.cache
-def settings() -> __STEM__Settings:
-    return __STEM__Settings.from_env()
-
-
-@functools.cache
-def item_store() -> DynamoItemStore:
-    return DynamoItemStore(settings().items_table)
-
-
-@job.handler
-def lambda_handler(run: JobRun) -> Mapping[str, Any]:
-    # The tick's scheduled time, never the wall clock: a late or replayed delivery applies exactly
-    # what its tick would have (rule no-wall-clock).
-    return apply_due(item_store(), as_of=run.tick.scheduled_time, tick_key=run.tick.key).as_summary()
+__HANDLER_BODY__    return apply_due(item_store(), as_of=run.tick.scheduled_time, tick_key=run.tick.key).as_summary()
 '''
 
 FANOUT_HANDLER: Final = '''"""__JOB__: the tick's coordinator. It fans the tick out, one message per due-index shard;
@@ -303,22 +306,7 @@ JOB_NAME = "__JOB__"
 job = ScheduledJob(JOB_NAME)
 work = FanOut(job, partitions=DUE_PARTITIONS)
 
-
-@functools.cache
-def settings() -> __STEM__Settings:
-    return __STEM__Settings.from_env()
-
-
-@functools.cache
-def item_store() -> DynamoItemStore:
-    return DynamoItemStore(settings().items_table)
-
-
-@job.handler
-def lambda_handler(run: JobRun) -> Mapping[str, Any]:
-    # The tick's scheduled time, never the wall clock: a late or replayed delivery applies exactly
-    # what its tick would have (rule no-wall-clock).
-    return work.start(run, params=tick_params(run.tick.scheduled_time))
+__HANDLER_BODY__    return work.start(run, params=tick_params(run.tick.scheduled_time))
 '''
 
 WORKER: Final = '''"""__JOB__'s worker: applies a fanned-out tick's partitions (SQS, one message a run)."""
@@ -377,7 +365,7 @@ def package_files(*, fan_out: bool) -> dict[str, str]:
         "logic.py": LOGIC,
         "settings.py": SETTINGS,
         "repository.py": repository,
-        "handler.py": FANOUT_HANDLER if fan_out else HANDLER,
+        "handler.py": (FANOUT_HANDLER if fan_out else HANDLER).replace("\n__HANDLER_BODY__", _HANDLER_BODY),
         "demo.py": DEMO,
     }
     if fan_out:
