@@ -105,8 +105,54 @@ def declare(text: str, names: JobNames) -> str:
         rf"\1                - !GetAtt {names.function_id}.Arn\n",
         "DeliverTicks",
     )
+    text = _add_widgets(text, names)
     _check(text, names)
     return text
+
+
+# The job's "succeeded ticks" widget, for its daily schedule (one tick per 1 d period), below the rest.
+_TICKS_WIDGET: Final = """          {"type": "metric", "x": 0, "y": 30, "width": 12, "height": 6, "properties": {
+            "title": "__JOB__: succeeded ticks per period (1 d)", "region": "${AWS::Region}",
+            "stat": "Sum", "period": 86400, "view": "timeSeries",
+            "metrics": [["Clockless", "TickSucceeded", "job", "__JOB__", "service", "__JOB__", "trigger", "schedule"]],
+            "annotations": {"horizontal": [{"label": "one tick per period", "value": 1}]}}},
+"""
+
+
+def _add_widgets(text: str, names: JobNames) -> str:
+    """OperationsDashboard with the job in every per-job metric list (each line the last declared job
+    has there, written again for this one) and its own succeeded-ticks widget."""
+    start = text.find("      DashboardBody: !Sub |\n")
+    end = text.find("\n        ]}\n", start)
+    if start < 0 or end < 0:
+        raise WiringError("template.yaml: no OperationsDashboard body to add the job's widgets to")
+    lists = re.findall(r"^    - \[(\w+(?:, \w+)*)\]$", text, flags=re.M)
+    previous_stem = lists[0].split(", ")[-2]  # the job declared last before this one
+    previous_job = load_yaml(text)["Mappings"]["Jobs"][previous_stem]["Name"]
+    lines = text[start:end].split("\n")
+    out: list[str] = []
+    ticks_widget_end = None
+    for line in lines:
+        out.append(line)
+        names_previous = f'"{previous_job}"' in line or "${" + previous_stem in line
+        if names_previous and '"TickSucceeded"' in line and line.lstrip().startswith('"metrics"'):
+            ticks_widget_end = len(out) + 1  # after its annotations line
+            continue
+        if not names_previous or not line.lstrip().startswith('["'):
+            continue
+        entry_end = line.index('"]') + 2
+        entry, rest = line[:entry_end], line[entry_end:]
+        clone = entry.replace(f'"{previous_job}"', f'"{names.job}"').replace("${" + previous_stem, "${" + names.stem)
+        if rest.strip() == ",":
+            out.append(clone + ",")
+        else:
+            out[-1] = entry + ","
+            out.append(clone + rest)
+
+    if ticks_widget_end is None:
+        raise WiringError(f"template.yaml: no succeeded-ticks widget of {previous_job} to add the job's beside")
+    out.insert(ticks_widget_end, names.fill(_TICKS_WIDGET).rstrip("\n"))
+    return text[:start] + "\n".join(out) + text[end:]
 
 
 def env_local(text: str, names: JobNames) -> str:

@@ -14,7 +14,9 @@ from clockless_tools.scaffold.names import JobNameError, JobNames
 from clockless_tools.scaffold.package import package_files
 from clockless_tools.scaffold.tests import test_files
 from clockless_tools.scaffold.wiring import WiringError, add_table, wire_pyproject
+from clockless_tools.template.events import write_events
 from clockless_tools.template.loader import TemplateError, load_yaml
+from clockless_tools.template.model import Template
 
 
 class NewJobError(ValueError):
@@ -48,7 +50,8 @@ class NewJob:
             ]
         steps = [
             *declared,
-            "`make events` (its events/ samples), then `make setup` (installs the package editable)",
+            "`make setup` (installs the new package editable)"
+            + ("" if self.fan_out else ", and `make events` once the job is declared (its events/ samples)"),
             f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
             f"repository.py, the table's keys and index in template.yaml ({n.table_id}), its demo data in demo.py",
             f"`clockless arch`, `make test`, `make run` (it must show {n.job} applying its seeded items exactly once)",
@@ -82,10 +85,12 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
     for path, text in writes.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    # The declared job's sample events (`clockless events`): the others' files are unchanged.
+    events = write_events(Template.load(template_path), root / "events") if fan_out else []
     return NewJob(
         names,
         fan_out,
-        created=created,
+        created=[*created, *sorted(path.relative_to(root).as_posix() for path in events)],
         edited=["pyproject.toml", "template.yaml", *(["events/env.local.json"] if fan_out else [])],
     )
 
