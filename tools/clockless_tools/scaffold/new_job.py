@@ -37,8 +37,8 @@ class NewJob:
             declared = [
                 f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
                 "rule; set Schedule, LocalTimeRule, GraceMinutes and the dead-man numbers for your job "
-                "(`clockless schedules check`, rule dead-man-alarm), and its widgets in OperationsDashboard "
-                "(tests/unit/test_dashboard.py names them)",
+                "(`clockless schedules check`, rule dead-man-alarm), and its succeeded-ticks widget's period in "
+                "OperationsDashboard if it is no longer daily (tests/unit/test_dashboard.py checks it)",
             ]
         else:
             declared = [
