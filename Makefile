@@ -143,8 +143,9 @@ build: $(SAM_STAMP) ## sam validate --lint and sam build
 	$(SAM) validate --lint --region $(REGION)
 	$(SAM) build --parallel
 
-deploy: build ## sam deploy with samconfig.toml (needs AWS credentials)
-	$(SAM) deploy
+deploy: build ## sam deploy with samconfig.toml (needs AWS credentials); rate() StartDates set for now
+	overrides="$$($(CLOCKLESS) schedules start-dates)"; \
+	  $(SAM) deploy $${overrides:+--parameter-overrides $$overrides}
 
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part

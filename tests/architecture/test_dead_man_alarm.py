@@ -64,8 +64,8 @@ def test_how_long_after_a_missed_tick_each_jobs_alarm_fires(template: Template) 
     minutes = timedelta(minutes=1)
     expected = {
         # job: (complete periods only, period in progress too, previous success as late as its grace)
-        "window-generation": (3 * hours, 2 * hours, 4 * hours),
-        "session-cleanup": (50 * minutes, 45 * minutes, 90 * minutes),
+        "window-generation": (4 * hours, 3 * hours, 6 * hours),
+        "session-cleanup": (60 * minutes, 55 * minutes, 110 * minutes),
     }
     for job, (complete, partial, late_previous) in expected.items():
         schedule = template.jobs[job]
@@ -133,8 +133,8 @@ def test_planted_alarm_on_the_manual_series_is_caught(planted: PlantedCopy) -> N
 def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(planted: PlantedCopy) -> None:
     broken = _planted(
         planted,
+        "EvaluationPeriods: 27\n      DatapointsToAlarm: 27",
         "EvaluationPeriods: 26\n      DatapointsToAlarm: 26",
-        "EvaluationPeriods: 25\n      DatapointsToAlarm: 25",
         after=NIGHTLY,
     )
 
@@ -147,15 +147,15 @@ def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(pl
 def test_planted_range_far_longer_than_needed_is_caught_as_firing_late(planted: PlantedCopy) -> None:
     broken = _planted(
         planted,
-        "EvaluationPeriods: 21\n      DatapointsToAlarm: 21",
-        "EvaluationPeriods: 36\n      DatapointsToAlarm: 36",
+        "EvaluationPeriods: 23\n      DatapointsToAlarm: 23",
+        "EvaluationPeriods: 38\n      DatapointsToAlarm: 38",
         after=HOURLY,
     )
 
     [(_, resource, message)] = _problems(broken)
 
     assert resource == "SessionCleanupDeadManAlarm"
-    assert "fires 2:05:00 after a missed tick" in message
+    assert "fires 2:15:00 after a missed tick" in message
 
 
 def test_planted_alarm_without_fill_is_caught(planted: PlantedCopy) -> None:
@@ -176,7 +176,7 @@ def test_planted_missing_data_not_breaching_is_caught(planted: PlantedCopy) -> N
 
 
 def test_planted_one_of_n_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "DatapointsToAlarm: 21", "DatapointsToAlarm: 1", after=HOURLY)
+    broken = _planted(planted, "DatapointsToAlarm: 23", "DatapointsToAlarm: 1", after=HOURLY)
 
     [(_, _, message)] = _problems(broken)
 
@@ -184,7 +184,7 @@ def test_planted_one_of_n_is_caught(planted: PlantedCopy) -> None:
 
 
 def test_planted_function_without_a_grace_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "        grace_minutes: 45\n", "")
+    broken = _planted(planted, "        grace_minutes: 55\n", "")
 
     [(job, resource, message)] = _problems(broken)
 
@@ -209,13 +209,17 @@ def test_the_rule_engine_reports_it_by_name_file_and_resource(planted: PlantedCo
     assert [(v.file, v.resource) for v in violations] == [("template.yaml", "WindowGenerationDeadManAlarm")]
 
 
-def test_planted_grace_shorter_than_the_retries_of_a_tick_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "grace_minutes: 120", "grace_minutes: 90")
+def test_planted_grace_shorter_than_the_latest_success_is_caught(planted: PlantedCopy) -> None:
+    broken = _planted(planted, "grace_minutes: 130", "grace_minutes: 90")
 
     problems = _problems(broken)
 
     assert ("window-generation", "WindowGenerationFunction") in [(job, resource) for job, resource, _ in problems]
-    assert any("shorter than the retries of a tick (7200 s" in message for _, _, message in problems)
+    assert any(
+        "shorter than the latest a tick can succeed (59 s invocation precision + 0 s flexible window + 3600 s "
+        "Scheduler retries + 3600 s Lambda async retries + 120 s last attempt's Timeout + 285 s fan-out" in message
+        for _, _, message in problems
+    )
 
 
 def test_planted_alarm_evaluating_the_raw_metric_is_caught(planted: PlantedCopy) -> None:

@@ -20,7 +20,10 @@ def test_an_idempotency_record_that_expires_inside_the_retry_window_is_caught(pl
     violations = planted.violations("dedupe-outlives-retries")
 
     violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="1800 s is shorter")
-    assert "retry window 2700 s (scheduler 900 s + Lambda async 1800 s)" in violation.message
+    assert (
+        "retry window 2759 s (precision 59 s + flexible window 0 s + scheduler 900 s + Lambda async 1800 s)"
+        in violation.message
+    )
 
 
 def test_lambdas_default_six_hour_async_age_counts_when_unset(planted: PlantedCopy) -> None:
@@ -41,3 +44,20 @@ def test_a_scheduled_function_without_an_expiry_is_caught(planted: PlantedCopy) 
     violations = planted.violations("dedupe-outlives-retries")
 
     found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="is not set")
+
+
+def test_a_flexible_window_counts_in_the_retry_window(planted: PlantedCopy) -> None:
+    # Given cleanup may fire up to 60 minutes late, and its record is kept exactly the old window
+    planted.replace(
+        TEMPLATE,
+        'FlexibleTimeWindow:\n              Mode: "OFF"',
+        "FlexibleTimeWindow:\n              Mode: FLEXIBLE\n              MaximumWindowInMinutes: 60",
+        after=CLEANUP,
+    )
+    planted.replace(
+        TEMPLATE, 'IDEMPOTENCY_EXPIRY_SECONDS: "86400"', 'IDEMPOTENCY_EXPIRY_SECONDS: "2759"', after=CLEANUP
+    )
+
+    violations = planted.violations("dedupe-outlives-retries")
+
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="flexible window 3600 s")

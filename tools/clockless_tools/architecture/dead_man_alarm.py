@@ -4,9 +4,10 @@ Every scheduled job has an alarm on the successes of its *scheduled* deliveries 
 with trigger=schedule: a manual run, an HTTP press or a backfill must not keep it quiet), over
 `FILL(…, 0)` so that CloudWatch sees a zero, not a gap, for a period without success. Its
 evaluation range covers the schedule's longest gap plus the grace the function declares
-(`Metadata: clockless: grace_minutes`). The rule then runs the definition against simulated
-successes (`alarm_timing`): it must stay quiet while every tick succeeds within its grace, and
-fire within the grace plus one alarm period after a missed tick.
+(`Metadata: clockless: grace_minutes`), which must cover the latest a tick can succeed
+(`latest_success`: precision, flexible window, both retry ages, the last run, the fan-out).
+The rule then runs the definition against simulated successes (`alarm_timing`): it must stay
+quiet while every tick succeeds within its grace, and fire within the grace plus one alarm period after a missed tick.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any
 
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, Timing, simulate
 from clockless_tools.architecture.job_bounds import DURATION_KEY, GRACE_KEY, METADATA_KEY, JobBounds, read_bounds
+from clockless_tools.architecture.latest_success import latest_success
 from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.loader import TemplateError
-from clockless_tools.template.model import Function, Template
+from clockless_tools.template.model import Template
 
 SUCCESS_METRIC = "TickSucceeded"
 SCHEDULED_TRIGGER = "schedule"
@@ -70,15 +72,6 @@ def _dimensions(metric: Mapping[str, Any]) -> dict[str, str]:
     return {str(d.get("Name")): str(d.get("Value")) for d in metric.get("Dimensions") or [] if isinstance(d, Mapping)}
 
 
-def _retry_window(function: Function, scheduler_age: int | None) -> int:
-    """How late a tick can still succeed: Scheduler's retries, then Lambda's asynchronous ones."""
-    lambda_age = function.event_invoke_config.get("MaximumEventAgeInSeconds")
-    try:
-        return int(scheduler_age or 0) + int(lambda_age or 0)
-    except (TypeError, ValueError):
-        return 0  # not literal: the schedule-delivery and failure-paths rules say so
-
-
 def _metric_name(query: Any) -> Any:
     return (
         ((query.get("MetricStat") or {}).get("Metric") or {}).get("MetricName") if isinstance(query, Mapping) else None
@@ -121,16 +114,19 @@ def dead_man_alarm_problems(template: Template) -> list[AlarmProblem]:
                 )
             )
             continue
-        retries = _retry_window(function, schedule.retry_max_event_age)
-        if bounds.grace.total_seconds() < retries:
+        try:
+            lateness = latest_success(template, schedule)
+        except TemplateError as error:
+            problems.append(AlarmProblem(job, function.logical_id, str(error), "state MaximumWindowInMinutes"))
+            continue
+        if bounds.grace.total_seconds() < lateness.total:
             problems.append(
                 AlarmProblem(
                     job,
                     function.logical_id,
-                    f"{GRACE_KEY} {int(bounds.grace.total_seconds()) // 60} is shorter than the retries of a tick "
-                    f"({retries} s: the schedule's and Lambda's MaximumEventAgeInSeconds): a tick that succeeds on "
-                    "its last retry would raise the dead-man alarm",
-                    f"raise {GRACE_KEY} to at least {math.ceil(retries / 60)}",
+                    f"{GRACE_KEY} {int(bounds.grace.total_seconds()) // 60} is shorter than the latest a tick can "
+                    f"succeed ({lateness.describe()}): a tick that succeeds that late would raise the dead-man alarm",
+                    f"raise {GRACE_KEY} to at least {lateness.minimum_grace_minutes}",
                 )
             )
         candidates = {

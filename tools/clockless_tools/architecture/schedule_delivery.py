@@ -1,5 +1,5 @@
 """Rule `schedule-delivery`: every schedule is delivered in UTC, with a FlexibleTimeWindow, bounded
-retries shorter than its period, and a dead-letter queue."""
+retries that with the window end before its next tick, and a dead-letter queue."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Final
 
+from clockless_tools.architecture.latest_success import flexible_window_seconds
 from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.template.expressions import ScheduleExpressionError, nominal_period
 from clockless_tools.template.model import Function
@@ -67,6 +68,11 @@ def _check_zone_and_window(properties: Mapping[str, Any], violation: _Report) ->
             "FlexibleTimeWindow is not stated: when a tick may fire is left to a default",
             'FlexibleTimeWindow: {Mode: "OFF"} (or FLEXIBLE with MaximumWindowInMinutes)',
         )
+    elif flexible_window_seconds(properties) is None:
+        yield violation(
+            "FlexibleTimeWindow is FLEXIBLE without a literal MaximumWindowInMinutes: how late a tick fires is unknown",
+            "MaximumWindowInMinutes: <1-1440>",
+        )
 
 
 def _check_retry_policy(project: Project, properties: Mapping[str, Any], violation: _Report) -> Iterator[Violation]:
@@ -99,11 +105,14 @@ def _check_retry_policy(project: Project, properties: Mapping[str, Any], violati
         yield violation(f"ScheduleExpression cannot be evaluated: {error}", "fix the cron(...) or rate(...) expression")
         return
     period_seconds = int(period.total_seconds())
-    if max_age >= period_seconds:
+    # A tick fires up to its flexible window late, and is retried for MaximumEventAgeInSeconds after that.
+    window = flexible_window_seconds(properties) or 0
+    if window + max_age >= period_seconds:
+        stated = f"flexible window {window} s + " if window else ""
         yield violation(
-            f"RetryPolicy.MaximumEventAgeInSeconds {max_age} s is not shorter than the schedule's period "
+            f"{stated}RetryPolicy.MaximumEventAgeInSeconds {max_age} s is not shorter than the schedule's period "
             f"{period_seconds} s: a retry can land after the next tick",
-            f"lower MaximumEventAgeInSeconds below {period_seconds}",
+            f"lower MaximumEventAgeInSeconds below {period_seconds - window}",
         )
 
 

@@ -26,7 +26,13 @@ def check_ticks_on_the_minute(project: Project) -> Iterator[Violation]:
             if not (isinstance(event, Mapping) and event.get("Type") == "ScheduleV2"):
                 continue
             properties = event.get("Properties") or {}
-            problem = _problem(properties.get("ScheduleExpression"), properties.get("StartDate"))
+            start_date = properties.get("StartDate")
+            if isinstance(start_date, Mapping) and set(start_date) == {"Ref"}:
+                # The anchor parameter's default (rule rate-anchored); each deploy passes a tick of its rhythm.
+                parameters = project.template.document.get("Parameters") or {}
+                declared = parameters.get(start_date["Ref"])
+                start_date = declared.get("Default") if isinstance(declared, Mapping) else start_date
+            problem = _problem(properties.get("ScheduleExpression"), start_date)
             if problem is not None:
                 message, fix = problem
                 yield Violation(

@@ -108,6 +108,46 @@ def show(
         _emit(_upcoming_table(item))
 
 
+@app.command("start-dates")
+def start_dates(
+    template: TemplateOption = DEFAULT_TEMPLATE,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            help="Deploy time to compute for (default: now); UTC unless it has an offset. "
+            "E.g. --at 2027-01-01T00:00:00Z"
+        ),
+    ] = None,
+) -> None:
+    """The StartDate parameters of rate() schedules for a deploy now: NAME=VALUE, for --parameter-overrides.
+
+    Each is the first tick of the template's anchor rhythm at or after the deploy, so CreateSchedule
+    (which refuses a StartDate more than 5 minutes in the past) accepts it and no tick moves.
+    Prints nothing when no rate() schedule is anchored by a parameter."""
+    from clockless_tools.template.rate_anchor import deploy_start_dates
+
+    tpl = load_template(template)
+    try:
+        values = deploy_start_dates(tpl, _parse_after(at))
+    except TemplateError as error:
+        raise fail(str(error)) from None
+    if values:
+        print(" ".join(f"{name}={value}" for name, value in sorted(values.items())))
+
+
+@app.command("conformance")
+def conformance() -> None:
+    """The tick engine against AWS's documented ticks: one row per case, with its source and verdict.
+
+    Prints the Markdown table docs/schedule-conformance.md shows; exits 1 if a row fails."""
+    from clockless_tools.template.conformance import markdown
+    from clockless_tools.template.conformance_cases import CASES
+
+    print(markdown(CASES), end="")
+    if any(case.verdict() != "ok" for case in CASES):
+        raise typer.Exit(code=1)
+
+
 # ---------------------------------------------------------------- input
 
 

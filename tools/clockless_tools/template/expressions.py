@@ -9,10 +9,11 @@ check/show, the architecture rules) asks a spec and nothing else.
 What Scheduler does, and so what this does (docs/schedules.md has the sources):
 - `cron()` is evaluated in the schedule's zone. A local time that does not exist (the hour skipped
   when clocks go forward) is not fired; a local time that happens twice (clocks go back) is fired
-  once, at its first occurrence. Fields follow Scheduler's cron, `L`, `W`, `#` and `?` included
-  (through aws-croniter, which evaluates them on wall-clock time here).
+  once, at its first occurrence. Fields follow Scheduler's cron table, `L`, `W`, `#` and `?`
+  included, evaluated on wall-clock dates (`cron.py`; it replaced aws-croniter, see docs/schedules.md).
 - `rate()` fires at the anchor and every period after it, in absolute time: `rate(1 day)` is 24
-  hours, also across a DST change. The anchor is `StartDate`, else the schedule's creation.
+  hours, also across a DST change. The anchor is `StartDate`, else the schedule's creation
+  (seconds and all: Scheduler's documented scheduled-time for such a schedule carries seconds).
 - `at()` fires once at its wall-clock time in the zone; `StartDate`/`EndDate` do not apply to it.
 - Recurring ticks fall in [StartDate, EndDate). Ticks are whole minutes (Scheduler's precision).
 """
@@ -21,22 +22,20 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from aws_croniter import AwsCroniter
+from clockless_tools.template import cron as cron_fields
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
+_RATE_LOOSE = re.compile(r"^rate\((.*)\)$")
 _CRON = re.compile(r"^cron\((.+)\)$")
 _AT = re.compile(r"^at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)$")
 _UNIT_SECONDS: Final = {"minute": 60, "hour": 3600, "day": 86400}
-# How far the engine looks for a previous or next tick before it says there is none.
-_HORIZON: Final = timedelta(days=366 * 8)
-_MINUTE: Final = timedelta(minutes=1)
 
 Kind = Literal["cron", "rate", "at"]
 
@@ -71,13 +70,19 @@ def parse_schedule_date(value: Any, *, field: str) -> datetime:
 
 
 def rate_period(expression: str) -> timedelta | None:
-    """The period of a `rate()` expression; None for any other expression."""
+    """The period of a `rate()` expression; None for any other expression.
+
+    The API model: "a value as a positive integer, and a unit with the following options: minute |
+    minutes | hour | hours | day | days", with no rule pairing 1 with the singular; the guide's own
+    DST section writes `rate(1 days)`. So any of the six units with any N of 1 or more."""
     match = _RATE.match(expression.strip())
     if not match:
         return None
     amount, unit = int(match.group(1)), match.group(2).rstrip("s")
-    if amount < 1 or (amount == 1) != (match.group(2) == unit):
-        raise ScheduleExpressionError(f"{expression!r}: use 'rate(1 {unit})' or 'rate(N {unit}s)' with N > 1")
+    if amount < 1:
+        raise ScheduleExpressionError(
+            f"{expression!r}: the value must be a positive integer (the API model), e.g. 'rate(1 {unit})'"
+        )
     return timedelta(seconds=amount * _UNIT_SECONDS[unit])
 
 
@@ -155,14 +160,14 @@ class ScheduleSpec:
         return ZoneInfo(self.timezone)
 
     @cached_property
-    def _cron(self) -> AwsCroniter:
+    def _cron(self) -> cron_fields.Cron:
         match = _CRON.match(self.expression)
         if not match:
             raise ScheduleExpressionError(f"{self.expression!r}: expected cron(minutes hours day month weekday year)")
         try:
-            return AwsCroniter(match.group(1))
-        except Exception as error:  # aws-croniter raises its own hierarchy for bad fields
-            raise ScheduleExpressionError(f"{self.expression!r}: {error}") from None
+            return cron_fields.parse(match.group(1))
+        except cron_fields.CronError as error:
+            raise ScheduleExpressionError(str(error)) from None
 
     @cached_property
     def _at(self) -> datetime:
@@ -208,14 +213,16 @@ class ScheduleSpec:
     # ------------------------------------------------------------------ ticks
     @property
     def rate_anchor(self) -> datetime:
-        """The first tick of a rate() schedule: its StartDate, else its creation (to the minute)."""
+        """The first tick of a rate() schedule: its StartDate, else its creation, seconds and all (the
+        guide's scheduled-time for a rate() without StartDate is `2022-03-22T18:59:43Z`)."""
         if self.start_date is not None:
             return self.start_date
         if self.created is not None:
-            return self.created.replace(second=0, microsecond=0)
+            return self.created.replace(microsecond=0)
         raise RateAnchorUnknown(
             f"{self.expression} has no StartDate, so its ticks depend on when the schedule was created: "
-            "declare StartDate in template.yaml, or pass --stack to read the deployed schedule"
+            "declare StartDate: !Ref <an anchor parameter> in template.yaml (rule rate-anchored), or pass --stack "
+            "to read the deployed schedule"
         )
 
     def _bounds(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
@@ -243,46 +250,69 @@ class ScheduleSpec:
         return self._cron_ticks(start, end)
 
     def _cron_ticks(self, start: datetime, end: datetime) -> list[datetime]:
-        if self.timezone == "UTC":
-            found = self._cron.get_all_schedule_bw_dates(start, end)
-            return [tick for tick in found if start <= tick < end]
-        # aws-croniter evaluates "UTC" datetimes; hand it wall-clock time and map each match back
-        # through the zone. A day of padding each side covers any UTC offset.
+        ticks = []
+        for moment in self._cron_walk(start, forward=True):
+            if moment >= end:
+                break
+            if moment >= start:
+                ticks.append(moment)
+        return ticks
+
+    def _cron_walk(self, around: datetime, *, forward: bool) -> Iterator[datetime]:
+        """The cron's ticks in UTC from a day before `around` on (or a day after it back), in order.
+        Wall-clock times map to UTC monotonically (a skipped one is dropped, a repeated one is its
+        first occurrence), so the order holds across DST changes."""
         zone = self._zone
-        low = start.astimezone(zone).replace(tzinfo=UTC) - timedelta(days=1)
-        high = end.astimezone(zone).replace(tzinfo=UTC) + timedelta(days=1)
-        ticks = set()
-        for wall in self._cron.get_all_schedule_bw_dates(low, high):
-            moment = _wall_to_utc(wall.replace(tzinfo=None), zone)
-            if moment is not None and start <= moment < end:
-                ticks.add(moment)
-        return sorted(ticks)
+        wall_day = around.astimezone(zone).date() + (timedelta(days=-1) if forward else timedelta(days=1))
+        for wall in self._cron.walk(wall_day, forward=forward):
+            moment = _wall_to_utc(wall, zone)
+            if moment is not None:
+                yield moment
 
     def previous_tick(self, at: datetime) -> datetime | None:
         """The last tick at or before `at`; None when the schedule has none."""
         at = _utc(at)
-        span = timedelta(days=2)
-        while span <= _HORIZON * 2:
-            ticks = self.ticks_between(at - span, at + _MINUTE)
-            ticks = [tick for tick in ticks if tick <= at]
-            if ticks:
-                return ticks[-1]
-            if self.start_date is not None and self.kind != "at" and at - span < self.start_date:
+        kind = self.kind
+        if kind == "at":
+            return self._at if self._at <= at else None
+        if self.end_date is not None and at >= self.end_date:
+            at = self.end_date - timedelta(microseconds=1)
+        if kind == "rate":
+            anchor = self.rate_anchor
+            if at < anchor:
                 return None
-            span *= 4
+            period = rate_period(self.expression)
+            assert period is not None
+            return anchor + period * ((at - anchor) // period)
+        for moment in self._cron_walk(at, forward=False):
+            if self.start_date is not None and moment < self.start_date:
+                return None
+            if moment <= at:
+                return moment
         return None
 
     def next_ticks(self, after: datetime, count: int) -> list[datetime]:
         """Up to `count` ticks strictly after `after` (fewer when the schedule ends)."""
         after = _utc(after)
-        span = timedelta(days=2)
-        while True:
-            ticks = [tick for tick in self.ticks_between(after, after + span) if tick > after]
-            if len(ticks) >= count or span > _HORIZON:
-                return ticks[:count]
-            if self.end_date is not None and self.kind != "at" and after + span >= self.end_date:
-                return ticks[:count]
-            span *= 4
+        kind = self.kind
+        if kind == "at":
+            return [self._at][:count] if self._at > after else []
+        if self.start_date is not None and after < self.start_date:
+            after = self.start_date - timedelta(microseconds=1)
+        if kind == "rate":
+            period = rate_period(self.expression)
+            assert period is not None
+            anchor = self.rate_anchor
+            first = anchor if anchor > after else anchor + period * ((after - anchor) // period + 1)
+            found = (first + period * i for i in range(count))
+        else:
+            found = (moment for moment in self._cron_walk(after, forward=True) if moment > after)
+        ticks: list[datetime] = []
+        for moment in found:
+            if len(ticks) == count or (self.end_date is not None and moment >= self.end_date):
+                break
+            ticks.append(moment)
+        return ticks
 
     def gaps(self) -> list[timedelta]:
         """The gaps between consecutive ticks over a year (for a rate(), its period)."""

@@ -32,20 +32,35 @@ FEATURES: Final = (
     Feature(
         "`cron()`: minutes, hours, day-of-month, month, day-of-week, year; `*` `,` `-` `/` `?` `L` `W` `#`",
         SUPPORTED,
-        "the tick engine (aws-croniter's field semantics, evaluated on the zone's wall-clock time)",
+        "the tick engine's own parser (`cron.py`), on the zone's wall-clock time; every case in "
+        "docs/schedule-conformance.md",
     ),
     Feature(
-        "`rate(N minutes / hours / days)` with `StartDate`",
+        "`cron()` syntax the cron reference does not have: five fields, `L-n`, `LW`, `/` or `W` in day-of-week, "
+        "two `#`, `?` or `*` in both day fields, values out of range (years outside 1970-2199)",
+        REFUSED,
+        "says why, quoting the reference, and the nearest valid expression",
+    ),
+    Feature(
+        "`rate(N minute(s) / hour(s) / day(s))` with `StartDate: !Ref <anchor parameter>`",
         SUPPORTED,
-        "ticks at StartDate + k x period, in absolute time (a day is 24 h across DST); rule `rate-anchored`",
+        "ticks at anchor + k x period, in absolute time (a day is 24 h across DST); each deploy passes the next "
+        "tick as StartDate (`clockless schedules start-dates`, `make deploy`); rule `rate-anchored`",
+    ),
+    Feature(
+        "`rate()` with a literal `StartDate`",
+        REFUSED,
+        "`rate-anchored` fails: CreateSchedule refuses a StartDate more than 5 minutes in the past, so the "
+        "first deploy after that date that re-creates the schedule would fail",
     ),
     Feature(
         "`rate()` without `StartDate`",
         REFUSED,
         "locally: its ticks depend on the creation time, so status/backfill refuse it and `rate-anchored` "
-        "fails; with `--stack` the deployed schedule's CreationDate is read (GetSchedule)",
+        "fails; with `--stack` the deployed schedule's CreationDate is read (GetSchedule), seconds and all",
     ),
-    Feature("`rate(1 minutes)`, `rate(0 hours)`", REFUSED, "names the expected `rate(1 minute)` / `rate(N minutes)`"),
+    Feature("`rate(1 days)`, `rate(5 minute)`", SUPPORTED, "the API model pairs no unit with the value"),
+    Feature("`rate(0 hours)`, `rate(1 week)`", REFUSED, "names the positive integer and the six units the API takes"),
     Feature(
         "`at(yyyy-mm-ddThh:mm:ss)` one-time schedule",
         SUPPORTED,
@@ -73,7 +88,12 @@ FEATURES: Final = (
         SUPPORTED,
         "one `AWS::Scheduler::ScheduleGroup` per stack; `--stack` reads the group's name from the stack",
     ),
-    Feature("`FlexibleTimeWindow`", SUPPORTED, "must be stated (`schedule-delivery`); the tick is the scheduled time"),
+    Feature(
+        "`FlexibleTimeWindow`",
+        SUPPORTED,
+        "must be stated (`schedule-delivery`); the window counts against the period and in the dead-man grace; "
+        "the tick is the scheduled time",
+    ),
     Feature(
         "`RetryPolicy`",
         SUPPORTED,
