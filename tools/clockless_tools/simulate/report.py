@@ -33,14 +33,17 @@ def bookkeeping_tables(template: Template) -> set[str]:
 
 
 def job_tables(template: Template, function_id: str) -> list[str]:
-    """The domain tables the job's function and its workers name in their environment (`!Ref <Table>`):
-    where its effects land."""
+    """The domain tables the job's function and its workers declare (`Metadata: clockless: tables`)
+    or name in their own environment (`!Ref <Table>`; Globals' names every job's): where its effects
+    land."""
     domain = template.tables.keys() - bookkeeping_tables(template)
-    found = []
-    for function in [function_id, *worker_functions(template, function_id)]:
-        for value in template.function(function).environment.values():
-            if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
-                found.append(value["Ref"])
+    found: list[str] = []
+    for logical_id in [function_id, *worker_functions(template, function_id)]:
+        function = template.function(logical_id)
+        named = [value.get("Ref") for value in function.own_environment.values() if isinstance(value, Mapping)]
+        for table in [*function.declared_tables, *named]:
+            if table in domain and table not in found:
+                found.append(str(table))
     return found
 
 
