@@ -38,7 +38,7 @@ def _grows_lambda_age(planted: PlantedCopy) -> None:
 
 
 def _grows_timeout(planted: PlantedCopy) -> None:
-    # The declared job's function states Globals' Timeout itself (cfn-lint needs it in the loop).
+    # The written-out coordinator states Timeout (Globals' 120 s, repeated for cfn-lint).
     planted.replace(TEMPLATE, "      Timeout: 120\n", "      Timeout: 600\n", after=CLEANUP)
 
 

@@ -43,12 +43,17 @@ def test_a_coordinator_that_may_not_send_its_partitions_is_caught(planted: Plant
             "sqs:SendMessage on SessionCleanupWorkDeadLetterQueue",
         ),
         (
-            "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Query]",
-            "Action: [dynamodb:GetItem, dynamodb:UpdateItem]",
+            "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Query, dynamodb:ConditionCheckItem]",
+            "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:ConditionCheckItem]",
             "dynamodb:Query on LedgerTable",
         ),
+        (
+            "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Query, dynamodb:ConditionCheckItem]",
+            "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Query]",
+            "dynamodb:ConditionCheckItem on LedgerTable",
+        ),
     ],
-    ids=["poll-without-delete", "no-send-to-dead-letter-queue", "ledger-without-query"],
+    ids=["poll-without-delete", "no-send-to-dead-letter-queue", "ledger-without-query", "ledger-without-check"],
 )
 def test_a_worker_that_may_not_do_what_the_kit_does_is_caught(
     planted: PlantedCopy, old: str, new: str, missing: str

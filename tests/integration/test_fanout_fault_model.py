@@ -13,7 +13,12 @@ Judged item by item and by the ledger:
 - the toy's tables equal the reference, item by item (nothing applied twice, nothing lost);
 - the tick entry says succeeded, with every partition done and the reference's counters
   (found, applied, already done, failed: nothing counted twice or missed);
-- no message is left in the work queue or its DLQ.
+- no message is left in the work queue or its DLQ;
+- TickSucceeded reached the logs (Powertools' EMF line on stdout, what CloudWatch reads) at least
+  once and at most twice for the succeeded tick, whatever died where.
+
+The partition holds an item found already done (its output exists, so it stays in the index):
+a run that dies after counting it and before storing its cursor must not count it twice.
 
 Also: every message delivered twice, the copies at once; transaction conflicts on every
 transaction's first send; a partition throttled through every attempt of the batch writer.
@@ -67,6 +72,10 @@ TICK: Final = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "tri
 # GetItem, Query and UpdateItem). Several partitions are the unit tests' (tests/unit/kit/).
 ITEMS: Final = 5
 PARTITIONS: Final = 1
+# Items in the index whose output exists already: every run that reads them finds them done.
+ALREADY_DONE: Final = 1
+# A duplicate TickSucceeded is harmless to the dead-man alarm; what a death can cost at most.
+MAX_SUCCESS_METRICS: Final = 2
 # The work queue's visibility timeout: 6 x the worker's 300 s timeout, as the template sets it.
 VISIBILITY: Final = timedelta(minutes=30)
 LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
@@ -80,6 +89,7 @@ class Delivery:
     kind: str
     ended: str
     requests: list[RequestRecord] = field(default_factory=list)
+    hop: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,13 +101,18 @@ class Aim:
     request: int
     kind: FaultKind
     then: dict[int, FaultKind] = field(default_factory=dict)
+    # the message of that partition aimed at: its first run (0) or a continuation
+    hop: int = 0
 
 
 class FannedOutTick:
-    def __init__(self, toy: ServedToy, faults: FaultInjector, clock: time_machine.Traveller) -> None:
+    def __init__(
+        self, toy: ServedToy, faults: FaultInjector, clock: time_machine.Traveller, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         self.toy = toy
         self.faults = faults
         self.clock = clock
+        self.capsys = capsys
         _, self.work, self.coordinator, self.worker = toy_job(lambda: toy.dynamodb, partitions=PARTITIONS)
         # What each worker attempt has left of its timeout (below WORK_TIME_BUDGET_SECONDS, 30 s:
         # every run does one page and hands on a continuation).
@@ -111,7 +126,8 @@ class FannedOutTick:
             self.toy.dynamodb.delete_table(TableName=table)
         create_tables(self.toy.dynamodb)
         self.drain_queues()
-        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS, poison=poison)
+        seed(self.toy.dynamodb, ITEMS, not_due=2, partitions=PARTITIONS, poison=poison, already_done=ALREADY_DONE)
+        self.capsys.readouterr()  # the metrics printed from here on are this run's
 
     def drain_queues(self) -> None:
         for queue in (self.toy.work_queue, self.toy.dead_letter_queue):
@@ -163,7 +179,9 @@ class FannedOutTick:
                 return deliveries
             message = received[0]
             body = json.loads(message["Body"])
-            target = aim is not None and not aimed and body["partition"] == aim.partition
+            target = (
+                aim is not None and not aimed and body["partition"] == aim.partition and body.get("hop", 0) == aim.hop
+            )
             if copies > 1:
                 ended = self._deliver_copies(message, copies, deliveries, body)
             else:
@@ -197,7 +215,7 @@ class FannedOutTick:
         finally:
             requests = self.faults.requests()
             self.faults.disarm()
-        deliveries.append(Delivery(body["partition"], body["kind"], ended, requests))
+        deliveries.append(Delivery(body["partition"], body["kind"], ended, requests, body.get("hop", 0)))
         return ended
 
     def _deliver_copies(
@@ -237,7 +255,9 @@ class FannedOutTick:
             TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED), ConsistentRead=True
         )
         item = entry.get("Item") or {}
+        printed = self.capsys.readouterr().out
         return {
+            "TickSucceeded": printed.count('"TickSucceeded":[1.0]'),
             "tables": tables,
             "status": item.get("status", {}).get("S"),
             "partitions": (item.get("partitions_done", {}).get("N"), item.get("partitions_total", {}).get("N")),
@@ -269,11 +289,15 @@ def _problems(state: dict[str, Any], reference: Reference) -> list[str]:
     for key in ("status", "partitions", "summary", "left in the work queue", "left in the work DLQ"):
         if state[key] != reference.state[key]:
             problems.append(f"{key}: {state[key]!r}, the clean run: {reference.state[key]!r}")
+    if state["status"] == "succeeded" and not 1 <= state["TickSucceeded"] <= MAX_SUCCESS_METRICS:
+        problems.append(f"TickSucceeded emitted {state['TickSucceeded']} times for the succeeded tick")
     return problems
 
 
 @pytest.fixture
-def tick(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[FannedOutTick]:
+def tick(
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[FannedOutTick]:
     # One lane: the injector arms a thread.
     with (
         served_toy(dynamodb_endpoint, monkeypatch, WORK_CONCURRENCY="1", WORK_PAGE_SIZE="3") as toy,
@@ -281,7 +305,7 @@ def tick(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fa
     ):
         faults = FaultInjector()
         with faults.installed():
-            yield FannedOutTick(toy, faults, clock)
+            yield FannedOutTick(toy, faults, clock, capsys)
 
 
 # The seed and the code are the same for every test of the module, so is the clean run.
@@ -301,14 +325,16 @@ def _clean_run(tick: FannedOutTick) -> Reference:
     state = tick.state()
     assert state["status"] == "succeeded"
     assert state["summary"] == {
-        "found": ITEMS,
+        "found": ITEMS + ALREADY_DONE,
         "applied": ITEMS,
-        "already_done": 0,
+        "already_done": ALREADY_DONE,
         "failed": 0,
         "partitions": PARTITIONS,
     }
+    assert state["TickSucceeded"] == 1
     last = deliveries[-1]
-    assert [r.operation for r in last.requests][-3:] == ["GetItem", "Query", "UpdateItem"]  # the finisher
+    # the finisher, and its note that TickSucceeded was emitted
+    assert [r.operation for r in last.requests][-4:] == ["GetItem", "Query", "UpdateItem", "UpdateItem"]
     return Reference(state, last.partition, last.requests)
 
 
@@ -457,13 +483,13 @@ def test_a_worker_dying_between_the_dlq_and_the_count_fails_its_item_once(tick: 
     replayed = tick.state()
     assert replayed["status"] == "succeeded"
     assert replayed["summary"] == {
-        "found": ITEMS,
+        "found": ITEMS + ALREADY_DONE,
         "applied": ITEMS,
-        "already_done": 0,
+        "already_done": ALREADY_DONE,
         "failed": 0,
         "partitions": PARTITIONS,
     }
-    assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS
+    assert len(replayed["tables"][OUTPUTS_TABLE]) == ITEMS + ALREADY_DONE
 
 
 @pytest.mark.parametrize("kind", [FaultKind.LOST_RESPONSE, FaultKind.DIES_AFTER, FaultKind.REFUSED], ids=str)
@@ -476,10 +502,36 @@ def test_handing_on_a_continuation_survives_faults(tick: FannedOutTick, kind: Fa
     clean = tick.run()
     first = clean[0]
     operations = [r.operation for r in first.requests]
-    assert operations == ["UpdateItem", "Query", "TransactWriteItems", "UpdateItem", "SendMessage"]
+    # the lease (with the ledger's check), a page, its transaction(s), then the two under test
+    assert operations[:2] == ["TransactWriteItems", "Query"]
+    assert operations[-2:] == ["UpdateItem", "SendMessage"]
     failures: list[str] = []
-    for index in (4, 5):
+    for index in (len(operations) - 1, len(operations)):
         tick.reset()
         tick.run(Aim(first.partition, index, kind))
         failures.extend(f"request {index} ({operations[index - 1]}): {p}" for p in _problems(tick.state(), reference))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("kind", [FaultKind.DIES_AFTER, FaultKind.THROTTLED], ids=str)
+def test_a_tick_finished_by_a_continuation_survives_every_fault_of_its_last_run(
+    tick: FannedOutTick, kind: FaultKind
+) -> None:
+    """One page per run (20 s left, under the 30 s budget): the tick is finished by a continuation,
+    whose every request meets the fault; the tick ends as the clean run, TickSucceeded included."""
+    reference = _reference(tick)
+    tick.remaining_ms = 20_000
+    tick.reset()
+    clean = tick.run()
+    last = clean[-1]
+    assert last.hop >= 1
+    assert [r.operation for r in last.requests][-4:] == ["GetItem", "Query", "UpdateItem", "UpdateItem"]
+    failures: list[str] = []
+    for index, request in enumerate(last.requests, start=1):
+        tick.reset()
+        deliveries = tick.run(Aim(last.partition, index, kind, hop=last.hop))
+        hit = next(d for d in deliveries if d.hop == last.hop)
+        if len(hit.requests) < index or hit.requests[index - 1].fault is not kind:
+            failures.append(f"request {index} ({request.operation}): the fault did not fire")
+        failures.extend(f"request {index} ({request.operation}): {p}" for p in _problems(tick.state(), reference))
     assert not failures, "\n".join(failures)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from clockless.fanout.records import tick_key
 from clockless_tools.local.botocore_hooks import count_requests
@@ -78,11 +79,43 @@ def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per
     assert pages >= 2
     # One partition, so this run also finishes the tick.
     assert dict(requests.operations) == {
-        "UpdateItem": 1 + (pages - 1) + 1,  # the lease, a cursor after each page but the last, the finish
+        # a cursor after each page but the last, the finish, and the note that TickSucceeded is out
+        "UpdateItem": (pages - 1) + 1 + 1,
         "Query": pages + 1,  # the pages, and the finisher's sum over the tick's records
-        "TransactWriteItems": transactions + 1,  # the items, and the partition done
+        # the lease with the ledger's check that the tick was claimed, the items, the partition done
+        "TransactWriteItems": 1 + transactions + 1,
         "GetItem": 1,  # the finisher's look at the tick entry
     }
+
+
+def test_a_duplicate_message_costs_its_refused_lease_and_a_look_at_the_tick(toy: ServedToy) -> None:
+    seed(toy.dynamodb, 20, partitions=1)
+    _, _, coordinator, worker = toy_job(lambda: toy.dynamodb, partitions=1)
+    coordinator(dict(TICK), Context())
+    (message,) = toy.sqs.receive_message(QueueUrl=toy.work_queue, MaxNumberOfMessages=10)["Messages"]
+    worker(sqs_event([message]), Context())
+
+    with count_requests() as requests:
+        worker(sqs_event([message]), Context())
+
+    # the lease's transaction refused (its record says done), the finisher's GetItem
+    assert dict(requests.operations) == {"TransactWriteItems": 1, "GetItem": 1}
+
+
+def test_a_message_for_a_tick_nobody_claimed_costs_one_request_and_writes_nothing(toy: ServedToy) -> None:
+    seed(toy.dynamodb, 20, partitions=1)
+    _, _, _, worker = toy_job(lambda: toy.dynamodb, partitions=1)
+    body = {"kind": "partition", "job": TOY_JOB, "scheduled_time": TICK["scheduled_time"], "partition": "0"}
+    forged = {"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": json.dumps(body | {"params": {"until": "9999"}})}
+
+    # BatchSize 1: the message failing fails the invocation, and SQS shows it again until
+    # maxReceiveCount moves it to the work DLQ.
+    with count_requests() as requests, pytest.raises(BatchProcessingError, match="no coordinator claimed it"):
+        worker(sqs_event([forged]), Context())
+
+    assert dict(requests.operations) == {"TransactWriteItems": 1}
+    assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 0
+    assert toy.dynamodb.scan(TableName="LedgerTable", Select="COUNT")["Count"] == 0
 
 
 def test_lanes_count_apart_and_sum_to_the_tick(toy: ServedToy, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -239,15 +239,17 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
     # coordinator: claim + ledger started, completion + ledger (two TransactWriteItems), and the
     # 16 partition messages 10 to a SendMessageBatch. It reads no program, whatever their number.
     assert dict(coordinator.operations) == {"TransactWriteItems": 2, "SendMessageBatch": 2}
-    # each partition: lease (UpdateItem), one page (Query), done + tick's partitions_done
-    # (TransactWriteItems), the finisher's look at the tick (GetItem); one transaction per 49
-    # due programs of a shard; the last partition done sums the counters (Query) and settles the
-    # tick (UpdateItem).
+    # each partition: lease with the ledger's check (TransactWriteItems), one page (Query), done +
+    # tick's partitions_done (TransactWriteItems), the finisher's look at the tick (GetItem); one
+    # transaction per 49 due programs of a shard; the last partition done sums the counters
+    # (Query) and settles the tick (UpdateItem), then notes TickSucceeded emitted (UpdateItem).
     shards_with_due_programs = len({_shard("tenant-a", "p-due"), _shard("tenant-a", "p-behind")})
     assert _without_the_poller(workers) == {
-        "UpdateItem": DUE_INDEX_SHARDS + 1,
+        # the last partition settles the tick, then notes that TickSucceeded is out
+        "UpdateItem": 2,
         "Query": DUE_INDEX_SHARDS + 1,
-        "TransactWriteItems": DUE_INDEX_SHARDS + shards_with_due_programs,
+        # per partition the lease (with the ledger's check) and the done transaction
+        "TransactWriteItems": 2 * DUE_INDEX_SHARDS + shards_with_due_programs,
         "GetItem": DUE_INDEX_SHARDS,
     }
 
@@ -275,6 +277,7 @@ def test_due_programs_of_a_shard_are_rolled_49_to_a_transaction(
         queues.drain()
 
     # a window and a roll per program (2 actions), and the lane's counter: 49 programs a transaction
-    assert workers.of("TransactWriteItems") == DUE_INDEX_SHARDS + 2
+    # (2 for 50), besides each partition's lease and done transactions
+    assert workers.of("TransactWriteItems") == 2 * DUE_INDEX_SHARDS + 2
     assert len(_windows(tables)) == 50
     assert json.loads(_tick_entry(tables)["summary"]["S"]) == SETTLED | {"found": 50, "applied": 50}

@@ -199,7 +199,7 @@ def _normalised(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_declared_jobs_write_out_the_resources_the_template_had_before(template: Template) -> None:
-    # Migration proof: the template before the jobs were declared once (commit c1374bc) against the
+    # Migration proof: the template before the jobs were declared once (main at the merge) against the
     # expansion of today's. Same logical ids and types; same properties once the intended changes
     # are undone (event id Schedule, the jobs' tables in Globals and a TablesPolicy, Runtime, Threshold).
     before = load_yaml(BEFORE.read_text(encoding="utf-8"), source=str(BEFORE))

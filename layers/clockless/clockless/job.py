@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
 from aws_lambda_powertools import Logger
@@ -25,8 +25,9 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import D
 from clockless.config import env_int, env_str
 from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
 from clockless.observability import Observability
+from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
-from clockless.tick import Tick, format_scheduled_time
+from clockless.tick import Tick, format_scheduled_time, utc_now
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
 IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
@@ -38,6 +39,8 @@ METRIC_SUCCEEDED: Final = "TickSucceeded"
 METRIC_FANNED_OUT: Final = "TickFannedOut"
 METRIC_DUPLICATE: Final = "DuplicateSuppressed"
 METRIC_FAILED: Final = "TickFailed"
+# A tick skipped or buffered by the job's overlap policy (the ledger says which and why).
+METRIC_HELD: Final = "TickHeldByOverlap"
 
 OUTCOME_EXECUTED: Final = "executed"
 OUTCOME_DUPLICATE: Final = "duplicate"
@@ -114,8 +117,20 @@ class ScheduledJob:
     touches no AWS.
     """
 
-    def __init__(self, name: str, *, persistence_store: LedgeredPersistenceLayer | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        persistence_store: LedgeredPersistenceLayer | None = None,
+        overlap: Overlap | str = Overlap.RUN_BOTH,
+        running_at_most: timedelta = DEFAULT_RUNNING_AT_MOST,
+    ) -> None:
         self.name = name
+        # What a tick arriving while an earlier one runs does (clockless.overlap; docs/operating.md).
+        self.overlap = parse_overlap(overlap, job=name)
+        self.running_at_most = running_at_most
+        # The job's function, once `@job.handler` made it one (a buffered tick's start runs it).
+        self.function: JobFunction | None = None
         self.logger = Logger(service=name)
         self.observability = Observability(self.logger, service=name)
         self._store = persistence_store
@@ -162,6 +177,7 @@ class ScheduledJob:
             return self.deliver(tick, fn, context)
 
         lambda_handler.clockless_job = self  # type: ignore[attr-defined]
+        self.function = fn
         return lambda_handler
 
     def deliver(self, tick: Tick, fn: JobFunction, context: LambdaContextLike | None) -> dict[str, Any]:
@@ -199,6 +215,11 @@ class ScheduledJob:
             tick, request_id=getattr(context, "aws_request_id", None), partitions_total=self.partitions_total
         )
         try:
+            held = self._held_by_overlap(tick, store)
+            if held is not None:
+                self.logger.info("tick held back by overlap", extra={"held": held.status, "reason": held.reason})
+                metrics.add_metric(name=METRIC_HELD, unit=MetricUnit.Count, value=1)
+                return held.result(tick)
             with store.delivering(delivery):
                 try:
                     result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
@@ -224,6 +245,15 @@ class ScheduledJob:
         finally:
             metrics.flush_metrics()
             self.logger.thread_safe_clear_keys()
+
+    def _held_by_overlap(self, tick: Tick, store: LedgeredPersistenceLayer) -> Held | None:
+        """Skipped or buffered behind an earlier tick still running, as the job declared; None:
+        run it. `run-both` asks nothing (no request); the others one Query, and a hold one write."""
+        if self.overlap is Overlap.RUN_BOTH:
+            return None
+        guard = OverlapGuard(store.ledger, self.overlap, running_at_most=self.running_at_most)
+        earlier = guard.earlier_running(tick, utc_now())
+        return None if earlier is None else guard.hold(tick, earlier)
 
     def _settle_failure(
         self, store: LedgeredPersistenceLayer, delivery: Delivery, error: Exception, metrics: EphemeralMetrics

@@ -55,6 +55,10 @@ class LedgerEntry:
     partitions_done: int | None = None
     fanned_out_at: str | None = None
     coordinator_summary: Mapping[str, Any] | None = None
+    # A tick held back by its job's overlap policy (clockless.overlap): status `skipped` or
+    # `buffered`, why ("overlap: <earlier tick> still running"), and the earlier tick's time.
+    reason: str | None = None
+    overlap_with: str | None = None
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
@@ -82,6 +86,8 @@ class LedgerEntry:
             partitions_done=None if partitions_total is None else int(text("partitions_done") or 0),
             fanned_out_at=text("fanned_out_at"),
             coordinator_summary=None if coordinator_summary is None else json.loads(coordinator_summary),
+            reason=text("reason"),
+            overlap_with=text("overlap_with"),
         )
 
 

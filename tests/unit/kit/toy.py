@@ -137,8 +137,18 @@ def create_tables(client: Any) -> None:
         client.create_table(**definition)
 
 
-def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0, partitions: int = len(PARTITIONS)) -> list[str]:
-    """`count` due items (the first `poison` of them poisoned) and `not_due` items due later."""
+def seed(
+    client: Any,
+    count: int,
+    *,
+    poison: int = 0,
+    not_due: int = 0,
+    partitions: int = len(PARTITIONS),
+    already_done: int = 0,
+) -> list[str]:
+    """`count` due items (the first `poison` of them poisoned) and `not_due` items due later, then
+    `already_done` due items whose output exists: their writes fail a condition and they stay in
+    the index (found `already_done` by every run that reads them)."""
     ids = []
     requests = []
     for index in range(count + not_due):
@@ -154,16 +164,27 @@ def seed(client: Any, count: int, *, poison: int = 0, not_due: int = 0, partitio
         requests.append({"PutRequest": {"Item": item}})
         if index < count:
             ids.append(item_id)
+    outputs = []
+    for index in range(already_done):
+        item_id = f"done-{index:05d}"
+        shard = {"S": shard_for(item_id, partitions)}
+        item = {"item_id": {"S": item_id}, "shard": shard, "due": {"S": BUSINESS_DATE}, "value": {"S": "done"}}
+        requests.append({"PutRequest": {"Item": item}})
+        outputs.append({"PutRequest": {"Item": {"item_id": {"S": item_id}, "tick": {"S": "earlier"}}}})
     for start in range(0, len(requests), 25):
         client.batch_write_item(RequestItems={ITEMS_TABLE: requests[start : start + 25]})
+    for start in range(0, len(outputs), 25):
+        client.batch_write_item(RequestItems={OUTPUTS_TABLE: outputs[start : start + 25]})
     return ids
 
 
-def toy_job(client_factory: Any = None, *, partitions: int = len(PARTITIONS)) -> tuple[ScheduledJob, FanOut, Any, Any]:
+def toy_job(
+    client_factory: Any = None, *, partitions: int = len(PARTITIONS), overlap: str = "run-both"
+) -> tuple[ScheduledJob, FanOut, Any, Any]:
     """A fresh job (its own Powertools store) with its coordinator and worker handlers."""
     import boto3
 
-    job = ScheduledJob(TOY_JOB)
+    job = ScheduledJob(TOY_JOB, overlap=overlap)
     work = FanOut(job, partitions=[str(shard) for shard in range(partitions)])
 
     @job.handler

@@ -25,6 +25,7 @@ from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.log_groups import LOG_GROUPS_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
 from clockless_tools.architecture.no_wall_clock import NO_WALL_CLOCK_RULE
+from clockless_tools.architecture.overlap_declared import OVERLAP_DECLARED_RULE
 from clockless_tools.architecture.partial_batch_failures import PARTIAL_BATCH_FAILURES_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
 from clockless_tools.architecture.rate_anchored import RATE_ANCHORED_RULE
@@ -68,6 +69,7 @@ RULES: tuple[Rule, ...] = (
     VISIBILITY_COVERS_TIMEOUT_RULE,
     TIME_BUDGET_RULE,
     WORK_PERMISSIONS_RULE,
+    OVERLAP_DECLARED_RULE,
 )
 
 

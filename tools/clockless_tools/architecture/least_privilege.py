@@ -41,7 +41,6 @@ _CONSUME_ACTIONS: Final = frozenset(
 )
 # Tables every function may use, named in Globals' environment.
 _KIT_TABLE_KINDS: Final = ("ledger", "idempotency")
-TABLES_KEY: Final = "tables"
 # Policy-template parameters that name a resource (DynamoDBCrudPolicy: {TableName: ...}).
 _NAMING_PARAMETERS: Final = {"TableName", "QueueName"}
 
@@ -66,22 +65,14 @@ def check_least_privilege(project: Project) -> Iterator[Violation]:
 
 def _used_resources(project: Project, fn: Function) -> set[str]:
     destinations = (fn.event_invoke_config.get("DestinationConfig") or {}).values()
-    own_environment = (fn.properties.get("Environment") or {}).get("Variables") or {}
-    declared = [{"Ref": table} for table in _declared_tables(fn)]
-    sources = [own_environment, list(destinations), fn.prop("DeadLetterQueue"), declared]
+    declared = [{"Ref": table} for table in fn.declared_tables]
+    sources = [fn.own_environment, list(destinations), fn.prop("DeadLetterQueue"), declared]
     # Globals' variables name every job's tables, so that any function can find them: of those, a
     # function uses the kit's (ledger, idempotency) and the tables its job declares, no others.
     shared_environment = (project.template.function_globals.get("Environment") or {}).get("Variables") or {}
     kit_tables = set(project.template.tables_of_kind(*_KIT_TABLE_KINDS))
     shared = project.ids_of_type(shared_environment, *_SCOPED_TYPES) & kit_tables
     return project.ids_of_type(sources, *_SCOPED_TYPES) | shared | _polled_queues(project, fn)
-
-
-def _declared_tables(fn: Function) -> list[str]:
-    """The tables the function's job declares (`Metadata: clockless: tables`, from Mappings.Jobs)."""
-    block = fn.metadata.get("clockless") or {}
-    tables = block.get(TABLES_KEY) if isinstance(block, Mapping) else None
-    return [str(table) for table in tables] if isinstance(tables, list) else []
 
 
 def _polled_queues(project: Project, fn: Function) -> set[str]:

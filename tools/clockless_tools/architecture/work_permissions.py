@@ -12,7 +12,8 @@ rule keeps them from naming too little, for exactly what the kit calls:
   authorized by it) on the queue its `WORK_QUEUE_URL` names;
 - worker: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` on the queue its event
   source mapping polls; `sqs:SendMessage` on its `WORK_QUEUE_URL` and `WORK_DEAD_LETTER_QUEUE_URL`;
-  `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query` on the ledger (`LEDGER_TABLE_NAME`).
+  `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query`, `dynamodb:ConditionCheckItem` on the
+  ledger (`LEDGER_TABLE_NAME`).
 
 Grants are read from the function's inline statements (`Resource: !GetAtt <Queue or Table>.Arn`)
 and SAM's SQSPollerPolicy / SQSSendMessagePolicy / DynamoDBCrudPolicy templates.
@@ -33,7 +34,8 @@ WORK_PERMISSIONS: Final = "work-permissions"
 
 POLL: Final = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 SEND: Final = ("sqs:SendMessage",)
-LEDGER: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query")
+# ConditionCheckItem: a partition's first lease is a transaction checking the tick entry (trust).
+LEDGER: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem")
 
 # What SAM's policy templates allow, on the resource their parameter names.
 _TEMPLATES: Final = {

@@ -33,24 +33,17 @@ def bookkeeping_tables(template: Template) -> set[str]:
 
 
 def job_tables(template: Template, function_id: str) -> list[str]:
-    """The domain tables the job declares (`Metadata: clockless: tables` on its functions, written from
-    its declaration), or else those its function and workers name in their own environment
-    (`!Ref <Table>`): where its effects land. Globals name every job's tables, so they say nothing."""
+    """The domain tables the job's function and its workers declare (`Metadata: clockless: tables`)
+    or name in their own environment (`!Ref <Table>`; Globals' names every job's): where its effects
+    land."""
     domain = template.tables.keys() - bookkeeping_tables(template)
-    functions = [function_id, *worker_functions(template, function_id)]
-    declared: list[str] = []
-    for function in functions:
-        block = (template.resources[function].get("Metadata") or {}).get("clockless") or {}
-        for table in block.get("tables") or [] if isinstance(block, Mapping) else []:
-            if table in domain and table not in declared:
-                declared.append(str(table))
-    if declared:
-        return declared
-    found = []
-    for function in functions:
-        for value in template.function(function).environment.values():
-            if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
-                found.append(value["Ref"])
+    found: list[str] = []
+    for logical_id in [function_id, *worker_functions(template, function_id)]:
+        function = template.function(logical_id)
+        named = [value.get("Ref") for value in function.own_environment.values() if isinstance(value, Mapping)]
+        for table in [*function.declared_tables, *named]:
+            if table in domain and table not in found:
+                found.append(str(table))
     return found
 
 

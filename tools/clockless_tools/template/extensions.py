@@ -60,6 +60,9 @@ def expand(document: Mapping[str, Any], *, source: str = "template.yaml") -> dic
         if isinstance(document.get(section), Mapping):
             body = expander.section(document[section], path=section)
             expanded[section] = {key: expander.resolve(value) for key, value in body.items()}
+    # SAM's Globals hold no loop, but may look a value up like any property.
+    if isinstance(document.get("Globals"), Mapping):
+        expanded["Globals"] = expander.resolve(document["Globals"])
     return expanded
 
 

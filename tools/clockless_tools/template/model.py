@@ -16,6 +16,7 @@ from clockless_tools.template.queues import EVENT_SOURCE_MAPPING_TYPE, QUEUE_TYP
 
 # `Metadata: clockless: worker_of: <Function>` on a function that applies another's fanned-out ticks.
 WORKER_OF_KEY = "worker_of"
+TABLES_KEY = "tables"
 
 
 class ScheduleDefinitionError(TemplateError, ScheduleExpressionError):
@@ -123,6 +124,18 @@ class Function:
             variables = (source.get("Environment") or {}).get("Variables") or {}
             merged.update(variables)
         return merged
+
+    @property
+    def own_environment(self) -> dict[str, Any]:
+        """The function's own variables, without Globals' (which name every job's tables)."""
+        return dict((self.properties.get("Environment") or {}).get("Variables") or {})
+
+    @property
+    def declared_tables(self) -> list[str]:
+        """The tables its job declares its own (`Metadata: clockless: tables`, from Mappings.Jobs)."""
+        block = self.metadata.get("clockless")
+        tables = block.get(TABLES_KEY) if isinstance(block, Mapping) else None
+        return [str(table) for table in tables] if isinstance(tables, list) else []
 
     @property
     def event_invoke_config(self) -> Mapping[str, Any]:

@@ -89,12 +89,12 @@ def _read_zones(value: Any, template: Template, where: str) -> tuple[tuple[str, 
 def _read_rule(value: Any, where: str) -> LocalTimeRule | None:
     if value == NO_RULE:
         return None
-    if isinstance(value, str):
+    if isinstance(value, str) and set(_rule_from_text(value)) <= set(RULE_KEYS):
         value = _rule_from_text(value)
     if not isinstance(value, Mapping):
         raise DeclarationError(
-            f"{where}: expected {NO_RULE!r}, a mapping of {', '.join(RULE_KEYS)} or a string such as "
-            f"'not_before=04:00,same_local_date'; got {value!r}"
+            f"{where}: expected {NO_RULE!r} or a mapping of {', '.join(RULE_KEYS)} (or that as one string, "
+            f"e.g. 'not_before=04:00,same_local_date'); got {value!r}"
         )
     unknown = sorted(str(key) for key in value if key not in RULE_KEYS)
     if unknown:

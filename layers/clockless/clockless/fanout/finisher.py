@@ -21,6 +21,10 @@ from clockless.tick import parse_scheduled_time
 
 NOT_COMPLETE: Final = "not complete"
 ALREADY_SETTLED: Final = "already settled"
+# Succeeded, and no worker has said yet that it emitted TickSucceeded for it (below).
+UNREPORTED: Final = "succeeded, TickSucceeded not reported yet"
+# On the tick entry from the update that says `succeeded` until a worker has emitted the metric.
+METRIC_PENDING: Final = "metric_pending"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,7 @@ class Finisher:
             TableName=self.table,
             Key=tick_key(job, scheduled_time),
             ConsistentRead=True,
-            ProjectionExpression="partitions_total, partitions_done, #status, started_at",
+            ProjectionExpression=f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}",
             ExpressionAttributeNames={"#status": "status"},
         )
         return dict(response.get("Item") or {})
@@ -108,7 +112,7 @@ class Finisher:
         if total is None or _number(entry, "partitions_done") < int(total["N"]):
             return NOT_COMPLETE, None
         if (entry.get("status") or {}).get("S") == STATUS_SUCCEEDED:
-            return ALREADY_SETTLED, None
+            return (UNREPORTED if METRIC_PENDING in entry else ALREADY_SETTLED), None
         counters = self.counters(job, scheduled_time)
         summary = {**counters.as_summary(), "partitions": int(total["N"])}
         values: dict[str, Any] = {
@@ -127,8 +131,9 @@ class Finisher:
             values[":duration"] = {"N": str(duration)}
         if counters.failed == 0:
             status = STATUS_SUCCEEDED
-            update = f"SET #status = :succeeded, succeeded_job = :job, {sets} REMOVE #error"
+            update = f"SET #status = :succeeded, succeeded_job = :job, {METRIC_PENDING} = :metric, {sets} REMOVE #error"
             values[":job"] = {"S": job}
+            values[":metric"] = {"S": "TickSucceeded"}
         else:
             status = STATUS_FAILED
             update = f"SET #status = :failed, #error = :error, {sets}"
@@ -152,3 +157,21 @@ class Finisher:
             return ALREADY_SETTLED, counters  # another worker finished it
         old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S")
         return (status if old_status != status else ALREADY_SETTLED), counters
+
+    def reported(self, job: str, scheduled_time: str) -> None:
+        """TickSucceeded of this tick has reached the logs (EMF): no later delivery emits it again.
+
+        The metric is emitted before this write and after the update that said `succeeded`, so a
+        worker that dies anywhere in between leaves `metric_pending` on the entry, and the
+        redelivery of its message (its partition done, the tick settled) emits it. Duplicates
+        are bounded by the deliveries that read the entry while it is pending: the finishing
+        one, and any that die between their emission and this write or run at the same time."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=tick_key(job, scheduled_time),
+                UpdateExpression=f"REMOVE {METRIC_PENDING}",
+                ConditionExpression=f"attribute_exists({METRIC_PENDING})",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return  # another delivery reported it

@@ -16,6 +16,9 @@ from clockless.tick import MalformedTickError, Trigger, describe, format_schedul
 
 KIND_PARTITION: Final = "partition"
 KIND_ITEMS: Final = "items"
+# A tick buffered by the job's overlap policy, to start now that the tick before it is settled
+# (clockless.overlap); its `partition` is empty and `params` name the settled tick.
+KIND_START: Final = "start"
 MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
 
@@ -90,8 +93,10 @@ class WorkMessage:
         if not isinstance(data, Mapping):
             raise MalformedMessageError("<body>", f"must be a JSON object, got {describe(data)}")
         kind = data.get("kind")
-        if kind not in (KIND_PARTITION, KIND_ITEMS):
-            raise MalformedMessageError("kind", f"must be '{KIND_PARTITION}' or '{KIND_ITEMS}', got {describe(kind)}")
+        if kind not in (KIND_PARTITION, KIND_ITEMS, KIND_START):
+            raise MalformedMessageError(
+                "kind", f"must be '{KIND_PARTITION}', '{KIND_ITEMS}' or '{KIND_START}', got {describe(kind)}"
+            )
         if data.get("job") != job:
             raise MalformedMessageError("job", f"names {describe(data.get('job'))}, but this worker runs {job!r}")
         try:
@@ -102,7 +107,9 @@ class WorkMessage:
         if not isinstance(trigger_text, str) or trigger_text not in Trigger._value2member_map_:
             raise MalformedMessageError("trigger", f"must be one of {', '.join(Trigger)}, got {describe(trigger_text)}")
         partition = data.get("partition")
-        if not isinstance(partition, str) or partition not in partitions:
+        if kind == KIND_START and partition == "":
+            pass
+        elif not isinstance(partition, str) or partition not in partitions:
             raise MalformedMessageError(
                 "partition", f"must be one of this job's {len(partitions)} partitions, got {describe(partition)}"
             )

@@ -56,6 +56,16 @@ class Lease:
     cursor: dict[str, Any] | None = None
     failed_items: frozenset[str] = frozenset()
     holder_until_ms: int = 0
+    # no record (and none was made): a continuation of a partition that never started
+    missing: bool = False
+    # the tick entry that failed the trust check (clockless.fanout.trust); nothing was written
+    untrusted: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailedKeys:
+    failed: frozenset[str]
+    replayed: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -102,38 +112,27 @@ class PartitionRecords:
     def lane_key(self, lane: int) -> dict[str, Any]:
         return lane_key(self.job, self.scheduled_time, self.partition, lane)
 
-    def acquire(self, *, lease_until_ms: int, hop: int) -> Lease:
-        """Take the partition: free, expired, or already this run's (its own resend)."""
+    def acquire(self, *, lease_until_ms: int, hop: int, existing_only: bool = False) -> Lease:
+        """Take the partition: free, expired, or already this run's (its own resend).
+        `existing_only`: only a partition whose record exists (a continuation's): otherwise
+        `Lease(missing=True)`, nothing written."""
+        condition = (
+            "(attribute_not_exists(#status) OR #status <> :done) AND "
+            "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
+        )
+        if existing_only:
+            condition = f"attribute_exists(#status) AND {condition}"
         try:
             response = self.client.update_item(
-                TableName=self.table,
-                Key=self.key,
-                UpdateExpression=(
-                    "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
-                    "#status = if_not_exists(#status, :running)"
-                ),
-                ConditionExpression=(
-                    "(attribute_not_exists(#status) OR #status <> :done) AND "
-                    "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
-                ),
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":me": {"S": self.owner},
-                    ":until": {"N": str(lease_until_ms)},
-                    ":hop": {"N": str(hop)},
-                    ":expires_at": {"N": str(self.expires_at)},
-                    ":running": {"S": STATUS_RUNNING},
-                    ":done": {"S": STATUS_DONE},
-                    ":now": {"N": str(now_ms())},
-                },
+                **self._lease_update(lease_until_ms, hop, condition),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except self.client.exceptions.ConditionalCheckFailedException as error:
             old = error.response.get("Item") or {}
-            if _text(old, "status") == STATUS_DONE:
-                return Lease(acquired=False, done=True)
-            return Lease(acquired=False, holder_until_ms=int(_text(old, "lease_until") or 0))
+            if not old:
+                return Lease(acquired=False, missing=True)
+            return _refused(old)
         item = response.get("Attributes") or {}
         cursor = _text(item, "cursor")
         return Lease(
@@ -142,48 +141,106 @@ class PartitionRecords:
             failed_items=frozenset(item.get("failed_items", {}).get("SS", [])),
         )
 
-    def store_cursor(self, cursor: Mapping[str, Any]) -> None:
-        self._update("SET #cursor = :cursor", {":cursor": {"S": json.dumps(cursor, sort_keys=True)}})
+    def acquire_first(self, *, lease_until_ms: int, hop: int, tick_check: dict[str, Any]) -> Lease:
+        """Create the partition's record with this run's lease, in one transaction with
+        `tick_check` (the tick entry's condition: clockless.fanout.trust). A record that exists
+        already was created under that check: it is taken as `acquire` takes it.
+        `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
+        create = self._lease_update(lease_until_ms, hop, "attribute_not_exists(#status)")
+        for unused in (":done", ":now"):
+            del create["ExpressionAttributeValues"][unused]
+        create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        try:
+            # botocore fills in ClientRequestToken: its own resend after a lost answer is a no-op.
+            self.client.transact_write_items(TransactItems=[{"Update": create}, tick_check])
+        except self.client.exceptions.TransactionCanceledException as error:
+            reasons = [dict(r or {}) for r in error.response.get("CancellationReasons") or []]
+            mine, tick = [*reasons, {}, {}][:2]
+            if tick.get("Code") == "ConditionalCheckFailed":
+                return Lease(acquired=False, untrusted=dict(tick.get("Item") or {}))
+            if mine.get("Code") != "ConditionalCheckFailed":
+                raise
+            old = dict(mine.get("Item") or {})
+            live = _text(old, "status") == STATUS_DONE or int(_text(old, "lease_until") or 0) >= now_ms()
+            if live and _text(old, "lease_owner") != self.owner:
+                return _refused(old)  # done, or held: one request, as a plain acquire would cost
+            return self.acquire(lease_until_ms=lease_until_ms, hop=hop)
+        return Lease(acquired=True)
 
-    def hand_on(self, cursor: Mapping[str, Any]) -> None:
+    def _lease_update(self, lease_until_ms: int, hop: int, condition: str) -> dict[str, Any]:
+        return {
+            "TableName": self.table,
+            "Key": self.key,
+            "UpdateExpression": (
+                "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
+                "#status = if_not_exists(#status, :running)"
+            ),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {
+                ":me": {"S": self.owner},
+                ":until": {"N": str(lease_until_ms)},
+                ":hop": {"N": str(hop)},
+                ":expires_at": {"N": str(self.expires_at)},
+                ":running": {"S": STATUS_RUNNING},
+                ":done": {"S": STATUS_DONE},
+                ":now": {"N": str(now_ms())},
+            },
+        }
+
+    def store_cursor(self, cursor: Mapping[str, Any], *, already_done: int = 0) -> None:
+        """The cursor after a page, with the page's `already_done` (see `_update`)."""
+        self._update("SET #cursor = :cursor", cursor, already_done, {})
+
+    def hand_on(self, cursor: Mapping[str, Any], *, already_done: int = 0) -> None:
         """Stop here for a continuation: the cursor stored and the lease released (0), in one write."""
-        self._update(
-            "SET #cursor = :cursor, lease_until = :zero",
-            {":cursor": {"S": json.dumps(cursor, sort_keys=True)}, ":zero": {"N": "0"}},
-        )
+        self._update("SET #cursor = :cursor, lease_until = :zero", cursor, already_done, {":zero": {"N": "0"}})
 
-    def _update(self, update: str, values: dict[str, Any]) -> None:
+    def _update(self, update: str, cursor: Mapping[str, Any], already_done: int, values: dict[str, Any]) -> None:
+        """A cursor write, counting the items its page found already done in the same write:
+        a run that dies before it reads the page again and counts them then, never twice
+        (already-done items stay in the index, applied ones leave it). A resend of the write
+        after a lost answer finds its own cursor stored and changes nothing (the ADD would
+        count twice), so the write is conditional on the cursor moving; cursors only move on."""
+        text = json.dumps(cursor, sort_keys=True)
         request: dict[str, Any] = {
             "TableName": self.table,
             "Key": self.key,
-            "UpdateExpression": update,
-            "ConditionExpression": "lease_owner = :me",
-            "ExpressionAttributeValues": {":me": {"S": self.owner}, **values},
+            "UpdateExpression": update + (" ADD already_done :already_done" if already_done else ""),
+            "ConditionExpression": "lease_owner = :me AND (attribute_not_exists(#cursor) OR #cursor <> :cursor)",
+            "ExpressionAttributeNames": {"#cursor": "cursor"},
+            "ExpressionAttributeValues": {":me": {"S": self.owner}, ":cursor": {"S": text}, **values},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if "#cursor" in update:
-            request["ExpressionAttributeNames"] = {"#cursor": "cursor"}
+        if already_done:
+            request["ExpressionAttributeValues"][":already_done"] = {"N": str(already_done)}
         try:
             self.client.update_item(**request)
-        except self.client.exceptions.ConditionalCheckFailedException:
+        except self.client.exceptions.ConditionalCheckFailedException as error:
+            old = error.response.get("Item") or {}
+            if _text(old, "lease_owner") == self.owner and _text(old, "cursor") == text:
+                return  # this very write, applied, its answer lost and resent
             raise LeaseLost(
                 f"partition {self.partition} of {self.job}@{self.scheduled_time} is leased by another worker"
             ) from None
 
-    def done_transaction(self) -> list[dict[str, Any]]:
-        """The partition done and the tick's `partitions_done` + 1, as one transaction."""
+    def done_transaction(self, *, already_done: int = 0) -> list[dict[str, Any]]:
+        """The partition done (with its last page's `already_done`, as a cursor write counts
+        its page's) and the tick's `partitions_done` + 1, as one transaction."""
+        values: dict[str, Any] = {":done": {"S": STATUS_DONE}, ":zero": {"N": "0"}, ":me": {"S": self.owner}}
+        update = "SET #status = :done, lease_until = :zero REMOVE #cursor"
+        if already_done:
+            update += " ADD already_done :already_done"
+            values[":already_done"] = {"N": str(already_done)}
         return [
             {
                 "Update": {
                     "TableName": self.table,
                     "Key": self.key,
-                    "UpdateExpression": "SET #status = :done, lease_until = :zero REMOVE #cursor",
+                    "UpdateExpression": update,
                     "ConditionExpression": "lease_owner = :me AND #status <> :done",
                     "ExpressionAttributeNames": {"#status": "status", "#cursor": "cursor"},
-                    "ExpressionAttributeValues": {
-                        ":done": {"S": STATUS_DONE},
-                        ":zero": {"N": "0"},
-                        ":me": {"S": self.owner},
-                    },
+                    "ExpressionAttributeValues": values,
                 }
             },
             {
@@ -197,16 +254,17 @@ class PartitionRecords:
             },
         ]
 
-    def lane_counter(self, lane: int, applied: int, already_done: int) -> dict[str, Any]:
+    def lane_counter(self, lane: int, applied: int) -> dict[str, Any]:
+        """Applied items, counted in the transaction that applies them (they leave the index, so
+        nothing finds them again). Items found already done are counted with the cursor instead."""
         return {
             "Update": {
                 "TableName": self.table,
                 "Key": self.lane_key(lane),
-                "UpdateExpression": "SET expires_at = :expires_at ADD applied :applied, already_done :already_done",
+                "UpdateExpression": "SET expires_at = :expires_at ADD applied :applied",
                 "ExpressionAttributeValues": {
                     ":expires_at": {"N": str(self.expires_at)},
                     ":applied": {"N": str(applied)},
-                    ":already_done": {"N": str(already_done)},
                 },
             }
         }
@@ -235,7 +293,8 @@ class PartitionRecords:
                 "TableName": self.table,
                 "Key": self.key,
                 "UpdateExpression": (
-                    "DELETE failed_items :keys ADD failed :minus, applied :applied, already_done :already_done"
+                    "DELETE failed_items :keys "
+                    "ADD replayed_items :keys, failed :minus, applied :applied, already_done :already_done"
                 ),
                 "ConditionExpression": still_failed,
                 "ExpressionAttributeValues": {
@@ -248,11 +307,30 @@ class PartitionRecords:
             }
         }
 
-    def failed_keys(self) -> frozenset[str]:
+    def failed_keys(self) -> FailedKeys | None:
+        """The keys listed failed and those replayed already; None when the partition has no
+        record (it never ran, so none of its items failed)."""
         response = self.client.get_item(
-            TableName=self.table, Key=self.key, ConsistentRead=True, ProjectionExpression="failed_items"
+            TableName=self.table,
+            Key=self.key,
+            ConsistentRead=True,
+            ProjectionExpression="failed_items, replayed_items, #status",
+            ExpressionAttributeNames={"#status": "status"},
         )
-        return frozenset((response.get("Item") or {}).get("failed_items", {}).get("SS", []))
+        item = response.get("Item")
+        if not item:
+            return None
+        return FailedKeys(
+            frozenset(item.get("failed_items", {}).get("SS", [])),
+            frozenset(item.get("replayed_items", {}).get("SS", [])),
+        )
+
+
+def _refused(old: Mapping[str, Any]) -> Lease:
+    """The lease not taken: the partition is done, or a live worker holds it."""
+    if _text(old, "status") == STATUS_DONE:
+        return Lease(acquired=False, done=True)
+    return Lease(acquired=False, holder_until_ms=int(_text(old, "lease_until") or 0))
 
 
 def _text(item: Mapping[str, Any], name: str) -> str | None:

@@ -19,11 +19,19 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 
-from clockless.fanout.finisher import Finisher
-from clockless.fanout.messages import KIND_PARTITION, WorkMessage
+from clockless.fanout.buffer import release_buffered, start_buffered
+from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.queue import split_items
-from clockless.fanout.records import Counters, LeaseLost, PartitionRecords, now_ms
+from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, tick_key
 from clockless.fanout.settings import WorkerSettings
+from clockless.fanout.trust import (
+    UntrustedMessageError,
+    reject_future_tick,
+    replayable_keys,
+    tick_entry_check,
+    why_not_claimed,
+)
 from clockless.fanout.writer import (
     DEFAULT_MAX_ATTEMPTS,
     RETRY_ERRORS,
@@ -37,6 +45,7 @@ from clockless.fanout.writer import (
 )
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
+from clockless.overlap import Overlap
 
 if TYPE_CHECKING:
     from clockless.fanout.coordinator import FanOut
@@ -60,9 +69,10 @@ class PartitionAccounting:
     def actions(
         self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
     ) -> list[dict[str, Any]]:
+        # Already-done items are counted with the cursor (PartitionRecords.store_cursor), not here.
         actions = []
-        if applied or already_done:
-            actions.append(self.records.lane_counter(lane, len(applied), len(already_done)))
+        if applied:
+            actions.append(self.records.lane_counter(lane, len(applied)))
         if failed:
             actions.append(self.records.failed_record(list(failed)))
         return actions
@@ -152,7 +162,13 @@ class PartitionWorker:
         try:
             if message.kind == KIND_PARTITION:
                 return self._run_partition(message, context, metrics)
+            if message.kind == KIND_START:
+                return start_buffered(self.clients()[0], self.settings(), self.fan_out, message)
             return self._replay(message, metrics)
+        except UntrustedMessageError as error:
+            # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
+            self.job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})
+            raise
         finally:
             if metrics.metric_set:
                 metrics.flush_metrics()
@@ -174,9 +190,7 @@ class PartitionWorker:
         settings = self.settings()
         owner = f"{getattr(context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
         records = self._records(message, owner)
-        # The lease lives as long as this attempt can: a dead worker's lease has run out by the
-        # time SQS shows its message again (visibility timeout >= 6 x the worker's timeout).
-        lease = records.acquire(lease_until_ms=now_ms() + _remaining_ms(context), hop=message.hop)
+        lease = self._acquire(records, message, context)
         if lease.done:
             self.job.logger.info("partition already done; settling the tick if it is complete")
             self._finish(message, metrics)
@@ -204,21 +218,23 @@ class PartitionWorker:
                     for item in page.items
                     if (key := work.item_key(item)) not in lease.failed_items
                 ]
-                counters.add(writer.apply(entries))
+                found = writer.apply(entries)
+                counters.add(found)
                 if page.cursor is None:
                     break
                 cursor = page.cursor
                 # After a page, so every run makes progress even with a budget set too large.
                 if _remaining_ms(context) < settings.time_budget_ms:
-                    records.hand_on(cursor)  # the cursor and the lease released, in one write
+                    # the cursor, the page's already-done count and the lease released, in one write
+                    records.hand_on(cursor, already_done=found.already_done)
                     self.clients()[1].send_message(
                         QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
                     )
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
                     _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
-                records.store_cursor(cursor)
-            self._mark_done(records)
+                records.store_cursor(cursor, already_done=found.already_done)
+            self._mark_done(records, already_done=found.already_done)
         except LeaseLost:
             self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
             return OUTCOME_HELD
@@ -229,11 +245,33 @@ class PartitionWorker:
         self._finish(message, metrics)
         return OUTCOME_DONE
 
-    def _mark_done(self, records: PartitionRecords) -> None:
+    def _acquire(self, records: PartitionRecords, message: WorkMessage, context: Any) -> Lease:
+        """The partition's lease, for a message the clock and the ledger back (or
+        UntrustedMessageError, nothing written): clockless.fanout.trust."""
+        reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
+        # The lease lives as long as this attempt can: a dead worker's lease has run out by the
+        # time SQS shows its message again (visibility timeout >= 6 x the worker's timeout).
+        lease_until_ms = now_ms() + _remaining_ms(context)
+        if message.hop > 0:
+            # A continuation: its partition's record exists (the run before handed it on), and
+            # was made under the ledger's check.
+            lease = records.acquire(lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True)
+            if lease.missing:
+                never = f"a continuation (hop {message.hop}) of a partition never started"
+                raise UntrustedMessageError(message.tick_key, message.partition, never)
+            return lease
+        total = len(self.fan_out.partitions)
+        check = tick_entry_check(records.table, tick_key(message.job, message.time_text), total)
+        lease = records.acquire_first(lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check)
+        if lease.untrusted is not None:
+            raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
+        return lease
+
+    def _mark_done(self, records: PartitionRecords, *, already_done: int) -> None:
         """Partition done + the tick's partitions_done, once: resent on conflict or throttling
         (the tick entry is every partition's), answered from its token if it was applied."""
         dynamodb = self.clients()[0]
-        transact_items = records.done_transaction()
+        transact_items = records.done_transaction(already_done=already_done)
         token = client_request_token(transact_items)
         for attempt in range(DEFAULT_MAX_ATTEMPTS):
             try:
@@ -262,11 +300,24 @@ class PartitionWorker:
             message.job, message.time_text, replay_hint=f"clockless work redrive {message.job}"
         )
         if status == STATUS_SUCCEEDED:
-            metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
             self.job.logger.info("tick succeeded: every item is accounted for", extra={"counters": _summary(counters)})
+        elif status == UNREPORTED:
+            self.job.logger.info("the tick had succeeded, but its TickSucceeded was never reported: reporting it")
+        if status in (STATUS_SUCCEEDED, UNREPORTED):
+            self._report_success(finisher, message, metrics)
         elif status == STATUS_FAILED:
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
             self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
+        if status != NOT_COMPLETE and self.job.overlap is Overlap.BUFFER:
+            release_buffered(*self.clients(), self.settings(), self.job, message)
+
+    @staticmethod
+    def _report_success(finisher: Finisher, message: WorkMessage, metrics: EphemeralMetrics) -> None:
+        """TickSucceeded out (Powertools prints the EMF line: it is in the logs, whatever this
+        attempt does next), then the ledger told so (Finisher.reported)."""
+        metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
+        metrics.flush_metrics()
+        finisher.reported(message.job, message.time_text)
 
     def _dead_letters(self, message: WorkMessage, work: PartitionWork[Any]) -> Callable[[list[Entry], str], None]:
         settings = self.settings()
@@ -306,12 +357,13 @@ class PartitionWorker:
     def _replay(self, message: WorkMessage, metrics: EphemeralMetrics) -> str:
         """Failed items moved back from the DLQ: applied once, counted on the partition record
         only while they are still listed failed (a duplicate replay changes nothing)."""
+        reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
         work = self.work()
         records = self._records(message, owner=f"replay#{uuid.uuid4().hex[:12]}")
         items = [work.decode(data) for data in message.items]
         counters = Counters()
         for _ in range(REPLAY_ATTEMPTS):
-            failed_keys = records.failed_keys()
+            failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
             entries = [
                 Entry(key, work.writes(item, message.params, message.tick_key), item)
                 for item in items

@@ -1,0 +1,91 @@
+"""What a work message may claim, checked against the clock and the ledger before it writes.
+
+A message on the work queue is only a request: anyone who can send to the queue (a bug, an
+operator's redrive, a test) can ask for any tick. A worker acts only for
+
+- a tick that is due (not in the future by more than the clock-skew allowance `Tick.from_event`
+  grants), checked against the worker's clock before any request;
+- a tick the ledger shows claimed by a fan-out coordinator with this worker's partitions
+  (`partitions_total`, written only by the coordinator's claim), checked by a `ConditionCheck`
+  in the transaction that creates the partition's record, so the first run of a partition pays
+  no extra request for it; a partition record exists only once that check passed, so a later run
+  (a continuation, a redelivery) that finds it trusts it;
+- replayed items the partition record lists as failed (or as already replayed: a duplicate).
+
+Anything else is an `UntrustedMessageError`, raised before anything is written. The worker logs
+it as an error naming why, and reports the message failed: each receive costs one request and
+changes nothing, and after the work queue's maxReceiveCount SQS moves it to the work DLQ (so a
+refusal that was only clock skew passes on a later receive instead of being dead-lettered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from clockless.tick import MalformedTickError, reject_future, utc_now
+
+if TYPE_CHECKING:
+    from clockless.fanout.messages import WorkMessage
+    from clockless.fanout.records import PartitionRecords
+
+
+class UntrustedMessageError(ValueError):
+    """A well-formed work message the ledger or the clock does not back; nothing was written."""
+
+    def __init__(self, tick_key: str, partition: str, reason: str) -> None:
+        super().__init__(f"work message for {tick_key} partition {partition} refused: {reason}")
+        self.reason = reason
+
+
+def reject_future_tick(tick_key: str, partition: str, scheduled_time: datetime, *, now: datetime | None = None) -> None:
+    """A message for a tick that is not due yet is refused, as its tick would be."""
+    try:
+        reject_future(scheduled_time, now=utc_now() if now is None else now)
+    except MalformedTickError as error:
+        raise UntrustedMessageError(tick_key, partition, error.problem) from None
+
+
+def tick_entry_check(table: str, key: dict[str, Any], partitions_total: int) -> dict[str, Any]:
+    """The transaction action that holds a partition's first run to a claimed, fanned-out tick."""
+    return {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": key,
+            "ConditionExpression": "partitions_total = :partitions_total",
+            "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> str:
+    """Why the tick entry (as the failed check returned it) does not back the message."""
+    if not entry:
+        return "the ledger has no entry for this tick: no coordinator claimed it"
+    status = (entry.get("status") or {}).get("S", "?")
+    total = (entry.get("partitions_total") or {}).get("N")
+    if total is None:
+        return f"the ledger's entry (status {status}) was not claimed by a fan-out coordinator: no partitions_total"
+    return f"the tick was fanned out into {total} partitions, but this worker runs {partitions_total}"
+
+
+def never_failed(keys: Iterable[str], failed: frozenset[str], replayed: frozenset[str]) -> list[str]:
+    """Replayed item keys the partition never listed as failed (nor replayed already)."""
+    return sorted(key for key in keys if key not in failed and key not in replayed)
+
+
+def replayable_keys(records: PartitionRecords, message: WorkMessage, keys: list[str]) -> frozenset[str]:
+    """The replayed keys still listed failed (one consistent GetItem). A key never listed failed
+    (nor replayed already, a duplicate replay) is an UntrustedMessageError: nothing is written."""
+    listed = records.failed_keys()
+    if listed is None:
+        raise UntrustedMessageError(message.tick_key, message.partition, "replayed items of a partition never run")
+    strangers = never_failed(keys, listed.failed, listed.replayed)
+    if strangers:
+        shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+        raise UntrustedMessageError(
+            message.tick_key, message.partition, f"replayed items that never failed in it: {shown}"
+        )
+    return listed.failed

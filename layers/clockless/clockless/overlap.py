@@ -1,0 +1,225 @@
+"""Overlap: what a job does with a tick that arrives while an earlier tick is still running.
+
+Declared once per job, `ScheduledJob("nightly", overlap="skip")`, as Temporal's schedule
+overlap policies and Kubernetes' CronJob `concurrencyPolicy` let users say:
+
+- `run-both` (the default, and the behaviour before this was declared): the new tick runs beside
+  the earlier one; their writes are conditional, so both take effect once.
+- `skip`: the new tick is recorded in the ledger `skipped` with the reason
+  `overlap: <earlier tick> still running`, and does nothing.
+- `buffer` (fan-out jobs: the finisher starts it): the new tick is recorded `buffered`
+  (`overlap: <earlier> still running; starts when it finishes`), and when the earlier tick is
+  settled its finisher starts it. One tick is buffered at most: a tick arriving while one is
+  buffered is skipped (`overlap: <buffered tick> already buffered`), as Temporal's BUFFER_ONE.
+
+"Still running": the latest earlier tick the ledger holds (skipped ones aside) is `started` and
+started less than `running_at_most` ago (default 6 h: a fanned-out tick's partitions are
+retried by SQS for 5 x 30 min at most; a tick started longer ago is dead, and the dead-man alarm
+and the DLQs speak for it; it must not hold every later tick back). The hold is written in one
+transaction with a check that the earlier tick is still `started` (or still `buffered`), so a
+tick that settles at the same moment either sees the hold (and starts a buffered tick) or makes
+the hold fail (and the new tick runs).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from clockless.ledger import STATUS_SKIPPED, STATUS_STARTED, RunLedger, iso_now
+from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
+
+STATUS_BUFFERED: Final = "buffered"
+DEFAULT_RUNNING_AT_MOST: Final = timedelta(hours=6)
+# How many earlier entries one look reads: skipped ticks are passed over to find the one running.
+LOOK_BACK: Final = 10
+OUTCOME_SKIPPED: Final = "skipped"
+OUTCOME_BUFFERED: Final = "buffered"
+
+
+class Overlap(enum.StrEnum):
+    RUN_BOTH = "run-both"
+    SKIP = "skip"
+    BUFFER = "buffer"
+
+
+def parse_overlap(value: object, *, job: str) -> Overlap:
+    if isinstance(value, Overlap):
+        return value
+    if isinstance(value, str) and value in Overlap._value2member_map_:
+        return Overlap(value)
+    allowed = ", ".join(repr(p.value) for p in Overlap)
+    raise ValueError(f"ScheduledJob {job!r}: overlap must be one of {allowed}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """The earlier tick the new one overlaps: its scheduled time and status (started or buffered)."""
+
+    scheduled_time: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What the ledger says of a tick held back by overlap."""
+
+    status: str
+    reason: str
+    overlap_with: str
+
+    def result(self, tick: Tick) -> dict[str, Any]:
+        outcome = OUTCOME_BUFFERED if self.status == STATUS_BUFFERED else OUTCOME_SKIPPED
+        return {**tick.identity, "outcome": outcome, "reason": self.reason, "overlap_with": self.overlap_with}
+
+
+class OverlapGuard:
+    """The ledger reads and writes of one job's overlap policy."""
+
+    def __init__(self, ledger: RunLedger, policy: Overlap, *, running_at_most: timedelta) -> None:
+        self.ledger = ledger
+        self.client = ledger.client
+        self.policy = policy
+        self.running_at_most = running_at_most
+
+    def earlier_running(self, tick: Tick, now: datetime) -> Earlier | None:
+        """The earlier tick still running (or buffered), if any: one consistent Query."""
+        response = self.client.query(
+            TableName=self.ledger.table_name,
+            KeyConditionExpression="job = :job AND scheduled_time < :before",
+            ExpressionAttributeValues={
+                ":job": {"S": tick.job},
+                ":before": {"S": format_scheduled_time(tick.scheduled_time)},
+            },
+            ScanIndexForward=False,
+            Limit=LOOK_BACK,
+            ConsistentRead=True,
+        )
+        for item in response.get("Items") or []:
+            status = _text(item, "status")
+            if status == STATUS_SKIPPED:
+                continue
+            if status == STATUS_BUFFERED:
+                return Earlier(str(_text(item, "scheduled_time")), status)
+            if status != STATUS_STARTED:
+                return None
+            started = _text(item, "started_at")
+            if started is None or now - parse_scheduled_time(started) > self.running_at_most:
+                return None
+            return Earlier(str(_text(item, "scheduled_time")), status)
+        return None
+
+    def hold(self, tick: Tick, earlier: Earlier) -> Held | None:
+        """Record `tick` held back behind `earlier` (skipped, or buffered), unless the earlier tick
+        settled meanwhile (None: run it). A tick the ledger already holds is answered as held."""
+        other = earlier.scheduled_time
+        if self.policy is Overlap.BUFFER and earlier.status == STATUS_STARTED:
+            held = Held(STATUS_BUFFERED, f"overlap: {other} still running; starts when it finishes", other)
+        elif earlier.status == STATUS_BUFFERED:
+            held = Held(STATUS_SKIPPED, f"overlap: {other} already buffered", other)
+        else:
+            held = Held(STATUS_SKIPPED, f"overlap: {other} still running", other)
+        time_text = format_scheduled_time(tick.scheduled_time)
+        item: dict[str, Any] = {
+            **self.ledger.key(tick.job, time_text),
+            "status": {"S": held.status},
+            "reason": {"S": held.reason},
+            "overlap_with": {"S": earlier.scheduled_time},
+            "attempts": {"N": "0"},
+            "trigger": {"S": tick.trigger.value},
+            "finished_at": {"S": iso_now()},
+            # time.time(): the simulator's clock (time-machine) moves it
+            "expires_at": {"N": str(int(time.time()) + self.ledger.retention_seconds)},
+        }
+        try:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self.ledger.table_name,
+                            "Item": item,
+                            "ConditionExpression": "attribute_not_exists(job)",
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.ledger.table_name,
+                            "Key": self.ledger.key(tick.job, earlier.scheduled_time),
+                            "ConditionExpression": "#status = :status",
+                            "ExpressionAttributeNames": {"#status": "status"},
+                            "ExpressionAttributeValues": {":status": {"S": earlier.status}},
+                        }
+                    },
+                ]
+            )
+        except self.client.exceptions.TransactionCanceledException as error:
+            reasons = [dict(r or {}) for r in error.response.get("CancellationReasons") or []]
+            mine, theirs = [*reasons, {}, {}][:2]
+            if mine.get("Code") == "ConditionalCheckFailed":
+                return _already_held(mine.get("Item") or {})
+            if theirs.get("Code") == "ConditionalCheckFailed":
+                return None  # the earlier tick settled meanwhile: this one runs
+            raise
+        return held
+
+
+def buffered_after(ledger: RunLedger, job: str, scheduled_time: str) -> Tick | None:
+    """The tick buffered behind `scheduled_time` (at most one), as its start must deliver it."""
+    response = ledger.client.query(
+        TableName=ledger.table_name,
+        KeyConditionExpression="job = :job AND scheduled_time > :after",
+        ExpressionAttributeValues={":job": {"S": job}, ":after": {"S": scheduled_time}},
+        Limit=LOOK_BACK,
+        ConsistentRead=True,
+    )
+    for item in response.get("Items") or []:
+        if _text(item, "status") == STATUS_BUFFERED and _text(item, "overlap_with") == scheduled_time:
+            return Tick(
+                job=job,
+                scheduled_time=parse_scheduled_time(str(_text(item, "scheduled_time"))),
+                schedule_arn=None,
+                attempt=1,
+                execution_id=None,
+                trigger=Trigger(str(_text(item, "trigger") or Trigger.SCHEDULE.value)),
+            )
+    return None
+
+
+def release_update(ledger: RunLedger, tick: Tick, *, released_by: str, partitions_total: int) -> dict[str, Any]:
+    """The buffered tick claimed for its start, once: `buffered` becomes `started` (with the
+    tick's `partitions_total`, so its workers trust it), or it was already released by the same
+    finished tick (a redelivered start message goes on sending its partitions)."""
+    return {
+        "TableName": ledger.table_name,
+        "Key": ledger.key(tick.job, format_scheduled_time(tick.scheduled_time)),
+        "UpdateExpression": (
+            "SET #status = :started, started_at = :now, partitions_total = :total, released_by = :by, "
+            "claim_id = :by, attempts = :one"
+        ),
+        "ConditionExpression": "#status = :buffered OR released_by = :by",
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": {
+            ":started": {"S": STATUS_STARTED},
+            ":buffered": {"S": STATUS_BUFFERED},
+            ":now": {"S": iso_now()},
+            ":total": {"N": str(partitions_total)},
+            ":by": {"S": released_by},
+            ":one": {"N": "1"},
+        },
+    }
+
+
+def _already_held(item: dict[str, Any]) -> Held | None:
+    status = _text(item, "status")
+    if status in (STATUS_SKIPPED, STATUS_BUFFERED) and _text(item, "overlap_with"):
+        return Held(str(status), str(_text(item, "reason") or ""), str(_text(item, "overlap_with")))
+    return None  # the tick has an entry of its own (it ran, or an operator skipped it): the claim decides
+
+
+def _text(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return None if value is None else str(value.get("S", value.get("N")))

@@ -1,0 +1,72 @@
+"""Rule `overlap-declared`: a job's overlap policy misspelt, not stated as a literal, or `buffer`
+on a job no worker starts it for, each caught; the template's jobs (default run-both) and the
+valid policies pass. Plants go into the handler of each job the template schedules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.architecture.planting import PlantedCopy, found
+
+RULE = "overlap-declared"
+_JOB = re.compile(r"^(?P<variable>\w+) = ScheduledJob\((?P<args>[^)\n]*)\)$", re.MULTILINE)
+
+
+def _jobs(planted: PlantedCopy) -> list[tuple[str, str, str]]:
+    """(logical id, handler file relative to the copy, its `ScheduledJob(...)` line) per scheduled job."""
+    project = planted.project
+    jobs = []
+    for logical_id, fn in project.template.scheduled_functions.items():
+        path = project.handler_location(fn).path
+        assert path is not None
+        text = Path(path).read_text(encoding="utf-8")
+        match = _JOB.search(text)
+        assert match is not None, f"{logical_id}: no one-line ScheduledJob(...) in {path}"
+        jobs.append((logical_id, str(Path(path).relative_to(planted.root)), match.group(0)))
+    assert jobs
+    return jobs
+
+
+def _declare(planted: PlantedCopy, relative: str, line: str, overlap: str) -> None:
+    planted.replace(relative, line, f"{line[:-1]}, overlap={overlap})")
+
+
+def test_the_template_holds_it(planted: PlantedCopy) -> None:
+    assert planted.violations(RULE) == []
+
+
+def test_each_known_policy_stated_plainly_passes(planted: PlantedCopy) -> None:
+    jobs = _jobs(planted)
+    originals = {relative: (planted.root / relative).read_text(encoding="utf-8") for _, relative, _ in jobs}
+    for overlap in ('"run-both"', '"skip"', '"buffer"', "Overlap.SKIP", "POLICY"):
+        for _, relative, line in jobs:
+            planted.write(relative, originals[relative])
+            planted.replace(relative, line, f'from clockless.overlap import Overlap\n\nPOLICY = "skip"\n{line}')
+            _declare(planted, relative, line, overlap)
+        # every job the template schedules fans out today, so buffer is valid for each
+        assert planted.violations(RULE) == [], overlap
+
+
+def test_a_policy_the_kit_does_not_know_is_caught(planted: PlantedCopy) -> None:
+    jobs = _jobs(planted)
+    originals = {relative: (planted.root / relative).read_text(encoding="utf-8") for _, relative, _ in jobs}
+    # misspelt, in the wrong case, computed
+    for overlap, shown in (('"skip-it"', "overlap='skip-it'"), ('"Skip"', "overlap='Skip'"), ("f()", "overlap=f()")):
+        for logical_id, relative, line in jobs:
+            planted.write(relative, originals[relative])
+            _declare(planted, relative, line, overlap)
+            violation = found(planted.violations(RULE), file=relative, resource=logical_id, containing=shown)
+            assert "is not a policy the kit knows" in violation.message
+            assert violation.line is not None
+            text = (planted.root / relative).read_text(encoding="utf-8").splitlines()
+            assert f"overlap={overlap}" in text[violation.line - 1]
+
+
+def test_buffer_on_a_job_no_worker_starts_is_caught(planted: PlantedCopy) -> None:
+    logical_id, relative, line = _jobs(planted)[0]
+    _declare(planted, relative, line, '"buffer"')
+    # Given no worker declaring worker_of the job any more
+    planted.replace("template.yaml", f"worker_of: {logical_id}", "worker_of: NoSuchFunction")
+
+    found(planted.violations(RULE), file=relative, resource=logical_id, containing="stay buffered for ever")

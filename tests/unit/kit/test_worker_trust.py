@@ -1,0 +1,116 @@
+"""A work message is trusted only as far as the ledger and the clock confirm it: a message for a
+tick nobody claimed, for partitions the tick did not fan out, for a tick in the future, a
+continuation of a partition never started, or replayed items that never failed, is refused
+naming why and changes nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import time_machine
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from tests.unit.kit.conftest import Aws
+from tests.unit.kit.test_worker import SCHEDULED, TICK, _deliver, _entry, _ledger_work_records, _partition_message
+from tests.unit.kit.toy import BUSINESS_DATE, ITEMS_TABLE, OUTPUTS_TABLE, TOY_JOB, Context, drain, seed, toy_job
+
+
+def _items(aws: Aws) -> list[dict[str, Any]]:
+    return sorted(aws.dynamodb.scan(TableName=ITEMS_TABLE)["Items"], key=repr)
+
+
+def _refused(worker: Any, body: str, caplog: pytest.LogCaptureFixture) -> str:
+    """Deliver `body`; it must fail, and the worker must log why: that reason."""
+    with pytest.raises(BatchProcessingError) as raised:
+        _deliver(worker, body)
+    refusals = [r for r in caplog.records if r.getMessage() == "work message refused; nothing was written"]
+    assert refusals, "no error logged for the refused message"
+    assert refusals[-1].levelname == "ERROR"
+    reason = str(getattr(refusals[-1], "reason", ""))
+    assert reason in str(raised.value.child_exceptions[0][1])
+    return reason
+
+
+def test_a_message_for_a_tick_nobody_claimed_changes_nothing(aws: Aws, caplog: pytest.LogCaptureFixture) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, _, worker = toy_job()
+    before = _items(aws)
+
+    reason = _refused(worker, _partition_message("1"), caplog)
+
+    assert reason == "the ledger has no entry for this tick: no coordinator claimed it"
+    assert _items(aws) == before
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+    assert aws.dynamodb.scan(TableName="LedgerTable")["Items"] == []
+
+
+def test_a_message_for_a_tick_fanned_out_into_other_partitions_changes_nothing(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, _ = toy_job(partitions=2)
+    coordinator(dict(TICK), Context())
+    _, _, _, worker_of_four = toy_job()  # a deployment with 4 partitions meets the 2-partition tick
+
+    reason = _refused(worker_of_four, _partition_message("1"), caplog)
+
+    assert reason == "the tick was fanned out into 2 partitions, but this worker runs 4"
+    assert _ledger_work_records(aws) == []
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+
+
+def test_a_message_for_a_tick_one_day_ahead_changes_nothing(aws: Aws, caplog: pytest.LogCaptureFixture) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    ahead = json.loads(_partition_message("1")) | {"scheduled_time": "2026-12-02T02:00:00Z"}
+
+    with time_machine.travel(f"{BUSINESS_DATE}T02:00:30Z", tick=False):
+        reason = _refused(worker, json.dumps(ahead), caplog)
+
+    assert "is 24.0 h in the future" in reason
+    assert "clock-skew allowance 5 s" in reason
+    assert _ledger_work_records(aws) == []
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+
+
+def test_a_continuation_of_a_partition_never_started_changes_nothing(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+
+    reason = _refused(worker, _partition_message("1", hop=3), caplog)
+
+    assert reason == "a continuation (hop 3) of a partition never started"
+    assert _ledger_work_records(aws) == []
+
+
+def test_replayed_items_that_never_failed_change_nothing(aws: Aws, caplog: pytest.LogCaptureFixture) -> None:
+    seed(aws.dynamodb, 12, poison=1)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    drain(aws.sqs, aws.work_queue, worker)
+    records = _ledger_work_records(aws)
+    entry = _entry(aws)
+    failed_partition = next(r for r in records if "failed_items" in r)["scheduled_time"]["S"].split("#p")[1]
+    # An item that applied, dressed as a failed one of the partition that does have a failed item
+    replay = {
+        "kind": "items",
+        "job": TOY_JOB,
+        "scheduled_time": SCHEDULED,
+        "trigger": "schedule",
+        "partition": failed_partition,
+        "params": {"until": BUSINESS_DATE},
+        "items": [{"item_id": "item-00011", "due": BUSINESS_DATE, "value": "11"}],
+        "error": "forged",
+    }
+
+    reason = _refused(worker, json.dumps(replay), caplog)
+
+    assert reason == "replayed items that never failed in it: item-00011"
+    assert _ledger_work_records(aws) == records
+    assert _entry(aws) == entry
