@@ -14,7 +14,15 @@ import time_machine
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
-from clockless_tools.simulate.faults import AttemptDied, FaultInjector, FaultKind, InjectedFault, tables_in_request
+from clockless_tools.simulate.faults import (
+    AttemptDied,
+    FaultInjector,
+    FaultKind,
+    InjectedFault,
+    RequestRecord,
+    tables_in_request,
+)
+from tests.fault_sweep import EVERY_REQUEST, aimed_at, one_per_path
 
 
 @dataclass
@@ -99,6 +107,25 @@ def test_a_refused_or_throttled_request_never_reaches_dynamodb_on_any_attempt(
 
     assert dynamodb.received == []
     assert faults.requests()[0].fault is kind
+
+
+def test_a_transaction_is_throttled_as_dynamodb_throttles_it() -> None:
+    # Given a transaction of three actions throttled as DynamoDB throttles one
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, FaultKind.TRANSACTION_THROTTLED)
+    actions = [{"Put": {"TableName": "T", "Item": {}}}] * 3
+    # When it is sent
+    response = _send(faults, dynamodb, _request({"TransactItems": actions}, "TransactWriteItems"))
+    # Then it is cancelled with ThrottlingError on its first action (a reason botocore does not retry)
+    body = json.loads(response.content)
+    assert response.status_code == 400
+    assert body["__type"].endswith("#TransactionCanceledException")
+    assert [r["Code"] for r in body["CancellationReasons"]] == ["ThrottlingError", "None", "None"]
+    assert dynamodb.received == []
+    # and any other request meets ThrottlingException
+    faults.arm(1, FaultKind.TRANSACTION_THROTTLED)
+    other = _send(faults, dynamodb, _request({"TableName": "T"}, "UpdateItem", call="call-2"))
+    assert b"ThrottlingException" in other.content
 
 
 def test_a_lost_response_is_applied_then_resent_with_the_same_bytes() -> None:
@@ -202,3 +229,24 @@ def test_armed_for_one_thread_another_threads_requests_pass_untouched() -> None:
 
     assert faults.disarm() is False
     assert len(dynamodb.received) == 1
+
+
+def test_a_sweep_one_per_path_faults_each_step_once_and_leaves_repeated_cycles_to_the_exhaustive_one() -> None:
+    # Given a partition run: lease, two pages (read, transaction, cursor), done, finisher
+    ledger, items = frozenset({"LedgerTable"}), frozenset({"ItemsTable", "LedgerTable"})
+    steps = [
+        ("UpdateItem", ledger),  # 1 lease
+        ("Query", items),  # 2 page 1
+        ("TransactWriteItems", items),  # 3
+        ("UpdateItem", ledger),  # 4 cursor
+        ("Query", items),  # 5 page 2: a repeat of the cycle
+        ("TransactWriteItems", items),  # 6 repeat
+        ("UpdateItem", ledger),  # 7 repeat
+        ("UpdateItem", ledger),  # 8 done: an update after an update, a step of its own
+        ("GetItem", ledger),  # 9 finisher
+        ("UpdateItem", ledger),  # 10 the last
+    ]
+    requests = [RequestRecord(index, operation, tables) for index, (operation, tables) in enumerate(steps, 1)]
+
+    assert one_per_path(requests) == [1, 2, 3, 4, 8, 9, 10]
+    assert aimed_at(requests, EVERY_REQUEST) == list(range(1, 11))

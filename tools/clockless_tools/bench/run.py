@@ -13,10 +13,11 @@ from typing import Any, Final, TextIO
 
 from clockless_tools.bench.artifacts import measure_artifacts
 from clockless_tools.bench.batching import measure_batching
+from clockless_tools.bench.capacity_check import measure_capacity_check
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
-from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
+from clockless_tools.bench.night import measure_night
 from clockless_tools.bench.overhead import measure_overhead
 from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes, Figure
 from clockless_tools.bench.scale import measure_scale
@@ -27,6 +28,7 @@ from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     delete_tables,
 )
+from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.template.model import Template
 
 # What `make bench` measures, in order; `clockless bench run --only` picks some.
@@ -39,6 +41,8 @@ SECTIONS: Final = (
     "scaling",
     "coordinator",
     "fanned_out",
+    "night",
+    "capacity_check",
     "artifacts",
     "cold_start",
 )
@@ -52,7 +56,7 @@ def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
         "moto": importlib.metadata.version("moto"),
         "botocore": importlib.metadata.version("botocore"),
         "dynamodb": "moto's server in the bench process, over loopback HTTP",
-        "moto_transactions": "snapshot only the items a transaction names (bench patch; see bench/moto_patches.py)",
+        "moto_transactions": "snapshot only the items a transaction names (clockless_tools/local/moto_transactions.py)",
         "sizes": {name: getattr(sizes, name) for name in BenchSizes.__dataclass_fields__},
     }
 
@@ -95,6 +99,17 @@ _TICK_SECTIONS: Final[dict[str, tuple[Callable[[BenchSizes], str], Measurement]]
         lambda sizes: f"3e/5 a fanned-out tick, coordinator to finisher, per item: {sizes.batching_items:,} items",
         measure_per_item,
     ),
+    "night": (
+        lambda sizes: "3f/5 a night on DynamoDB, modelled: 1M and 10M items per job, and its cost per 1M items",
+        measure_night,
+    ),
+    "capacity_check": (
+        lambda sizes: (
+            f"3g/5 the model against the capacity-faithful emulator (limits / {sizes.check_scale:g}): "
+            f"{sizes.check_items:,} items spread, {sizes.check_one_tenant_items:,} under one tenant, cold and warm"
+        ),
+        measure_capacity_check,
+    ),
 }
 
 
@@ -119,9 +134,10 @@ def run_bench(
     started = time.perf_counter()
     redirect = contextlib.redirect_stdout(function_output) if function_output else contextlib.nullcontext()
     server = contextlib.nullcontext(None) if endpoint else EmbeddedDynamoDB()
-    with redirect, server as db, moto_transactions_snapshot_touched_items():
+    with redirect, server as db, transactions_snapshot_touched_items():
         endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
         harness = Harness(template, endpoint)
+        harness.server = db
         try:
             for section, (describe, measure_section) in _TICK_SECTIONS.items():
                 if section in only:

@@ -79,6 +79,7 @@ def _follow(replay: _Replay, progress: Progress, note: Note) -> None:
         if "note" in message:
             note(f"{replay.name}: {message['note']}")
         elif "done" in message:
+            # The reference delivers each tick once, one round each: rounds done are ticks done.
             progress(replay.name, int(message["done"]), int(message["total"]))
 
 
@@ -111,6 +112,7 @@ def run_simulation(
                 "log": str(request.log_path),
                 "endpoint": request.endpoint,
                 "seed": None if request.endpoint else _seed_spec(request),
+                "capacity": None if request.capacity is None else {"start": request.capacity, "scale": request.scale},
                 "before_path": str(workdir / "before.json"),
                 "plans": [plan.as_dict() for plan in plans],
             },
@@ -139,10 +141,10 @@ def run_simulation(
                         plan=delivered_once(plan, at=plan.scheduled_time, order=int(message["round"])).as_dict()
                     )
                     forwarded.add(plan.key)
+                    # Ticks done of a total known up front (rounds are not: failures add retries).
+                    progress("simulation", len(forwarded), len(plans))
                 elif "note" in message:
                     note(f"simulation: {message['note']}")
-                else:
-                    progress("simulation", int(message["done"]), int(message["total"]))
             simulated = simulation.result()
             # Ticks that never took effect in the simulation: the reference still delivers them once.
             for plan in plans:
@@ -153,6 +155,7 @@ def run_simulation(
             reference.command(end=True)
             referenced = reference.result()
             follower.join()
+            progress("simulation", len(forwarded), len(plans))
         finally:
             simulation.kill()
             reference.kill()
