@@ -35,7 +35,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
 .PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench bench-model measure docs clean sam status backfill run-now
+        build deploy bench bench-model measure docs clean sam status backfill run-now new-job
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -116,6 +116,12 @@ run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FUL
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
+
+NAME    ?=
+FAN_OUT ?=
+new-job: $(STAMP) ## Start a job: make new-job NAME=<job-name> [FAN_OUT=1] (package, tests, demo seed, table, wiring)
+	@test -n "$(NAME)" || { echo "usage: make new-job NAME=<job-name, e.g. subscription-expiry> [FAN_OUT=1]" >&2; exit 2; }
+	$(CLOCKLESS) new job "$(NAME)" $(if $(FAN_OUT),--fan-out)
 
 FN    ?=
 EVENT ?=

@@ -24,6 +24,7 @@ from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.log_groups import LOG_GROUPS_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
+from clockless_tools.architecture.no_wall_clock import NO_WALL_CLOCK_RULE
 from clockless_tools.architecture.overlap_declared import OVERLAP_DECLARED_RULE
 from clockless_tools.architecture.partial_batch_failures import PARTIAL_BATCH_FAILURES_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
@@ -52,6 +53,7 @@ RULES: tuple[Rule, ...] = (
     LEDGER_OUTLIVES_DEDUPE_RULE,
     LEDGER_QUEUES_RETAINED_RULE,
     NO_CLOCK_IN_APP_RULE,
+    NO_WALL_CLOCK_RULE,
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,

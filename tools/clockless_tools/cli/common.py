@@ -41,6 +41,7 @@ RUN_LOCALLY = "Run locally"
 OPERATE = "Operate a deployment or the local runtime"
 CHECK = "Check the template and the code"
 MEASURE = "Measure"
+CREATE = "Add to the project"
 
 
 def fail(message: str) -> typer.Exit:

@@ -128,9 +128,15 @@ def simulate(
     else:
         render_report(report)
         stdout.print(f"function logs and metrics: {log}   ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
-    if not report.ok:
-        stderr.print("[bold red]a tick did not take effect exactly once[/]")
-        raise typer.Exit(code=1)
+    if report.ok:
+        if not as_json:
+            stdout.print(report.proved(), highlight=False, soft_wrap=True)
+        return
+    for job in report.jobs:
+        if job.no_work:
+            stderr.print(f"[bold red]{escape(job.no_work_reason)}[/]", highlight=False, soft_wrap=True)
+    stderr.print(f"[bold red]{escape(report.proved())}[/]", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=1)
 
 
 def _range(request: SimulationRequest) -> str:
@@ -184,7 +190,7 @@ def render_report(report: SimulationReport) -> None:
     row("effects in the tables", lambda j: _effects(j.effects))
     row("  each tick once", lambda j: _effects(j.reference_effects))
     row("  identical, item by item", lambda j: _yes(not j.differences))
-    row("exactly once", lambda j: _yes(j.exactly_once))
+    row("exactly once", lambda j: "[bold red]no work seeded[/]" if j.no_work else _yes(j.exactly_once))
     stdout.print(table)
     stdout.print("effects: + items created, ~ updated, - deleted", highlight=False)
     if report.seeded:

@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,7 +44,7 @@ from clockless_tools.local.moto_transactions import transactions_snapshot_touche
 from clockless_tools.local.poller import SqsPoller
 from clockless_tools.local.queues import create_queues, queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.local.seed import SeedPlan, seed_demo_tables
+from clockless_tools.local.seed import SeedPlan, describe, seed_jobs
 from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
 from clockless_tools.simulate.plan import TickPlan
@@ -101,7 +101,8 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         tables = create_tables(template, endpoint, names)
         create_queues(template, endpoint, names)
         client = dynamodb_client(endpoint)
-        seeded = _seed(template, spec.get("seed"), names)
+        runtime = LocalLambdaRuntime(template, endpoint, names)
+        seeded, without_demo = _seed(runtime, spec.get("seed"))
         if seeded:
             send(channel, note=f"seeded {seeded}")
         before = dump_tables(client, tables)
@@ -114,7 +115,6 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             settings = capacity_settings(spec["capacity"]["start"], float(spec["capacity"]["scale"]))
             capacity = server.enforce(settings)
             send(channel, note=f"DynamoDB write throughput enforced: {describe_settings(settings)}")
-        runtime = LocalLambdaRuntime(template, endpoint, names)
         injector = FaultInjector(spared_tables=spec["spared_tables"])
         workers = WorkerDriver(runtime, endpoint, injector, seed=str(spec.get("worker_seed", "")), names=names)
         clock = _Clock()
@@ -146,6 +146,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
     return {
         "endpoint": endpoint,
         "seeded": seeded,
+        "without_demo": without_demo,
         "before": before,
         "after": after,
         "records": [asdict(record) for record in records],
@@ -173,17 +174,15 @@ def dead_letter_depths(poller: SqsPoller) -> dict[str, int]:
     return depths
 
 
-def _seed(template: Template, seed: Mapping[str, Any] | None, names: LocalNames) -> str | None:
+def _seed(runtime: LocalLambdaRuntime, seed: Mapping[str, Any] | None) -> tuple[str | None, list[str]]:
+    """What was seeded (one line) and the jobs without demo data."""
     if not seed:
-        return None
-    return seed_demo_tables(
-        template,
-        SeedPlan(**seed["plan"]),
-        business_date=date.fromisoformat(seed["business_date"]),
-        now=datetime.fromisoformat(seed["now"]),
-        session_span=timedelta(seconds=seed["session_span_seconds"]),
-        names=names,
+        return None, []
+    plan = SeedPlan(**seed["plan"])
+    seeded = seed_jobs(
+        runtime, plan, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"])
     )
+    return describe(seeded, plan), [job.job for job in seeded if job.summary is None]
 
 
 def _stream(
