@@ -30,9 +30,12 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 export PYTHONTZPATH :=
 # `sam build` needs python3.13 (with pip, for the layer's Makefile) on PATH: the venv provides it.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# $(call quietly,COMMAND): COMMAND's output kept in a log and shown only when it fails (an install's
+# package list buries what the target is for; a failure's log is what fixes it).
+quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
-.PHONY: help setup lock test suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench docs clean sam status backfill run-now
+.PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
+        build deploy bench measure docs clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,21 +44,21 @@ help: ## List the targets
 $(UV): tools/uv-requirements.txt
 	@PY313="$$(tools/find-python313)" && echo "bootstrapping uv into $(UV_BOOT) with $$PY313" && \
 	  "$$PY313" -m venv --clear $(UV_BOOT)
-	$(UV_BOOT)/bin/python -m pip install --disable-pip-version-check --no-deps --require-hashes --progress-bar on \
-	  -r tools/uv-requirements.txt
+	@$(call quietly,$(UV_BOOT)/bin/python -m pip install --disable-pip-version-check --no-deps --require-hashes \
+	  -r tools/uv-requirements.txt)
 	@touch $@
 
 # The venv holds exactly uv.lock (--locked: a pyproject.toml edited without `make lock` fails here).
 $(STAMP): pyproject.toml uv.lock $(UV)
 	@PY313="$$(tools/find-python313)" && echo "syncing $(VENV) with uv.lock on $$PY313" && \
-	  $(UV) sync --locked --extra dev --python "$$PY313" || \
+	  ( $(call quietly,$(UV) sync --locked --extra dev --python "$$PY313") ) || \
 	  { echo "error: uv sync failed (above); if uv.lock is behind pyproject.toml, run make lock and commit it" >&2; exit 1; }
 	@touch $@
 
 $(SAM_STAMP): tools/sam-requirements.txt $(UV) | $(STAMP)
 	@PY313="$$(tools/find-python313)" && echo "installing SAM CLI into $(SAM_VENV) from tools/sam-requirements.txt" && \
 	  $(UV) venv --quiet --allow-existing --python "$$PY313" $(SAM_VENV)
-	$(UV) pip sync --python $(SAM_VENV)/bin/python --require-hashes tools/sam-requirements.txt
+	@$(call quietly,$(UV) pip sync --python $(SAM_VENV)/bin/python --require-hashes tools/sam-requirements.txt)
 	@# One PATH entry for both commands: `. .venv/bin/activate` puts clockless and sam on PATH.
 	ln -sf ../../$(SAM_VENV)/bin/sam $(VENV)/bin/sam
 	@touch $@
@@ -75,16 +78,21 @@ lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements 
 
 setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
-test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types
+test: suites lint ## Every suite (unit, integration, architecture) in parallel, then lint and types; not the slow tests
 
-suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint)
-	$(PYTEST) tests
+# The tests marked `slow` (exhaustive fault sweeps, whole-command runs: docs/development.md lists
+# them) are left to CI, which runs `make test`, then `make test-slow`, then `make run FULL=1`.
+suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint, no slow tests)
+	$(PYTEST) -m "not slow" tests
+
+test-slow: $(STAMP) ## The tests marked slow (exhaustive sweeps, the docs' executed outputs), which CI runs
+	$(PYTEST) -m slow tests
 
 unit: $(STAMP) ## Unit tests (no sockets)
-	$(PYTEST) tests/unit
+	$(PYTEST) -m "not slow" tests/unit
 
 integration: $(STAMP) ## Integration tests against moto's server over HTTP
-	$(PYTEST) tests/integration
+	$(PYTEST) -m "not slow" tests/integration
 
 arch: $(STAMP) ## Architecture rules over template.yaml and the code, each proven by a planted violation
 	$(PYTEST) tests/architecture
@@ -102,8 +110,9 @@ cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 
 FROM ?=
 TO   ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 48 h, or FROM=... TO=... in UTC); effects checked
-	$(CLOCKLESS) simulate $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+FULL ?=
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC); effects checked
+	$(CLOCKLESS) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
@@ -150,6 +159,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials); rate() 
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
+
+measure: $(STAMP) ## Time make run and make test (wall, CPU, tests, load) into bench/measured.json; then make docs
+	$(CLOCKLESS) bench measure
 
 docs: $(STAMP) ## Rewrite the generated tables in README.md and docs/ (rules, bench figures); make test checks them
 	$(CLOCKLESS) docs

@@ -12,10 +12,10 @@ import pytest
 from clockless_tools.bench import harness as bench
 from clockless_tools.bench import workloads
 from clockless_tools.bench.harness import Harness
-from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
 from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.bench import figures_markdown
+from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.template.model import Template
 
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
@@ -298,7 +298,7 @@ def _transact(client: Any, items: list[dict[str, Any]]) -> str:
 
 
 @pytest.mark.parametrize("patched", [False, True])
-def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the_bench_patch(
+def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the_moto_transactions_patch(
     tables: Any, patched: bool
 ) -> None:
     # Given programs, and a transaction that creates a window, moves a program, then fails a check
@@ -327,7 +327,7 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the
 
     # When it runs
     if patched:
-        with moto_transactions_snapshot_touched_items():
+        with transactions_snapshot_touched_items():
             outcome = _transact(tables, transaction)
     else:
         outcome = _transact(tables, transaction)

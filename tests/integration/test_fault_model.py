@@ -20,6 +20,9 @@ minute after the attempt's timeout). Asserted per index:
   that claimed the tick, and the summary of the whole tick;
 - a later redelivery is a duplicate and costs one request.
 
+`make test` sweeps one job (the kit's coordinator is every job's path) at one request per code path
+(`tests/fault_sweep.py`); the tests marked slow, which CI runs, sweep every job at every request.
+
 The same holds when the fault hits Lambda's retry of a failed first attempt instead, at the kit's
 requests that only a retry makes or that end it (its two claim transactions, its completion).
 """
@@ -47,6 +50,7 @@ from clockless_tools.template.events import Attempt, render_input, schedule_arn
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Schedule, Template
 from tests.conftest import PROJECT_ROOT
+from tests.fault_sweep import SWEEPS, aimed_at
 from tests.integration.conftest import scan_all
 from tests.integration.work_queues import WorkQueues
 
@@ -275,14 +279,18 @@ def _reference(tick: Tick, clock: time_machine.Traveller, template: Template) ->
 
 
 JOBS = list(Template.load(PROJECT_ROOT / "template.yaml").jobs)
+# Every job's delivery is the kit's coordinator (claim, partition messages, completion) with its
+# own parameters: one job proves the path in `make test`; CI sweeps the others too (`slow`).
+JOB_PATHS = [JOBS[0], *(pytest.param(job, marks=pytest.mark.slow) for job in JOBS[1:])]
 # An attempt that dies has emitted no metric yet; Lambda would not even flush, the harness does.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
+@pytest.mark.parametrize("sweep", SWEEPS)
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
-@pytest.mark.parametrize("job", JOBS)
+@pytest.mark.parametrize("job", JOB_PATHS)
 def test_every_request_of_a_first_delivery_survives_every_fault(
-    job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any]
+    job: str, kind: FaultKind, sweep: str, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any]
 ) -> None:
     runtime, tables = lambda_service
     schedule = template.jobs[job]
@@ -295,7 +303,7 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
         reference = _reference(tick, clock, template)
         last = len(reference.requests)
         failures: dict[int, list[str]] = {}
-        for index in range(1, last + 1):
+        for index in aimed_at(reference.requests, sweep):
             with tick.world(clock) as faults:
                 arm = functools.partial(faults.arm, index, kind, count_spared=True)
                 run = tick.deliver(clock, faults, [arm])
@@ -312,7 +320,7 @@ def test_every_request_of_a_first_delivery_survives_every_fault(
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
-@pytest.mark.parametrize("job", JOBS)
+@pytest.mark.parametrize("job", JOB_PATHS)
 def test_the_retry_after_a_failed_attempt_survives_every_fault_to_its_bookkeeping(
     job: str, kind: FaultKind, template: Template, lambda_service: tuple[LocalLambdaRuntime, Any]
 ) -> None:

@@ -32,13 +32,15 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(
     first = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60)
     again = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60)
 
-    # Then stdout is the handler's response alone, and the logs went to stderr
+    # Then stdout is the handler's response, then (the tick fanned out) what the tick did once its
+    # workers were done; the logs went to stderr
     assert first.returncode == 0, first.stderr
-    response = json.loads(first.stdout)
+    response_line, tick_line = first.stdout.splitlines()
+    response = json.loads(response_line)
     assert response["outcome"] == "executed"
     assert response["scheduled_time"] == "2026-11-29T09:00:00Z"
     assert "tick executed" in first.stderr
-    assert json.loads(again.stdout)["outcome"] == "duplicate"
+    assert json.loads(again.stdout.splitlines()[0])["outcome"] == "duplicate"
     # The coordinator fanned out and the workers ran to the end of every partition: the tick succeeded.
     assert (
         "drained SessionCleanupWorkQueue -> SessionCleanupWorkerFunction: 16 message(s) in 16 invocation(s), all done"
@@ -48,6 +50,15 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(
     (entry,) = [item for item in ledger if item["job"]["S"] == "session-cleanup"]
     assert entry["status"]["S"] == "succeeded"
     assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
+    assert json.loads(tick_line) == {
+        "tick": "session-cleanup@2026-11-29T09:00:00Z",
+        "status": "succeeded",
+        "partitions_done": 16,
+        "partitions_total": 16,
+        "summary": json.loads(entry["summary"]["S"]),
+    }
+    assert {"found", "applied", "already_done", "failed"} <= set(json.loads(tick_line)["summary"])
+    assert again.stdout.splitlines()[1] == tick_line  # the duplicate's tick is the same tick
 
 
 def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(tables: Any, dynamodb_endpoint: str) -> None:

@@ -4,6 +4,7 @@ every page is linked, and every generated table equals what its command prints t
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import unicodedata
@@ -15,10 +16,12 @@ from typing import Any
 import pytest
 import typer.main
 
+from clockless_tools.bench.measure import COMMANDS, MEASURED, stale
 from clockless_tools.cli.app import app
 from clockless_tools.cli.docs import Block, DocsError, blocks, documents, regenerate
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
+from tests.doc_outputs import CHECKED_BY, all_output_blocks, differences, output_blocks
 from tests.unit.test_makefile import targets
 
 DOCS = documents()
@@ -340,3 +343,69 @@ def test_an_unterminated_generated_block_is_an_error(tmp_path: Path) -> None:
 
     with pytest.raises(DocsError, match="end generated"):
         list(blocks(page))
+
+
+def test_every_output_a_page_shows_is_checked_by_a_run_or_says_why_it_is_illustrative() -> None:
+    problems = []
+    for block in all_output_blocks():
+        if block.marker is None:
+            problems.append(
+                f"{block.where}: an output block with no comment before it: `<!-- output: checked by "
+                f"{CHECKED_BY} -->` (and it is run), or `<!-- output: illustrative: <why> -->`"
+            )
+        elif block.marker == "checked by" and block.detail != CHECKED_BY:
+            problems.append(f"{block.where}: checked by {block.detail!r}: only {CHECKED_BY} runs output blocks")
+        elif block.marker == "illustrative:" and len(block.detail.split()) < 3:
+            problems.append(f"{block.where}: illustrative without a reason ({block.detail!r})")
+    assert problems == []
+
+
+def test_output_blocks_are_found_and_compared_as_documented(tmp_path: Path) -> None:
+    # Given a page with a marked block, an unmarked one, and a command shown alone
+    page = tmp_path / "page.md"
+    page.write_text(
+        f"<!-- output: checked by {CHECKED_BY} -->\n```\n$ clockless local seed\nseeded 1 program\n```\n\n"
+        "```\n$ clockless local status\nrunning on http://127.0.0.1:8765 (pid 12)\n```\n"
+        "```sh\nmake run   # a command alone is no output block\n```\n",
+        encoding="utf-8",
+    )
+
+    blocks = output_blocks(page)
+
+    assert [(b.line, b.marker, [s.command for s in b.steps]) for b in blocks] == [
+        (2, "checked by", ["clockless local seed"]),
+        (7, None, ["clockless local status"]),
+    ]
+    # pids, ports and finishing times differ from run to run; `...` stands for any lines
+    shown, printed = "running on http://127.0.0.1:8765 (pid 12)", "running on http://127.0.0.1:4100 (pid 9)"
+    assert differences((shown,), [printed]) == []
+    assert differences(("a", "...", "z"), ["a", "b", "c", "z"]) == []
+    assert differences(("a", "z"), ["a", "b", "z"]) != []
+    assert differences(('{"finished_at": "2026-12-01T03:51:25Z"}',), ['{"finished_at": "2027-01-01T00:00:00Z"}']) == []
+
+
+def test_the_timing_figures_were_measured_for_the_suite_as_it_is() -> None:
+    document = json.loads(MEASURED.read_text(encoding="utf-8"))
+
+    assert stale(document) is None
+    assert document["timings"], "bench/measured.json holds no timing: run `make measure`"
+    assert set(document["timings"]) <= set(COMMANDS)
+
+
+def test_timing_figures_go_stale_when_the_suite_grows_past_them(tmp_path: Path) -> None:
+    # Given figures measured for a suite of 100 test functions, and a suite of 104, then of 120
+    (tmp_path / "tests").mkdir()
+    suite = tmp_path / "tests" / "test_some.py"
+    measured = {"test_functions": 100}
+
+    suite.write_text("".join(f"def test_{n}() -> None: ...\n" for n in range(104)), encoding="utf-8")
+    grown_a_little = stale(measured, tmp_path)
+    suite.write_text("".join(f"def test_{n}() -> None: ...\n" for n in range(120)), encoding="utf-8")
+    grown_a_lot = stale(measured, tmp_path)
+
+    # Then a few more tests leave them current, a new suite makes them stale, naming the fix
+    assert grown_a_little is None
+    assert grown_a_lot is not None
+    assert "100 test functions" in grown_a_lot
+    assert "120 now" in grown_a_lot
+    assert "make measure" in grown_a_lot

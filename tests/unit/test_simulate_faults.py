@@ -14,7 +14,15 @@ import time_machine
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
-from clockless_tools.simulate.faults import AttemptDied, FaultInjector, FaultKind, InjectedFault, tables_in_request
+from clockless_tools.simulate.faults import (
+    AttemptDied,
+    FaultInjector,
+    FaultKind,
+    InjectedFault,
+    RequestRecord,
+    tables_in_request,
+)
+from tests.fault_sweep import EVERY_REQUEST, aimed_at, one_per_path
 
 
 @dataclass
@@ -202,3 +210,24 @@ def test_armed_for_one_thread_another_threads_requests_pass_untouched() -> None:
 
     assert faults.disarm() is False
     assert len(dynamodb.received) == 1
+
+
+def test_a_sweep_one_per_path_faults_each_step_once_and_leaves_repeated_cycles_to_the_exhaustive_one() -> None:
+    # Given a partition run: lease, two pages (read, transaction, cursor), done, finisher
+    ledger, items = frozenset({"LedgerTable"}), frozenset({"ItemsTable", "LedgerTable"})
+    steps = [
+        ("UpdateItem", ledger),  # 1 lease
+        ("Query", items),  # 2 page 1
+        ("TransactWriteItems", items),  # 3
+        ("UpdateItem", ledger),  # 4 cursor
+        ("Query", items),  # 5 page 2: a repeat of the cycle
+        ("TransactWriteItems", items),  # 6 repeat
+        ("UpdateItem", ledger),  # 7 repeat
+        ("UpdateItem", ledger),  # 8 done: an update after an update, a step of its own
+        ("GetItem", ledger),  # 9 finisher
+        ("UpdateItem", ledger),  # 10 the last
+    ]
+    requests = [RequestRecord(index, operation, tables) for index, (operation, tables) in enumerate(steps, 1)]
+
+    assert one_per_path(requests) == [1, 2, 3, 4, 8, 9, 10]
+    assert aimed_at(requests, EVERY_REQUEST) == list(range(1, 11))

@@ -2,7 +2,7 @@
 
 Each fails with the dependency's name and version, what changed, and which of our code relies on
 it, so a lock bump (`make lock`) that moves one is caught here rather than by a strange failure
-elsewhere (or by nothing at all: the bench patch would quietly stop working).
+elsewhere (or by nothing at all: the moto transactions patch would quietly stop working).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_every_botocore_request_passes_through_endpoint_send(monkeypatch: pytest
 
 
 def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bench's moto_transactions_snapshot_touched_items replaces moto.dynamodb.models.copy (and
+    """clockless_tools.local.moto_transactions (make run, make bench) replaces moto.dynamodb.models.copy (and
     transact_write_items) because moto deep-copies every table a transaction names."""
     import copy
 
@@ -140,7 +140,7 @@ def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables(monkeypatc
     from moto.dynamodb.models.table import Table
 
     reliance = (
-        "clockless_tools.bench.moto_patches.moto_transactions_snapshot_touched_items replaces "
+        "clockless_tools.local.moto_transactions.transactions_snapshot_touched_items replaces "
         "moto.dynamodb.models.copy to skip that copy; it would now do nothing or break transactions"
     )
     assert getattr(models, "copy", None) is copy, (

@@ -1,10 +1,8 @@
-"""moto, for a bench: transactions that snapshot only the items they touch, and capacity reported by size."""
+"""moto, for a bench: its DynamoDB state in this process, and capacity reported by size. (Transactions that
+snapshot only the items they touch: `clockless_tools.local.moto_transactions`.)"""
 
 from __future__ import annotations
 
-import contextlib
-import copy
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 from clockless_tools.bench.read_units import item_size
@@ -12,59 +10,6 @@ from clockless_tools.local.dynamodb import (
     LOCAL_REGION,
 )
 from clockless_tools.template.intrinsics import LocalNames
-
-
-@contextlib.contextmanager
-def moto_transactions_snapshot_touched_items() -> Iterator[None]:
-    """moto copies every table a transaction names, all its items, so that it can roll back: ~0.2 s
-    per transaction at 10k items, a cost DynamoDB does not have, which would swamp what we measure.
-    While active, a transaction snapshots only the items it names and restores exactly those when
-    it fails; its outcome is the same. Only the bench uses it (the tests run stock moto)."""
-    from moto.dynamodb import models
-    from moto.dynamodb.models.table import Table
-
-    class TablesAreNotCopied:
-        @staticmethod
-        def deepcopy(value: Any, memo: Any = None) -> Any:
-            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
-
-    stock = models.DynamoDBBackend.transact_write_items
-
-    def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
-        touched = [snapshot for entry in transact_items for snapshot in _snapshots(backend, entry)]
-        try:
-            stock(backend, transact_items)
-        except BaseException:
-            for table_name, key, item in reversed(touched):
-                if item is not None:
-                    backend.get_table(table_name).put_item(item.to_json()["Attributes"])
-                elif backend.get_item(table_name, key) is not None:
-                    backend.delete_item(table_name, key)
-            raise
-
-    setattr(models, "copy", TablesAreNotCopied)  # noqa: B010 - the module moto copies tables with
-    setattr(models.DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(models.DynamoDBBackend, "transact_write_items", stock)  # noqa: B010
-        setattr(models, "copy", copy)  # noqa: B010
-
-
-def _snapshots(backend: Any, entry: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], Any]]:
-    for operation_type, operation in entry.items():
-        table_name = operation.get("TableName")
-        if table_name not in backend.tables:
-            continue  # moto rejects it before writing anything
-        if operation_type == "Put":
-            table = backend.get_table(table_name)
-            key_names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
-            if not all(name in operation["Item"] for name in key_names):
-                continue
-            key = {name: operation["Item"][name] for name in key_names}
-        else:
-            key = operation["Key"]
-        yield table_name, key, copy.deepcopy(backend.get_item(table_name, key))
 
 
 def moto_dynamodb_backend() -> Any:

@@ -16,7 +16,6 @@ from clockless_tools.bench.batching import measure_batching
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
-from clockless_tools.bench.moto_patches import moto_transactions_snapshot_touched_items
 from clockless_tools.bench.overhead import measure_overhead
 from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes, Figure
 from clockless_tools.bench.scale import measure_scale
@@ -27,6 +26,7 @@ from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     delete_tables,
 )
+from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.template.model import Template
 
 # What `make bench` measures, in order; `clockless bench run --only` picks some.
@@ -52,7 +52,7 @@ def environment_facts(sizes: BenchSizes) -> dict[str, Any]:
         "moto": importlib.metadata.version("moto"),
         "botocore": importlib.metadata.version("botocore"),
         "dynamodb": "moto's server in the bench process, over loopback HTTP",
-        "moto_transactions": "snapshot only the items a transaction names (bench patch; see bench/moto_patches.py)",
+        "moto_transactions": "snapshot only the items a transaction names (clockless_tools/local/moto_transactions.py)",
         "sizes": {name: getattr(sizes, name) for name in BenchSizes.__dataclass_fields__},
     }
 
@@ -119,7 +119,7 @@ def run_bench(
     started = time.perf_counter()
     redirect = contextlib.redirect_stdout(function_output) if function_output else contextlib.nullcontext()
     server = contextlib.nullcontext(None) if endpoint else EmbeddedDynamoDB()
-    with redirect, server as db, moto_transactions_snapshot_touched_items():
+    with redirect, server as db, transactions_snapshot_touched_items():
         endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
         harness = Harness(template, endpoint)
         try:

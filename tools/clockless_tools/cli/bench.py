@@ -1,4 +1,5 @@
-"""`clockless bench run|show`: what a tick costs, measured beside a baseline (what `make bench` runs)."""
+"""`clockless bench run|show|measure|timings`: what a tick costs, measured beside a baseline (what `make
+bench` runs); how long `make run` and `make test` take (what `make measure` runs)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from clockless_tools.bench.measure import (
+    COMMANDS,
+    MEASURED,
+    MeasureError,
+    markdown_table,
+    measure,
+    readme_sentence,
+    write,
+)
 from clockless_tools.bench.results import FULL, QUICK, BenchError
 from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.common import JsonOption, TemplateOption, fail, load_template
@@ -170,3 +180,44 @@ def figures_markdown(document: dict[str, Any]) -> str:
         )
         lines.append(f"| {label} | {value} | {baseline} | {ratio} | {verdict} |")
     return "\n".join(lines)
+
+
+@app.command("measure")
+def measure_command(
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="Measure only these commands (repeatable): run, test. E.g. --only run"),
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the figures. E.g. -o /tmp/measured.json")
+    ] = MEASURED,
+) -> None:
+    """Time `make run` and `make test` as a reader runs them (wall, CPU, tests, cores, load) into
+    bench/measured.json, which the docs' timing figures are generated from (`make docs`)."""
+    names = tuple(only) if only else tuple(COMMANDS)
+    unknown = sorted(set(names) - set(COMMANDS))
+    if unknown:
+        raise fail(f"--only {', '.join(unknown)}: not a measured command; the commands are {', '.join(COMMANDS)}")
+    try:
+        document = measure(names)
+    except MeasureError as error:
+        stderr.print(f"[bold red]measure failed:[/] {escape(str(error))}")
+        raise typer.Exit(code=1) from None
+    write(document, output)
+    stdout.print(readme_sentence(document))
+    stdout.print(f"written to {output}; `make docs` puts the figures in README.md and docs/development.md")
+
+
+@app.command("timings")
+def timings_command(
+    readme: Annotated[bool, typer.Option("--readme", help="The README's one line instead of the table.")] = False,
+    measured: Annotated[
+        Path, typer.Option("--measured", help="The figures file. E.g. --measured bench/measured.json")
+    ] = MEASURED,
+) -> None:
+    """The measured timings (`make measure`) as docs/development.md's table, or the README's line."""
+    try:
+        document = json.loads(measured.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise fail(f"cannot read {measured}: {error}; run `make measure`") from None
+    print(readme_sentence(document) if readme else markdown_table(document))

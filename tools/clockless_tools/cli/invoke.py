@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from clockless import format_scheduled_time, parse_scheduled_time
 from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, line_stderr, load_template
 from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.server import running_endpoint
+from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
+from clockless_tools.template.model import Template
 
 app = typer.Typer()
 
@@ -41,7 +46,8 @@ def invoke(
     """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr.
 
     Then the messages it sent to queues with an event source mapping are handed to their functions
-    in this process (the workers of a fanned-out tick), until no message is visible."""
+    in this process (the workers of a fanned-out tick), until no message is visible; for a tick that
+    fanned out, a second line on stdout says what the tick did (its ledger entry's summary)."""
     tpl = load_template(template)
     try:
         tpl.function(function)
@@ -65,6 +71,33 @@ def invoke(
     print(json.dumps(result, default=str))
     if drain:
         drain_queues(runtime, endpoint)
+        tick = fanned_out_tick(tpl, endpoint, result)
+        if tick is not None:
+            print(json.dumps(tick, default=str))
+
+
+def fanned_out_tick(template: Template, endpoint: str, result: Any) -> dict[str, Any] | None:
+    """For a coordinator's answer that fanned the tick out: what the tick did once its workers are
+    done, as its ledger entry says (status, partitions, and the summary the finisher wrote: items
+    found, applied, already done, failed). The coordinator's own answer cannot say it; it returns
+    before the workers start. None for any other answer."""
+    summary = result.get("summary") if isinstance(result, Mapping) else None
+    if not isinstance(summary, Mapping) or "fan_out" not in summary:
+        return None
+    job, scheduled_time = str(result.get("job")), parse_scheduled_time(str(result.get("scheduled_time")))
+    entries = (
+        LocalTarget(template, endpoint).ledger().entries(job, scheduled_time, scheduled_time + timedelta(seconds=1))
+    )
+    if not entries:
+        return None
+    entry = entries[0]
+    return {
+        "tick": f"{job}@{format_scheduled_time(scheduled_time)}",
+        "status": entry.status,
+        "partitions_done": entry.partitions_done,
+        "partitions_total": entry.partitions_total,
+        "summary": entry.summary,
+    }
 
 
 def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> None:

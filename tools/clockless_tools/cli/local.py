@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from clockless_tools.cli.common import TemplateOption, fail, line_stdout, load_template, stdout
+from clockless_tools.cli.common import TemplateOption, fail, line_stdout, load_template, parse_time, stdout
 from clockless_tools.local.dynamodb import local_environment, patched_environ
 from clockless_tools.local.seed import SeedPlan, seed_demo_tables
 from clockless_tools.local.server import (
@@ -26,7 +26,12 @@ app = typer.Typer(no_args_is_help=True, help=__doc__)
 @app.command("up")
 def local_up(
     template: TemplateOption = DEFAULT_TEMPLATE,
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Loopback port to listen on. E.g. --port 8766")] = 8765,
+    port: Annotated[
+        int,
+        typer.Option(
+            min=1, max=65535, envvar="CLOCKLESS_LOCAL_PORT", help="Loopback port to listen on. E.g. --port 8766"
+        ),
+    ] = 8765,
 ) -> None:
     """Start moto's server on loopback in the background and create the template's tables and queues."""
     tpl = load_template(template)
@@ -74,15 +79,23 @@ def local_seed(
     programs: Annotated[int, typer.Option(min=0, help="Programs per tenant. E.g. --programs 10")] = 40,
     sessions: Annotated[int, typer.Option(min=0, help="Sessions per tenant. E.g. --sessions 100")] = 60,
     seed: Annotated[int, typer.Option(help="Random seed, for the same data every time. E.g. --seed 42")] = 7,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now",
+            help="Seed as of this UTC time (sessions started in the 48 h before it; its date is the business "
+            "date) instead of now: the same data whenever it runs. E.g. --now 2026-11-29T10:00:00Z",
+        ),
+    ] = None,
 ) -> None:
     """Load demo programs and sessions into the running embedded DynamoDB."""
     tpl = load_template(template)
+    at = parse_time(now, "--now") if now else datetime.now(UTC).replace(second=0, microsecond=0)
     endpoint = running_endpoint()
     if endpoint is None:
         raise fail("no embedded DynamoDB is running: start it with `make local-up`")
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
     with patched_environ(local_environment(endpoint)):
-        seeded = seed_demo_tables(tpl, SeedPlan(tenants, programs, sessions, seed), business_date=now.date(), now=now)
+        seeded = seed_demo_tables(tpl, SeedPlan(tenants, programs, sessions, seed), business_date=at.date(), now=at)
     if seeded is None:
         raise fail(f"{template} declares none of the demo tables, so there is nothing to seed")
     stdout.print(f"seeded {seeded}")

@@ -26,6 +26,9 @@ from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 
 STATE_FILE = PROJECT_ROOT / ".clockless" / "local.json"
+# Another state file (and so another server) for this checkout: a second runtime beside the
+# developer's own, as the docs' executed tour runs one (tests/integration/test_doc_outputs.py).
+STATE_ENV = "CLOCKLESS_LOCAL_STATE"
 SERVER_MODULE = "clockless_tools.local.dynamodb"
 
 
@@ -46,7 +49,9 @@ class ServerState:
 
 
 def _state_file(state_file: Path | None) -> Path:
-    return STATE_FILE if state_file is None else state_file
+    if state_file is not None:
+        return state_file
+    return Path(os.environ[STATE_ENV]) if os.environ.get(STATE_ENV) else STATE_FILE
 
 
 def _alive(pid: int) -> bool:

@@ -37,6 +37,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
+from clockless_tools.local.in_process import ReadBody
+
 # Requests that change something: DynamoDB writes, and work sent to a queue (a fanned-out tick's
 # coordinator writes no domain table; the partition messages it sends are its effect).
 WRITE_OPERATIONS: Final = frozenset(
@@ -127,19 +129,9 @@ def _header(request: Any, name: str) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class _Raw:
-    """The body of a response made up here, in the shape botocore reads."""
-
-    def __init__(self, content: bytes) -> None:
-        self._content = content
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield self._content
-
-
 def _response(request: Any, status: int, content: bytes, headers: dict[str, str] | None = None) -> AWSResponse:
     fields: Any = headers or {"Content-Type": "application/x-amz-json-1.0"}
-    return AWSResponse(request.url, status, fields, _Raw(content))
+    return AWSResponse(request.url, status, fields, ReadBody(content))
 
 
 def _error_response(request: Any, code: str, message: str) -> AWSResponse:

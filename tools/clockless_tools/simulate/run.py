@@ -80,6 +80,7 @@ def _follow(replay: _Replay, progress: Progress, note: Note) -> None:
         if "note" in message:
             note(f"{replay.name}: {message['note']}")
         elif "done" in message:
+            # The reference delivers each tick once, one round each: rounds done are ticks done.
             progress(replay.name, int(message["done"]), int(message["total"]))
 
 
@@ -136,10 +137,10 @@ def run_simulation(
                     at = datetime.fromisoformat(message["at"])
                     reference.command(plan=delivered_once(plan, at=at, order=int(message["round"])).as_dict())
                     forwarded.add(plan.key)
+                    # Ticks done of a total known up front (rounds are not: failures add retries).
+                    progress("simulation", len(forwarded), len(plans))
                 elif "note" in message:
                     note(f"simulation: {message['note']}")
-                else:
-                    progress("simulation", int(message["done"]), int(message["total"]))
             simulated = simulation.result()
             # Ticks that never took effect in the simulation: the reference still delivers them once.
             for plan in plans:
@@ -150,6 +151,7 @@ def run_simulation(
             reference.command(end=True)
             referenced = reference.result()
             follower.join()
+            progress("simulation", len(forwarded), len(plans))
         finally:
             simulation.kill()
             reference.kill()
