@@ -35,7 +35,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
 .PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint run events invoke local-up local-down \
-        build deploy bench measure docs clean sam status backfill run-now
+        build deploy bench bench-model measure docs clean sam status backfill run-now
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -111,8 +111,8 @@ cfn-lint: $(STAMP) ## cfn-lint over template.yaml, with the serverless rules
 FROM ?=
 TO   ?=
 FULL ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC); effects checked
-	$(CLOCKLESS) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits); effects checked
+	$(CLOCKLESS) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE))
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
@@ -159,6 +159,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials); rate() 
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
+
+bench-model: $(STAMP) ## Only the night model and its check against the capacity emulator (minutes), merged into bench/results.json
+	$(CLOCKLESS) bench run --only night --only capacity_check --merge --output bench/results.json
 
 measure: $(STAMP) ## Time make run and make test (wall, CPU, tests, load) into bench/measured.json; then make docs
 	$(CLOCKLESS) bench measure

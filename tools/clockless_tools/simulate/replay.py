@@ -31,6 +31,7 @@ from typing import Any, TextIO
 
 import time_machine
 
+from clockless_tools.local.capacity import capacity_settings, describe_settings, describe_throttling
 from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     create_tables,
@@ -59,9 +60,9 @@ def send(channel: TextIO, **message: Any) -> None:
 
 
 @contextlib.contextmanager
-def _dynamodb(endpoint: str | None) -> Iterator[str]:
+def _dynamodb(endpoint: str | None) -> Iterator[tuple[str, EmbeddedDynamoDB | None]]:
     if endpoint is not None:
-        yield endpoint
+        yield endpoint, None
         return
     # Not stopped: the process ends with the replay, and a clean shutdown would wait out the
     # server's half-second poll for nothing. Its thread is a daemon. Its requests come from this
@@ -69,7 +70,7 @@ def _dynamodb(endpoint: str | None) -> Iterator[str]:
     # the same answers, at a fraction of the CPU (see both modules).
     server = EmbeddedDynamoDB().start()
     with served_in_process(server.endpoint, server.app), transactions_snapshot_touched_items():
-        yield server.endpoint
+        yield server.endpoint, server
 
 
 class _Clock:
@@ -94,7 +95,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
     """Carry out one replay as SPEC describes (see the module's docstring)."""
     template = Template.load(spec["template"])
     names = LocalNames()
-    with _dynamodb(spec.get("endpoint")) as endpoint, patched_environ(local_environment(endpoint)):
+    with _dynamodb(spec.get("endpoint")) as (endpoint, server), patched_environ(local_environment(endpoint)):
         if spec.get("endpoint") is None:
             send(channel, note=f"embedded DynamoDB on {endpoint}")
         tables = create_tables(template, endpoint, names)
@@ -107,6 +108,12 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         if spec.get("before_path"):
             Path(spec["before_path"]).write_text(json.dumps(before), encoding="utf-8")
             send(channel, before=spec["before_path"])
+        capacity = None
+        if server is not None and spec.get("capacity"):
+            # Enforced once the seeded tables are loaded: seeding is not part of the night.
+            settings = capacity_settings(spec["capacity"]["start"], float(spec["capacity"]["scale"]))
+            capacity = server.enforce(settings)
+            send(channel, note=f"DynamoDB write throughput enforced: {describe_settings(settings)}")
         runtime = LocalLambdaRuntime(template, endpoint, names)
         injector = FaultInjector(spared_tables=spec["spared_tables"])
         workers = WorkerDriver(runtime, endpoint, injector, seed=str(spec.get("worker_seed", "")), names=names)
@@ -131,6 +138,9 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
                     records = engine.run([TickPlan.from_dict(plan) for plan in spec["plans"]])
         finally:
             clock.stop()
+        if capacity is not None:
+            send(channel, note=describe_throttling(capacity))
+            server.enforce(None)  # type: ignore[union-attr]
         after = dump_tables(client, tables)
         dead_letters = dead_letter_depths(workers.poller)
     return {

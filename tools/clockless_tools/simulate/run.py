@@ -113,6 +113,7 @@ def run_simulation(
                 "log": str(request.log_path),
                 "endpoint": request.endpoint,
                 "seed": None if request.endpoint else _seed_spec(request),
+                "capacity": None if request.capacity is None else {"start": request.capacity, "scale": request.scale},
                 "before_path": str(workdir / "before.json"),
                 "plans": [plan.as_dict() for plan in plans],
             },
