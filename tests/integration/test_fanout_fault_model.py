@@ -65,6 +65,7 @@ def tick(
         yield fanned_out
 
 
+@pytest.mark.parametrize("sweep", SWEEPS)
 @pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
 def test_every_request_of_a_partition_run_survives_every_fault(
     tick: FannedOutTick, kind: FaultKind, sweep: str
