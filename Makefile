@@ -39,7 +39,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
 .PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint security run events invoke local-up local-down \
-        build deploy bench measure docs clean sam status backfill run-now
+        build deploy bench bench-model measure docs clean sam status backfill run-now new-job
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -128,11 +128,17 @@ security: $(CHECKOV_STAMP) ## checkov over template.yaml: fails on a finding too
 FROM ?=
 TO   ?=
 FULL ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC); effects checked
-	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)")
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits); effects checked
+	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE))
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events
+
+NAME    ?=
+FAN_OUT ?=
+new-job: $(STAMP) ## Start a job: make new-job NAME=<job-name> [FAN_OUT=1] (package, tests, demo seed, table, wiring)
+	@test -n "$(NAME)" || { echo "usage: make new-job NAME=<job-name, e.g. subscription-expiry> [FAN_OUT=1]" >&2; exit 2; }
+	$(CLOCKLESS) new job "$(NAME)" $(if $(FAN_OUT),--fan-out)
 
 FN    ?=
 EVENT ?=
@@ -176,6 +182,9 @@ deploy: build ## sam deploy with samconfig.toml (needs AWS credentials); rate() 
 ONLY ?=
 bench: $(STAMP) $(SAM_STAMP) ## Measure a tick's cost beside baselines (minutes): bench/results.json; ONLY=cold_start for one part
 	$(CLOCKLESS) bench run --sam $(SAM) --output bench/results.json $(foreach section,$(ONLY),--only $(section))
+
+bench-model: $(STAMP) ## Only the night model and its check against the capacity emulator (minutes), merged into bench/results.json
+	$(CLOCKLESS) bench run --only night --only capacity_check --merge --output bench/results.json
 
 measure: $(STAMP) ## Time make run and make test (wall, CPU, tests, load) into bench/measured.json; then make docs
 	$(CLOCKLESS) bench measure

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clockless_tools.architecture import RULES, Project, Violation, check
+from clockless_tools.template.loader import load_yaml
+from clockless_tools.template.model import Template
+from clockless_tools.template.render import render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What the rules read: the template, the deployed code, the sample events, the import contracts
@@ -28,29 +33,50 @@ class PlantedCopy:
                 shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             else:
                 shutil.copy2(source, root / name)
+        # Plants go into the expanded template: each job's resources written out, as CloudFormation
+        # deploys them, so a plant lands in the one job's resource it names (not in the loop body).
+        template = root / "template.yaml"
+        template.write_text(render(Template.load(template).document), encoding="utf-8")
         return cls(root)
 
     @property
     def project(self) -> Project:
         return Project.at(self.root)
 
-    def replace(self, relative: str, old: str, new: str, *, after: str = "") -> None:
+    def replace(self, relative: str, old: str, new: str, *, after: str = "", resource: str = "") -> None:
         """Plant by replacing text that must be there, so a plant that misses fails loudly.
 
-        With `after`, the first `old` following that (unique) anchor is replaced, e.g. a line in
-        one function's section of template.yaml; otherwise `old` must occur exactly once.
+        In YAML, with `resource` (a template logical id) or `after` (a unique anchor line, e.g. a
+        resource's `  LogicalId:` line), the first `old` in that anchor's block (the lines indented
+        under it) is replaced, and it must be there: a plant lands in the resource it names, whatever
+        other resources (a job added tomorrow) repeat the same text. Otherwise `old` must occur
+        exactly once in the whole file. Elsewhere `after` picks the first `old` after the anchor.
         """
         path = self.root / relative
         text = path.read_text(encoding="utf-8")
-        if after:
-            assert text.count(after) == 1, f"{relative}: expected exactly one anchor {after!r}"
-            start = text.index(after)
-            at = text.find(old, start)
-            assert at >= 0, f"{relative}: no {old!r} after {after!r} to plant over"
+        anchor = f"  {resource}:\n" if resource else after
+        if anchor and relative.endswith((".yaml", ".yml")):
+            start, end = _block(text, anchor, relative)
+            block = text[start:end]
+            assert old in block, f"{relative}: no {old!r} under {anchor.strip()!r} to plant over"
+            at = start + block.index(old)
+        elif anchor:  # TOML and the like: the first `old` after the (unique) anchor line
+            assert text.count(anchor) == 1, f"{relative}: expected exactly one anchor {anchor!r}"
+            at = text.find(old, text.index(anchor))
+            assert at >= 0, f"{relative}: no {old!r} after {anchor!r} to plant over"
         else:
             assert text.count(old) == 1, f"{relative}: expected exactly one {old!r} to plant over"
             at = text.index(old)
         path.write_text(text[:at] + new + text[at + len(old) :], encoding="utf-8")
+
+    def edit_resource(self, logical_id: str, edit: Callable[[dict[str, Any]], None]) -> None:
+        """Plant by editing one resource of template.yaml as data (CloudFormation's long forms), the
+        resource the rules read under that logical id, and writing the template back."""
+        path = self.root / "template.yaml"
+        document = load_yaml(path.read_text(encoding="utf-8"))
+        assert logical_id in document["Resources"], f"template.yaml: no resource {logical_id} to plant in"
+        edit(document["Resources"][logical_id])
+        path.write_text(render(document), encoding="utf-8")
 
     def append(self, relative: str, text: str) -> None:
         path = self.root / relative
@@ -68,6 +94,23 @@ class PlantedCopy:
         """What `rule` reports, after checking that every rule still runs over the copy."""
         (selected,) = [r for r in RULES if r.name == rule]
         return check(self.project, [selected])
+
+
+def _block(text: str, anchor: str, relative: str) -> tuple[int, int]:
+    """Where the anchor's block is: from the anchor to the next line indented no deeper than it."""
+    assert text.count(anchor) == 1, f"{relative}: expected exactly one anchor {anchor!r}"
+    start = text.index(anchor)
+    first_line = anchor.lstrip("\n").splitlines()[0] if anchor.strip() else anchor
+    indent = len(first_line) - len(first_line.lstrip(" "))
+    end = len(text)
+    offset = text.find("\n", start + len(anchor.rstrip("\n"))) + 1
+    for line in text[offset:].splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and len(line) - len(line.lstrip(" ")) <= indent:
+            end = offset
+            break
+        offset += len(line)
+    return start, end
 
 
 def found(violations: list[Violation], *, file: str, resource: str, containing: str = "") -> Violation:

@@ -12,7 +12,9 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 
 
 def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120")
+    planted.replace(
+        TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120", resource="WindowGenerationFunction"
+    )
 
     violation = found(
         planted.violations("duration-bound"),
@@ -25,7 +27,9 @@ def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy
 
 
 def test_planted_duration_alarm_above_the_bound_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "      Threshold: 30000", "      Threshold: 110000")
+    planted.replace(
+        TEMPLATE, '      Threshold: "30000"', "      Threshold: 110000", resource="SessionCleanupDurationAlarm"
+    )
 
     violation = found(planted.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
 
@@ -44,7 +48,7 @@ def test_planted_duration_alarm_on_the_average_is_caught(planted: PlantedCopy) -
 
 
 def test_planted_function_without_an_expected_duration_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "")
+    planted.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "", resource="SessionCleanupFunction")
 
     found(
         planted.violations("duration-bound"),
@@ -75,6 +79,7 @@ def test_planted_worker_without_a_duration_alarm_is_caught(planted: PlantedCopy)
         TEMPLATE,
         "Value: !Ref WindowGenerationWorkerFunction\n      ExtendedStatistic: p99",
         "Value: !Ref WindowGenerationFunction\n      ExtendedStatistic: p99",
+        resource="WindowGenerationWorkerDurationAlarm",
     )
 
     violation = found(

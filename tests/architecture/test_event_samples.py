@@ -20,8 +20,15 @@ CLEANUP_EVENTS = "events/session_cleanup"
 def _edit_env_vars(copy: PlantedCopy, function: str, **changes: str | None) -> None:
     path = copy.root / ENV_VARS
     entries = json.loads(path.read_text(encoding="utf-8"))
+    shared = entries.get("Parameters", {})
     for name, value in changes.items():
-        if value is None:
+        if value is None and name not in entries[function]:
+            # Set for every function in "Parameters": keep it for all the others.
+            kept = shared.pop(name)
+            for other, entry in entries.items():
+                if other not in ("Parameters", function):
+                    entry[name] = kept
+        elif value is None:
             del entries[function][name]
         else:
             entries[function][name] = value

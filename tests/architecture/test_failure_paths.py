@@ -44,7 +44,12 @@ def test_planted_on_failure_destination_that_is_not_a_queue_is_caught(planted: P
 
 
 def test_planted_unwatched_failure_queue_is_caught_for_every_function(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "Value: !GetAtt JobFailureQueue.QueueName", "Value: !GetAtt JobFailureQueue.Arn")
+    planted.replace(
+        TEMPLATE,
+        "Value: !GetAtt JobFailureQueue.QueueName",
+        "Value: !GetAtt JobFailureQueue.Arn",
+        resource="JobFailureAlarm",
+    )
 
     violations = planted.violations("failure-paths")
 
@@ -62,15 +67,15 @@ def test_planted_unwatched_schedule_dead_letter_queue_is_caught(planted: Planted
 
     violations = planted.violations("failure-paths")
 
-    found(violations, file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly", containing="watched by no")
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Hourly", containing="watched by no")
+    found(violations, file=TEMPLATE, resource="WindowGenerationFunction.Events.Schedule", containing="watched by no")
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Schedule", containing="watched by no")
 
 
 def test_planted_schedule_without_a_dead_letter_queue_is_caught(planted: PlantedCopy) -> None:
     planted.replace(TEMPLATE, "            DeadLetterConfig:\n", "            XDeadLetterConfig:\n", after=NIGHTLY)
 
     violation = found(
-        planted.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationFunction.Events.Nightly"
+        planted.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationFunction.Events.Schedule"
     )
 
     assert "names no queue" in violation.message

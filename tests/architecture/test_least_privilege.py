@@ -28,7 +28,7 @@ DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
     ids=["star", "star-in-list", "every-table"],
 )
 def test_a_wildcard_resource_on_dynamodb_actions_is_caught(planted: PlantedCopy, resource: str) -> None:
-    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, after=CLEANUP_WORKER)
+    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, resource="SessionCleanupTablesPolicy")
 
     violations = planted.violations("least-privilege")
 
@@ -37,7 +37,9 @@ def test_a_wildcard_resource_on_dynamodb_actions_is_caught(planted: PlantedCopy,
 
 def test_a_statement_on_a_table_the_function_does_not_use_is_caught(planted: PlantedCopy) -> None:
     # Given the cleanup worker allowed to delete programs, a table none of its variables names
-    planted.replace(TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", after=CLEANUP_WORKER)
+    planted.replace(
+        TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", resource="SessionCleanupTablesPolicy"
+    )
 
     violations = planted.violations("least-privilege")
 
@@ -163,6 +165,7 @@ def test_a_worker_allowed_on_the_other_jobs_work_queue_is_caught(planted: Plante
         "                - !GetAtt SessionCleanupWorkQueue.Arn\n",
         "                - !GetAtt SessionCleanupWorkQueue.Arn\n"
         "                - !GetAtt WindowGenerationWorkQueue.Arn\n",
+        resource="SessionCleanupWorkerFunction",
     )
 
     violations = planted.violations("least-privilege")

@@ -42,7 +42,12 @@ def test_a_retention_a_deploy_can_choose_below_the_longest_expiry_is_caught(
 
 def test_a_longer_expiry_on_one_function_is_caught(planted: PlantedCopy) -> None:
     # Given session cleanup's idempotency records made to live 100 days, past the ledger's 90
-    planted.replace(TEMPLATE, 'IDEMPOTENCY_EXPIRY_SECONDS: "86400"', 'IDEMPOTENCY_EXPIRY_SECONDS: "8640000"')
+    planted.replace(
+        TEMPLATE,
+        'IDEMPOTENCY_EXPIRY_SECONDS: "86400"',
+        'IDEMPOTENCY_EXPIRY_SECONDS: "8640000"',
+        resource="SessionCleanupFunction",
+    )
 
     violations = planted.violations(RULE)
 
@@ -57,6 +62,7 @@ def test_a_literal_retention_on_one_function_is_checked_too(planted: PlantedCopy
         TEMPLATE,
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"\n',
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"\n          LEDGER_RETENTION_DAYS: "1"\n',
+        resource="SessionCleanupFunction",
     )
 
     violations = planted.violations(RULE)

@@ -54,9 +54,8 @@ def test_a_new_failure_queue_without_retain_is_caught(planted: PlantedCopy) -> N
     )
     planted.replace(
         TEMPLATE,
-        "  # ---------------------------------------------------------------- jobs\n",
-        "  NightlyFailureQueue:\n    Type: AWS::SQS::Queue\n\n"
-        "  # ---------------------------------------------------------------- jobs\n",
+        "  WindowGenerationFunction:\n",
+        "  NightlyFailureQueue:\n    Type: AWS::SQS::Queue\n\n  WindowGenerationFunction:\n",
     )
 
     violations = planted.violations(RULE)
@@ -78,6 +77,6 @@ def test_a_dead_letter_queue_sam_creates_is_caught(planted: PlantedCopy) -> None
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction.Events.Hourly",
+        resource="SessionCleanupFunction.Events.Schedule",
         containing="lets SAM create the queue",
     )

@@ -25,8 +25,8 @@ from clockless_tools.timezones.check import TimeZoneReport, check_template
 from clockless_tools.timezones.rule import DECLARED, NOT_BEFORE, SAME_LOCAL_DATE, UTC_SCHEDULE, ZONES_MATCH_ENVIRONMENT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-NIGHTLY = ("WindowGenerationFunction", "Nightly")
-HOURLY = ("SessionCleanupFunction", "Hourly")
+NIGHTLY = ("WindowGenerationFunction", "Schedule")
+HOURLY = ("SessionCleanupFunction", "Schedule")
 FROM_2027 = date(2027, 1, 1)
 
 runner = CliRunner()
@@ -145,7 +145,7 @@ def test_planted_hour_fine_in_new_york_but_too_early_in_los_angeles_is_caught(tm
     assert violations[0] == {
         "job": "window-generation",
         "function": "WindowGenerationFunction",
-        "event": "Nightly",
+        "event": "Schedule",
         "rule": "not_before",
         "detail": "before 04:00 local",
         "tick": "2027-01-01T11:00:00Z",
@@ -249,7 +249,7 @@ def test_planted_zones_that_drift_from_the_functions_environment_are_caught(tmp_
 
 def test_planted_malformed_rule_is_bad_input_naming_the_key(tmp_path: Path) -> None:
     def change(document: dict[str, Any]) -> None:
-        document["Resources"][NIGHTLY[0]]["Metadata"]["clockless"]["local_time_rule"]["not_before"] = "4am"
+        document["Resources"][NIGHTLY[0]]["Metadata"]["clockless"]["local_time_rule"] = "not_before=4am,same_local_date"
 
     result = runner.invoke(app, ["schedules", "check", "-t", str(plant(tmp_path, change))])
 
@@ -291,8 +291,8 @@ def test_schedules_show_prints_each_jobs_next_ticks_in_every_zone() -> None:
     for expected in ("Sat 2027-03-13 14:00", "Sat 09:00 EST", "Sun 2027-03-14 14:00", "Sun 10:00 EDT", "Sun 04:00 HST"):
         assert expected in result.output
     shown = json.loads(runner.invoke(app, [*args, "--count", "3", "--json"]).stdout)
-    assert [job["job"] for job in shown["jobs"]] == ["window-generation", "session-cleanup"]
-    hourly = shown["jobs"][1]["ticks"]
+    assert [job["job"] for job in shown["jobs"]] == list(original().jobs)
+    (hourly,) = [job["ticks"] for job in shown["jobs"] if job["function"] == HOURLY[0]]
     assert [tick["utc"] for tick in hourly] == ["2027-03-13T13:00:00Z", "2027-03-13T14:00:00Z", "2027-03-13T15:00:00Z"]
     assert hourly[0]["local"]["America/Anchorage"] == "2027-03-13T04:00:00-09:00"
 

@@ -14,7 +14,12 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 
 
 def test_a_function_without_its_log_group_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "      LoggingConfig:\n        LogGroup: !Ref SessionCleanupLogGroup\n", "")
+    planted.replace(
+        TEMPLATE,
+        "      LoggingConfig:\n        LogGroup: !Ref SessionCleanupLogGroup\n",
+        "",
+        resource="SessionCleanupFunction",
+    )
 
     violations = planted.violations(RULE)
 
@@ -28,6 +33,7 @@ def test_a_log_group_without_retention_or_named_after_its_function_is_caught(pla
         '      LogGroupName: !Sub "/aws/lambda/${AWS::StackName}/job-trigger"\n'
         "      RetentionInDays: !Ref LogRetentionInDays\n",
         '      LogGroupName: !Sub "/aws/lambda/${JobTriggerFunction}"\n',
+        resource="JobTriggerLogGroup",
     )
 
     violations = planted.violations(RULE)
@@ -37,7 +43,7 @@ def test_a_log_group_without_retention_or_named_after_its_function_is_caught(pla
 
 
 def test_a_missing_or_wrong_service_name_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "          POWERTOOLS_SERVICE_NAME: job-trigger\n", "")
+    planted.replace(TEMPLATE, "          POWERTOOLS_SERVICE_NAME: job-trigger\n", "", resource="JobTriggerFunction")
     planted.replace(
         TEMPLATE,
         "POWERTOOLS_SERVICE_NAME: session-cleanup",
@@ -63,7 +69,12 @@ def test_a_worker_logging_under_another_service_or_without_its_group_is_caught(p
         "POWERTOOLS_SERVICE_NAME: window-worker",
         after="  WindowGenerationWorkerFunction:\n",
     )
-    planted.replace(TEMPLATE, "LogGroup: !Ref SessionCleanupWorkerLogGroup", "LogGroup: !Ref SessionCleanupWorkQueue")
+    planted.replace(
+        TEMPLATE,
+        "LogGroup: !Ref SessionCleanupWorkerLogGroup",
+        "LogGroup: !Ref SessionCleanupWorkQueue",
+        resource="SessionCleanupWorkerFunction",
+    )
 
     violations = planted.violations(RULE)
 

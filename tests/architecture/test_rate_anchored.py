@@ -13,7 +13,7 @@ from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
 CLEANUP = "  SessionCleanupFunction:\n"
-HOURLY = "SessionCleanupFunction.Events.Hourly"
+HOURLY = "SessionCleanupFunction.Events.Schedule"
 ANCHOR = "2026-01-01T00:00:00Z"
 
 

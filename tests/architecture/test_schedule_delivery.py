@@ -12,7 +12,7 @@ TEMPLATE = "template.yaml"
 CLEANUP = "  SessionCleanupFunction:\n"
 
 
-HOURLY = "SessionCleanupFunction.Events.Hourly"
+HOURLY = "SessionCleanupFunction.Events.Schedule"
 
 
 # ---------------------------------------------------------------------------------------------- schedule-delivery

@@ -69,7 +69,10 @@ def test_a_job_named_differently_from_its_schedule_is_caught(planted: PlantedCop
 
 def test_a_handler_setting_that_names_no_module_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
-        TEMPLATE, "Handler: session_cleanup.handler.lambda_handler", "Handler: session_cleanup.handlers.lambda_handler"
+        TEMPLATE,
+        "Handler: session_cleanup.handler.lambda_handler",
+        "Handler: session_cleanup.handlers.lambda_handler",
+        resource="SessionCleanupFunction",
     )
 
     violations = planted.violations("scheduled-by-kit")

@@ -39,7 +39,7 @@ def test_an_input_without_the_ticks_identity_is_caught(planted: PlantedCopy, car
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction.Events.Hourly",
+        resource="SessionCleanupFunction.Events.Schedule",
         containing=f"does not carry {placeholder}",
     )
 
@@ -55,7 +55,7 @@ def test_a_scheduled_time_filled_from_the_execution_id_is_caught(planted: Plante
 
     violations = planted.violations("tick-identity")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Hourly", containing="is not a tick")
+    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Schedule", containing="is not a tick")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from tests.architecture.planting import PlantedCopy, found
 TEMPLATE = "template.yaml"
 RULE = "ticks-on-the-minute"
 CLEANUP = "  SessionCleanupFunction:\n"
-HOURLY = "SessionCleanupFunction.Events.Hourly"
+HOURLY = "SessionCleanupFunction.Events.Schedule"
 CRON = "ScheduleExpression: cron(0 * * * ? *)"
 
 

@@ -76,6 +76,7 @@ def test_sam_policy_templates_and_wildcards_count_as_grants(planted: PlantedCopy
         "              Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]\n"
         "              Resource: !GetAtt WindowGenerationWorkQueue.Arn\n",
         "        - SQSPollerPolicy:\n            QueueName: !GetAtt WindowGenerationWorkQueue.QueueName\n",
+        resource="WindowGenerationWorkerFunction",
     )
     planted.replace(TEMPLATE, "Action: [sqs:SendMessage]", "Action: ['sqs:Send*']", after=NIGHTLY_WORKER)
 

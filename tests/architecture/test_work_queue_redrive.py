@@ -33,6 +33,7 @@ def test_a_redrive_to_an_arn_outside_the_template_is_caught(planted: PlantedCopy
         TEMPLATE,
         "deadLetterTargetArn: !GetAtt SessionCleanupWorkDeadLetterQueue.Arn",
         "deadLetterTargetArn: arn:aws:sqs:us-east-1:123456789012:elsewhere",
+        resource="SessionCleanupWorkQueue",
     )
 
     found(
@@ -108,6 +109,7 @@ def test_failed_items_sent_somewhere_else_than_the_dead_letter_queue_are_caught(
         TEMPLATE,
         "WORK_DEAD_LETTER_QUEUE_URL: !Ref WindowGenerationWorkDeadLetterQueue",
         "WORK_DEAD_LETTER_QUEUE_URL: !Ref JobFailureQueue",
+        resource="WindowGenerationWorkerFunction",
     )
 
     found(

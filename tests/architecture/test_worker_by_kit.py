@@ -139,7 +139,9 @@ def test_a_fan_out_over_a_job_without_a_literal_name_is_caught(planted: PlantedC
 )
 def test_a_worker_that_does_not_name_its_scheduled_function_is_caught(planted: PlantedCopy, worker_of: str) -> None:
     replacement = "" if worker_of.endswith("SessionCleanupFunction\n") else worker_of
-    planted.replace(TEMPLATE, "        worker_of: SessionCleanupFunction\n", replacement)
+    planted.replace(
+        TEMPLATE, "        worker_of: SessionCleanupFunction\n", replacement, resource="SessionCleanupWorkerFunction"
+    )
 
     found(
         planted.violations("worker-by-kit"),
@@ -183,7 +185,10 @@ def test_a_worker_continuing_on_another_queue_is_caught(planted: PlantedCopy) ->
 
 def test_a_worker_no_mapping_feeds_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
-        TEMPLATE, "FunctionName: !Ref SessionCleanupWorkerFunction", "FunctionName: !Ref WindowGenerationWorkerFunction"
+        TEMPLATE,
+        "FunctionName: !Ref SessionCleanupWorkerFunction",
+        "FunctionName: !Ref WindowGenerationWorkerFunction",
+        resource="SessionCleanupWorkerEventSourceMapping",
     )
 
     violations = planted.violations("worker-by-kit")
@@ -195,7 +200,10 @@ def test_a_worker_no_mapping_feeds_is_caught(planted: PlantedCopy) -> None:
 def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: PlantedCopy) -> None:
     # Given the trigger fed from the cleanup work queue: a mapping makes it a worker, which it is not
     planted.replace(
-        TEMPLATE, "FunctionName: !Ref SessionCleanupWorkerFunction", "FunctionName: !Ref JobTriggerFunction"
+        TEMPLATE,
+        "FunctionName: !Ref SessionCleanupWorkerFunction",
+        "FunctionName: !Ref JobTriggerFunction",
+        resource="SessionCleanupWorkerEventSourceMapping",
     )
 
     violations = planted.violations("worker-by-kit")

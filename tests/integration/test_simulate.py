@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from clockless import format_scheduled_time
 from clockless_tools.cli.app import app
-from clockless_tools.local.seed import SeedPlan, seed_demo_tables
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.seed import SeedPlan, seed_jobs
+from clockless_tools.simulate.report import bookkeeping_tables
+from clockless_tools.simulate.request import expected_ticks
 from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import scan_all
 
-# Six hours with both jobs' ticks: every tick fans out to 16 partitions, so 7 x 16 partition runs.
-# Each job's showcase tick meets every kind of delivery and every worker fault, so six hours prove
-# what twelve did.
+# Six hours with every job's ticks (the example jobs': one daily, six hourly): each job's showcase
+# tick meets every kind of delivery and every worker fault.
 FROM, TO = "2026-11-27T10:00:00Z", "2026-11-27T16:00:00Z"
-DROPPED = "session-cleanup@2026-11-27T11:00:00Z"
+TICKS = expected_ticks(Template.load(), datetime.fromisoformat(FROM), datetime.fromisoformat(TO))
+# The job with the most ticks in the range gives up its fourth one (or its last).
+BUSIEST = max(TICKS, key=lambda job: len(TICKS[job]))
+DROPPED_AT = format_scheduled_time(TICKS[BUSIEST][min(3, len(TICKS[BUSIEST]) - 1)])
+DROPPED = f"{BUSIEST}@{DROPPED_AT}"
 BROKEN_JOBS = PROJECT_ROOT / "tests" / "fixtures" / "broken_jobs" / "template.yaml"
+CLOCK_JOBS = PROJECT_ROOT / "tests" / "fixtures" / "clock_jobs" / "template.yaml"
 
 
 def simulate(*args: str) -> tuple[int, dict[str, Any]]:
@@ -56,10 +64,11 @@ def test_every_tick_of_a_quarter_day_takes_effect_exactly_once_despite_extra_del
 
     assert code == 0
     assert report["ok"] is True
-    assert report["compared_tables"] == ["ProgramsTable", "SessionsTable", "WindowsTable"]
+    template = Template.load()
+    assert report["compared_tables"] == sorted(template.tables.keys() - bookkeeping_tables(template))
     by_job = jobs(report)
-    assert by_job["window-generation"]["ticks_expected"] == 1
-    assert by_job["session-cleanup"]["ticks_expected"] == 6
+    assert {job: by_job[job]["ticks_expected"] for job in template.jobs} == {job: len(t) for job, t in TICKS.items()}
+    assert all(TICKS.values()), f"every job should tick between {FROM} and {TO}: {TICKS}"
     for job in by_job.values():
         delivered = job["ticks_expected"] - len(job["ticks_dropped"])
         assert job["ticks_missed"] == []
@@ -75,8 +84,16 @@ def test_every_tick_of_a_quarter_day_takes_effect_exactly_once_despite_extra_del
     # Some injected failures landed after writes had taken effect, and their retries still did not
     # duplicate anything.
     assert sum(job["failures_after_writes"] for job in by_job.values()) > 0
-    assert by_job["window-generation"]["effects"]["WindowsTable"]["created"] > 0
-    assert by_job["session-cleanup"]["effects"]["SessionsTable"]["deleted"] > 0
+    # Every job had seeded work and did it: a verdict over no effect would prove nothing.
+    for job in by_job.values():
+        assert job["no_work"] is False
+        assert sum(sum(effects.values()) for effects in job["effects"].values()) > 0, job["job"]
+    # And the run says what it proved in one sentence, counted.
+    applied = sum(sum(effects.values()) for job in by_job.values() for effects in job["effects"].values())
+    delivered = sum(job["ticks_expected"] - len(job["ticks_dropped"]) for job in by_job.values())
+    assert report["proved"].startswith(
+        f"{delivered} ticks of {len(by_job)} jobs took effect exactly once: {applied} items applied, 0 twice, 0 lost, "
+    )
 
 
 def test_every_fanned_out_tick_completes_with_the_reference_counters_despite_worker_faults(
@@ -94,9 +111,11 @@ def test_every_fanned_out_tick_completes_with_the_reference_counters_despite_wor
         assert workers["ledger_differences"] == []
         assert workers["dead_lettered"] == 0
         assert workers["invocations"] >= 16 * delivered
-        # Messages that failed (a crash, a throttled request) came back and were done.
+        # Messages that failed (a crash) came back and were done; a throttled request is waited
+        # out in its invocation and never sends its message back.
         assert workers["redelivered"] > 0
         assert workers["failed"] > 0
+        assert workers["failed"] == workers["faults"]["crash"]
         for kind, count in workers["faults"].items():
             faults[kind] = faults.get(kind, 0) + count
     # Each worker fault happened (every message of each job's showcase tick met one).
@@ -117,10 +136,10 @@ def test_the_report_numbers_reconcile(quarter_day: tuple[int, dict[str, Any]]) -
 def test_a_dropped_tick_is_reported_and_does_not_fail_the_run(quarter_day: tuple[int, dict[str, Any]]) -> None:
     code, report = quarter_day
 
-    cleanup = jobs(report)["session-cleanup"]
+    busiest = jobs(report)[BUSIEST]
     assert code == 0
-    assert cleanup["ticks_dropped"] == ["2026-11-27T11:00:00Z"]
-    assert cleanup["ticks_missed"] == []
+    assert busiest["ticks_dropped"] == [DROPPED_AT]
+    assert busiest["ticks_missed"] == []
 
 
 @pytest.mark.slow  # two whole simulations for one property: CI runs it
@@ -166,16 +185,41 @@ def test_a_job_that_always_fails_misses_every_tick(broken_jobs: tuple[int, dict[
     assert all("unreachable" in failure for failure in failing["reference_failures"])
 
 
+def test_a_job_deciding_from_the_wall_clock_fails_exactly_once_where_the_same_job_on_its_tick_passes() -> None:
+    # Given two idempotent jobs, one deciding as of its tick, the other as of datetime.now()
+    code, report = simulate(
+        "--template", str(CLOCK_JOBS), "--from", "2026-11-27T00:00:00Z", "--to", "2026-11-27T04:00:00Z"
+    )
+
+    # Then the simulation's deliveries (within the tick's minute, retried, late) decided otherwise
+    # than the reference's on-time one for the clock job only, item by item
+    on_the_tick, on_the_clock = jobs(report)["on-the-tick"], jobs(report)["on-the-clock"]
+    assert code == 1
+    assert on_the_tick["exactly_once"] is True
+    assert on_the_tick["differences"] == []
+    assert on_the_clock["exactly_once"] is False
+    assert len(on_the_clock["differences"]) == on_the_clock["ticks_expected"] == 4
+    for difference in on_the_clock["differences"]:
+        simulated, on_time = difference["attributes"]["as_of"]
+        assert on_time == difference["key"]["scheduled_time"]
+        assert simulated > on_time
+    assert "not exactly once: on-the-clock" in report["proved"]
+
+
 def test_the_simulation_can_run_on_a_running_dynamodb_whose_tables_stay_for_inspection(
     template: Template, tables: Any, dynamodb_endpoint: str
 ) -> None:
-    # Given the embedded DynamoDB of `local up`, seeded like `local seed` does
-    seed_demo_tables(template, SeedPlan(tenants=1), business_date=date(2026, 11, 28), now=datetime.fromisoformat(TO))
+    # Given the embedded DynamoDB of `local up`, seeded like `local seed` does, and the busiest job's ticks
+    start, end = datetime.fromisoformat("2026-11-28T00:00:00Z"), datetime.fromisoformat("2026-11-28T03:00:00Z")
+    seed_jobs(LocalLambdaRuntime(template, dynamodb_endpoint), SeedPlan(tenants=1), start=start, end=end)
+    ticks = expected_ticks(template, start, end)
+    assert ticks[BUSIEST], f"{BUSIEST} should tick in {start}..{end}"
+    dropped = ticks[BUSIEST][-1]
 
     # When the simulation runs there, with one tick dropped
     code, report = simulate(
-        "--endpoint", dynamodb_endpoint, "--from", "2026-11-28T00:00:00Z", "--to", "2026-11-28T03:00:00Z",
-        "--drop", "session-cleanup@2026-11-28T02:00:00Z",
+        "--endpoint", dynamodb_endpoint, "--from", format_scheduled_time(start), "--to", format_scheduled_time(end),
+        "--drop", f"{BUSIEST}@{format_scheduled_time(dropped)}",
     )  # fmt: skip
 
     # Then it passes, and the run ledger in that DynamoDB shows each delivered tick, not the dropped one
@@ -186,15 +230,19 @@ def test_the_simulation_can_run_on_a_running_dynamodb_whose_tables_stay_for_insp
         for item in scan_all(tables, "LedgerTable")
         if not item["job"]["S"].endswith("#work")  # the partitions' records
     }
-    hours = [f"2026-11-28T{hour:02d}:00:00Z" for hour in (0, 1)]
-    assert ledger == {("session-cleanup", hour): "succeeded" for hour in hours}
+    assert ledger == {
+        (job, format_scheduled_time(moment)): "succeeded"
+        for job, moments in ticks.items()
+        for moment in moments
+        if (job, moment) != (BUSIEST, dropped)
+    }
 
 
 def test_bad_input_is_one_line_and_exit_code_2() -> None:
     cases = {
-        ("--drop", "nightly@2026-11-27T14:00:00Z"): "unknown job",
-        ("--drop", "window-generation@2026-11-27T15:00:00Z"): "not a tick of window-generation",
-        ("--drop", "window-generation"): "must be JOB@UTC_TIME",
+        ("--drop", "nightly-no-such-job@2026-11-27T14:00:00Z"): "unknown job",
+        ("--drop", f"{BUSIEST}@2026-11-27T15:00:30Z"): f"not a tick of {BUSIEST}",
+        ("--drop", BUSIEST): "must be JOB@UTC_TIME",
         ("--to", "2026-11-27T00:00:00"): "names no time zone",
         ("--from", "yesterday"): "not an ISO-8601 time",
         ("--from", TO, "--to", FROM): "is not before",

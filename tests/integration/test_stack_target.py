@@ -151,7 +151,7 @@ def _deploy_schedule(session: Any, target: StackTarget, expression: str) -> dict
     """What CloudFormation would have made of the template's group and the cleanup schedule."""
     scheduler = session.client("scheduler")
     group = "clockless-test-ScheduleGroup-1Q2W3E4R"
-    name = "clockless-test-SessionCleanupFunctionHourly-5T6Y7U8I"
+    name = "clockless-test-SessionCleanupFunctionSchedule-5T6Y7U8I"
     scheduler.create_schedule_group(Name=group)
     scheduler.create_schedule(
         Name=name,
@@ -161,7 +161,7 @@ def _deploy_schedule(session: Any, target: StackTarget, expression: str) -> dict
         Target={"Arn": "arn:aws:lambda:us-east-1:123456789012:function:x", "RoleArn": "arn:aws:iam::1:role/x"},
     )
     target.physical["ScheduleGroup"] = group
-    target.physical["SessionCleanupFunctionHourly"] = name
+    target.physical["SessionCleanupFunctionSchedule"] = name
     return dict(scheduler.get_schedule(Name=name, GroupName=group))
 
 
@@ -173,7 +173,7 @@ def test_the_schedule_arn_names_the_stacks_own_group(stack: Any, template: Templ
 
     assert arn is not None
     assert arn.endswith(
-        ":schedule/clockless-test-ScheduleGroup-1Q2W3E4R/clockless-test-SessionCleanupFunctionHourly-5T6Y7U8I"
+        ":schedule/clockless-test-ScheduleGroup-1Q2W3E4R/clockless-test-SessionCleanupFunctionSchedule-5T6Y7U8I"
     )
 
 
@@ -181,7 +181,7 @@ def test_a_rate_without_start_date_is_anchored_on_the_deployed_schedules_creatio
     stack: Any, template: Template
 ) -> None:
     document = copy.deepcopy(dict(template.document))
-    hourly = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Hourly"]["Properties"]
+    hourly = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Schedule"]["Properties"]
     hourly["ScheduleExpression"] = "rate(1 hour)"
     rated = Template(path=template.path, document=document)
     target = StackTarget(rated, "clockless-test", session=stack)

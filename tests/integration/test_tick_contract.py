@@ -145,15 +145,14 @@ def test_a_resent_claim_dynamodb_did_not_recognise_is_still_its_own(
 
 
 # ------------------------------------------------------------------------ finding 2: the completion
-@pytest.mark.parametrize("kind", [FaultKind.REFUSED, FaultKind.THROTTLED], ids=str)
 def test_a_failed_completion_releases_the_claim_and_the_retry_a_minute_later_runs_the_tick(
-    handler: Handler, faults: FaultInjector, runs: list[str], kit_env: Any, kind: FaultKind
+    handler: Handler, faults: FaultInjector, runs: list[str], kit_env: Any
 ) -> None:
     completion = len(_clean_requests(handler, faults))
 
     with time_machine.travel(TICK_TIME + timedelta(seconds=20), tick=False) as clock:
         with pytest.raises(Exception):  # noqa: B017, PT011 - whatever botocore raised: Lambda sees an error
-            _deliver_with(faults, handler, completion, kind)
+            _deliver_with(faults, handler, completion, FaultKind.REFUSED)
         assert _ledger(kit_env)["status"]["S"] == "failed"
         assert [r for r in scan_all(kit_env, "IdempotencyTable") if r["status"]["S"] == "INPROGRESS"] == []
         clock.shift(timedelta(minutes=1))
@@ -162,6 +161,21 @@ def test_a_failed_completion_releases_the_claim_and_the_retry_a_minute_later_run
     assert retried["outcome"] == "executed"
     entry = _ledger(kit_env)
     assert (entry["status"]["S"], entry["attempts"]["N"]) == ("succeeded", "2")
+
+
+@pytest.mark.parametrize("kind", [FaultKind.THROTTLED, FaultKind.TRANSACTION_THROTTLED], ids=str)
+def test_a_throttled_completion_is_waited_out_in_the_same_attempt(
+    handler: Handler, faults: FaultInjector, kit_env: Any, kind: FaultKind
+) -> None:
+    completion = len(_clean_requests(handler, faults))
+
+    with time_machine.travel(TICK_TIME + timedelta(seconds=20), tick=False):
+        result = _deliver_with(faults, handler, completion, kind, then={completion + 1: kind})
+
+    # Throttled twice, resent a third time: no error for Lambda to retry, one attempt in the ledger
+    assert result["outcome"] == "executed"
+    entry = _ledger(kit_env)
+    assert (entry["status"]["S"], entry["attempts"]["N"]) == ("succeeded", "1")
 
 
 def test_when_the_release_fails_too_lambdas_retry_of_the_same_request_takes_the_claim_over(
@@ -176,7 +190,7 @@ def test_when_the_release_fails_too_lambdas_retry_of_the_same_request_takes_the_
                 faults,
                 handler,
                 completion,
-                FaultKind.THROTTLED,
+                FaultKind.REFUSED,
                 then={completion + 1: FaultKind.REFUSED},
                 request_id=request_id,
             )

@@ -1,44 +1,105 @@
-"""bench/model.py: a million items on DynamoDB, from per-key write limits and measured costs."""
+"""bench/model.py and bench/cost.py: a night on DynamoDB from its per-key, per-table and Lambda
+limits and measured costs; what it costs."""
 
 from __future__ import annotations
 
 import pytest
 
-from clockless_tools.bench.model import KEY_WCU, MILLION, ItemCost, Limits, tenants_to_unbind, time_for
+from clockless_tools.bench.cost import WRU_PER_MILLION, fanned_out_cost, loop_cost
+from clockless_tools.bench.model import (
+    GROWTH_SECONDS,
+    KEY_WCU,
+    MILLION,
+    NEW_WCU,
+    ItemCost,
+    Night,
+    declared_for,
+    predict,
+    slowest_partition,
+    worker_supply,
+)
 
-# A window: its Put and its program's Update, transactional (2 units each), the program's
-# due-index entry moved (delete + put), and a counter action per 49 programs.
-WINDOW = ItemCost({"windows": 2.0, "programs": 2.0, "ledger": 2 / 49}, 2.0, "programs")
+# A window: its Put and its program's Update, transactional (2 units each), the program's due-index
+# entry moved on its shard key (a delete and a put), a counter action per 49 programs.
+WINDOW = ItemCost(
+    {"windows": 2.0, "programs": 2.0, "ledger": 2 / 49},
+    {"programs/due": 2.0},
+    "programs",
+    "programs/due",
+    cpu_seconds=0.0003,
+)
+ANY_SUPPLY = 1e9
 
 
 def test_one_tenant_is_held_to_its_partition_key() -> None:
-    outcome = time_for(MILLION, WINDOW, Limits(workers=16, worker_rate=1_000, index_keys=16))
+    prediction = predict(WINDOW, Night(MILLION, workers=16, tenants=1, supply=ANY_SUPPLY))
 
-    assert outcome.bound == "tenant partition keys"
-    assert outcome.rate == KEY_WCU / 2  # 500 programs/s: 2 units each on one key
-    assert outcome.seconds == 2_000
-
-
-def test_spread_over_tenants_the_index_shards_bind_and_set_the_partitions() -> None:
-    limits = Limits(workers=16, worker_rate=1_000, index_keys=16)
-    tenants = tenants_to_unbind(WINDOW, limits)
-
-    outcome = time_for(MILLION, WINDOW, Limits(16, 1_000, 16, tenants))
-
-    assert tenants == 16
-    assert outcome.bound == "index shard keys"
-    assert outcome.rate == 16 * KEY_WCU / 2  # 8,000 programs/s over 16 shard keys
-    assert outcome.seconds == 125
-    assert outcome.partitions == {"windows": 16, "programs": 16, "ledger": 1, "index": 16}
+    assert prediction.bound == "tenant partition keys"
+    assert prediction.fleet_bounds["tenant partition keys"] == KEY_WCU / 2  # 500 programs/s on one key
+    assert prediction.seconds == pytest.approx(MILLION / 500)
 
 
-def test_slow_workers_bind_before_the_table_does() -> None:
-    outcome = time_for(MILLION, WINDOW, Limits(workers=16, worker_rate=100, index_keys=16, tenants=100))
+def test_a_new_table_holds_a_spread_night_to_4000_write_units_until_it_has_doubled() -> None:
+    cold = predict(WINDOW, Night(MILLION, workers=16, tenants=16, supply=ANY_SUPPLY))
 
-    assert outcome.bound == "workers"
-    assert outcome.seconds == MILLION / 1_600
+    # 2 units per item on each table and on the index: each new one takes 2,000 items/s
+    assert cold.bound in {"windows on-demand", "programs on-demand", "programs/due on-demand"}
+    assert cold.seconds == pytest.approx(MILLION / (NEW_WCU / 2))
+    assert cold.growth_steps == 0  # 500 s: no 30 minutes held at the ceiling
+
+    ten = predict(WINDOW, Night(10 * MILLION, workers=16, tenants=16, supply=ANY_SUPPLY))
+    first_window = GROWTH_SECONDS * NEW_WCU / 2  # items done before the ceilings may double
+    assert ten.growth_steps >= 1
+    assert ten.seconds == pytest.approx(GROWTH_SECONDS + (10 * MILLION - first_window) / (2 * NEW_WCU / 2))
 
 
-def test_a_model_without_workers_is_refused() -> None:
-    with pytest.raises(ValueError, match="positive items and limits"):
-        time_for(MILLION, WINDOW, Limits(workers=0, worker_rate=100, index_keys=16))
+def test_warm_tables_leave_the_shard_keys_and_the_slowest_partition_to_set_the_time() -> None:
+    shards = 16 * KEY_WCU / 2  # each worker's own shard key: 500 items/s
+    warm = declared_for(WINDOW, shards)
+    assert warm["programs/due"] == 16_000
+
+    prediction = predict(WINDOW, Night(MILLION, workers=16, tenants=16, warm=warm, supply=ANY_SUPPLY))
+
+    assert prediction.worker_rate == 500
+    # the largest of 16 hash partitions of 1M is above 1M / 16: the tick waits for it
+    assert prediction.slowest_partition == slowest_partition(MILLION, 16) > MILLION / 16
+    assert prediction.bound == "the slowest partition"
+    assert prediction.seconds == pytest.approx(prediction.slowest_partition / 500)
+
+
+def test_lambda_supply_is_the_cpu_share_of_the_memory() -> None:
+    assert worker_supply(WINDOW, 1_769) == pytest.approx(1 / 0.0003)
+    assert worker_supply(WINDOW, 3_538) == pytest.approx(1 / 0.0003)  # one thread: one vCPU at most
+    slow = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", cpu_seconds=0.01)
+
+    prediction = predict(slow, Night(MILLION, workers=16, tenants=16, memory_mb=512))
+
+    per_worker = (512 / 1_769) / 0.01  # 29 items/s: below its shard key's 500
+    assert min(prediction.fleet_bounds, key=lambda n: prediction.fleet_bounds[n]) == "Lambda supply"
+    assert prediction.worker_rate == pytest.approx(per_worker)
+    assert prediction.seconds == pytest.approx(prediction.slowest_partition / per_worker)
+
+
+def test_scale_divides_every_limit_so_fewer_items_take_the_same_time() -> None:
+    full = predict(WINDOW, Night(MILLION, workers=16, tenants=1, supply=ANY_SUPPLY))
+    scaled = predict(WINDOW, Night(MILLION // 50, workers=16, tenants=1, scale=50, supply=ANY_SUPPLY))
+
+    assert scaled.seconds == pytest.approx(full.seconds)
+
+
+def test_a_night_without_items_or_workers_is_refused() -> None:
+    with pytest.raises(ValueError, match="positive items, workers"):
+        Night(0, workers=16)
+    with pytest.raises(ValueError, match="positive items, workers"):
+        Night(MILLION, workers=0)
+
+
+def test_a_night_costs_its_write_units_its_workers_time_and_its_messages() -> None:
+    fanned = fanned_out_cost(MILLION, 6.0, seconds=540, workers=16, memory_mb=512, run_seconds=270)
+    loop = loop_cost(MILLION, 6.0, seconds_per_item=0.02, memory_mb=512)
+
+    assert fanned.write_units == pytest.approx(6 * WRU_PER_MILLION) == loop.write_units
+    assert fanned.lambda_compute == pytest.approx(16 * 540 * 0.5 * 0.0000133334)
+    assert fanned.sqs_requests == pytest.approx(16 * 2 * 3 / 1e6 * 0.40)  # two runs per partition
+    assert loop.lambda_compute == pytest.approx(MILLION * 0.02 * 0.5 * 0.0000133334)
+    assert loop.lambda_requests > 0  # 20,000 s of work needs 23 invocations of 15 minutes

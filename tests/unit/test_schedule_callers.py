@@ -21,7 +21,7 @@ CLEANUP = "session-cleanup"
 
 def _with_cleanup_schedule(template: Template, **properties: Any) -> Template:
     document = copy.deepcopy(dict(template.document))
-    event = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Hourly"]["Properties"]
+    event = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Schedule"]["Properties"]
     event.update(properties)
     return Template(path=template.path, document=document)
 
@@ -84,7 +84,7 @@ def test_a_rate_without_start_date_is_refused_by_the_operations(template: Templa
 def test_events_refuse_a_rate_without_start_date_naming_the_schedule(template: Template) -> None:
     rated = _with_cleanup_schedule(template, ScheduleExpression="rate(1 hour)")
 
-    with pytest.raises(TemplateError, match=r"SessionCleanupFunction\.Events\.Hourly: rate\(1 hour\) has no StartDate"):
+    with pytest.raises(TemplateError, match=r"SessionCleanupFunction\.Events\.Schedule: rate\(1 hour\) has no Start"):
         sample_events(rated.jobs[CLEANUP])
 
 

@@ -109,6 +109,25 @@ def test_a_refused_or_throttled_request_never_reaches_dynamodb_on_any_attempt(
     assert faults.requests()[0].fault is kind
 
 
+def test_a_transaction_is_throttled_as_dynamodb_throttles_it() -> None:
+    # Given a transaction of three actions throttled as DynamoDB throttles one
+    faults, dynamodb = FaultInjector(), _DynamoDB()
+    faults.arm(1, FaultKind.TRANSACTION_THROTTLED)
+    actions = [{"Put": {"TableName": "T", "Item": {}}}] * 3
+    # When it is sent
+    response = _send(faults, dynamodb, _request({"TransactItems": actions}, "TransactWriteItems"))
+    # Then it is cancelled with ThrottlingError on its first action (a reason botocore does not retry)
+    body = json.loads(response.content)
+    assert response.status_code == 400
+    assert body["__type"].endswith("#TransactionCanceledException")
+    assert [r["Code"] for r in body["CancellationReasons"]] == ["ThrottlingError", "None", "None"]
+    assert dynamodb.received == []
+    # and any other request meets ThrottlingException
+    faults.arm(1, FaultKind.TRANSACTION_THROTTLED)
+    other = _send(faults, dynamodb, _request({"TableName": "T"}, "UpdateItem", call="call-2"))
+    assert b"ThrottlingException" in other.content
+
+
 def test_a_lost_response_is_applied_then_resent_with_the_same_bytes() -> None:
     faults, dynamodb = FaultInjector(), _DynamoDB()
     faults.arm(1, FaultKind.LOST_RESPONSE)

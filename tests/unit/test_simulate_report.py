@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from clockless_tools.simulate.report import bookkeeping_tables, job_tables
+from datetime import UTC, datetime, timedelta
+
+from clockless_tools.simulate.report import JobReport, SimulationReport, bookkeeping_tables, job_tables
+from clockless_tools.simulate.snapshot import ItemDifference, TableEffects
 from clockless_tools.template.model import Template
 
 
@@ -10,3 +13,58 @@ def test_bookkeeping_tables_are_told_by_their_metadata(template: Template) -> No
     assert bookkeeping_tables(template) == {"IdempotencyTable", "LedgerTable"}
     assert job_tables(template, "WindowGenerationFunction") == ["ProgramsTable", "WindowsTable"]
     assert job_tables(template, "SessionCleanupFunction") == ["SessionsTable"]
+
+
+def _report(*jobs: JobReport) -> SimulationReport:
+    start = datetime(2026, 11, 27, tzinfo=UTC)
+    return SimulationReport(start, start + timedelta(hours=2), 7, None, None, list(jobs), ["T"], [])
+
+
+def _job(name: str, *, ticks: int, effects: int, has_demo: bool = True) -> JobReport:
+    job = JobReport(name, "F", "cron(0 * * * ? *)", ["T"], ticks_expected=ticks, has_demo=has_demo)
+    job.effects = {"T": TableEffects(created=effects)}
+    job.reference_effects = {"T": TableEffects(created=effects)}
+    job.failures_injected, job.responses_lost = 2, 1
+    return job
+
+
+def test_the_run_says_in_one_sentence_what_it_proved_counted_from_the_jobs() -> None:
+    report = _report(_job("a", ticks=2, effects=5), _job("b", ticks=1, effects=7), _job("quiet", ticks=0, effects=0))
+
+    assert report.ok
+    assert (
+        report.proved()
+        == "3 ticks of 2 jobs took effect exactly once: 12 items applied, 0 twice, 0 lost, under 6 injected faults"
+    )
+
+
+def test_a_job_with_ticks_and_no_effect_gets_no_verdict_and_fails_the_run() -> None:
+    # Given a job whose ticks were delivered but whose tables nothing seeded (no demo.py)
+    idle = _job("subscription-expiry", ticks=2, effects=0, has_demo=False)
+
+    report = _report(_job("a", ticks=2, effects=5), idle)
+
+    # Then it is no proof of anything: the run fails, saying so
+    assert idle.exactly_once
+    assert idle.no_work
+    assert not report.ok
+    assert idle.no_work_reason == (
+        "no work seeded for subscription-expiry: 2 ticks delivered, no effect (its package has no demo.py)"
+    )
+    assert "NOT proved (no work seeded for subscription-expiry)" in report.proved()
+
+
+def test_items_done_twice_or_lost_are_counted_in_the_sentence() -> None:
+    job = _job("a", ticks=2, effects=5)
+    job.differences = [
+        ItemDifference("T", {"k": 1}, "changed"),
+        ItemDifference("T", {"k": 2}, "extra"),
+        ItemDifference("T", {"k": 3}, "missing"),
+    ]
+
+    report = _report(job)
+
+    assert not report.ok
+    assert report.proved().endswith(
+        "NOT proved (not exactly once: a): 5 items applied, 2 twice, 1 lost, under 3 injected faults"
+    )

@@ -23,3 +23,21 @@ def test_drops_must_name_a_tick_of_a_scheduled_job(template: Template) -> None:
         SimulationRequest(
             template, START, END, drops=(("session-cleanup", datetime(2026, 11, 28, 3, 30, tzinfo=UTC)),)
         ).validate()
+
+
+@pytest.mark.parametrize(
+    ("capacity", "scale", "endpoint", "refusal"),
+    [
+        ("tepid", 1.0, None, "--capacity 'tepid': choose one of cold, warm"),
+        ("cold", 0.0, None, "--scale 0: must be positive"),
+        (None, 50.0, None, "--scale 50 needs --capacity"),
+        ("warm", 1.0, "http://127.0.0.1:8765", "drop --endpoint or --capacity"),
+    ],
+)
+def test_capacity_options_are_checked_before_anything_runs(
+    template: Template, capacity: str | None, scale: float, endpoint: str | None, refusal: str
+) -> None:
+    request = SimulationRequest(template, START, END, capacity=capacity, scale=scale, endpoint=endpoint)
+    with pytest.raises(SimulationInputError, match=refusal):
+        request.validate()
+    assert SimulationRequest(template, START, END, capacity="cold", scale=200).validate()

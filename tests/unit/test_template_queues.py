@@ -18,22 +18,29 @@ def _template(resources: dict[str, Any]) -> Template:
 
 
 def test_the_projects_workers_read_their_queues_and_mappings(template: Template) -> None:
-    assert sorted(template.worker_functions) == ["SessionCleanupWorkerFunction", "WindowGenerationWorkerFunction"]
-    assert template.function("WindowGenerationWorkerFunction").worker_of == "WindowGenerationFunction"
-    assert template.workers_of("SessionCleanupFunction") == {
-        "SessionCleanupWorkerFunction": template.function("SessionCleanupWorkerFunction")
-    }
-    queue = template.work_queue_for_job("window-generation")
-    assert (queue.logical_id, queue.visibility_timeout, queue.max_receive_count) == (
-        "WindowGenerationWorkQueue",
-        1800,
-        5,
-    )
-    assert queue.dead_letter_queue == "WindowGenerationWorkDeadLetterQueue"
-    assert queue.retained
-    (mapping,) = template.mappings_of("SessionCleanupWorkerFunction")
-    assert (mapping.source, mapping.batch_size, mapping.maximum_concurrency) == ("SessionCleanupWorkQueue", 1, 16)
-    assert mapping.function_response_types == ["ReportBatchItemFailures"]
+    # Every worker of the template, whatever the jobs: read as its resources write it.
+    assert template.worker_functions, "the template declares no fanned-out job to read"
+    for worker_id, worker in template.worker_functions.items():
+        coordinator = worker.worker_of
+        assert coordinator in template.scheduled_functions
+        assert template.workers_of(coordinator) == {worker_id: worker}
+        job = template.functions[coordinator].schedules[0].job
+        queue = template.work_queue_for_job(job)
+        written = template.resources[queue.logical_id]["Properties"]
+        assert (queue.visibility_timeout, queue.max_receive_count) == (
+            written["VisibilityTimeout"],
+            written["RedrivePolicy"]["maxReceiveCount"],
+        )
+        assert queue.dead_letter_queue == written["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+        assert queue.retained
+        (mapping,) = template.mappings_of(worker_id)
+        mapped = template.resources[mapping.logical_id]["Properties"]
+        assert (mapping.source, mapping.batch_size, mapping.maximum_concurrency) == (
+            queue.logical_id,
+            mapped["BatchSize"],
+            mapped["ScalingConfig"]["MaximumConcurrency"],
+        )
+        assert mapping.function_response_types == ["ReportBatchItemFailures"]
 
 
 def test_a_queue_and_a_mapping_left_at_their_defaults_read_as_aws_creates_them() -> None:

@@ -27,6 +27,7 @@ from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
 from clockless.observability import Observability
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
+from clockless.throttle import SYSTEM_CLOCK, Budget, Clock
 from clockless.tick import Tick, format_scheduled_time, utc_now
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
@@ -138,6 +139,8 @@ class ScheduledJob:
         self._lock = threading.Lock()
         # Set by `clockless.fanout.FanOut`: this job's ticks are split into this many partitions.
         self.partitions_total: int | None = None
+        # Throttles on the kit's own writes are waited out on this clock (tests set their own).
+        self.clock: Clock = SYSTEM_CLOCK
 
     def declare_fan_out(self, partitions_total: int) -> None:
         """The job's ticks fan out into `partitions_total` partitions (called by `FanOut`)."""
@@ -212,7 +215,10 @@ class ScheduledJob:
             key_prefix=self.idempotency_key_prefix,
         )
         delivery = Delivery(
-            tick, request_id=getattr(context, "aws_request_id", None), partitions_total=self.partitions_total
+            tick,
+            request_id=getattr(context, "aws_request_id", None),
+            partitions_total=self.partitions_total,
+            budget=Budget(context, 0.0, self.clock),
         )
         try:
             held = self._held_by_overlap(tick, store)

@@ -7,6 +7,10 @@ Every request can be applied with its answer lost and then resent by botocore, s
 recognises its own earlier send: DynamoDB answers a resent `TransactWriteItems` from its
 `ClientRequestToken` (botocore fills it in), and the claim also carries this delivery's claim id,
 which its conditions accept as "mine". See docs/tick-contract.md.
+
+A throttle is never a failure here either: each of the three transactions is resent after
+backoff while the delivery's budget lasts (clockless.throttle), with the same
+`ClientRequestToken`, so a resend of one that was applied is answered without applying it twice.
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyIt
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
+from clockless.throttle import Budget, ThrottleRetryingClient, client_request_token, remaining_ms
 from clockless.tick import Tick
 
 CLAIM_ID_ATTR: Final = "claim_id"
 REQUEST_ID_ATTR: Final = "request_id"
 _INPROGRESS: Final = STATUS_CONSTANTS["INPROGRESS"]
 _COMPLETED: Final = STATUS_CONSTANTS["COMPLETED"]
+# A throttled claim may be waited out for half of what the attempt has left (the other half is
+# the job's); the completion and the release until this close to the attempt's end.
+CLAIM_SHARE: Final = 0.5
+LAST_WRITE_MARGIN_SECONDS: Final = 3.0
 
 
 class Phase(enum.Enum):
@@ -71,6 +80,8 @@ class Delivery:
     released: Release | None = None
     # a fan-out coordinator's partitions: its claim records them, its completion leaves the status
     partitions_total: int | None = None
+    # how long throttles may be waited out (None: as long as a Lambda attempt can last)
+    budget: Budget | None = None
 
     def elapsed_ms(self) -> int:
         return round((time.monotonic() - self.started) * 1000)
@@ -94,6 +105,21 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             yield delivery
         finally:
             _current.reset(reset)
+
+    def _transact(self, delivery: Delivery, transaction: list[Any], *, claim: bool = False) -> None:
+        """One bookkeeping transaction, throttles waited out within the delivery's budget (the
+        claim's within its share), with a token that makes a resend of an applied one a no-op."""
+        self._retrying(delivery, claim=claim).transact_write_items(
+            TransactItems=transaction, ClientRequestToken=client_request_token(transaction)
+        )
+
+    def _retrying(self, delivery: Delivery, *, claim: bool = False) -> Any:
+        """The client, waiting out throttles for as long as this write may."""
+        budget = delivery.budget if delivery.budget is not None else Budget(None, 0.0)
+        margin = LAST_WRITE_MARGIN_SECONDS
+        if claim:
+            margin = max(margin, remaining_ms(budget.context) / 1000 * CLAIM_SHARE)
+        return ThrottleRetryingClient(self.dynamodb, budget.with_margin(margin))
 
     @staticmethod
     def _delivery() -> Delivery:
@@ -120,7 +146,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             # ledger notes beside the first outcome.
             delivery.rerun = True
             try:
-                self.dynamodb.put_item(**claim)
+                self._retrying(delivery, claim=True).put_item(**claim)
             except self.dynamodb.exceptions.ConditionalCheckFailedException as error:
                 raise self._already_exists(error.response.get("Item")) from error
             return
@@ -187,7 +213,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             },
         ]
         try:
-            self.dynamodb.transact_write_items(TransactItems=transaction)
+            self._transact(delivery, transaction, claim=True)
         except self.dynamodb.exceptions.TransactionCanceledException as error:
             claim_reason, ledger_reason = _reasons(error, 2)
             if claim_reason.get("Code") == "ConditionalCheckFailed":
@@ -237,7 +263,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         )
         transaction: list[Any] = [{"Update": completion}, {"Update": ledger_update}]
         # A resend after a lost answer carries the same ClientRequestToken: DynamoDB applies it once.
-        self.dynamodb.transact_write_items(TransactItems=transaction)
+        self._transact(delivery, transaction)
         delivery.phase = Phase.DONE
 
     # ---------------------------------------------------------------------------------- release
@@ -267,7 +293,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         if delivery.rerun:
             # The ledger keeps the first success; only the claim goes.
             try:
-                self.dynamodb.delete_item(**delete)
+                self._retrying(delivery).delete_item(**delete)
             except self.dynamodb.exceptions.ConditionalCheckFailedException as failed:
                 return self._not_released(failed.response.get("Item"))
             return Release.RELEASED
@@ -275,7 +301,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             delivery.tick, delivery.claim_id, error, duration_ms=delivery.elapsed_ms()
         )
         try:
-            self.dynamodb.transact_write_items(TransactItems=[{"Delete": delete}, {"Update": failed_update}])
+            self._transact(delivery, [{"Delete": delete}, {"Update": failed_update}])
         except self.dynamodb.exceptions.TransactionCanceledException as cancelled:
             claim_reason, _ = _reasons(cancelled, 2)
             if claim_reason.get("Code") == "ConditionalCheckFailed":

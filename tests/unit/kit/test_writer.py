@@ -9,16 +9,19 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from clockless.fanout.pacing import Pacer, PacingSettings
 from clockless.fanout.records import Counters
 from clockless.fanout.writer import (
     MAX_ITEM_ACTIONS,
     AccountingConflict,
     BatchWriter,
     Entry,
-    WorkThrottled,
-    client_request_token,
+    WorkRetriesSpent,
     pack,
 )
+from clockless.throttle import Budget, BudgetSpent, client_request_token
+from tests.unit.kit.fake_clock import FakeClock
+from tests.unit.kit.toy import Context
 
 Answer = Callable[[list[dict[str, Any]]], None]
 
@@ -91,7 +94,7 @@ def _writer(client: ScriptedClient, dead: list[tuple[list[str], str]] | None = N
         client,
         Accounting(),
         on_failed=lambda items, reason: sink.append(([e.key for e in items], reason)),
-        sleep=lambda _seconds: None,
+        clock=kwargs.pop("clock", FakeClock()),
         concurrency=1,
         **kwargs,
     )
@@ -158,11 +161,71 @@ def test_a_connection_lost_is_resent_with_the_same_token() -> None:
     assert client.sent[0] == client.sent[1]
 
 
-def test_a_batch_throttled_on_every_attempt_raises_for_redelivery() -> None:
-    client = ScriptedClient(*[_error("ThrottlingException")] * 3)
-    with pytest.raises(WorkThrottled, match="3 times"):
+def test_a_batch_in_conflict_on_every_attempt_raises_for_redelivery() -> None:
+    client = ScriptedClient(*[reasons_by_item({"a": "TransactionConflict"})] * 3)
+    with pytest.raises(WorkRetriesSpent, match="3 times"):
         _writer(client, max_attempts=3).apply(entries("a"))
     assert client.applied == []
+
+
+def test_throttles_are_not_attempts_they_are_waited_out_within_the_budget() -> None:
+    # Given a transaction throttled 20 times (more than max_attempts), in each of DynamoDB's shapes
+    shapes: list[Answer | BaseException | None] = [
+        _error("ThrottlingException"),
+        _error("ProvisionedThroughputExceededException"),
+        _error("RequestLimitExceeded"),
+        reasons_by_item({"a": "ThrottlingError"}),
+    ]
+    client = ScriptedClient(*(shapes * 5))
+    clock = FakeClock()
+    budget = Budget(Context(remaining_ms=300_000), margin_s=30, clock=clock)
+    # When the writer sends it
+    counters = _writer(client, max_attempts=3, clock=clock, budget=budget).apply(entries("a", "b"))
+    # Then it is applied once, with the same token every time, after backoff that never sleeps for real
+    assert counters == Counters(applied=2)
+    assert len(client.sent) == 21
+    assert len({token for _, token in client.sent}) == 1
+    assert len(clock.slept) == 20
+    assert 0 < clock.waited < 270
+
+
+def test_a_throttle_that_outlasts_the_budget_raises_budget_spent_naming_the_table() -> None:
+    client = ScriptedClient(*[reasons_by_item({"a": "ThrottlingError"})] * 1000)
+    clock = FakeClock()
+    budget = Budget(Context(remaining_ms=60_000), margin_s=30, clock=clock)
+    with pytest.raises(BudgetSpent) as spent:
+        _writer(client, clock=clock, budget=budget).apply(entries("a", "b"))
+    assert client.applied == []
+    # the wait stopped before the margin: the run has its 30 s to hand on
+    assert clock.waited <= 30
+    assert spent.value.description == "TransactionCanceledException (ThrottlingError) on t"
+
+
+def test_a_throttle_beside_a_conflict_is_waited_out_not_counted_as_an_attempt() -> None:
+    mixed = reasons_by_item({"a": "ThrottlingError", "b": "TransactionConflict"})
+    client = ScriptedClient(*[mixed] * 5)
+    counters = _writer(client, max_attempts=2).apply(entries("a", "b", "c"))
+    assert counters == Counters(applied=3)
+
+
+def test_a_throttle_beside_a_condition_failure_settles_the_done_item_and_resends_the_rest() -> None:
+    client = ScriptedClient(reasons_by_item({"a": "ThrottlingError", "b": "ConditionalCheckFailed"}))
+    counters = _writer(client).apply(entries("a", "b"))
+    assert counters == Counters(applied=1, already_done=1)
+    assert _count(client.applied[0]) == {"lane": 0, "applied": ["a"], "done": ["b"], "failed": []}
+
+
+def test_the_writer_paces_transactions_and_slows_down_on_a_throttle() -> None:
+    clock = FakeClock()
+    pacer = Pacer(PacingSettings(max_units_per_s=100, min_units_per_s=10, increase_units_per_s=5), clock)
+    client = ScriptedClient(None, _error("ThrottlingException"))
+    writer = _writer(client, clock=clock, pacer=pacer, units_per_item=2)
+    # 99 items of one action: 198 units a transaction; the bucket holds 100 (one second)
+    writer.apply(entries(*(f"k{i}" for i in range(99))))
+    assert clock.waited == pytest.approx(0.98)
+    writer.apply(entries(*(f"j{i}" for i in range(99))))
+    assert pacer.throttles == 1
+    assert pacer.rate == 50 + 5  # halved by the throttle, one step back up after the resend applied
 
 
 def test_an_item_refused_for_its_own_reason_fails_alone_to_the_dlq_and_is_counted() -> None:

@@ -220,7 +220,10 @@ def sqs_event(
                 "messageId": message["MessageId"],
                 "receiptHandle": message["ReceiptHandle"],
                 "body": message["Body"],
-                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "0"},
+                "attributes": {
+                    "ApproximateReceiveCount": message.get("Attributes", {}).get("ApproximateReceiveCount", "1"),
+                    "SentTimestamp": "0",
+                },
                 "messageAttributes": {},
                 "md5OfBody": message.get("MD5OfBody", ""),
                 "eventSource": "aws:sqs",

@@ -24,6 +24,7 @@ from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.log_groups import LOG_GROUPS_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
+from clockless_tools.architecture.no_wall_clock import NO_WALL_CLOCK_RULE
 from clockless_tools.architecture.overlap_declared import OVERLAP_DECLARED_RULE
 from clockless_tools.architecture.partial_batch_failures import PARTIAL_BATCH_FAILURES_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
@@ -31,6 +32,7 @@ from clockless_tools.architecture.rate_anchored import RATE_ANCHORED_RULE
 from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
 from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
+from clockless_tools.architecture.shards_match_concurrency import SHARDS_MATCH_CONCURRENCY_RULE
 from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
 from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
 from clockless_tools.architecture.time_budget import TIME_BUDGET_RULE
@@ -51,6 +53,7 @@ RULES: tuple[Rule, ...] = (
     LEDGER_OUTLIVES_DEDUPE_RULE,
     LEDGER_QUEUES_RETAINED_RULE,
     NO_CLOCK_IN_APP_RULE,
+    NO_WALL_CLOCK_RULE,
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
@@ -65,6 +68,7 @@ RULES: tuple[Rule, ...] = (
     PARTIAL_BATCH_FAILURES_RULE,
     WORK_QUEUE_REDRIVE_RULE,
     VISIBILITY_COVERS_TIMEOUT_RULE,
+    SHARDS_MATCH_CONCURRENCY_RULE,
     TIME_BUDGET_RULE,
     WORK_PERMISSIONS_RULE,
     OVERLAP_DECLARED_RULE,

@@ -143,7 +143,10 @@ def _check_env_vars(project: Project) -> Iterator[Violation]:
                 f'add "{logical_id}": {{"{ENDPOINT_VARIABLE}": "http://host.docker.internal:8765", ...}}',
             )
             continue
-        yield from _check_entry(project, relative, logical_id, fn, entry)
+        # SAM applies the file's "Parameters" to every function, under the function's own entry.
+        shared = entries.get(_SAM_GLOBAL_KEY)
+        merged = {**shared, **entry} if isinstance(shared, dict) else entry
+        yield from _check_entry(project, relative, logical_id, fn, merged)
     for name in sorted(set(entries) - set(functions) - {_SAM_GLOBAL_KEY}):
         yield Violation(
             EVENT_SAMPLES,

@@ -1,8 +1,10 @@
 """Rule `least-privilege`: A function's policies name only the tables and queues it uses.
 
-"Uses" is derived, never listed: the resources its environment references (the variables its
-code reads table names from) plus its asynchronous-invocation destinations and dead-letter queue,
-and the queues an event source mapping feeds it from. Reading a queue is narrower still: the
+"Uses" is derived: the resources its own environment references (the variables its code reads
+table names from), the kit's tables in Globals' environment, the tables its job declares
+(`Metadata: clockless: tables`, from the job's `Tables` in Mappings.Jobs: Globals' environment
+names every job's tables, so it cannot tell), its asynchronous-invocation destinations and
+dead-letter queue, and the queues an event source mapping feeds it from. Reading a queue is narrower still: the
 actions that take messages off a queue (receive, delete, change visibility, purge) are allowed only
 on the queues an event source mapping polls for the function, so a coordinator that only sends, or
 a worker on its dead-letter queue, cannot consume them. SAM's `Events: Type: SQS` attaches the
@@ -37,6 +39,8 @@ _CONSUME_ACTIONS: Final = frozenset(
         "sqs:purgequeue",
     }
 )
+# Tables every function may use, named in Globals' environment.
+_KIT_TABLE_KINDS: Final = ("ledger", "idempotency")
 # Policy-template parameters that name a resource (DynamoDBCrudPolicy: {TableName: ...}).
 _NAMING_PARAMETERS: Final = {"TableName", "QueueName"}
 
@@ -61,8 +65,14 @@ def check_least_privilege(project: Project) -> Iterator[Violation]:
 
 def _used_resources(project: Project, fn: Function) -> set[str]:
     destinations = (fn.event_invoke_config.get("DestinationConfig") or {}).values()
-    sources = [fn.environment, list(destinations), fn.prop("DeadLetterQueue")]
-    return project.ids_of_type(sources, *_SCOPED_TYPES) | _polled_queues(project, fn)
+    declared = [{"Ref": table} for table in fn.declared_tables]
+    sources = [fn.own_environment, list(destinations), fn.prop("DeadLetterQueue"), declared]
+    # Globals' variables name every job's tables, so that any function can find them: of those, a
+    # function uses the kit's (ledger, idempotency) and the tables its job declares, no others.
+    shared_environment = (project.template.function_globals.get("Environment") or {}).get("Variables") or {}
+    kit_tables = set(project.template.tables_of_kind(*_KIT_TABLE_KINDS))
+    shared = project.ids_of_type(shared_environment, *_SCOPED_TYPES) & kit_tables
+    return project.ids_of_type(sources, *_SCOPED_TYPES) | shared | _polled_queues(project, fn)
 
 
 def _polled_queues(project: Project, fn: Function) -> set[str]:

@@ -40,7 +40,7 @@ from clockless_tools.template.queues import resource_id
 WORKER_BY_KIT: Final = "worker-by-kit"
 WORK_QUEUE_VARIABLE: Final = "WORK_QUEUE_URL"
 
-_FAN_OUT: Final = {f"{KIT_PACKAGE}.FanOut", f"{KIT_PACKAGE}.fanout.FanOut"}
+FAN_OUT: Final = {f"{KIT_PACKAGE}.FanOut", f"{KIT_PACKAGE}.fanout.FanOut"}
 _SCHEDULED_JOB: Final = {f"{KIT_PACKAGE}.ScheduledJob", f"{KIT_PACKAGE}.job.ScheduledJob"}
 _MAX_IMPORT_HOPS: Final = 5
 _UNKNOWN: Final = "<not resolvable from the template>"
@@ -208,7 +208,7 @@ def _worker_of_fan_out(project: Project, source: SourceFile, binding: ast.stmt) 
 
 
 def _fan_out_named(project: Project, source: SourceFile, name: str) -> _FanOutDeclaration | None:
-    found = _bound_call(project, source, name, _FAN_OUT)
+    found = bound_call(project, source, name, FAN_OUT)
     if found is None:
         return None
     where, statement, call = found
@@ -217,7 +217,7 @@ def _fan_out_named(project: Project, source: SourceFile, name: str) -> _FanOutDe
     return _FanOutDeclaration(where, name, job_name, statement.lineno)
 
 
-def _bound_call(
+def bound_call(
     project: Project, source: SourceFile, name: str, callables: set[str], depth: int = 0
 ) -> tuple[SourceFile, ast.stmt, ast.Call] | None:
     """The module-level `name = <one of callables>(...)` that `name` in `source` stands for: bound there, or
@@ -241,14 +241,14 @@ def _bound_call(
         for alias in statement.names:
             if (alias.asname or alias.name) != name:
                 continue
-            module = _absolute_module(source.module, statement)
+            module = absolute_module(source.module, statement)
             other = project.module_file(module) if module else None
             if other is not None:
-                return _bound_call(project, other, alias.name, callables, depth + 1)
+                return bound_call(project, other, alias.name, callables, depth + 1)
     return None
 
 
-def _absolute_module(current: str, statement: ast.ImportFrom) -> str | None:
+def absolute_module(current: str, statement: ast.ImportFrom) -> str | None:
     if statement.level == 0:
         return statement.module
     package = current.split(".")[: -statement.level]
@@ -257,7 +257,7 @@ def _absolute_module(current: str, statement: ast.ImportFrom) -> str | None:
 
 def _job_name(project: Project, source: SourceFile, variable: str) -> str | None:
     """The name of the ScheduledJob `variable` stands for in `source`, if a literal or module constant says it."""
-    found = _bound_call(project, source, variable, _SCHEDULED_JOB)
+    found = bound_call(project, source, variable, _SCHEDULED_JOB)
     if found is None:
         return None
     where, _, call = found

@@ -16,19 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
+from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.records import PartitionRecords
-from clockless.fanout.worker import PartitionAccounting
 from clockless.fanout.writer import BatchWriter, Entry
 from clockless_tools.bench.harness import Harness, effect_of
 from clockless_tools.bench.latency import added_latency
 from clockless_tools.bench.meter import Measured, measure
-from clockless_tools.bench.model import ItemCost, Limits, model_figures
 from clockless_tools.bench.rawwork import RawWork
 from clockless_tools.bench.results import CLEANUP_JOB, WINDOW_JOB, BenchError, BenchSizes, Figure
-from clockless_tools.bench.rig import worker_concurrency
 from clockless_tools.bench.workloads import Workload
-from session_cleanup.repository import SessionModel
-from window_generation.repository import ProgramModel
 
 METERED_ITEMS: Final = 500
 MAX_ITEM_ACTIONS: Final = 99  # + 1 counter action: DynamoDB's 100 per transaction
@@ -164,17 +160,9 @@ def metered_batched(harness: Harness, job: str, items: int) -> Measured:
     return measure(lambda: KitBatches(harness, job, 1).run(tick.key), write_units=True)
 
 
-def per_item(
-    job: str, metered: Measured, items: int, harness: Harness
-) -> tuple[list[Figure], dict[str, Any], ItemCost]:
+def per_item(job: str, metered: Measured, items: int, harness: Harness) -> tuple[list[Figure], dict[str, Any]]:
     writes = metered.writes
     assert writes is not None
-    index = ProgramModel.due_index.Meta.index_name if job == WINDOW_JOB else SessionModel.empty_index.Meta.index_name
-    tenant_table = (
-        harness.window_settings.programs_table if job == WINDOW_JOB else harness.cleanup_settings.sessions_table
-    )
-    sparse = sum(units for name, units in writes.by_index.items() if name.endswith(f"/{index}"))
-    cost = ItemCost({table: units / items for table, units in writes.by_table.items()}, sparse / items, tenant_table)
     key = f"batching.{job}.per_item"
     figures = [
         Figure(f"{key}.requests", f"{job}: requests per item, batched", "requests", metered.requests / items, None, ""),
@@ -193,7 +181,7 @@ def per_item(
         "wcu_per_item_by_table": {t: round(u / items, 3) for t, u in writes.by_table.items()},
         "wcu_per_item_by_index": {i: round(u / items, 3) for i, u in writes.by_index.items()},
     }
-    return figures, details, cost
+    return figures, details
 
 
 def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
@@ -222,20 +210,10 @@ def measure_batching(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure],
                 )
             )
         metered_items = min(sizes.batching_items, METERED_ITEMS)
-        cost_figures, cost_details, cost = per_item(
-            job, metered_batched(harness, job, metered_items), metered_items, harness
-        )
+        cost_figures, cost_details = per_item(job, metered_batched(harness, job, metered_items), metered_items, harness)
         figures += cost_figures
-        shards = RawWork(harness, job).shards
-        worker = runs["kit_writer_concurrency_4"].per_second
-        workers = worker_concurrency(harness.template, job)
-        model, model_details = model_figures(
-            f"batching.{job}.model", job, cost, Limits(workers, worker, shards), loop.per_second
-        )
-        figures += model
         details[job] = {
             "per_item": cost_details,
-            "model_1m": model_details,
             "loop": {"seconds": round(loop.seconds, 2), "requests": loop.requests},
             **{name: {"seconds": round(timed.seconds, 2), "requests": timed.requests} for name, timed in runs.items()},
         }

@@ -13,10 +13,10 @@ from typing import Any, Final
 
 from clockless import JobRun, KitSettings, Tick, Trigger, format_scheduled_time
 from clockless_tools.bench.meter import Measured, measure
-from clockless_tools.bench.moto_patches import moto_dynamodb_backend
 from clockless_tools.bench.results import CLEANUP_JOB, CLEANUP_TICK, WINDOW_JOB, WINDOW_TICK, BenchError
 from clockless_tools.bench.workloads import Layout, Workload, empty_session_item, session_in_use_item
 from clockless_tools.local.dynamodb import (
+    EmbeddedDynamoDB,
     create_tables,
     delete_tables,
     dynamodb_client,
@@ -24,6 +24,7 @@ from clockless_tools.local.dynamodb import (
     patched_environ,
 )
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.units import moto_dynamodb_backend
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 from session_cleanup.logic import clean_up_empty_sessions
@@ -43,6 +44,8 @@ class Harness:
     def __init__(self, template: Template, endpoint: str) -> None:
         self.template = template
         self.endpoint = endpoint
+        # the embedded server in this process, when the bench started it: capacity is enforced there
+        self.server: EmbeddedDynamoDB | None = None
         self.runtime = LocalLambdaRuntime(template, endpoint)
         self.client = dynamodb_client(endpoint)
         self.functions = {job: template.function_for_job(job).logical_id for job in (WINDOW_JOB, CLEANUP_JOB)}

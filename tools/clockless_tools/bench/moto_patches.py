@@ -5,18 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clockless_tools.bench.read_units import item_size
-from clockless_tools.local.dynamodb import (
-    LOCAL_REGION,
-)
-from clockless_tools.template.intrinsics import LocalNames
-
-
-def moto_dynamodb_backend() -> Any:
-    """moto's DynamoDB state in this process, which the embedded server serves."""
-    from moto.backends import get_backend
-
-    return get_backend("dynamodb")[LocalNames().account_id][LOCAL_REGION]
+from clockless_tools.local.units import item_size
 
 
 def moto_capacity_is_size_based(client: Any, table: str, index: str, shard_attribute: str) -> dict[str, Any]:

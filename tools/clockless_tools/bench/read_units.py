@@ -6,51 +6,14 @@ import contextlib
 import json
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from clockless_tools.local.botocore_hooks import after_each_exchange
+from clockless_tools.local.units import attribute_size, item_size
 
-
-def _number_size(text: str) -> int:
-    digits = text.lstrip("-").replace(".", "").lstrip("0").rstrip("0") or "0"
-    return math.ceil(len(digits) / 2) + 1
-
-
-def _binary_size(data: Any) -> int:
-    # On the wire a binary value is base64; DynamoDB counts its raw bytes.
-    return len(data) if isinstance(data, bytes) else len(str(data).rstrip("=")) * 3 // 4
-
-
-_SCALAR_SIZES: Final[dict[str, Callable[[Any], int]]] = {
-    "S": lambda data: len(str(data).encode("utf-8")),
-    "N": lambda data: _number_size(str(data)),
-    "B": _binary_size,
-    "BOOL": lambda _data: 1,
-    "NULL": lambda _data: 1,
-}
-_SET_MEMBERS: Final = {"SS": "S", "NS": "N", "BS": "B"}
-
-
-def attribute_size(value: Mapping[str, Any]) -> int:
-    """Bytes of one attribute value, as DynamoDB counts them ("Item sizes and formats")."""
-    ((kind, data),) = value.items()
-    if kind in _SCALAR_SIZES:
-        return _SCALAR_SIZES[kind](data)
-    if kind in _SET_MEMBERS:
-        return sum(_SCALAR_SIZES[_SET_MEMBERS[kind]](member) for member in data)
-    # A list or map: 3 bytes, plus 1 byte and the size of each element (and a map's key names).
-    if kind == "L":
-        return 3 + sum(attribute_size(member) + 1 for member in data)
-    if kind == "M":
-        return 3 + sum(len(name.encode("utf-8")) + attribute_size(member) + 1 for name, member in data.items())
-    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
-
-
-def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """Bytes of an item: each attribute's name plus its value."""
-    return sum(len(name.encode("utf-8")) + attribute_size(value) for name, value in item.items())
+__all__ = ["DynamoMeter", "attribute_size", "item_size", "meter_dynamodb", "read_units", "tables_named"]
 
 
 def read_units(operation: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> float:

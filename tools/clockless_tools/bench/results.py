@@ -44,6 +44,12 @@ class BenchSizes:
     coordinator_due_items: tuple[int, ...] = (1_000, 100_000)
     # Items spread over the partitions for 1 to 16 concurrent workers.
     scaling_items: int = 4_000
+    # The sequential loop's time per item for the night model (with the added latency).
+    night_loop_items: int = 200
+    # The model checked against the capacity-faithful emulator: items per scenario, limits / scale.
+    check_items: int = 300
+    check_one_tenant_items: int = 60
+    check_scale: float = 200.0
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
@@ -62,6 +68,9 @@ QUICK: Final = BenchSizes(
     batching_items=60,
     added_latency_ms=1.0,
     scaling_items=64,
+    night_loop_items=10,
+    # the capacity check keeps its full sizes: smaller ticks end in a transaction or two per
+    # partition, where the kit's retry timing, not the limits, sets the time
     coordinator_due_items=(20, 80),
     imports=1,
     imports_max=1,

@@ -45,9 +45,13 @@ class FanOutRig:
     harness: Harness
     job: str
     concurrency: int | None = None  # WORK_CONCURRENCY; None: the template's
+    # more of the worker's environment (the capacity check scales the pacing settings)
+    settings: Mapping[str, str] = field(default_factory=dict)
     # CPU the pollers' threads spent in the last drain: the workers' own (with one lane each,
     # all of a worker's client work), not moto's server's.
     client_cpu_seconds: float = field(init=False, default=0.0)
+    # runs in the last drain whose message failed (on Lambda: back after the visibility timeout)
+    failed_runs: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.sqs = self.harness.sqs
@@ -64,6 +68,7 @@ class FanOutRig:
         env.update(self.harness.work_environment(self.job))
         if self.concurrency is not None:
             env["WORK_CONCURRENCY"] = str(self.concurrency)
+        env.update(self.settings)
         return env
 
     @contextlib.contextmanager
@@ -95,7 +100,7 @@ class FanOutRig:
                 if not messages:
                     with lock:
                         idle = busy == 0
-                    if idle:
+                    if idle and not self._delayed():
                         return
                     time.sleep(IDLE_POLL_SECONDS)
                     continue
@@ -131,9 +136,17 @@ class FanOutRig:
             thread.start()
         for thread in threads:
             thread.join()
+        self.failed_runs = len(failures)
         if errors:
             raise BenchError(f"{self.job}: a worker failed: {errors[0]!r}") from errors[0]
         return invocations
+
+    def _delayed(self) -> int:
+        """Messages sent with a delay (a continuation) not visible yet: the drain waits for them."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+        )["Attributes"]
+        return int(attributes.get("ApproximateNumberOfMessagesDelayed", 0))
 
     def _invoke(self, message: Mapping[str, Any]) -> str | None:
         """One invocation; as the poller does, a reported failure leaves the message in the queue

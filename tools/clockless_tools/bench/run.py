@@ -13,9 +13,11 @@ from typing import Any, Final, TextIO
 
 from clockless_tools.bench.artifacts import measure_artifacts
 from clockless_tools.bench.batching import measure_batching
+from clockless_tools.bench.capacity_check import measure_capacity_check
 from clockless_tools.bench.cold_start import measure_cold_start, source_setup
 from clockless_tools.bench.fanned_out import measure_coordinator, measure_per_item
 from clockless_tools.bench.harness import Harness
+from clockless_tools.bench.night import measure_night
 from clockless_tools.bench.overhead import measure_overhead
 from clockless_tools.bench.results import FULL, BenchError, BenchResults, BenchSizes, Figure
 from clockless_tools.bench.scale import measure_scale
@@ -39,6 +41,8 @@ SECTIONS: Final = (
     "scaling",
     "coordinator",
     "fanned_out",
+    "night",
+    "capacity_check",
     "artifacts",
     "cold_start",
 )
@@ -95,6 +99,17 @@ _TICK_SECTIONS: Final[dict[str, tuple[Callable[[BenchSizes], str], Measurement]]
         lambda sizes: f"3e/5 a fanned-out tick, coordinator to finisher, per item: {sizes.batching_items:,} items",
         measure_per_item,
     ),
+    "night": (
+        lambda sizes: "3f/5 a night on DynamoDB, modelled: 1M and 10M items per job, and its cost per 1M items",
+        measure_night,
+    ),
+    "capacity_check": (
+        lambda sizes: (
+            f"3g/5 the model against the capacity-faithful emulator (limits / {sizes.check_scale:g}): "
+            f"{sizes.check_items:,} items spread, {sizes.check_one_tenant_items:,} under one tenant, cold and warm"
+        ),
+        measure_capacity_check,
+    ),
 }
 
 
@@ -122,6 +137,7 @@ def run_bench(
     with redirect, server as db, transactions_snapshot_touched_items():
         endpoint = endpoint or db.endpoint  # type: ignore[union-attr]
         harness = Harness(template, endpoint)
+        harness.server = db
         try:
             for section, (describe, measure_section) in _TICK_SECTIONS.items():
                 if section in only:

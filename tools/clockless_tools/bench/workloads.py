@@ -24,6 +24,11 @@ class Workload:
     expired_empty_sessions: int = 0  # empty past the grace period: cleanup deletes them
     recent_empty_sessions: int = 0  # empty, still inside the grace period
     sessions_in_use: int = 0
+    # the tenants the items are spread over, round robin (1: every item under one tenant key)
+    tenants: int = 1
+
+    def tenant(self, index: int) -> str:
+        return TENANT if self.tenants <= 1 else f"{TENANT}-{index % self.tenants:04d}"
 
     @property
     def windows_expected(self) -> int:
@@ -64,11 +69,13 @@ class Layout:
         for i in range(workload.due_programs):
             behind = 7 if i < workload.catching_up else 0
             end = self.business_date - timedelta(days=i % 7 + behind)
-            active.append(Program(TENANT, f"due-{i:07d}", 7, end))
+            active.append(Program(workload.tenant(i), f"due-{i:07d}", 7, end))
         for i in range(workload.not_due_programs):
-            active.append(Program(TENANT, f"later-{i:07d}", 7, self.business_date + timedelta(days=1 + i % 28)))
+            active.append(
+                Program(workload.tenant(i), f"later-{i:07d}", 7, self.business_date + timedelta(days=1 + i % 28))
+            )
         ended = [
-            Program(TENANT, f"ended-{i:07d}", 7, self.business_date - timedelta(days=i % 7))
+            Program(workload.tenant(i), f"ended-{i:07d}", 7, self.business_date - timedelta(days=i % 7))
             for i in range(workload.ended_programs)
         ]
         return active, ended
@@ -78,15 +85,18 @@ class Layout:
         cutoff = self.cleanup_tick - self.grace
         grace_minutes = max(1, int(self.grace.total_seconds() // 60))
         empty = [
-            SessionRef(TENANT, f"expired-{i:07d}", cutoff - timedelta(minutes=1 + i % 600))
+            SessionRef(workload.tenant(i), f"expired-{i:07d}", cutoff - timedelta(minutes=1 + i % 600))
             for i in range(workload.expired_empty_sessions)
         ]
         empty += [
-            SessionRef(TENANT, f"recent-{i:07d}", self.cleanup_tick - timedelta(minutes=i % grace_minutes))
+            SessionRef(workload.tenant(i), f"recent-{i:07d}", self.cleanup_tick - timedelta(minutes=i % grace_minutes))
             for i in range(workload.recent_empty_sessions)
         ]
         in_use = [
-            (SessionRef(TENANT, f"in-use-{i:07d}", self.cleanup_tick - timedelta(minutes=i % 2880)), 1 + i % 5)
+            (
+                SessionRef(workload.tenant(i), f"in-use-{i:07d}", self.cleanup_tick - timedelta(minutes=i % 2880)),
+                1 + i % 5,
+            )
             for i in range(workload.sessions_in_use)
         ]
         return empty, in_use

@@ -18,59 +18,27 @@ them the way DynamoDB's developer guide does ("Capacity unit consumption for wri
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
-import math
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from botocore.endpoint import Endpoint
 
-from clockless_tools.bench.moto_patches import moto_dynamodb_backend
-from clockless_tools.bench.read_units import item_size
-from clockless_tools.bench.results import BenchError
+from clockless_tools.local.units import (
+    IndexShape,
+    MotoTables,
+    index_write_units,
+    moto_dynamodb_backend,
+    projected_entry,
+    write_actions,
+    write_units_of,
+)
 
-KB: Final = 1024
-_SINGLE_WRITES: Final = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete"}
+__all__ = ["IndexShape", "WriteTally", "index_write_units", "meter_writes", "projected_entry", "write_units_of"]
 
-Item = Mapping[str, Mapping[str, Any]]
 Key = tuple[str, str]  # (table, canonical JSON of the key)
-
-
-def write_units_of(before: Item | None, after: Item | None) -> int:
-    """Units of one item write: its larger image, per started KB, at least one."""
-    size = max(item_size(before) if before else 0, item_size(after) if after else 0)
-    return max(1, math.ceil(size / KB))
-
-
-@dataclass(frozen=True, slots=True)
-class IndexShape:
-    name: str
-    keys: tuple[str, ...]  # the index's own key attributes
-    projected: frozenset[str] | None  # None: ALL
-
-
-def projected_entry(item: Item | None, index: IndexShape, table_keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """The index's entry for an item, or None when the item is not in the (sparse) index."""
-    if item is None or not all(name in item for name in index.keys):
-        return None
-    if index.projected is None:
-        return dict(item)
-    wanted = set(table_keys) | set(index.keys) | index.projected
-    return {name: value for name, value in item.items() if name in wanted}
-
-
-def index_write_units(before: Item | None, after: Item | None, index: IndexShape, table_keys: tuple[str, ...]) -> int:
-    old, new = projected_entry(before, index, table_keys), projected_entry(after, index, table_keys)
-    if old == new:
-        return 0
-    if old is None or new is None:
-        return write_units_of(old, new)
-    if any(old.get(name) != new.get(name) for name in index.keys):
-        return write_units_of(old, None) + write_units_of(None, new)  # the entry moves: delete, then put
-    return write_units_of(old, new)
 
 
 @dataclass
@@ -89,72 +57,15 @@ class WriteTally:
         return self.write_units + self.index_write_units
 
 
-class _Tables:
-    """Key schema and index shapes of moto's tables, read once per table."""
-
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-        self._shapes: dict[str, tuple[tuple[str, ...], list[IndexShape]]] = {}
-
-    def shape(self, name: str) -> tuple[tuple[str, ...], list[IndexShape]]:
-        if name not in self._shapes:
-            table = self._backend.get_table(name)
-            keys = (table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else []))
-            indexes = []
-            for index in table.global_indexes:
-                projection = index.projection or {}
-                kind = projection.get("ProjectionType", "ALL")
-                projected = (
-                    None
-                    if kind == "ALL"
-                    else frozenset(projection.get("NonKeyAttributes", []) if kind == "INCLUDE" else [])
-                )
-                indexes.append(IndexShape(index.name, tuple(index.schema_key_attrs), projected))
-            self._shapes[name] = (keys, indexes)
-        return self._shapes[name]
-
-    def item(self, name: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        # moto's server may be writing this item on another thread; read again until a copy holds.
-        for _ in range(10):
-            try:
-                found = self._backend.get_item(name, dict(key))
-                return None if found is None else copy.deepcopy(found.to_json()["Attributes"])
-            except RuntimeError:
-                continue
-        raise BenchError(f"could not read {name} {dict(key)} from moto's state to meter a write")
-
-    def key_of(self, name: str, operation: str, action: Mapping[str, Any]) -> dict[str, Any]:
-        keys, _ = self.shape(name)
-        source = action["Item"] if operation == "Put" else action["Key"]
-        return {attribute: source[attribute] for attribute in keys}
-
-
-def _actions(operation: str, body: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    if operation in _SINGLE_WRITES:
-        return [(_SINGLE_WRITES[operation], body)]
-    if operation == "TransactWriteItems":
-        return [next(iter(entry.items())) for entry in body.get("TransactItems") or []]
-    if operation == "BatchWriteItem":
-        actions: list[tuple[str, Mapping[str, Any]]] = []
-        for table, requests in (body.get("RequestItems") or {}).items():
-            for request in requests:
-                if "PutRequest" in request:
-                    actions.append(("Put", {"TableName": table, "Item": request["PutRequest"]["Item"]}))
-                else:
-                    actions.append(("Delete", {"TableName": table, "Key": request["DeleteRequest"]["Key"]}))
-        return actions
-    return []
-
-
 class WriteMeter:
     def __init__(self, backend: Any) -> None:
         self.tally = WriteTally()
-        self._tables = _Tables(backend)
+        self._tables = MotoTables(backend)
         self._lock = threading.Lock()
 
     def before(self, operation: str, body: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any], Any]]:
         touched = []
-        for kind, action in _actions(operation, body):
+        for kind, action in write_actions(operation, body):
             table = str(action["TableName"])
             key = self._tables.key_of(table, kind, action)
             touched.append((kind, table, key, self._tables.item(table, key)))
@@ -168,7 +79,7 @@ class WriteMeter:
         base = index = cancelled = 0.0
         tables: dict[str, float] = {}
         indexes_written: dict[str, float] = {}
-        for (kind, table, key, before), (_, action) in zip(touched, _actions(operation, body), strict=True):
+        for (kind, table, key, before), (_, action) in zip(touched, write_actions(operation, body), strict=True):
             table_keys, indexes = self._tables.shape(table)
             if not ok:
                 # A failed condition leaves the item; a single write still pays for it (or for the
@@ -214,7 +125,7 @@ def meter_writes() -> Iterator[WriteTally]:
         target = target.decode() if isinstance(target, bytes) else str(target)
         operation = target.rsplit(".", 1)[-1] if target.startswith("DynamoDB_") else ""
         body: Mapping[str, Any] = json.loads(request.body or b"{}") if operation else {}
-        touched = meter.before(operation, body) if _actions(operation, body) else []
+        touched = meter.before(operation, body) if write_actions(operation, body) else []
         response = original(self, request)
         if touched:
             meter.after(operation, body, touched, ok=response.status_code == 200)

@@ -20,6 +20,7 @@ from clockless_tools.cli import (
     events,
     invoke,
     local,
+    new,
     operations,
     pause,
     schedules,
@@ -27,7 +28,7 @@ from clockless_tools.cli import (
     simulate,
     work,
 )
-from clockless_tools.cli.common import CHECK, MEASURE, OPERATE, RUN_LOCALLY
+from clockless_tools.cli.common import CHECK, CREATE, MEASURE, OPERATE, RUN_LOCALLY
 
 # Typer (0.29) labels every flag `<bool>` in --help, as if it took a value; a flag takes none, so
 # its type column stays empty. tests/unit/test_cli_help.py notices if an upgrade changes this.
@@ -87,6 +88,7 @@ app.add_typer(
     rich_help_panel=CHECK,
 )
 app.add_typer(bench.app, name="bench", rich_help_panel=MEASURE)
+app.add_typer(new.app, name="new", rich_help_panel=CREATE)
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ RUN_LOCALLY = "Run locally"
 OPERATE = "Operate a deployment or the local runtime"
 CHECK = "Check the template and the code"
 MEASURE = "Measure"
+CREATE = "Add to the project"
 
 
 # Exit codes every operating command shares (docs/operating-commands.md lists them).

@@ -10,7 +10,8 @@ import typer
 
 from clockless_tools.cli.common import TemplateOption, fail, line_stdout, load_template, parse_time, stdout
 from clockless_tools.local.dynamodb import local_environment, patched_environ
-from clockless_tools.local.seed import SeedPlan, seed_demo_tables
+from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.seed import DEMO_MODULE, SeedPlan, describe, seed_jobs
 from clockless_tools.local.server import (
     LocalServerError,
     running_endpoint,
@@ -76,8 +77,6 @@ def local_status(
 def local_seed(
     template: TemplateOption = DEFAULT_TEMPLATE,
     tenants: Annotated[int, typer.Option(min=1, help="Tenants to create. E.g. --tenants 5")] = 3,
-    programs: Annotated[int, typer.Option(min=0, help="Programs per tenant. E.g. --programs 10")] = 40,
-    sessions: Annotated[int, typer.Option(min=0, help="Sessions per tenant. E.g. --sessions 100")] = 60,
     seed: Annotated[int, typer.Option(help="Random seed, for the same data every time. E.g. --seed 42")] = 7,
     now: Annotated[
         str | None,
@@ -88,14 +87,19 @@ def local_seed(
         ),
     ] = None,
 ) -> None:
-    """Load demo programs and sessions into the running embedded DynamoDB."""
+    """Load each job's demo data (its functions/<job>/<job>/demo.py) into the running embedded DynamoDB."""
     tpl = load_template(template)
     at = parse_time(now, "--now") if now else datetime.now(UTC).replace(second=0, microsecond=0)
     endpoint = running_endpoint()
     if endpoint is None:
         raise fail("no embedded DynamoDB is running: start it with `make local-up`")
+    plan = SeedPlan(tenants, seed)
     with patched_environ(local_environment(endpoint)):
-        seeded = seed_demo_tables(tpl, SeedPlan(tenants, programs, sessions, seed), business_date=at.date(), now=at)
-    if seeded is None:
-        raise fail(f"{template} declares none of the demo tables, so there is nothing to seed")
-    stdout.print(f"seeded {seeded}")
+        seeded = seed_jobs(LocalLambdaRuntime(tpl, endpoint), plan, start=at, end=at)
+    for job in seeded:
+        if job.summary is None:
+            line_stdout.print(f"{job.job}: no demo data ({job.function_id}'s package has no {DEMO_MODULE}.py)")
+    summary = describe(seeded, plan)
+    if summary is None:
+        raise fail(f"no job of {template} has a {DEMO_MODULE}.py beside its handler, so there is nothing to seed")
+    stdout.print(f"seeded {summary}")

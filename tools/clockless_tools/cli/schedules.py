@@ -13,9 +13,11 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 
+from clockless_tools.architecture.alarm_table import render_table as render_alarm_timing
 from clockless_tools.cli.common import TemplateOption, fail, load_template
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
+from clockless_tools.template.scheduler_support import render_table as render_support_table
 from clockless_tools.timezones.check import ScheduleCheck, TimeZoneReport, ViolationGroup, check_template
 from clockless_tools.timezones.declaration import with_parameter_overrides
 from clockless_tools.timezones.event import utc_offset
@@ -106,6 +108,18 @@ def show(
         return
     for item in shown:
         _emit(_upcoming_table(item))
+
+
+@app.command("alarm-timing")
+def alarm_timing(template: TemplateOption = DEFAULT_TEMPLATE) -> None:
+    """When each job's dead-man alarm fires after a missed tick, simulated from the template (Markdown)."""
+    print(render_alarm_timing(load_template(template)))
+
+
+@app.command("support")
+def support() -> None:
+    """What clockless supports from EventBridge Scheduler, feature by feature (Markdown)."""
+    print(render_support_table())
 
 
 @app.command("start-dates")

@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, Start, capacity_settings
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 
@@ -72,6 +73,13 @@ def table_definition(logical_id: str, properties: Mapping[str, Any], names: Loca
     for key in _TABLE_KEYS:
         if key in properties:
             request[key] = properties[key]
+    if "GlobalSecondaryIndexes" in request:
+        # WarmThroughput is a deploy-time declaration (a condition on a parameter); moto has no
+        # capacity, and the capacity emulator takes the warm rate as a setting.
+        request["GlobalSecondaryIndexes"] = [
+            {name: value for name, value in index.items() if name != "WarmThroughput"}
+            for index in request["GlobalSecondaryIndexes"]
+        ]
     request.setdefault("BillingMode", "PROVISIONED")
     if request["BillingMode"] == "PROVISIONED":
         request.setdefault("ProvisionedThroughput", properties.get("ProvisionedThroughput"))
@@ -115,20 +123,25 @@ class SerializedDynamoDB:
     DynamoDB serializes its requests (other services pass straight through).
     """
 
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+    def __init__(self, app: Callable[..., Iterable[bytes]], capacity: DynamoDBCapacity | None = None) -> None:
         self.app = app
         self.lock = threading.Lock()
+        # DynamoDB's write throughput rules, enforced in front of moto (None: unlimited, as moto is)
+        self.capacity = capacity
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB_"):
             return self.app(environ, start_response)
         with self.lock:
             # The body is produced inside the lock: the write is done when the lock is released.
+            if self.capacity is not None:
+                return self.capacity.serve(environ, start_response, self.app)
             return list(self.app(environ, start_response))
 
 
-def make_moto_server(host: str, port: int) -> BaseWSGIServer:
-    """moto's server app, as `moto.server` builds it, behind `SerializedDynamoDB`."""
+def make_moto_server(host: str, port: int, capacity: CapacitySettings | None = None) -> BaseWSGIServer:
+    """moto's server app, as `moto.server` builds it, behind `SerializedDynamoDB` (and DynamoDB's
+    write throughput rules, when `capacity` says which)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
     class HostsRemembered(DomainDispatcherApplication):
@@ -147,8 +160,13 @@ def make_moto_server(host: str, port: int) -> BaseWSGIServer:
 
     # One access-log line per request would bury the reports.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    app = SerializedDynamoDB(HostsRemembered(create_backend_app))
-    return make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    app = SerializedDynamoDB(
+        HostsRemembered(create_backend_app),
+        None if capacity is None else DynamoDBCapacity(capacity),
+    )
+    server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    server.serialized = app  # type: ignore[attr-defined]
+    return server
 
 
 @dataclass
@@ -158,9 +176,25 @@ class EmbeddedDynamoDB:
     port: int = 0
     host: str = "127.0.0.1"
     endpoint: str = ""
+    # DynamoDB's write throughput rules (clockless_tools.local.capacity); None: unlimited
+    capacity: CapacitySettings | None = None
+
+    @property
+    def throughput(self) -> DynamoDBCapacity | None:
+        """The running emulator's buckets and what they refused, when capacity is enforced."""
+        serialized: SerializedDynamoDB = getattr(self._server, "serialized")  # noqa: B009
+        return serialized.capacity
+
+    def enforce(self, settings: CapacitySettings | None) -> DynamoDBCapacity | None:
+        """From now on, enforce DynamoDB's write throughput rules (None: unlimited again), e.g.
+        once the demo data is seeded."""
+        serialized: SerializedDynamoDB = getattr(self._server, "serialized")  # noqa: B009
+        with serialized.lock:
+            serialized.capacity = None if settings is None else DynamoDBCapacity(settings)
+        return serialized.capacity
 
     def start(self) -> EmbeddedDynamoDB:
-        self._server = make_moto_server(self.host, self.port)
+        self._server = make_moto_server(self.host, self.port, self.capacity)
         self._thread = threading.Thread(target=self._server.serve_forever, name="embedded-dynamodb", daemon=True)
         self._thread.start()
         self.endpoint = f"http://{self.host}:{self._server.server_port}"
@@ -190,8 +224,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--capacity", choices=[s.value for s in Start], help="enforce DynamoDB's write throughput")
+    parser.add_argument("--scale", type=float, default=1.0, help="divide every throughput limit by this")
+    parser.add_argument("--warm-units", type=float, default=None, help="warm start: write units/s per table and index")
     arguments = parser.parse_args(argv)
-    make_moto_server(arguments.host, arguments.port).serve_forever()
+    capacity = capacity_settings(arguments.capacity, arguments.scale, arguments.warm_units)
+    make_moto_server(arguments.host, arguments.port, capacity).serve_forever()
 
 
 if __name__ == "__main__":

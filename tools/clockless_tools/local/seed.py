@@ -1,96 +1,82 @@
-"""Demo data across tenants: programs due, catching up, not yet due and ended; sessions empty,
-recent and in use. Written through the platform's own repositories, reproducibly per seed."""
+"""Demo data, job by job: each scheduled job seeds its own tables from a `demo.py` beside its
+handler (`functions/<job>/<job>/demo.py`), found by that name; nothing here knows any job.
+
+A job's demo module defines
+
+    def seed(*, environ: Mapping[str, str], tenants: int, rng: random.Random,
+             start: datetime, end: datetime) -> str
+
+`environ` is the job function's environment as the local runtime gives it (its settings read
+their table names from it), `rng` is seeded per job so the data is the same every run, and
+`start`..`end` is the range the ticks will cover. It writes through the job's own repository
+and returns what it wrote, e.g. "120 programs".
+"""
 
 from __future__ import annotations
 
+import importlib
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime
+from typing import Final, Protocol
 
-from clockless_tools.template.intrinsics import LocalNames
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
-from session_cleanup.logic import SessionRef
-from session_cleanup.repository import DynamoSessionStore
-from window_generation.logic import Program
-from window_generation.repository import DynamoProgramStore
+
+DEMO_MODULE: Final = "demo"
+
+
+class DemoSeed(Protocol):
+    def __call__(
+        self, *, environ: Mapping[str, str], tenants: int, rng: random.Random, start: datetime, end: datetime
+    ) -> str: ...
 
 
 @dataclass(frozen=True)
 class SeedPlan:
     tenants: int = 3
-    programs_per_tenant: int = 40
-    sessions_per_tenant: int = 60
     seed: int = 7
 
 
 @dataclass(frozen=True)
-class SeededData:
-    active_programs: list[Program]
-    ended_programs: list[Program]
-    sessions: list[SessionRef]
-    sessions_with_exercise: set[tuple[str, str]]
+class SeededJob:
+    job: str
+    function_id: str
+    summary: str | None  # None: the job has no demo module
 
 
-def plan_data(
-    plan: SeedPlan, *, business_date: date, now: datetime, session_span: timedelta = timedelta(hours=48)
-) -> SeededData:
-    """Programs whose windows end from three weeks before `business_date` to ten days after it;
-    sessions that started over the `session_span` before `now`."""
-    span_minutes = max(6, int(session_span.total_seconds() // 60))
-    rng = random.Random(plan.seed)  # noqa: S311 - reproducible demo data, not secrets
-    active: list[Program] = []
-    ended: list[Program] = []
-    sessions: list[SessionRef] = []
-    in_use: set[tuple[str, str]] = set()
-    for t in range(plan.tenants):
-        tenant = f"tenant-{t + 1:02d}"
-        for p in range(plan.programs_per_tenant):
-            length = rng.choice([7, 14, 28])
-            # From three weeks overdue (catching up) to ten days ahead (not due).
-            end = business_date + timedelta(days=rng.randint(-21, 10))
-            program = Program(tenant, f"program-{p + 1:04d}", length, end)
-            (ended if rng.random() < 0.15 else active).append(program)
-        for s in range(plan.sessions_per_tenant):
-            started = now - timedelta(minutes=rng.randint(5, span_minutes))
-            session = SessionRef(tenant, f"session-{s + 1:05d}", started.replace(second=0, microsecond=0))
-            sessions.append(session)
-            if rng.random() < 0.3:
-                in_use.add((tenant, session.session_id))
-    return SeededData(active, ended, sessions, in_use)
-
-
-DEMO_TABLES = ("ProgramsTable", "WindowsTable", "SessionsTable")
-
-
-def seed_demo_tables(
-    template: Template,
-    plan: SeedPlan,
-    *,
-    business_date: date,
-    now: datetime,
-    session_span: timedelta = timedelta(hours=48),
-    names: LocalNames = LocalNames(),
-) -> str | None:
-    """Seed the demo tables through the platform's own repositories, when the template declares
-    them (run inside the local environment). Returns what was seeded, None for other templates."""
-    if not set(DEMO_TABLES) <= template.tables.keys():
+def demo_module(template: Template, function_id: str) -> str | None:
+    """`<package>.demo` when the function's package has a demo.py, else None."""
+    fn = template.function(function_id)
+    package = fn.handler.rpartition(".")[0].partition(".")[0]
+    if not package or not (template.root / fn.code_uri / package / f"{DEMO_MODULE}.py").is_file():
         return None
-    data = plan_data(plan, business_date=business_date, now=now, session_span=session_span)
-    seed(
-        data,
-        programs_table=names.table_name("ProgramsTable"),
-        windows_table=names.table_name("WindowsTable"),
-        sessions_table=names.table_name("SessionsTable"),
-    )
-    programs = len(data.active_programs) + len(data.ended_programs)
-    return f"{programs} programs and {len(data.sessions)} sessions across {plan.tenants} tenants"
+    return f"{package}.{DEMO_MODULE}"
 
 
-def seed(data: SeededData, *, programs_table: str, windows_table: str, sessions_table: str) -> None:
-    programs = DynamoProgramStore(programs_table, windows_table)
-    programs.save_programs(data.active_programs, active=True)
-    programs.save_programs(data.ended_programs, active=False)
-    sessions = DynamoSessionStore(sessions_table)
-    sessions.start_sessions(data.sessions)
-    for tenant_id, session_id in sorted(data.sessions_with_exercise):
-        sessions.log_exercise(tenant_id, session_id)
+def seed_jobs(runtime: LocalLambdaRuntime, plan: SeedPlan, *, start: datetime, end: datetime) -> list[SeededJob]:
+    """Run every scheduled job's demo seed (in the template's order), each in its function's environment."""
+    seeded = []
+    for job, schedule in runtime.template.jobs.items():
+        module = demo_module(runtime.template, schedule.function_id)
+        if module is None:
+            seeded.append(SeededJob(job, schedule.function_id, None))
+            continue
+        with runtime.function_environment(schedule.function_id):  # its code on sys.path, its settings' variables
+            seed: DemoSeed = importlib.import_module(module).seed
+            summary = seed(
+                environ=runtime.environment(schedule.function_id),
+                tenants=plan.tenants,
+                rng=random.Random(f"{plan.seed}:{job}"),  # noqa: S311 - reproducible demo data, not secrets
+                start=start,
+                end=end,
+            )
+        seeded.append(SeededJob(job, schedule.function_id, summary))
+    return seeded
+
+
+def describe(seeded: list[SeededJob], plan: SeedPlan) -> str | None:
+    """One line: what each job seeded, or None when no job has a demo module."""
+    parts = [f"{s.job}: {s.summary}" for s in seeded if s.summary is not None]
+    return f"{'; '.join(parts)} (across {plan.tenants} tenants)" if parts else None

@@ -11,6 +11,9 @@ against (docs/tick-contract.md):
 - `throttled`: DynamoDB throttles every attempt until botocore's retries are spent;
 - `lost_then_throttled`: applied, answer lost, and every resend throttled: the caller sees an
   error for a write that took effect;
+- `transaction_throttled`: throttled as DynamoDB throttles a transaction: a `TransactWriteItems`
+  cancelled with `ThrottlingError` on its first action (botocore does not retry that), any other
+  request as `throttled`;
 - `dies_after`: answered, and then the attempt dies (Lambda's timeout): nothing after it runs;
 - `error_after`: answered, and then the delivery raises (the simulator's partial run).
 
@@ -25,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -37,7 +39,14 @@ from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
-from clockless_tools.local.in_process import ReadBody
+from clockless_tools.simulate.responses import (
+    THROTTLED_MESSAGE,
+    error_response,
+    made_up_response,
+    operation_of,
+    payload_of,
+    throttled_response,
+)
 
 # Requests that change something: DynamoDB writes, and work sent to a queue (a fanned-out tick's
 # coordinator writes no domain table; the partition messages it sends are its effect).
@@ -62,6 +71,7 @@ class FaultKind(enum.StrEnum):
     LOST_RESPONSE = "lost_response"
     THROTTLED = "throttled"
     LOST_THEN_THROTTLED = "lost_then_throttled"
+    TRANSACTION_THROTTLED = "transaction_throttled"
     DIES_AFTER = "dies_after"
     ERROR_AFTER = "error_after"
 
@@ -95,26 +105,9 @@ class AttemptDied(BaseException):
     `except Exception` in the code under test can run anything after it, as in Lambda."""
 
 
-def operation_of(request: Any) -> str:
-    target = request.headers.get("X-Amz-Target", b"") if hasattr(request, "headers") else b""
-    target = target.decode() if isinstance(target, bytes) else str(target)
-    return target.rsplit(".", 1)[-1]
-
-
-def _payload(request: Any) -> dict[str, Any]:
-    body = request.body
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    try:
-        payload = json.loads(body or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return payload if isinstance(payload, dict) else {}
-
-
 def tables_in_request(request: Any) -> set[str]:
     """The DynamoDB tables a request names (single-table, transaction and batch operations)."""
-    payload = _payload(request)
+    payload = payload_of(request)
     tables = {payload["TableName"]} if isinstance(payload.get("TableName"), str) else set()
     for item in payload.get("TransactItems") or []:
         for operation in item.values():
@@ -127,16 +120,6 @@ def tables_in_request(request: Any) -> set[str]:
 def _header(request: Any, name: str) -> str | None:
     value = request.headers.get(name)
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _response(request: Any, status: int, content: bytes, headers: dict[str, str] | None = None) -> AWSResponse:
-    fields: Any = headers or {"Content-Type": "application/x-amz-json-1.0"}
-    return AWSResponse(request.url, status, fields, ReadBody(content))
-
-
-def _error_response(request: Any, code: str, message: str) -> AWSResponse:
-    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
-    return _response(request, 400, body.encode())
 
 
 @dataclass
@@ -318,7 +301,9 @@ class FaultInjector:
         if kind is FaultKind.REFUSED:
             raise EndpointConnectionError(endpoint_url=request.url)
         if kind is FaultKind.THROTTLED or (kind is FaultKind.LOST_THEN_THROTTLED and not first):
-            return _error_response(request, "ThrottlingException", "Throughput exceeds the current capacity (injected)")
+            return error_response(request, "ThrottlingException", THROTTLED_MESSAGE)
+        if kind is FaultKind.TRANSACTION_THROTTLED:
+            return throttled_response(request)
         response = self._forward(original, endpoint, request)
         if not first:
             return response  # the SDK's resend after a lost answer, answered as DynamoDB would
@@ -338,7 +323,7 @@ class FaultInjector:
     def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
         if not self.client_request_tokens or operation_of(request) != "TransactWriteItems":
             return original(endpoint, request)  # type: ignore[no-any-return]
-        body = _payload(request)
+        body = payload_of(request)
         token = body.get("ClientRequestToken")
         if not isinstance(token, str):
             return original(endpoint, request)  # type: ignore[no-any-return]
@@ -349,13 +334,13 @@ class FaultInjector:
                 applied = None
             if applied is not None:
                 if applied.body != body:
-                    return _error_response(
+                    return error_response(
                         request,
                         "IdempotentParameterMismatchException",
                         "ClientRequestToken reused with other parameters",
                     )
                 self.counts.answered_from_token += 1
-                return _response(request, applied.status, applied.content, applied.headers)
+                return made_up_response(request, applied.status, applied.content, applied.headers)
         response: AWSResponse = original(endpoint, request)
         if response.status_code == 200:
             with self._lock:

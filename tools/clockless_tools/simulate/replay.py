@@ -25,12 +25,13 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import time_machine
 
+from clockless_tools.local.capacity import capacity_settings, describe_settings, describe_throttling
 from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     create_tables,
@@ -43,7 +44,7 @@ from clockless_tools.local.moto_transactions import transactions_snapshot_touche
 from clockless_tools.local.poller import SqsPoller
 from clockless_tools.local.queues import create_queues, queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.local.seed import SeedPlan, seed_demo_tables
+from clockless_tools.local.seed import SeedPlan, describe, seed_jobs
 from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
 from clockless_tools.simulate.plan import TickPlan
@@ -59,9 +60,9 @@ def send(channel: TextIO, **message: Any) -> None:
 
 
 @contextlib.contextmanager
-def _dynamodb(endpoint: str | None) -> Iterator[str]:
+def _dynamodb(endpoint: str | None) -> Iterator[tuple[str, EmbeddedDynamoDB | None]]:
     if endpoint is not None:
-        yield endpoint
+        yield endpoint, None
         return
     # Not stopped: the process ends with the replay, and a clean shutdown would wait out the
     # server's half-second poll for nothing. Its thread is a daemon. Its requests come from this
@@ -69,7 +70,7 @@ def _dynamodb(endpoint: str | None) -> Iterator[str]:
     # the same answers, at a fraction of the CPU (see both modules).
     server = EmbeddedDynamoDB().start()
     with served_in_process(server.endpoint, server.app), transactions_snapshot_touched_items():
-        yield server.endpoint
+        yield server.endpoint, server
 
 
 class _Clock:
@@ -94,20 +95,26 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
     """Carry out one replay as SPEC describes (see the module's docstring)."""
     template = Template.load(spec["template"])
     names = LocalNames()
-    with _dynamodb(spec.get("endpoint")) as endpoint, patched_environ(local_environment(endpoint)):
+    with _dynamodb(spec.get("endpoint")) as (endpoint, server), patched_environ(local_environment(endpoint)):
         if spec.get("endpoint") is None:
             send(channel, note=f"embedded DynamoDB on {endpoint}")
         tables = create_tables(template, endpoint, names)
         create_queues(template, endpoint, names)
         client = dynamodb_client(endpoint)
-        seeded = _seed(template, spec.get("seed"), names)
+        runtime = LocalLambdaRuntime(template, endpoint, names)
+        seeded, without_demo = _seed(runtime, spec.get("seed"))
         if seeded:
             send(channel, note=f"seeded {seeded}")
         before = dump_tables(client, tables)
         if spec.get("before_path"):
             Path(spec["before_path"]).write_text(json.dumps(before), encoding="utf-8")
             send(channel, before=spec["before_path"])
-        runtime = LocalLambdaRuntime(template, endpoint, names)
+        capacity = None
+        if server is not None and spec.get("capacity"):
+            # Enforced once the seeded tables are loaded: seeding is not part of the night.
+            settings = capacity_settings(spec["capacity"]["start"], float(spec["capacity"]["scale"]))
+            capacity = server.enforce(settings)
+            send(channel, note=f"DynamoDB write throughput enforced: {describe_settings(settings)}")
         injector = FaultInjector(spared_tables=spec["spared_tables"])
         workers = WorkerDriver(runtime, endpoint, injector, seed=str(spec.get("worker_seed", "")), names=names)
         clock = _Clock()
@@ -131,11 +138,15 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
                     records = engine.run([TickPlan.from_dict(plan) for plan in spec["plans"]])
         finally:
             clock.stop()
+        if capacity is not None:
+            send(channel, note=describe_throttling(capacity))
+            server.enforce(None)  # type: ignore[union-attr]
         after = dump_tables(client, tables)
         dead_letters = dead_letter_depths(workers.poller)
     return {
         "endpoint": endpoint,
         "seeded": seeded,
+        "without_demo": without_demo,
         "before": before,
         "after": after,
         "records": [asdict(record) for record in records],
@@ -163,17 +174,15 @@ def dead_letter_depths(poller: SqsPoller) -> dict[str, int]:
     return depths
 
 
-def _seed(template: Template, seed: Mapping[str, Any] | None, names: LocalNames) -> str | None:
+def _seed(runtime: LocalLambdaRuntime, seed: Mapping[str, Any] | None) -> tuple[str | None, list[str]]:
+    """What was seeded (one line) and the jobs without demo data."""
     if not seed:
-        return None
-    return seed_demo_tables(
-        template,
-        SeedPlan(**seed["plan"]),
-        business_date=date.fromisoformat(seed["business_date"]),
-        now=datetime.fromisoformat(seed["now"]),
-        session_span=timedelta(seconds=seed["session_span_seconds"]),
-        names=names,
+        return None, []
+    plan = SeedPlan(**seed["plan"])
+    seeded = seed_jobs(
+        runtime, plan, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"])
     )
+    return describe(seeded, plan), [job.job for job in seeded if job.summary is None]
 
 
 def _stream(

@@ -33,14 +33,17 @@ def bookkeeping_tables(template: Template) -> set[str]:
 
 
 def job_tables(template: Template, function_id: str) -> list[str]:
-    """The domain tables the job's function and its workers name in their environment (`!Ref <Table>`):
-    where its effects land."""
+    """The domain tables the job's function and its workers declare (`Metadata: clockless: tables`)
+    or name in their own environment (`!Ref <Table>`; Globals' names every job's): where its effects
+    land."""
     domain = template.tables.keys() - bookkeeping_tables(template)
-    found = []
-    for function in [function_id, *worker_functions(template, function_id)]:
-        for value in template.function(function).environment.values():
-            if isinstance(value, Mapping) and value.get("Ref") in domain and value["Ref"] not in found:
-                found.append(value["Ref"])
+    found: list[str] = []
+    for logical_id in [function_id, *worker_functions(template, function_id)]:
+        function = template.function(logical_id)
+        named = [value.get("Ref") for value in function.own_environment.values() if isinstance(value, Mapping)]
+        for table in [*function.declared_tables, *named]:
+            if table in domain and table not in found:
+                found.append(str(table))
     return found
 
 
@@ -73,6 +76,32 @@ class JobReport:
     differences: list[ItemDifference] = field(default_factory=list)
     reference_failures: list[str] = field(default_factory=list)
     workers: WorkerReport = field(default_factory=WorkerReport)
+    has_demo: bool = True
+
+    @property
+    def no_work(self) -> bool:
+        """Ticks were delivered and even the reference replay (each tick once) changed nothing in the
+        job's tables: a verdict over zero effects would read the same as a real one, so there is none."""
+        return self.ticks_delivered > 0 and self.reference_effects_total == 0 and not self.reference_failures
+
+    @property
+    def no_work_reason(self) -> str:
+        where = "its package has no demo.py" if not self.has_demo else "its demo.py seeds nothing its ticks act on"
+        return f"no work seeded for {self.job}: {self.ticks_delivered} ticks delivered, no effect ({where})"
+
+    @property
+    def faults_injected(self) -> int:
+        return self.failures_injected + self.responses_lost + sum(self.workers.faults.values())
+
+    @property
+    def items_twice(self) -> int:
+        """Items the simulation changed beyond what each tick once does (created extra, or changed)."""
+        return sum(1 for d in self.differences if d.kind in ("extra", "changed"))
+
+    @property
+    def items_lost(self) -> int:
+        """Items each tick once would have written that the simulation did not."""
+        return sum(1 for d in self.differences if d.kind == "missing")
 
     @property
     def ticks_delivered(self) -> int:
@@ -118,6 +147,7 @@ class JobReport:
             "differences": [difference.as_dict() for difference in self.differences],
             "reference_failures": self.reference_failures,
             "workers": self.workers.as_dict(),
+            "no_work": self.no_work,
             "exactly_once": self.exactly_once,
         }
 
@@ -135,7 +165,27 @@ class SimulationReport:
 
     @property
     def ok(self) -> bool:
-        return not self.differences and all(job.exactly_once for job in self.jobs)
+        return not self.differences and all(job.exactly_once and not job.no_work for job in self.jobs)
+
+    def proved(self) -> str:
+        """One sentence of what the run proved (or did not), every number counted from the run."""
+        jobs = [job for job in self.jobs if job.ticks_delivered]
+        ticks = sum(job.ticks_delivered for job in jobs)
+        applied = sum(job.effects_total for job in jobs)
+        twice = sum(job.items_twice for job in jobs) + sum(
+            1 for d in self.differences if d.kind in ("extra", "changed")
+        )
+        lost = sum(job.items_lost for job in jobs) + sum(1 for d in self.differences if d.kind == "missing")
+        faults = sum(job.faults_injected for job in jobs)
+        counts = f"{applied} items applied, {twice} twice, {lost} lost, under {faults} injected faults"
+        of = f"{ticks} ticks of {len(jobs)} job{'s' if len(jobs) != 1 else ''}"
+        if self.ok:
+            return f"{of} took effect exactly once: {counts}"
+        unproved = [job.job for job in jobs if job.no_work]
+        failed = [job.job for job in jobs if not job.exactly_once]
+        reasons = [f"not exactly once: {', '.join(failed)}"] if failed or self.differences else []
+        reasons += [f"no work seeded for {', '.join(unproved)}"] if unproved else []
+        return f"{of} NOT proved ({'; '.join(reasons) or 'see above'}): {counts}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -148,6 +198,7 @@ class SimulationReport:
             "jobs": [job.as_dict() for job in self.jobs],
             "differences": [difference.as_dict() for difference in self.differences],
             "ok": self.ok,
+            "proved": self.proved(),
         }
 
 
@@ -162,6 +213,7 @@ def build_report(
     after: Snapshot,
     reference_after: Snapshot,
     seeded: str | None,
+    without_demo: Collection[str] = (),
     workers: Collection[WorkerRecord] = (),
     dead_letters: Mapping[str, int] | None = None,
     reference_dead_letters: Mapping[str, int] | None = None,
@@ -182,6 +234,7 @@ def build_report(
         tables = job_tables(template, schedule.function_id)
         owned.update(tables)
         report = JobReport(job, schedule.function_id, schedule.expression, tables, ticks_expected=len(times))
+        report.has_demo = job not in without_demo
         report.ticks_dropped = sorted(format_scheduled_time(t) for j, t in request.drops if j == job)
         _count_deliveries(report, [r for r in records if r.job == job])
         took_effect = {r.tick_key for r in records if r.job == job and r.outcome in TOOK_EFFECT}

@@ -12,6 +12,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from clockless import format_scheduled_time
+from clockless_tools.local.capacity import Start
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
@@ -85,8 +86,12 @@ class SimulationRequest:
     endpoint: str | None = None
     seed_plan: SeedPlan = SeedPlan()
     log_path: Path = DEFAULT_LOG
+    # DynamoDB's write throughput enforced on the simulation's embedded DynamoDB (None: unlimited)
+    capacity: str | None = None
+    scale: float = 1.0
 
     def validate(self) -> dict[str, list[datetime]]:
+        self._validate_capacity()
         if self.start >= self.end:
             raise SimulationInputError(
                 f"--from {format_scheduled_time(self.start)} is not before --to {format_scheduled_time(self.end)}"
@@ -104,6 +109,23 @@ class SimulationRequest:
                     f"({self.template.jobs[job].expression}) between --from and --to"
                 )
         return ticks
+
+    def _validate_capacity(self) -> None:
+        if self.capacity is not None and self.capacity not in {start.value for start in Start}:
+            raise SimulationInputError(f"--capacity {self.capacity!r}: choose one of {_capacity_choices()}")
+        if not self.scale > 0:
+            raise SimulationInputError(f"--scale {self.scale:g}: must be positive (it divides every throughput limit)")
+        if self.capacity is None and self.scale != 1:
+            raise SimulationInputError(f"--scale {self.scale:g} needs --capacity ({_capacity_choices()})")
+        if self.capacity is not None and self.endpoint is not None:
+            raise SimulationInputError(
+                "--capacity applies to the simulation's own embedded DynamoDB; a running server enforces what "
+                "`clockless local up --capacity` told it: drop --endpoint or --capacity"
+            )
+
+
+def _capacity_choices() -> str:
+    return ", ".join(start.value for start in Start)
 
 
 def last_whole_hour(now: datetime | None = None) -> datetime:

@@ -17,7 +17,6 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +112,7 @@ def run_simulation(
                 "log": str(request.log_path),
                 "endpoint": request.endpoint,
                 "seed": None if request.endpoint else _seed_spec(request),
+                "capacity": None if request.capacity is None else {"start": request.capacity, "scale": request.scale},
                 "before_path": str(workdir / "before.json"),
                 "plans": [plan.as_dict() for plan in plans],
             },
@@ -131,11 +131,15 @@ def run_simulation(
                 if "before" in message:
                     reference.command(load=message["before"])
                 elif "took_effect" in message:
-                    # Each tick once, at the simulated time and in the order its work was first done
-                    # in the simulation, so clocks read by the jobs agree.
+                    # Each tick once, in the order its work was first done in the simulation (a
+                    # job may build on the tick before), but at its scheduled time: the clean, on-time
+                    # delivery. A job that decides from the wall clock instead of its tick then
+                    # decides differently here than in the simulation's late or retried delivery,
+                    # and the tables say so (docs/simulation.md; rule no-wall-clock).
                     plan = by_key[message["took_effect"]]
-                    at = datetime.fromisoformat(message["at"])
-                    reference.command(plan=delivered_once(plan, at=at, order=int(message["round"])).as_dict())
+                    reference.command(
+                        plan=delivered_once(plan, at=plan.scheduled_time, order=int(message["round"])).as_dict()
+                    )
                     forwarded.add(plan.key)
                     # Ticks done of a total known up front (rounds are not: failures add retries).
                     progress("simulation", len(forwarded), len(plans))
@@ -146,7 +150,7 @@ def run_simulation(
             for plan in plans:
                 if plan.key not in forwarded:
                     reference.command(
-                        plan=delivered_once(plan, at=plan.first_at, order=len(plans) + plan.order).as_dict()
+                        plan=delivered_once(plan, at=plan.scheduled_time, order=len(plans) + plan.order).as_dict()
                     )
             reference.command(end=True)
             referenced = reference.result()
@@ -165,6 +169,7 @@ def run_simulation(
         after=simulated["after"],
         reference_after=referenced["after"],
         seeded=simulated["seeded"],
+        without_demo=simulated["without_demo"],
         workers=[WorkerRecord(**record) for record in simulated["workers"]],
         dead_letters=simulated["dead_letters"],
         reference_dead_letters=referenced["dead_letters"],
@@ -174,11 +179,8 @@ def run_simulation(
 def _seed_spec(request: SimulationRequest) -> dict[str, Any]:
     return {
         "plan": asdict(SeedPlan(**{**asdict(request.seed_plan), "seed": request.seed})),
-        "business_date": request.start.date().isoformat(),
-        "now": request.end.isoformat(),
-        # Sessions start across the whole range and the two days before it, so every hourly
-        # tick finds sessions whose grace just ended.
-        "session_span_seconds": int((request.end - request.start + timedelta(hours=48)).total_seconds()),
+        "start": request.start.isoformat(),
+        "end": request.end.isoformat(),
     }
 
 

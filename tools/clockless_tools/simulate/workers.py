@@ -6,7 +6,8 @@ invocation at a time, meeting the faults SQS and DynamoDB hand a worker:
 - `crash`: the invocation dies after its n-th request (Lambda's timeout, an out-of-memory kill):
   nothing after it runs, its message comes back after the visibility timeout;
 - `lost_answer`: the answer to its n-th request is lost and botocore resends it;
-- `throttled`: its n-th request is throttled until botocore's retries are spent;
+- `throttled`: its n-th request is throttled as DynamoDB throttles it (a transaction cancelled
+  with `ThrottlingError`, anything else until botocore's retries are spent); the kit waits it out;
 - `duplicate`: SQS hands the same message to two invocations at once (at-least-once delivery).
 
 A fault is chosen per message from its body and receive count (seeded), so a seed gives the same
@@ -152,7 +153,7 @@ class WorkerDriver:
         if fault == FAULT_LOST_ANSWER:
             self.injector.arm(None, lost_answers=(at,), every_thread=True)
         else:
-            kind = FaultKind.DIES_AFTER if fault == FAULT_CRASH else FaultKind.THROTTLED
+            kind = FaultKind.DIES_AFTER if fault == FAULT_CRASH else FaultKind.TRANSACTION_THROTTLED
             self.injector.arm(at, kind, count_spared=True, every_thread=True)
         try:
             return self.runtime.call(function_id, event), None

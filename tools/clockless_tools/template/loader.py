@@ -1,5 +1,6 @@
 """Reading template.yaml: YAML with CloudFormation's short-form intrinsics (`!Ref`, `!Sub`...) kept as
-their long forms."""
+their long forms, and `AWS::LanguageExtensions` (`Fn::ForEach`, `Fn::FindInMap`...) expanded as
+CloudFormation expands it (extensions.py), so every tool reads the resources that are deployed."""
 
 from __future__ import annotations
 
@@ -50,4 +51,7 @@ def load_yaml(text: str, *, source: str = "template.yaml") -> dict[str, Any]:
         raise TemplateError(f"{source}: not valid YAML: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
         raise TemplateError(f"{source}: has no Resources mapping")
-    return document
+    # Imported here: extensions raises this module's TemplateError.
+    from clockless_tools.template.extensions import expand
+
+    return expand(document, source=source)

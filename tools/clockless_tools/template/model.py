@@ -16,6 +16,7 @@ from clockless_tools.template.queues import EVENT_SOURCE_MAPPING_TYPE, QUEUE_TYP
 
 # `Metadata: clockless: worker_of: <Function>` on a function that applies another's fanned-out ticks.
 WORKER_OF_KEY = "worker_of"
+TABLES_KEY = "tables"
 
 
 class ScheduleDefinitionError(TemplateError, ScheduleExpressionError):
@@ -125,6 +126,18 @@ class Function:
         return merged
 
     @property
+    def own_environment(self) -> dict[str, Any]:
+        """The function's own variables, without Globals' (which name every job's tables)."""
+        return dict((self.properties.get("Environment") or {}).get("Variables") or {})
+
+    @property
+    def declared_tables(self) -> list[str]:
+        """The tables its job declares its own (`Metadata: clockless: tables`, from Mappings.Jobs)."""
+        block = self.metadata.get("clockless")
+        tables = block.get(TABLES_KEY) if isinstance(block, Mapping) else None
+        return [str(table) for table in tables] if isinstance(tables, list) else []
+
+    @property
     def event_invoke_config(self) -> Mapping[str, Any]:
         value = self.properties.get("EventInvokeConfig") or self.globals.get("EventInvokeConfig") or {}
         return value if isinstance(value, Mapping) else {}
@@ -189,12 +202,27 @@ class Template:
         return {
             logical_id: Function(
                 logical_id=logical_id,
-                properties=resource.get("Properties") or {},
+                properties=self._with_managed_policies(resource.get("Properties") or {}),
                 globals=self.function_globals,
                 metadata=resource.get("Metadata") or {},
             )
             for logical_id, resource in self.resources_of_type("AWS::Serverless::Function").items()
         }
+
+    def _with_managed_policies(self, properties: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`Policies` with each `!Ref` to an AWS::IAM::ManagedPolicy of this template replaced by its
+        PolicyDocument: what the function's role is allowed, wherever the statements are written."""
+        policies = properties.get("Policies")
+        if not isinstance(policies, list):
+            return properties
+        managed = self.resources_of_type("AWS::IAM::ManagedPolicy")
+        inlined = [
+            (managed[policy["Ref"]].get("Properties") or {}).get("PolicyDocument") or {}
+            if isinstance(policy, Mapping) and set(policy) == {"Ref"} and policy["Ref"] in managed
+            else policy
+            for policy in policies
+        ]
+        return {**properties, "Policies": inlined}
 
     def function(self, logical_id: str) -> Function:
         functions = self.functions

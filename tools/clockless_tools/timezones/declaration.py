@@ -89,8 +89,13 @@ def _read_zones(value: Any, template: Template, where: str) -> tuple[tuple[str, 
 def _read_rule(value: Any, where: str) -> LocalTimeRule | None:
     if value == NO_RULE:
         return None
+    if isinstance(value, str) and set(_rule_from_text(value)) <= set(RULE_KEYS):
+        value = _rule_from_text(value)
     if not isinstance(value, Mapping):
-        raise DeclarationError(f"{where}: expected {NO_RULE!r} or a mapping of {', '.join(RULE_KEYS)}; got {value!r}")
+        raise DeclarationError(
+            f"{where}: expected {NO_RULE!r} or a mapping of {', '.join(RULE_KEYS)} (or that as one string, "
+            f"e.g. 'not_before=04:00,same_local_date'); got {value!r}"
+        )
     unknown = sorted(str(key) for key in value if key not in RULE_KEYS)
     if unknown:
         raise DeclarationError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(RULE_KEYS)}")
@@ -106,6 +111,16 @@ def _read_rule(value: Any, where: str) -> LocalTimeRule | None:
         raise DeclarationError(f"{where}: checks nothing; write {NO_RULE!r} if no local time matters to the job")
     if rule.not_before is not None and rule.not_after is not None and rule.not_before > rule.not_after:
         raise DeclarationError(f"{where}: {NOT_BEFORE} {rule.not_before:%H:%M} is later than {NOT_AFTER}")
+    return rule
+
+
+def _rule_from_text(text: str) -> dict[str, Any]:
+    """A rule written as one string, as a job's declaration in Mappings holds it (a mapping's values are
+    strings): `not_before=04:00,same_local_date` is `{not_before: "04:00", same_local_date: true}`."""
+    rule: dict[str, Any] = {}
+    for part in (part.strip() for part in text.split(",")):
+        key, has_value, clock = part.partition("=")
+        rule[key.strip()] = clock.strip() if has_value else True
     return rule
 
 

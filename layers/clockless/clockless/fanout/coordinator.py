@@ -88,4 +88,6 @@ class FanOut:
             return runner.handle(event, context)
 
         lambda_handler.clockless_worker = self  # type: ignore[attr-defined]
+        # The runner behind the handler, for tools and tests that give it their clock.
+        lambda_handler.clockless_runner = runner  # type: ignore[attr-defined]
         return lambda_handler

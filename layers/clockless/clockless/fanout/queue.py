@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from clockless.fanout.messages import WorkMessage
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+
+    from clockless.fanout.writer import Entry
 
 # SendMessageBatch takes at most 10 entries.
 SQS_BATCH: Final = 10
@@ -63,3 +70,30 @@ def split_items(items: Sequence[dict[str, Any]], envelope_bytes: int) -> list[li
     if current:
         groups.append(current)
     return groups
+
+
+class DeadLetters:
+    """Failed items to the job's work DLQ, as `items` messages a replay can move back."""
+
+    def __init__(self, client: Any, url: str, logger: Logger) -> None:
+        self.client = client
+        self.url = url
+        self.logger = logger
+
+    def send(
+        self, message: WorkMessage, encode: Callable[[Any], dict[str, Any]], entries: list[Entry], reason: str
+    ) -> None:
+        encoded = [encode(entry.item) for entry in entries]
+        envelope = len(message.failed_items([], reason).body().encode("utf-8"))
+        for group in split_items(encoded, envelope):
+            self.client.send_message(QueueUrl=self.url, MessageBody=message.failed_items(group, reason).body())
+        # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
+        self.logger.error(
+            "items failed; sent to the work DLQ",
+            extra={
+                "correlation_id": message.tick_key,
+                "partition": message.partition,
+                "items": [e.key for e in entries],
+                "reason": reason,
+            },
+        )

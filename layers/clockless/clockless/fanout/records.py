@@ -1,7 +1,8 @@
 """A fanned-out tick's records in the ledger table, beside its tick entry.
 
 - partition record `<job>#work` / `<ts>#p<partition>`: status (running|done), cursor, lease,
-  hops, failed_items, and the counters of replayed items;
+  hops, failed_items, the counters of replayed items, and what an operator reads about its runs
+  (`receives`, `last_error`, `throttle_continuations`);
 - lane record `<job>#work` / `<ts>#p<partition>#l<lane>`: applied and already_done, written only
   by the transactions of one lane of one worker, so concurrent lanes never touch one record.
 
@@ -20,6 +21,17 @@ STATUS_RUNNING: Final = "running"
 STATUS_DONE: Final = "done"
 WORK_SUFFIX: Final = "#work"
 COUNTERS: Final = ("applied", "already_done", "failed")
+# What a worker records for operators (docs/fan-out.md, "The records").
+RECEIVES: Final = "receives"
+LAST_ERROR: Final = "last_error"
+THROTTLE_CONTINUATIONS: Final = "throttle_continuations"
+MAX_LAST_ERROR_LENGTH: Final = 300
+
+
+def one_line(text: str, limit: int = MAX_LAST_ERROR_LENGTH) -> str:
+    """`last_error` is read on one line: no newline, at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def work_job(job: str) -> str:
@@ -60,6 +72,8 @@ class Lease:
     missing: bool = False
     # the tick entry that failed the trust check (clockless.fanout.trust); nothing was written
     untrusted: dict[str, Any] | None = None
+    # continuations this partition was handed on to because of throttling, before this run
+    throttle_continuations: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +126,10 @@ class PartitionRecords:
     def lane_key(self, lane: int) -> dict[str, Any]:
         return lane_key(self.job, self.scheduled_time, self.partition, lane)
 
-    def acquire(self, *, lease_until_ms: int, hop: int, existing_only: bool = False) -> Lease:
+    def acquire(self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1) -> Lease:
         """Take the partition: free, expired, or already this run's (its own resend).
         `existing_only`: only a partition whose record exists (a continuation's): otherwise
-        `Lease(missing=True)`, nothing written."""
+        `Lease(missing=True)`, nothing written. `receives`: the message's receive count, for operators."""
         condition = (
             "(attribute_not_exists(#status) OR #status <> :done) AND "
             "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
@@ -124,7 +138,7 @@ class PartitionRecords:
             condition = f"attribute_exists(#status) AND {condition}"
         try:
             response = self.client.update_item(
-                **self._lease_update(lease_until_ms, hop, condition),
+                **self._lease_update(lease_until_ms, hop, condition, receives),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -139,14 +153,15 @@ class PartitionRecords:
             acquired=True,
             cursor=None if cursor is None else json.loads(cursor),
             failed_items=frozenset(item.get("failed_items", {}).get("SS", [])),
+            throttle_continuations=int(_text(item, THROTTLE_CONTINUATIONS) or 0),
         )
 
-    def acquire_first(self, *, lease_until_ms: int, hop: int, tick_check: dict[str, Any]) -> Lease:
+    def acquire_first(self, *, lease_until_ms: int, hop: int, tick_check: dict[str, Any], receives: int = 1) -> Lease:
         """Create the partition's record with this run's lease, in one transaction with
         `tick_check` (the tick entry's condition: clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
-        create = self._lease_update(lease_until_ms, hop, "attribute_not_exists(#status)")
+        create = self._lease_update(lease_until_ms, hop, "attribute_not_exists(#status)", receives)
         for unused in (":done", ":now"):
             del create["ExpressionAttributeValues"][unused]
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -164,16 +179,16 @@ class PartitionRecords:
             live = _text(old, "status") == STATUS_DONE or int(_text(old, "lease_until") or 0) >= now_ms()
             if live and _text(old, "lease_owner") != self.owner:
                 return _refused(old)  # done, or held: one request, as a plain acquire would cost
-            return self.acquire(lease_until_ms=lease_until_ms, hop=hop)
+            return self.acquire(lease_until_ms=lease_until_ms, hop=hop, receives=receives)
         return Lease(acquired=True)
 
-    def _lease_update(self, lease_until_ms: int, hop: int, condition: str) -> dict[str, Any]:
+    def _lease_update(self, lease_until_ms: int, hop: int, condition: str, receives: int = 1) -> dict[str, Any]:
         return {
             "TableName": self.table,
             "Key": self.key,
             "UpdateExpression": (
                 "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
-                "#status = if_not_exists(#status, :running)"
+                "#status = if_not_exists(#status, :running), receives = :receives"
             ),
             "ConditionExpression": condition,
             "ExpressionAttributeNames": {"#status": "status"},
@@ -181,6 +196,7 @@ class PartitionRecords:
                 ":me": {"S": self.owner},
                 ":until": {"N": str(lease_until_ms)},
                 ":hop": {"N": str(hop)},
+                ":receives": {"N": str(receives)},
                 ":expires_at": {"N": str(self.expires_at)},
                 ":running": {"S": STATUS_RUNNING},
                 ":done": {"S": STATUS_DONE},
@@ -192,9 +208,50 @@ class PartitionRecords:
         """The cursor after a page, with the page's `already_done` (see `_update`)."""
         self._update("SET #cursor = :cursor", cursor, already_done, {})
 
-    def hand_on(self, cursor: Mapping[str, Any], *, already_done: int = 0) -> None:
-        """Stop here for a continuation: the cursor stored and the lease released (0), in one write."""
-        self._update("SET #cursor = :cursor, lease_until = :zero", cursor, already_done, {":zero": {"N": "0"}})
+    def hand_on(
+        self,
+        cursor: Mapping[str, Any] | None,
+        *,
+        already_done: int = 0,
+        last_error: str | None = None,
+        throttle_continuations: int | None = None,
+    ) -> None:
+        """Stop here for a continuation: the cursor stored (with its page's `already_done`; None:
+        the stored one stands) and the lease released (0), in one write; after throttling, also
+        `last_error` and the new count of `throttle_continuations` (set, not added: a resend of
+        this write counts once)."""
+        sets = ["lease_until = :zero"]
+        values: dict[str, Any] = {":zero": {"N": "0"}}
+        if last_error is not None:
+            sets.append(f"{LAST_ERROR} = :last_error")
+            values[":last_error"] = {"S": one_line(last_error)}
+        if throttle_continuations is not None:
+            sets.append(f"{THROTTLE_CONTINUATIONS} = :continuations")
+            values[":continuations"] = {"N": str(throttle_continuations)}
+        if cursor is None:
+            self._note("SET " + ", ".join(sets), values)
+            return
+        self._update("SET #cursor = :cursor, " + ", ".join(sets), cursor, already_done, values)
+
+    def note_error(self, last_error: str) -> None:
+        """`last_error` for operators, while the lease is this run's (a failing run says why)."""
+        self._note(f"SET {LAST_ERROR} = :last_error", {":last_error": {"S": one_line(last_error)}})
+
+    def _note(self, update: str, values: dict[str, Any]) -> None:
+        """A write that moves no cursor (so counts nothing), while the lease is this run's; a
+        resend after a lost answer writes the same values again."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=update,
+                ConditionExpression="lease_owner = :me",
+                ExpressionAttributeValues={":me": {"S": self.owner}, **values},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            raise LeaseLost(
+                f"partition {self.partition} of {self.job}@{self.scheduled_time} is leased by another worker"
+            ) from None
 
     def _update(self, update: str, cursor: Mapping[str, Any], already_done: int, values: dict[str, Any]) -> None:
         """A cursor write, counting the items its page found already done in the same write:

@@ -8,11 +8,24 @@ from dataclasses import dataclass
 from typing import Final
 
 from clockless.config import ConfigurationError, env_int, env_str
+from clockless.fanout.pacing import PacingSettings
 
 DEFAULT_PAGE_SIZE: Final = 490
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIME_BUDGET_SECONDS: Final = 30
 DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
+# Pacing (docs/fan-out.md, "Pacing"). DynamoDB holds every partition of a table or index to 1,000
+# write units per second ("Best practices for designing and using partition keys effectively",
+# https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html):
+# one worker writes its own shard key of the due index, so it offers it at most that.
+DEFAULT_KEY_WRITE_UNITS_PER_SECOND: Final = 1000
+# An applied item moves within the index (a delete and a put, up to 1 KB each) or leaves it (1).
+DEFAULT_KEY_WRITE_UNITS_PER_ITEM: Final = 2
+# The adaptive rate never goes below this (5 % of the limit) and creeps up by this much after
+# each transaction applied without a throttle (from half the limit back to it in 20 transactions).
+DEFAULT_MIN_WRITE_UNITS_PER_SECOND: Final = 50
+DEFAULT_RATE_INCREASE_UNITS: Final = 25
+MAX_KEY_WRITE_UNITS_PER_SECOND: Final = 1_000_000
 # DynamoDB's Query returns at most 1 MB per page anyway; more than this is a typo.
 MAX_PAGE_SIZE: Final = 10_000
 MAX_CONCURRENCY: Final = 64
@@ -46,6 +59,17 @@ class WorkerSettings:
     concurrency: int
     time_budget_ms: int
     metrics_namespace: str
+    key_write_units_per_s: int = DEFAULT_KEY_WRITE_UNITS_PER_SECOND
+    key_write_units_per_item: int = DEFAULT_KEY_WRITE_UNITS_PER_ITEM
+    min_write_units_per_s: int = DEFAULT_MIN_WRITE_UNITS_PER_SECOND
+    rate_increase_units: int = DEFAULT_RATE_INCREASE_UNITS
+
+    def pacing(self) -> PacingSettings:
+        return PacingSettings(
+            max_units_per_s=self.key_write_units_per_s,
+            min_units_per_s=min(self.min_write_units_per_s, self.key_write_units_per_s),
+            increase_units_per_s=self.rate_increase_units,
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -60,4 +84,23 @@ class WorkerSettings:
             time_budget_ms=1000
             * _optional_int("WORK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, env, minimum=1, maximum=900),
             metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "") or DEFAULT_METRICS_NAMESPACE,
+            **_pacing_from_env(env),
         )
+
+
+def _pacing_from_env(env: Mapping[str, str]) -> dict[str, int]:
+    limit = MAX_KEY_WRITE_UNITS_PER_SECOND
+    return {
+        "key_write_units_per_s": _optional_int(
+            "WORK_KEY_WRITE_UNITS_PER_SECOND", DEFAULT_KEY_WRITE_UNITS_PER_SECOND, env, minimum=1, maximum=limit
+        ),
+        "key_write_units_per_item": _optional_int(
+            "WORK_KEY_WRITE_UNITS_PER_ITEM", DEFAULT_KEY_WRITE_UNITS_PER_ITEM, env, minimum=0, maximum=400
+        ),
+        "min_write_units_per_s": _optional_int(
+            "WORK_MIN_WRITE_UNITS_PER_SECOND", DEFAULT_MIN_WRITE_UNITS_PER_SECOND, env, minimum=1, maximum=limit
+        ),
+        "rate_increase_units": _optional_int(
+            "WORK_RATE_INCREASE_UNITS", DEFAULT_RATE_INCREASE_UNITS, env, minimum=1, maximum=limit
+        ),
+    }

@@ -3,15 +3,18 @@
 A partition run takes the partition's lease, then pages through it from the stored cursor, each
 page applied by the batch writer and the cursor stored after it, until the partition is done
 (then the finisher) or the time budget is spent (then the cursor is stored, the lease released
-and a continuation sent). docs/fan-out.md has the whole design.
+and a continuation sent). Throttling is waited out within the same budget and, when the budget
+is spent, handed on the same way with a delay (`clockless.fanout.handoff`): never a failure.
+docs/fan-out.md has the whole design.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
@@ -19,11 +22,14 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 
+from clockless.fanout.accounting import PartitionAccounting, ReplayAccounting
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
+from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HandOff, continuation_delay
 from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
-from clockless.fanout.queue import split_items
-from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, tick_key
+from clockless.fanout.pacing import Pacer
+from clockless.fanout.queue import DeadLetters
+from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line, tick_key
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.trust import (
     UntrustedMessageError,
@@ -34,18 +40,27 @@ from clockless.fanout.trust import (
 )
 from clockless.fanout.writer import (
     DEFAULT_MAX_ATTEMPTS,
-    RETRY_ERRORS,
     RETRY_REASONS,
+    TRANSIENT_ERRORS,
     AccountingConflict,
     BatchWriter,
     Entry,
-    WorkThrottled,
+    WorkRetriesSpent,
     backoff_seconds,
-    client_request_token,
 )
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
 from clockless.overlap import Overlap
+from clockless.throttle import (
+    SYSTEM_CLOCK,
+    Budget,
+    BudgetSpent,
+    Clock,
+    ThrottleRetryingClient,
+    client_request_token,
+    remaining_ms,
+    retry_throttled,
+)
 
 if TYPE_CHECKING:
     from clockless.fanout.coordinator import FanOut
@@ -60,37 +75,6 @@ METRIC_ITEMS_FAILED: Final = "WorkItemsFailed"
 REPLAY_ATTEMPTS: Final = 3
 
 
-class PartitionAccounting:
-    """A partition run counts in its lane's record, and failed items on the partition record."""
-
-    def __init__(self, records: PartitionRecords) -> None:
-        self.records = records
-
-    def actions(
-        self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
-    ) -> list[dict[str, Any]]:
-        # Already-done items are counted with the cursor (PartitionRecords.store_cursor), not here.
-        actions = []
-        if applied:
-            actions.append(self.records.lane_counter(lane, len(applied)))
-        if failed:
-            actions.append(self.records.failed_record(list(failed)))
-        return actions
-
-
-class ReplayAccounting:
-    """A replay moves its items out of `failed_items`; items failing again stay there."""
-
-    def __init__(self, records: PartitionRecords) -> None:
-        self.records = records
-
-    def actions(
-        self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
-    ) -> list[dict[str, Any]]:
-        keys = [*applied, *already_done]
-        return [self.records.replay_counter(keys, len(applied), len(already_done))] if keys else []
-
-
 class PartitionWorker:
     def __init__(self, fan_out: FanOut, work: Callable[[], PartitionWork[Any]]) -> None:
         self.fan_out = fan_out
@@ -100,6 +84,11 @@ class PartitionWorker:
         self._settings: WorkerSettings | None = None
         self._clients: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
+        # Waits (throttle backoff, pacing) and the time budget are measured on this clock: tests
+        # and the simulator set their own.
+        self.clock: Clock = SYSTEM_CLOCK
+        # The adaptive rate of each partition this warm worker ran, kept across its invocations.
+        self._pacers: dict[str, Pacer] = {}
         # Tests and the bench read what the last run did.
         self.last_counters = Counters()
 
@@ -134,7 +123,8 @@ class PartitionWorker:
         try:
 
             def record_handler(record: SQSRecord) -> str:
-                return self.run(record.body, context)
+                receives = int(record.attributes.approximate_receive_count or 1)
+                return self.run(record.body, context, receives=receives)
 
             return dict(
                 process_partial_response(
@@ -144,8 +134,9 @@ class PartitionWorker:
         finally:
             self.job.logger.thread_safe_clear_keys()
 
-    def run(self, body: str, context: Any) -> str:
-        """One message; an exception leaves it to SQS (redelivered, then the work DLQ)."""
+    def run(self, body: str, context: Any, *, receives: int = 1) -> str:
+        """One message; an exception leaves it to SQS (redelivered, then the work DLQ). `receives`:
+        its ApproximateReceiveCount."""
         message = WorkMessage.parse(body, job=self.job.name, partitions=self.fan_out.partitions)
         self.job.logger.thread_safe_append_keys(
             correlation_id=message.tick_key,
@@ -160,11 +151,12 @@ class PartitionWorker:
         metrics.add_dimension(name="job", value=self.job.name)
         metrics.add_dimension(name="trigger", value=message.trigger.value)
         try:
+            budget = Budget(context, self.settings().time_budget_ms / 1000, self.clock)
             if message.kind == KIND_PARTITION:
-                return self._run_partition(message, context, metrics)
+                return self._run_partition(message, budget, metrics, receives)
             if message.kind == KIND_START:
                 return start_buffered(self.clients()[0], self.settings(), self.fan_out, message)
-            return self._replay(message, metrics)
+            return self._replay(message, budget, metrics)
         except UntrustedMessageError as error:
             # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
             self.job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})
@@ -174,10 +166,11 @@ class PartitionWorker:
                 metrics.flush_metrics()
 
     # ------------------------------------------------------------------------ partition run
-    def _records(self, message: WorkMessage, owner: str) -> PartitionRecords:
+    def _records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionRecords:
+        """The partition's records, written through a client that waits out throttles within `budget`."""
         settings = self.settings()
         return PartitionRecords(
-            client=self.clients()[0],
+            client=ThrottleRetryingClient(self.clients()[0], budget),
             table=settings.ledger_table,
             job=message.job,
             scheduled_time=message.time_text,
@@ -186,32 +179,64 @@ class PartitionWorker:
             retention_seconds=settings.ledger_retention_seconds,
         )
 
-    def _run_partition(self, message: WorkMessage, context: Any, metrics: EphemeralMetrics) -> str:
-        settings = self.settings()
-        owner = f"{getattr(context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
-        records = self._records(message, owner)
-        lease = self._acquire(records, message, context)
+    def _run_partition(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, receives: int) -> str:
+        owner = f"{getattr(budget.context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
+        records = self._records(message, owner, budget)
+        try:
+            lease = self._acquire(records, message, budget, receives)
+        except BudgetSpent as spent:
+            # Not even the lease got through: nothing was taken, so come back later, as a throttle.
+            self._handoff().send(message, continuation_delay(0))
+            self.job.logger.warning("the lease stayed throttled; continuation sent", extra={"throttle": str(spent)})
+            return OUTCOME_CONTINUED
         if lease.done:
             self.job.logger.info("partition already done; settling the tick if it is complete")
-            self._finish(message, metrics)
-            return OUTCOME_ALREADY_DONE
+            return self._finish_or_continue(message, budget, metrics, OUTCOME_ALREADY_DONE)
         if not lease.acquired:
             self.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
             return OUTCOME_HELD
+        try:
+            return self._page_through(message, budget, metrics, records, lease)
+        except LeaseLost:
+            self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
+            return OUTCOME_HELD
+        except Exception as error:
+            self._note_failure(message, owner, budget, error)
+            raise
+
+    def _page_through(
+        self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, records: PartitionRecords, lease: Lease
+    ) -> str:
+        """Pages from the lease's cursor until the partition is done, the time budget is spent
+        (continuation), or throttling outlasts it (continuation after a delay)."""
+        settings = self.settings()
         work = self.work()
+        final = self._records(message, records.owner, budget.with_margin(FINAL_MARGIN_SECONDS))
+        final.expires_at = records.expires_at  # the same bytes (and tokens) as the run's other writes
         writer = BatchWriter(
             self.clients()[0],
             PartitionAccounting(records),
             on_failed=self._dead_letters(message, work),
             concurrency=settings.concurrency,
+            clock=self.clock,
+            budget=budget,
+            pacer=self._pacer(message.partition),
+            units_per_item=settings.key_write_units_per_item,
         )
         counters = Counters()
-        cursor = lease.cursor
+        # Where a resumed run starts: every item before it is applied (and out of the index);
+        # `stored` is the record's. A throttle between them hands on the page that moved it.
+        cursor = stored = lease.cursor
+        found = Counters()
         started = time.monotonic()
         pages = 0
         try:
             while True:
-                page = work.read(message.partition, message.params, cursor, settings.page_size)
+                page = retry_throttled(
+                    functools.partial(work.read, message.partition, message.params, cursor, settings.page_size),
+                    budget=budget,
+                    what="reading a page",
+                )
                 pages += 1
                 entries = [
                     Entry(key, work.writes(item, message.params, message.tick_key), item)
@@ -224,53 +249,97 @@ class PartitionWorker:
                     break
                 cursor = page.cursor
                 # After a page, so every run makes progress even with a budget set too large.
-                if _remaining_ms(context) < settings.time_budget_ms:
+                if budget.spent:
                     # the cursor, the page's already-done count and the lease released, in one write
-                    records.hand_on(cursor, already_done=found.already_done)
-                    self.clients()[1].send_message(
-                        QueueUrl=settings.work_queue_url, MessageBody=message.continuation().body()
-                    )
+                    final.hand_on(cursor, already_done=found.already_done)
+                    self._handoff().send(message)
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
                     _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
                 records.store_cursor(cursor, already_done=found.already_done)
-            self._mark_done(records, already_done=found.already_done)
-        except LeaseLost:
-            self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
-            return OUTCOME_HELD
+                stored = cursor
+            self._mark_done(final, already_done=found.already_done)
+        except BudgetSpent as spent:
+            self._log_run("throttled until the time budget was spent", counters, pages, started, writer)
+            _count_failed(metrics, counters)
+            moved = None if cursor == stored else cursor  # its page applied, the cursor not yet stored
+            note = self._handoff().after_throttle(
+                message,
+                final=final,
+                cursor=moved,
+                already_done=found.already_done if moved is not None else 0,
+                lease=lease,
+                spent=spent,
+                budget=budget,
+            )
+            self.job.logger.warning("throttled past the time budget; continuation sent", extra={"last_error": note})
+            return OUTCOME_CONTINUED
         finally:
             self.last_counters = counters
         self._log_run("partition done", counters, pages, started, writer)
         _count_failed(metrics, counters)
-        self._finish(message, metrics)
-        return OUTCOME_DONE
+        return self._finish_or_continue(message, budget, metrics, OUTCOME_DONE)
 
-    def _acquire(self, records: PartitionRecords, message: WorkMessage, context: Any) -> Lease:
+    # ------------------------------------------------------------------------- throttling
+    def _handoff(self) -> HandOff:
+        return HandOff(self.clients()[1], self.settings().work_queue_url)
+
+    def _pacer(self, partition: str) -> Pacer:
+        with self._lock:
+            pacer = self._pacers.get(partition)
+            if pacer is None or pacer.clock is not self.clock:
+                pacer = self._pacers[partition] = Pacer(self.settings().pacing(), self.clock)
+            return pacer
+
+    def _finish_or_continue(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: str) -> str:
+        """The finisher; when it stays throttled, a continuation runs it later (the partition is done)."""
+        try:
+            self._finish(message, budget, metrics)
+        except BudgetSpent as spent:
+            self._handoff().send(message, continuation_delay(0))
+            self.job.logger.warning("the finisher stayed throttled; continuation sent", extra={"throttle": str(spent)})
+            return OUTCOME_CONTINUED
+        return outcome
+
+    def _note_failure(self, message: WorkMessage, owner: str, budget: Budget, error: BaseException) -> None:
+        """`last_error` on the partition record for operators; the error itself is raised by the caller."""
+        try:
+            final = self._records(message, owner, budget.with_margin(FINAL_MARGIN_SECONDS))
+            final.note_error(one_line(f"{type(error).__name__}: {error}"))
+        except Exception:  # the failure is what SQS must see, not this note's
+            self.job.logger.warning("could not note the failure on the partition record", exc_info=True)
+
+    def _acquire(self, records: PartitionRecords, message: WorkMessage, budget: Budget, receives: int) -> Lease:
         """The partition's lease, for a message the clock and the ledger back (or
         UntrustedMessageError, nothing written): clockless.fanout.trust."""
         reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
         # The lease lives as long as this attempt can: a dead worker's lease has run out by the
         # time SQS shows its message again (visibility timeout >= 6 x the worker's timeout).
-        lease_until_ms = now_ms() + _remaining_ms(context)
+        lease_until_ms = now_ms() + remaining_ms(budget.context)
         if message.hop > 0:
             # A continuation: its partition's record exists (the run before handed it on), and
             # was made under the ledger's check.
-            lease = records.acquire(lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True)
+            lease = records.acquire(
+                lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True, receives=receives
+            )
             if lease.missing:
                 never = f"a continuation (hop {message.hop}) of a partition never started"
                 raise UntrustedMessageError(message.tick_key, message.partition, never)
             return lease
         total = len(self.fan_out.partitions)
         check = tick_entry_check(records.table, tick_key(message.job, message.time_text), total)
-        lease = records.acquire_first(lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check)
+        lease = records.acquire_first(
+            lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check, receives=receives
+        )
         if lease.untrusted is not None:
             raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
         return lease
 
     def _mark_done(self, records: PartitionRecords, *, already_done: int) -> None:
-        """Partition done + the tick's partitions_done, once: resent on conflict or throttling
-        (the tick entry is every partition's), answered from its token if it was applied."""
-        dynamodb = self.clients()[0]
+        """Partition done + the tick's partitions_done, once: throttles waited out by the records'
+        client, conflicts resent (the tick entry is every partition's), answered from its token if
+        it was applied."""
+        dynamodb = records.client
         transact_items = records.done_transaction(already_done=already_done)
         token = client_request_token(transact_items)
         for attempt in range(DEFAULT_MAX_ATTEMPTS):
@@ -289,13 +358,14 @@ class PartitionWorker:
                 if not any(code in RETRY_REASONS for code in codes):
                     raise
             except dynamodb.exceptions.ClientError as error:
-                if error.response.get("Error", {}).get("Code") not in RETRY_ERRORS:
+                if error.response.get("Error", {}).get("Code") not in TRANSIENT_ERRORS:
                     raise
-            time.sleep(backoff_seconds(attempt))
-        raise WorkThrottled(f"marking partition {records.partition} done stayed throttled or in conflict")
+            self.clock.sleep(backoff_seconds(attempt))
+        raise WorkRetriesSpent(f"marking partition {records.partition} done stayed in conflict")
 
-    def _finish(self, message: WorkMessage, metrics: EphemeralMetrics) -> None:
-        finisher = Finisher(self.clients()[0], self.settings().ledger_table)
+    def _finish(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
+        client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
+        finisher = Finisher(client, self.settings().ledger_table)
         status, counters = finisher.finish(
             message.job, message.time_text, replay_hint=f"clockless work redrive {message.job}"
         )
@@ -320,27 +390,8 @@ class PartitionWorker:
         finisher.reported(message.job, message.time_text)
 
     def _dead_letters(self, message: WorkMessage, work: PartitionWork[Any]) -> Callable[[list[Entry], str], None]:
-        settings = self.settings()
-
-        def send(entries: list[Entry], reason: str) -> None:
-            encoded = [work.encode(entry.item) for entry in entries]
-            envelope = len(message.failed_items([], reason).body().encode("utf-8"))
-            for group in split_items(encoded, envelope):
-                self.clients()[1].send_message(
-                    QueueUrl=settings.dead_letter_queue_url, MessageBody=message.failed_items(group, reason).body()
-                )
-            # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
-            self.job.logger.error(
-                "items failed; sent to the work DLQ",
-                extra={
-                    "correlation_id": message.tick_key,
-                    "partition": message.partition,
-                    "items": [e.key for e in entries],
-                    "reason": reason,
-                },
-            )
-
-        return send
+        queue = DeadLetters(self.clients()[1], self.settings().dead_letter_queue_url, self.job.logger)
+        return functools.partial(queue.send, message, work.encode)
 
     def _log_run(self, what: str, counters: Counters, pages: int, started: float, writer: BatchWriter) -> None:
         self.job.logger.info(
@@ -354,47 +405,55 @@ class PartitionWorker:
         )
 
     # ------------------------------------------------------------------------------ replay
-    def _replay(self, message: WorkMessage, metrics: EphemeralMetrics) -> str:
+    def _replay(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
         """Failed items moved back from the DLQ: applied once, counted on the partition record
-        only while they are still listed failed (a duplicate replay changes nothing)."""
+        only while they are still listed failed (a duplicate replay changes nothing). Throttled
+        past the budget, the same message is sent again after a delay (what it applied is
+        counted, and a second replay of it changes nothing)."""
         reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
         work = self.work()
-        records = self._records(message, owner=f"replay#{uuid.uuid4().hex[:12]}")
+        records = self._records(message, f"replay#{uuid.uuid4().hex[:12]}", budget)
         items = [work.decode(data) for data in message.items]
         counters = Counters()
-        for _ in range(REPLAY_ATTEMPTS):
-            failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
-            entries = [
-                Entry(key, work.writes(item, message.params, message.tick_key), item)
-                for item in items
-                if (key := work.item_key(item)) in failed_keys
-            ]
-            if not entries:
-                break
-            writer = BatchWriter(
-                self.clients()[0], ReplayAccounting(records), on_failed=self._dead_letters(message, work), concurrency=1
-            )
-            try:
-                counters.add(writer.apply(entries))
-                break
-            except AccountingConflict:
-                continue  # a concurrent replay took some of them: read the set again
-        else:
-            raise AccountingConflict(f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times")
+        try:
+            for _ in range(REPLAY_ATTEMPTS):
+                failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
+                entries = [
+                    Entry(key, work.writes(item, message.params, message.tick_key), item)
+                    for item in items
+                    if (key := work.item_key(item)) in failed_keys
+                ]
+                if not entries:
+                    break
+                writer = BatchWriter(
+                    self.clients()[0],
+                    ReplayAccounting(records),
+                    on_failed=self._dead_letters(message, work),
+                    concurrency=1,
+                    clock=self.clock,
+                    budget=budget,
+                )
+                try:
+                    counters.add(writer.apply(entries))
+                    break
+                except AccountingConflict:
+                    continue  # a concurrent replay took some of them: read the set again
+            else:
+                raise AccountingConflict(
+                    f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times"
+                )
+        except BudgetSpent as spent:
+            self._handoff().resend(message, continuation_delay(0))
+            self.job.logger.warning("replay throttled past the time budget; sent again", extra={"throttle": str(spent)})
+            return OUTCOME_CONTINUED
         self.last_counters = counters
         self.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
-        self._finish(message, metrics)
-        return OUTCOME_REPLAYED
+        return self._finish_or_continue(message, budget, metrics, OUTCOME_REPLAYED)
 
 
 def _count_failed(metrics: EphemeralMetrics, counters: Counters) -> None:
     if counters.failed:
         metrics.add_metric(name=METRIC_ITEMS_FAILED, unit=MetricUnit.Count, value=counters.failed)
-
-
-def _remaining_ms(context: Any) -> int:
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    return int(remaining()) if callable(remaining) else 15 * 60 * 1000
 
 
 def _summary(counters: Counters | None) -> dict[str, int] | None:

@@ -8,15 +8,16 @@ minutes and counted once. A cancelled transaction is read action by action: an i
 condition failed is already done (removed, counted); a conflict or throttle is resent after
 backoff; any other reason fails that item alone (to the work DLQ, counted failed). A request
 refused whole by validation is bisected until the failing item is alone.
+
+A throttle (a refused request, or `ThrottlingError` among a cancellation's reasons) is never a
+failure: it is waited out with backoff for as long as the attempt's budget lasts, then
+`BudgetSpent` hands the rest to a continuation (clockless.throttle). Transactions go out paced
+(clockless.fanout.pacing), so a worker offers its shard key no more than it can take.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,31 +26,38 @@ from typing import Any, Final, Protocol
 from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from clockless.fanout.pacing import Pacer
 from clockless.fanout.records import Counters
+from clockless.throttle import (
+    SYSTEM_CLOCK,
+    THROTTLE_ERRORS,
+    THROTTLE_REASONS,
+    Budget,
+    BudgetSpent,
+    Clock,
+    client_request_token,
+    describe_throttle,
+    throttled_tables,
+)
+from clockless.throttle import backoff_seconds as _throttle_backoff
 
 MAX_ITEM_ACTIONS: Final = 99
 DEFAULT_MAX_ATTEMPTS: Final = 8
 BACKOFF_BASE_SECONDS: Final = 0.05
 BACKOFF_CAP_SECONDS: Final = 2.0
-TOKEN_LENGTH: Final = 36
 
 ALREADY_DONE_REASON: Final = "ConditionalCheckFailed"
-# Per-action reasons worth resending the same items for.
-RETRY_REASONS: Final = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
-)
+CONFLICT_REASON: Final = "TransactionConflict"
+# Per-action reasons worth resending the same items for (a throttle within the budget, a
+# conflict up to `max_attempts` times).
+RETRY_REASONS: Final = frozenset({CONFLICT_REASON, *THROTTLE_REASONS})
 # Whole-request errors left after botocore's own retries, safe to resend: the token makes a
-# resend of an applied transaction a no-op.
-RETRY_ERRORS: Final = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "TransactionInProgressException",
-        "InternalServerError",
-        "ServiceUnavailable",
-    }
-)
+# resend of an applied transaction a no-op. Throttles are waited out within the budget; the
+# others are resent up to `max_attempts` times.
+TRANSIENT_ERRORS: Final = frozenset({"TransactionInProgressException", "InternalServerError", "ServiceUnavailable"})
+# What made a cancelled transaction worth resending.
+_THROTTLE: Final = "throttle"
+_CONFLICT: Final = "conflict"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +80,9 @@ class Accounting(Protocol):
 FailureSink = Callable[[list[Entry], str], None]
 
 
-class WorkThrottled(RuntimeError):
-    """A transaction stayed throttled or in conflict through every attempt; the message is redelivered."""
+class WorkRetriesSpent(RuntimeError):
+    """A transaction stayed in conflict (or DynamoDB unavailable) through every attempt; the
+    message is redelivered. Throttles never end here: they end in `BudgetSpent`."""
 
 
 class AccountingConflict(RuntimeError):
@@ -81,15 +90,9 @@ class AccountingConflict(RuntimeError):
 
 
 def backoff_seconds(attempt: int) -> float:
-    """Full jitter (base 50 ms, cap 2 s): lanes and workers that collided spread out instead of
-    retrying in step."""
-    return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt))  # noqa: S311
-
-
-def client_request_token(transact_items: list[dict[str, Any]]) -> str:
-    """The same content, the same token: a resend is recognised, whoever sends it."""
-    canonical = json.dumps(transact_items, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:TOKEN_LENGTH]
+    """Full jitter (base 50 ms, cap 2 s) after a conflict: lanes and workers that collided spread
+    out instead of retrying in step."""
+    return _throttle_backoff(attempt, base=BACKOFF_BASE_SECONDS, cap=BACKOFF_CAP_SECONDS)
 
 
 def pack(entries: Sequence[Entry], limit: int = MAX_ITEM_ACTIONS) -> list[list[Entry]]:
@@ -115,7 +118,12 @@ class BatchWriter:
     on_failed: FailureSink
     concurrency: int = 4
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    sleep: Callable[[float], None] = time.sleep
+    clock: Clock = SYSTEM_CLOCK
+    # How long throttles may be waited out (None: as long as a Lambda attempt can last).
+    budget: Budget | None = None
+    # Paces transactions at `units_per_item` write units per item (None: unpaced).
+    pacer: Pacer | None = None
+    units_per_item: int = 0
     # Transactions sent (resends included), for the logs and the bench; lanes count under a lock.
     transactions: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -147,7 +155,8 @@ class BatchWriter:
                 except BaseException as error:  # each lane's work is counted; the first error is raised
                     errors.append(error)
         if errors:
-            raise errors[0]
+            # A lane's real error before another's spent budget: the budget only hands the work on.
+            raise next((e for e in errors if not isinstance(e, BudgetSpent)), errors[0])
         return total
 
     def _run_lane(self, lane: int, batches: list[list[Entry]]) -> Counters:
@@ -156,9 +165,11 @@ class BatchWriter:
             counters.add(self._apply(batch, lane))
         return counters
 
-    def _send(self, transact_items: list[dict[str, Any]]) -> None:
+    def _send(self, transact_items: list[dict[str, Any]], items: int) -> None:
         if not transact_items:
             return
+        if self.pacer is not None and items and self.units_per_item:
+            self.pacer.take(items * self.units_per_item)
         with self._lock:
             self.transactions += 1
         self.client.transact_write_items(
@@ -173,17 +184,22 @@ class BatchWriter:
         done = list(done or [])
         failed = list(failed or [])
         live = list(batch)
-        for attempt in range(self.max_attempts):
+        attempt = 0  # resends after a conflict or an unavailable DynamoDB (bounded)
+        throttles = 0  # resends after a throttle (bounded by the budget, not counted as attempts)
+        waited = 0.0
+        while attempt < self.max_attempts:
             item_actions = [action for entry in live for action in entry.actions]
             transact_items = item_actions + self.accounting.actions(lane, [e.key for e in live], done, failed)
             try:
-                self._send(transact_items)
+                self._send(transact_items, len(live))
+                if self.pacer is not None:
+                    self.pacer.succeeded()
                 return Counters(applied=len(live), already_done=len(done), failed=len(failed))
             except ClientError as error:
                 code = error.response.get("Error", {}).get("Code", "")
+                why: str | None = None
                 if code == "TransactionCanceledException":
-                    if self._settle(error, live, len(item_actions), done, failed):
-                        self._backoff(attempt)
+                    why = self._settle(error, live, len(item_actions), done, failed)
                 elif code == "ValidationException" and live:
                     if len(live) > 1:
                         return self._bisect(live, lane, done, failed)
@@ -191,22 +207,48 @@ class BatchWriter:
                     self.on_failed(live, f"{code}: {message}")
                     failed.append(live[0].key)
                     live = []
-                elif code in RETRY_ERRORS:
-                    self._backoff(attempt)
+                elif code in THROTTLE_ERRORS:
+                    why = _THROTTLE
+                elif code in TRANSIENT_ERRORS:
+                    why = _CONFLICT
                 else:
                     raise
+                if why == _THROTTLE:
+                    waited += self._wait_out_throttle(error, transact_items, throttles, waited)
+                    throttles += 1
+                    continue
+                if why == _CONFLICT:
+                    self._backoff(attempt)
+                attempt += 1
             except BotocoreConnectionError:
                 self._backoff(attempt)
-        raise WorkThrottled(
-            f"a transaction of {len(live)} item(s) was throttled or in conflict {self.max_attempts} times; "
-            "the message is redelivered and resumes from the stored cursor"
+                attempt += 1
+        raise WorkRetriesSpent(
+            f"a transaction of {len(live)} item(s) met a conflict or an unavailable DynamoDB {self.max_attempts} "
+            "times; the message is redelivered and resumes from the stored cursor"
         )
+
+    def _wait_out_throttle(
+        self, error: ClientError, transact_items: list[dict[str, Any]], throttles: int, waited: float
+    ) -> float:
+        """Back off after a throttle (the pace slows too), or raise `BudgetSpent` when the wait
+        would go past the budget. The seconds waited."""
+        if self.pacer is not None:
+            self.pacer.throttled()
+        budget = self.budget if self.budget is not None else Budget(None, 0.0, self.clock)
+        delay = _throttle_backoff(throttles)
+        if budget.left_s() < delay:
+            spent = BudgetSpent("a transaction of the batch writer", error, waited_s=waited)
+            spent.description = describe_throttle(error, throttled_tables({"TransactItems": transact_items}, error))
+            raise spent from error
+        self.clock.sleep(delay)
+        return delay
 
     def _settle(
         self, error: ClientError, live: list[Entry], item_count: int, done: list[str], failed: list[str]
-    ) -> bool:
+    ) -> str | None:
         """Read a cancelled transaction's reasons; update `live`, `done`, `failed` in place.
-        True when what is left should be resent after a backoff (conflict or throttle)."""
+        Whether what is left should be resent after a throttle's or a conflict's backoff (None: at once)."""
         reasons = [dict(reason or {}) for reason in error.response.get("CancellationReasons") or []]
         if not reasons:
             raise error
@@ -235,13 +277,16 @@ class BatchWriter:
             retry = True
         elif any(code != "None" for code in accounting):
             raise error
+        throttled = any(code in THROTTLE_REASONS for code in codes)
         for entry, reason in newly_failed:
             # To the DLQ before the transaction that counts it: a crash in between sends it again
             # (replaying the copy changes nothing), never loses it.
             self.on_failed([entry], reason)
             failed.append(entry.key)
         live[:] = keep
-        return retry
+        if not retry:
+            return None
+        return _THROTTLE if throttled else _CONFLICT
 
     def _bisect(self, batch: list[Entry], lane: int, done: list[str], failed: list[str]) -> Counters:
         """Refused whole, with no per-item reasons: halve until the item refused is alone."""
@@ -252,4 +297,4 @@ class BatchWriter:
         return counters
 
     def _backoff(self, attempt: int) -> None:
-        self.sleep(backoff_seconds(attempt))
+        self.clock.sleep(backoff_seconds(attempt))

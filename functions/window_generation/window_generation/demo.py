@@ -1,0 +1,42 @@
+"""Demo data for `make run` and `clockless local seed`: programs across tenants, whose windows end
+from three weeks before the range's first day (catching up) to ten days after it (not yet due),
+some of them ended. Written through this job's own repository; the simulator finds this module
+by its name (see docs/adding-a-job.md) and is never deployed code's caller."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta
+
+from window_generation.logic import Program
+from window_generation.repository import DynamoProgramStore
+from window_generation.settings import WindowGenerationSettings
+
+PROGRAMS_PER_TENANT = 40
+ENDED_SHARE = 0.15
+
+
+def plan_programs(
+    tenants: int, rng: random.Random, *, business_date: date, per_tenant: int = PROGRAMS_PER_TENANT
+) -> tuple[list[Program], list[Program]]:
+    """(active, ended) programs, the same for the same `rng` seed."""
+    active: list[Program] = []
+    ended: list[Program] = []
+    for t in range(tenants):
+        for p in range(per_tenant):
+            length = rng.choice([7, 14, 28])
+            end = business_date + timedelta(days=rng.randint(-21, 10))
+            program = Program(f"tenant-{t + 1:02d}", f"program-{p + 1:04d}", length, end)
+            (ended if rng.random() < ENDED_SHARE else active).append(program)
+    return active, ended
+
+
+def seed(*, environ: Mapping[str, str], tenants: int, rng: random.Random, start: datetime, end: datetime) -> str:
+    """Seed the tables this job's settings name; `start`..`end` is the range its ticks will cover."""
+    settings = WindowGenerationSettings.from_env(environ)
+    active, ended = plan_programs(tenants, rng, business_date=start.date())
+    store = DynamoProgramStore(settings.programs_table, settings.windows_table)
+    store.save_programs(active, active=True)
+    store.save_programs(ended, active=False)
+    return f"{len(active) + len(ended)} programs"

@@ -1,0 +1,157 @@
+"""`clockless new job`: what it writes for a job with and without fan-out, the project lists it
+joins, and the names and collisions it refuses, changing nothing. (The whole exercise, rules, tests
+and simulation of a job it made, is tests/integration/test_new_job_exercise.py, marked slow.)"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clockless_tools.cli.app import app
+from clockless_tools.scaffold.names import JobNames
+from clockless_tools.scaffold.wiring import pyproject_edits
+from clockless_tools.template.model import Template
+from tests.conftest import PROJECT_ROOT
+
+RUFF = Path(sys.executable).with_name("ruff")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The files `clockless new job` reads and edits, copied."""
+    root = tmp_path / "project"
+    (root / "functions").mkdir(parents=True)
+    (root / "tests" / "unit").mkdir(parents=True)
+    (root / "events").mkdir()
+    for name in (
+        "template.yaml",
+        "pyproject.toml",
+        "tests/__init__.py",
+        "tests/unit/__init__.py",
+        "events/env.local.json",
+    ):
+        shutil.copy2(PROJECT_ROOT / name, root / name)
+    return root
+
+
+def new(project: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["new", "job", *args, "--project", str(project)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _listed(document: dict[str, object], edit_key: str, contract: str | None) -> list[list[str]]:
+    found: list[list[str]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if (
+                edit_key in node
+                and isinstance(node[edit_key], list)
+                and (contract is None or node.get("id") == contract)
+            ):
+                found.append(node[edit_key])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    return found
+
+
+@pytest.mark.parametrize("fan_out", [True, False], ids=["fanned-out", "single"])
+def test_a_new_job_gets_its_package_tests_table_and_every_project_list(project: Path, fan_out: bool) -> None:
+    # When a job is made
+    code, out, _ = new(project, "subscription-expiry", *(["--fan-out"] if fan_out else []))
+
+    # Then its package, demo seed and tests are written, the worker only when fanned out
+    assert code == 0, out
+    package = project / "functions" / "subscription_expiry" / "subscription_expiry"
+    expected = {"__init__.py", "handler.py", "logic.py", "repository.py", "settings.py", "demo.py"}
+    assert {p.name for p in package.iterdir()} == expected | ({"worker.py"} if fan_out else set())
+    assert (project / "tests" / "unit" / "test_subscription_expiry_logic.py").is_file()
+    assert (project / "tests" / "unit" / "test_subscription_expiry_repository.py").is_file()
+    assert ("DuePartitionWork" in (package / "repository.py").read_text(encoding="utf-8")) is fan_out
+    # And every pyproject list that names each job's package names it
+    document = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    names = JobNames.of("subscription-expiry")
+    for edit in pyproject_edits(names):
+        lists = _listed(document, edit.key, edit.contract if edit.contract != "repository" else None)
+        assert any(edit.value in items for items in lists), edit.where()
+    assert document["tool"]["setuptools"]["package-dir"]["subscription_expiry"] == names.package_dir
+    # And the template gains its table, with the sparse index, and still loads
+    template = Template.load(project / "template.yaml")
+    table = template.tables["SubscriptionExpiryTable"]
+    assert [index["IndexName"] for index in table["GlobalSecondaryIndexes"]] == ["due-by-time"]
+    # And, fanned out, the job is declared: its coordinator, worker and queues written out, its
+    # tables declared for least privilege, the trigger able to press it
+    declared = "subscription-expiry" in template.jobs
+    assert declared is fan_out
+    if fan_out:
+        assert template.function_for_job("subscription-expiry").logical_id == "SubscriptionExpiryFunction"
+        assert template.workers_of("SubscriptionExpiryFunction")
+        assert template.work_queue_for_job("subscription-expiry").logical_id == "SubscriptionExpiryWorkQueue"
+    # And it says what is left to do
+    said = " ".join(out.split())
+    assert "left to do" in said
+    first_step = "its schedule: Mappings.Jobs.SubscriptionExpiry" if fan_out else "write the job out in template.yaml"
+    assert first_step in said
+
+
+# Names sorting before, between and after the kit's packages: isort puts the job's imports among them.
+@pytest.mark.parametrize("name", ["nightly-report", "a-report", "c-digest"])
+def test_the_code_it_writes_passes_ruff_as_the_project_lints_it(project: Path, name: str) -> None:
+    new(project, name, "--fan-out")
+
+    done = subprocess.run(
+        [str(RUFF), "check", "--no-cache", "functions", "tests"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    formatted = subprocess.run(
+        [str(RUFF), "format", "--check", "--no-cache", "functions", "tests"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout
+    assert formatted.returncode == 0, formatted.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "complaint"),
+    [
+        ("Subscription_Expiry", "must be lowercase words joined by hyphens"),
+        ("9-lives", "must be lowercase words joined by hyphens"),
+        ("expiry-", "must be lowercase words joined by hyphens"),
+        ("clockless", "which the project already uses"),
+        ("window-generation", "functions/window_generation/ already exists"),
+    ],
+)
+def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(project: Path, name: str, complaint: str) -> None:
+    (project / "functions" / "window_generation").mkdir()
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+
+    code, _, err = new(project, name)
+
+    assert code == 2
+    assert complaint in err
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+
+
+def test_a_name_whose_resources_the_template_has_is_refused(project: Path) -> None:
+    code, _, err = new(project, "session-cleanup")
+
+    assert code == 2
+    assert "template.yaml already has SessionCleanupFunction" in err

@@ -1,0 +1,228 @@
+"""The tools read template.yaml after `AWS::LanguageExtensions`, expanded as CloudFormation documents it
+(the examples below are the ones on the Fn::ForEach, Fn::FindInMap enhancements, Fn::Length and
+Fn::ToJsonString pages of the CloudFormation Template Reference), and the job declaration writes out
+exactly the resources the template had before each job was declared once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clockless_tools.template.extensions import expand
+from clockless_tools.template.loader import TemplateError, load_yaml
+from clockless_tools.template.model import Template
+from clockless_tools.template.render import render
+
+LE = {"AWSTemplateFormatVersion": "2010-09-09", "Transform": "AWS::LanguageExtensions"}
+BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "declaration" / "template-before-declaration.yaml"
+
+
+def _expand(**sections: Any) -> dict[str, Any]:
+    return expand({**LE, **sections})
+
+
+def test_a_loop_over_a_list_parameter_writes_one_resource_per_item_and_refs_to_the_identifier() -> None:
+    # The SNS example: the collection is a Ref to a CommaDelimitedList, {"Ref": TopicName} the item.
+    document = _expand(
+        Parameters={"pRepoARNs": {"Type": "CommaDelimitedList", "Default": "Success,Failure"}},
+        Resources={
+            "Fn::ForEach::Topics": [
+                "TopicName",
+                {"Ref": "pRepoARNs"},
+                {
+                    "SnsTopic${TopicName}": {
+                        "Type": "AWS::SNS::Topic",
+                        "Properties": {"TopicName": {"Fn::Join": [".", [{"Ref": "TopicName"}, "fifo"]]}},
+                    }
+                },
+            ]
+        },
+    )
+
+    assert document["Resources"] == {
+        "SnsTopicSuccess": {
+            "Type": "AWS::SNS::Topic",
+            "Properties": {"TopicName": {"Fn::Join": [".", ["Success", "fifo"]]}},
+        },
+        "SnsTopicFailure": {
+            "Type": "AWS::SNS::Topic",
+            "Properties": {"TopicName": {"Fn::Join": [".", ["Failure", "fifo"]]}},
+        },
+    }
+
+
+def test_nested_loops_in_outputs_resolve_getatt_of_a_sub_and_a_ref() -> None:
+    document = _expand(
+        Resources={},
+        Outputs={
+            "Fn::ForEach::BucketOutputs": [
+                "Identifier",
+                ["A", "B"],
+                {
+                    "Fn::ForEach::GetAttLoop": [
+                        "Property",
+                        ["Arn", "DomainName"],
+                        {
+                            "S3Bucket${Identifier}${Property}": {
+                                "Value": {"Fn::GetAtt": [{"Fn::Sub": "S3Bucket${Identifier}"}, {"Ref": "Property"}]}
+                            }
+                        },
+                    ]
+                },
+            ]
+        },
+    )
+
+    assert document["Outputs"]["S3BucketBDomainName"] == {"Value": {"Fn::GetAtt": ["S3BucketB", "DomainName"]}}
+    assert len(document["Outputs"]) == 4
+
+
+def test_an_ampersand_identifier_drops_the_non_alphanumeric_characters() -> None:
+    document = _expand(
+        Resources={
+            "Fn::ForEach::Subnets": [
+                "CIDR",
+                ["10.0.2.0/24", "10.0.3.0/24"],
+                {"Subnet&{CIDR}": {"Type": "AWS::EC2::Subnet", "Properties": {"CidrBlock": "${CIDR}"}}},
+            ]
+        }
+    )
+
+    assert document["Resources"]["Subnet1002024"]["Properties"] == {"CidrBlock": "10.0.2.0/24"}
+
+
+def test_find_in_map_returns_the_value_or_its_default_and_refuses_a_missing_key_without_one() -> None:
+    mappings = {"Jobs": {"Nightly": {"Grace": 120}}}
+    found = _expand(
+        Mappings=mappings,
+        Resources={
+            "R": {
+                "Type": "T",
+                "Properties": {
+                    "Grace": {"Fn::FindInMap": ["Jobs", "Nightly", "Grace"]},
+                    "Budget": {"Fn::FindInMap": ["Jobs", "Nightly", "Budget", {"DefaultValue": 30}]},
+                },
+            }
+        },
+    )
+    assert found["Resources"]["R"]["Properties"] == {"Grace": 120, "Budget": 30}
+
+    with pytest.raises(TemplateError, match=r"Fn::FindInMap \[Jobs, Hourly, Grace\]: map Jobs has no Hourly.Grace"):
+        _expand(
+            Mappings=mappings,
+            Resources={"R": {"Type": "T", "Properties": {"G": {"Fn::FindInMap": ["Jobs", "Hourly", "Grace"]}}}},
+        )
+
+
+def test_length_and_to_json_string_of_literal_values() -> None:
+    document = _expand(
+        Resources={
+            "R": {
+                "Type": "T",
+                "Properties": {
+                    "Count": {"Fn::Length": ["a", "b", "c"]},
+                    "Json": {"Fn::ToJsonString": {"key": "value", "list": [1, 2]}},
+                    "Later": {"Fn::ToJsonString": {"arn": {"Ref": "Topic"}}},
+                },
+            }
+        }
+    )
+
+    properties = document["Resources"]["R"]["Properties"]
+    assert properties["Count"] == 3
+    assert properties["Json"] == '{"key":"value","list":[1,2]}'
+    # What depends on the deployment is CloudFormation's to resolve.
+    assert properties["Later"] == {"Fn::ToJsonString": {"arn": {"Ref": "Topic"}}}
+
+
+def test_a_loop_that_writes_an_existing_logical_id_is_refused() -> None:
+    with pytest.raises(TemplateError, match="generates keys that already exist: TopicA"):
+        _expand(
+            Resources={
+                "TopicA": {"Type": "AWS::SNS::Topic"},
+                "Fn::ForEach::Topics": ["Name", ["A"], {"Topic${Name}": {"Type": "AWS::SNS::Topic"}}],
+            }
+        )
+
+
+def test_loops_nested_deeper_than_cloudformation_allows_are_refused() -> None:
+    fragment: dict[str, Any] = {"R${L6}": {"Type": "T"}}
+    for depth in range(6, 0, -1):
+        fragment = {f"Fn::ForEach::Loop{depth}": [f"L{depth}", ["x"], fragment]}
+    with pytest.raises(TemplateError, match="nested 6 deep; CloudFormation allows 5"):
+        _expand(Resources=fragment)
+
+
+def test_a_template_without_the_transform_is_read_as_written() -> None:
+    document = {"Resources": {"Fn::ForEach::Topics": ["N", ["A"], {"T${N}": {"Type": "T"}}]}}
+
+    assert expand(document) == document
+
+
+# ---------------------------------------------------------------------------------------------- the project
+def _normalised(document: dict[str, Any]) -> dict[str, Any]:
+    """What the declaration changed on purpose, undone, so the rest must be equal (docs/decisions.md)."""
+    resources = {key: value for key, value in document["Resources"].items() if not key.endswith("TablesPolicy")}
+    globals_env = document["Globals"]["Function"]["Environment"]["Variables"]
+    for logical_id, resource in resources.items():
+        properties = resource.get("Properties") or {}
+        if resource["Type"] == "AWS::Serverless::Function":
+            events = properties.get("Events") or {}
+            if len(events) == 1 and next(iter(events)) in ("Nightly", "Hourly", "Schedule"):
+                properties["Events"] = {"Schedule": next(iter(events.values()))}
+            variables = (properties.get("Environment") or {}).get("Variables") or {}
+            for name in list(variables):
+                if name in globals_env or logical_id == "JobTriggerFunction":
+                    continue
+                if (
+                    name.endswith("_TABLE_NAME")
+                    or name in ("OPERATING_TIME_ZONES",)
+                    or name.startswith("EMPTY_SESSION")
+                ):
+                    del variables[name]
+            for name in ("Runtime", "MemorySize"):
+                properties.pop(name, None)
+            if properties.get("Timeout") == 120:
+                properties.pop("Timeout")
+            policies = properties.get("Policies") or []
+            statements = [s for policy in policies if isinstance(policy, dict) for s in policy.get("Statement", [])]
+            properties["Policies"] = sorted(statements, key=lambda statement: str(statement.get("Sid")))
+            clockless = (resource.get("Metadata") or {}).get("clockless") or {}
+            clockless.pop("tables", None)
+            if clockless.get("local_time_rule") == "not_before=04:00,same_local_date":
+                clockless["local_time_rule"] = {"not_before": "04:00", "same_local_date": True}
+        if resource["Type"] == "AWS::CloudWatch::Alarm" and isinstance(properties.get("Threshold"), str):
+            properties["Threshold"] = int(properties["Threshold"])
+    return resources
+
+
+def test_the_declared_jobs_write_out_the_resources_the_template_had_before(template: Template) -> None:
+    # Migration proof: the template before the jobs were declared once (main at the merge) against the
+    # expansion of today's. Same logical ids and types; same properties once the intended changes
+    # are undone (event id Schedule, the jobs' tables in Globals and a TablesPolicy, Runtime, Threshold).
+    before = load_yaml(BEFORE.read_text(encoding="utf-8"), source=str(BEFORE))
+    after = _expanded_with_policies(template)
+
+    assert {k: v["Type"] for k, v in after["Resources"].items() if not k.endswith("TablesPolicy")} == {
+        k: v["Type"] for k, v in before["Resources"].items()
+    }
+    assert _normalised(after) == _normalised(before)
+
+
+def _expanded_with_policies(template: Template) -> dict[str, Any]:
+    """The expanded document, each function's Policies as the model reads them (managed policies inlined)."""
+    import copy
+
+    document = copy.deepcopy(dict(template.document))
+    for logical_id, fn in template.functions.items():
+        document["Resources"][logical_id]["Properties"]["Policies"] = copy.deepcopy(fn.properties.get("Policies"))
+    return document
+
+
+def test_the_expanded_template_renders_to_yaml_that_reads_back_the_same(template: Template) -> None:
+    rendered = load_yaml(render(template.document))
+
+    assert rendered["Resources"] == template.document["Resources"]
+    assert rendered["Outputs"] == template.document["Outputs"]

@@ -1,0 +1,189 @@
+"""7. The night model checked against the capacity-faithful emulator: a fanned-out tick per job
+on the embedded DynamoDB with DynamoDB's write limits divided by `check_scale` (so this machine
+can meet them, and they, not the machine, set the pace), cold and warm
+(`CHECK_WARM_WRITE_UNITS`), spread over 16 tenants and under one, observed against what
+bench/model.py predicts for the same items, limits and workers.
+
+The model is given this machine's supply (items/s of the same tick with no limits enforced,
+measured just before) in place of Lambda's, the coordinator's time measured in that tick, and the
+partitions' sizes as seeded; everything else
+is the model as it predicts 1M items. A scenario passes when the tick ends `succeeded` with every
+item applied, nothing in the work dead-letter queue, no run whose message failed (on Lambda: a
+wait for the visibility timeout), and the observed time within 25 % of the prediction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import Any, Final
+
+from clockless.fanout.settings import (
+    DEFAULT_KEY_WRITE_UNITS_PER_SECOND,
+    DEFAULT_MIN_WRITE_UNITS_PER_SECOND,
+    DEFAULT_RATE_INCREASE_UNITS,
+)
+from clockless_tools.bench.fanned_out import workload
+from clockless_tools.bench.harness import Harness, partitions_sent
+from clockless_tools.bench.model import ItemCost, Night, predict
+from clockless_tools.bench.night import SPREAD_TENANTS, item_cost
+from clockless_tools.bench.results import BenchError, BenchSizes, Figure
+from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency
+from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, Start
+
+TOLERANCE: Final = 0.25
+# Warm, here: every table and index declared at 1.5 x a new one's 4,000 write units per second, so
+# the warm night is faster than the cold one and still well under this machine's own supply
+# (a night the machine cannot keep up with checks the machine, not the model).
+CHECK_WARM_WRITE_UNITS: Final = 6_000.0
+SCENARIOS: Final = (("cold", "spread"), ("warm", "spread"), ("cold", "one_tenant"), ("warm", "one_tenant"))
+
+
+def _partition_items(harness: Harness, cost: ItemCost) -> list[int]:
+    """The night's items per shard key, counted on the job's shard index."""
+    table, _, index = cost.shard_index.partition("/")
+    counts: Counter[str] = Counter()
+    request: dict[str, Any] = {"TableName": table, "IndexName": index}
+    while True:
+        page = harness.client.scan(**request)
+        for item in page.get("Items") or []:
+            shard = next((value for name, value in item.items() if name.endswith("_shard")), None)
+            if shard is not None:
+                counts[str(shard)] += 1
+        if "LastEvaluatedKey" not in page:
+            return sorted(counts.values(), reverse=True)
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _dead_letters(harness: Harness, job: str) -> int:
+    _, dlq = harness.work_queues[job]
+    attributes = harness.sqs.get_queue_attributes(
+        QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return sum(int(value) for value in attributes.values())
+
+
+def pacing_settings(settings: CapacitySettings | None) -> dict[str, str]:
+    """The worker's pacing, which defaults to DynamoDB's per-key limit, divided by the same scale
+    as the limits (whole units, at least 1): a worker paced for 1,000 units a second would meet a
+    key scaled to 20 with a floor of 50."""
+    if settings is None:
+        return {}
+    defaults = {
+        "WORK_KEY_WRITE_UNITS_PER_SECOND": DEFAULT_KEY_WRITE_UNITS_PER_SECOND,
+        "WORK_MIN_WRITE_UNITS_PER_SECOND": DEFAULT_MIN_WRITE_UNITS_PER_SECOND,
+        "WORK_RATE_INCREASE_UNITS": DEFAULT_RATE_INCREASE_UNITS,
+    }
+    return {name: str(max(1, round(value / settings.scale))) for name, value in defaults.items()}
+
+
+def run_tick(
+    harness: Harness, job: str, items: int, *, tenants: int, workers: int, settings: CapacitySettings | None
+) -> dict[str, Any]:
+    """One tick on freshly seeded tables, the limits enforced once the seed is in; what it did."""
+    if harness.server is None:
+        raise BenchError("the capacity check needs the bench's own embedded DynamoDB (no --endpoint)")
+    harness.reset_tables()
+    harness.seed(replace(workload(job, items), tenants=tenants), in_process=True)
+    rig = FanOutRig(harness, job, settings=pacing_settings(settings))
+    capacity: DynamoDBCapacity | None = None
+    try:
+        with rig.active():
+            capacity = harness.server.enforce(settings)
+            started = time.perf_counter()
+            partitions_sent(job, rig.start())
+            fanned_out = time.perf_counter()
+            rig.drain(workers)
+            seconds = time.perf_counter() - started
+        ledger = counters_of(rig.tick_entry())
+        dead = _dead_letters(harness, job)
+    finally:
+        harness.server.enforce(None)
+        rig.close()
+    summary = ledger.get("summary") or {}
+    return {
+        "seconds": round(seconds, 2),
+        "coordinator_seconds": round(fanned_out - started, 2),
+        "status": ledger["status"],
+        "applied": summary.get("applied"),
+        "dead_lettered": dead,
+        "failed_runs": rig.failed_runs,
+        "throttled": dict(capacity.stats.throttled) if capacity else {},
+    }
+
+
+def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
+    workers = worker_concurrency(harness.template, job)
+    memory = harness.template.function(harness.functions[job]).memory_size
+    cost = item_cost(harness, job, sizes.check_items)
+    free = run_tick(harness, job, sizes.check_items, tenants=SPREAD_TENANTS, workers=workers, settings=None)
+    # the workers' own supply: the unlimited tick without its coordinator, whose time the model adds
+    supply = sizes.check_items / (free["seconds"] - free["coordinator_seconds"])
+    warm = dict.fromkeys((*cost.table_wcu, *cost.index_wcu), CHECK_WARM_WRITE_UNITS)
+    figures: list[Figure] = []
+    rows: dict[str, Any] = {"unlimited": {**free, "items_per_second": round(supply, 1)}}
+    for start, tenancy in SCENARIOS:
+        items = sizes.check_items if tenancy == "spread" else sizes.check_one_tenant_items
+        tenants = SPREAD_TENANTS if tenancy == "spread" else 1
+        declared = warm if start == "warm" else None
+        settings = CapacitySettings(start=Start(start), scale=sizes.check_scale, declared=declared or {})
+        harness.reset_tables()
+        harness.seed(replace(workload(job, items), tenants=tenants), in_process=True)
+        night = Night(
+            items,
+            workers,
+            tenants,
+            memory,
+            warm=declared,
+            scale=sizes.check_scale,
+            supply=supply,
+            worker_supply=supply,
+            partition_items=_partition_items(harness, cost),
+            fixed_seconds=free["coordinator_seconds"],
+        )
+        prediction = predict(cost, night)
+        observed = run_tick(harness, job, items, tenants=tenants, workers=workers, settings=settings)
+        ratio = observed["seconds"] / prediction.seconds
+        clean = (
+            observed["status"] == "succeeded"
+            and observed["applied"] == items
+            and observed["dead_lettered"] == 0
+            and observed["failed_runs"] == 0
+        )
+        met = clean and abs(ratio - 1) <= TOLERANCE
+        name = f"{start}.{tenancy}"
+        figures.append(
+            Figure(
+                f"capacity_check.{job}.{name}.seconds",
+                f"{job}: observed seconds on the emulator (limits / {sizes.check_scale:g}), {items:,} items, "
+                f"{tenants} tenant(s), {start} start; against the model's prediction (bound by {prediction.bound})",
+                "s",
+                observed["seconds"],
+                prediction.seconds,
+                "the model's prediction",
+                target=f"within {TOLERANCE:.0%} of the model; succeeded, 0 in the DLQ, 0 failed runs",
+                met=met,
+            )
+        )
+        rows[name] = {
+            "items": items,
+            "tenants": tenants,
+            "predicted_seconds": round(prediction.seconds, 2),
+            "predicted_bound": prediction.bound,
+            "observed": observed,
+            "ratio": round(ratio, 3),
+            "met": met,
+        }
+    return figures, {"workers": workers, "scale": sizes.check_scale, "declared_warm_write_units": warm, **rows}
+
+
+def measure_capacity_check(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
+    if harness.server is None:
+        return [], {"skipped": "the check needs the bench's own embedded DynamoDB (not --endpoint)"}
+    figures: list[Figure] = []
+    details: dict[str, Any] = {"tolerance": TOLERANCE}
+    for job in harness.functions:
+        job_figures, details[job] = check_job(harness, job, sizes)
+        figures += job_figures
+    return figures, details

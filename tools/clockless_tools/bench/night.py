@@ -1,0 +1,204 @@
+"""6. A night on DynamoDB, modelled (bench/model.py) from what is measured here: 1M and 10M due
+items per job, one tenant and spread, on cold tables and on tables warmed to the rate the shards
+allow; and what a night costs (bench/cost.py) per million items, against the sequential loop.
+
+Measured per job, on the embedded server: a fanned-out tick of `batching_items` items run by one
+worker with one lane (so all the worker's client work is on one thread): its write units per
+item on each table and index (metered, in a second run: metering reads moto's state) and its
+client CPU per item; the sequential loop's time per item with the bench's added latency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from clockless_tools.bench.cost import PRICES_READ_ON, fanned_out_cost, loop_cost
+from clockless_tools.bench.fanned_out import workload
+from clockless_tools.bench.harness import Harness, effect_of, partitions_sent
+from clockless_tools.bench.latency import added_latency
+from clockless_tools.bench.meter import measure
+from clockless_tools.bench.model import MILLION, SOURCES, ItemCost, Night, declared_for, predict
+from clockless_tools.bench.results import BenchError, BenchSizes, Figure
+from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency, worker_function
+from clockless_tools.local.units import MotoTables, moto_dynamodb_backend
+
+SIZES: Final = (MILLION, 10 * MILLION)
+SPREAD_TENANTS: Final = 16
+TENANT_KEY_HINT: Final = "tenant"  # the partition key attribute that names a tenant
+SHARD_KEY_HINT: Final = "_shard"  # the index partition key attribute that names a shard
+TARGETS: Final = {MILLION: 600.0, 10 * MILLION: 3_600.0}  # issue 20: warm, spread
+
+
+@dataclass(frozen=True, slots=True)
+class JobMeasure:
+    cost: ItemCost
+    loop_seconds_per_item: float
+    loop_wcu_per_item: float
+    workers: int
+    memory_mb: int
+    run_seconds: float  # a worker run's length before it hands on (Timeout - time budget)
+
+
+def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
+    """Write units per item by table and index (metered), and client CPU per item (unmetered)."""
+    tables = MotoTables(moto_dynamodb_backend())
+    runs = {}
+    for metered in (True, False):
+        harness.reset_tables()
+        harness.seed(workload(job, items), in_process=True)
+        rig = FanOutRig(harness, job, concurrency=1)
+        try:
+            with rig.active():
+                measured = measure(
+                    lambda rig=rig: (partitions_sent(job, rig.start()), rig.drain(1)),  # type: ignore[misc]
+                    bookkeeping_tables=harness.bookkeeping_tables,
+                    write_units=metered,
+                    allow_other_services=True,
+                )
+            ledger = counters_of(rig.tick_entry())
+        finally:
+            rig.close()
+        if ledger["status"] != "succeeded":
+            raise BenchError(f"{job}: the measured tick ended {ledger}")
+        runs[metered] = (measured, rig.client_cpu_seconds)
+    writes = runs[True][0].writes
+    assert writes is not None
+    table_wcu = {table: units / items for table, units in writes.by_table.items()}
+    index_wcu = {index: units / items for index, units in writes.by_index.items()}
+    tenant_table = next((t for t in table_wcu if tables.shape(t)[0][0].startswith(TENANT_KEY_HINT)), None)
+    shard_index = max(
+        (name for name in index_wcu if _index_partition_key(tables, name).endswith(SHARD_KEY_HINT)),
+        key=lambda name: index_wcu[name],
+        default="",
+    )
+    if not shard_index:
+        raise BenchError(f"{job}: no index keyed by a shard ({SHARD_KEY_HINT}) took the items' writes: {index_wcu}")
+    return ItemCost(table_wcu, index_wcu, tenant_table, shard_index, runs[False][1] / items)
+
+
+def _index_partition_key(tables: MotoTables, name: str) -> str:
+    table, _, index = name.partition("/")
+    return next(shape.keys[0] for shape in tables.shape(table)[1] if shape.name == index)
+
+
+def loop_per_item(harness: Harness, job: str, items: int, latency_ms: float) -> tuple[float, float]:
+    """The sequential loop's (seconds, write units) per item: timed with the added latency, then
+    metered in a second run (metering reads moto's state)."""
+    measured = []
+    for metered in (False, True):
+        harness.reset_tables()
+        harness.seed(workload(job, items), in_process=True)
+        with added_latency(0.0 if metered else latency_ms):
+            loop = harness.sequential_loop(job, harness.tick(job), write_units=metered)
+        if effect_of(job, loop.result) != items:
+            raise BenchError(f"{job}: the sequential loop did {loop.result}")
+        measured.append(loop)
+    return measured[0].seconds / items, measured[1].write_units / items
+
+
+def job_measure(harness: Harness, job: str, sizes: BenchSizes) -> JobMeasure:
+    worker = harness.template.function(worker_function(harness.template, job))
+    budget = float(str(worker.environment.get("WORK_TIME_BUDGET_SECONDS", 30)))
+    loop_seconds, loop_wcu = loop_per_item(harness, job, sizes.night_loop_items, sizes.added_latency_ms)
+    return JobMeasure(
+        cost=item_cost(harness, job, sizes.batching_items),
+        loop_seconds_per_item=loop_seconds,
+        loop_wcu_per_item=loop_wcu,
+        workers=worker_concurrency(harness.template, job),
+        memory_mb=worker.memory_size,
+        run_seconds=worker.timeout - budget,
+    )
+
+
+def scenarios(measured: JobMeasure) -> Iterator[tuple[str, Night]]:
+    """Each size, one tenant and spread, cold and warmed to what the shards allow."""
+    shards_rate = measured.workers * predict(measured.cost, Night(1, measured.workers)).worker_rate
+    warm = declared_for(measured.cost, shards_rate)
+    for items in SIZES:
+        for tenancy, tenants in (("one_tenant", 1), ("spread", SPREAD_TENANTS)):
+            for start, declared in (("cold", None), ("warm", warm)):
+                night = Night(items, measured.workers, tenants, measured.memory_mb, warm=declared)
+                yield f"{items // MILLION}m.{tenancy}.{start}", night
+
+
+def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
+    figures: list[Figure] = []
+    details: dict[str, Any] = {"sources": SOURCES, "prices_read_on": PRICES_READ_ON}
+    for job in harness.functions:
+        measured = job_measure(harness, job, sizes)
+        cost = measured.cost
+        warm = declared_for(cost, measured.workers * predict(cost, Night(1, measured.workers)).worker_rate)
+        rows: dict[str, Any] = {}
+        for name, night in scenarios(measured):
+            prediction = predict(cost, night)
+            loop_seconds = night.items * measured.loop_seconds_per_item
+            target = TARGETS.get(night.items) if name.endswith("spread.warm") else None
+            figures.append(
+                Figure(
+                    f"night.{job}.{name}.seconds",
+                    f"{job}: modelled seconds for {night.items:,} due items on DynamoDB, {night.tenants} tenant(s), "
+                    f"{'tables warmed to the shards rate' if night.warm else 'new on-demand tables'}, "
+                    f"{night.workers} workers; bound by {prediction.bound}",
+                    "s",
+                    prediction.seconds,
+                    loop_seconds,
+                    "one sequential loop at its measured time per item",
+                    target="" if target is None else f"< {target:,.0f} s",
+                    met=None if target is None else prediction.seconds < target,
+                )
+            )
+            rows[name] = {
+                "items": night.items,
+                "tenants": night.tenants,
+                "seconds": round(prediction.seconds, 1),
+                "bound_by": prediction.bound,
+                "fleet_bounds_items_per_second": {k: round(v, 1) for k, v in prediction.fleet_bounds.items()},
+                "worker_items_per_second": round(prediction.worker_rate, 1),
+                "slowest_partition_items": prediction.slowest_partition,
+                "ceiling_doublings": prediction.growth_steps,
+            }
+        spread = predict(cost, Night(MILLION, measured.workers, SPREAD_TENANTS, measured.memory_mb, warm=warm))
+        fanned = fanned_out_cost(
+            MILLION,
+            cost.total_wcu,
+            seconds=spread.seconds,
+            workers=measured.workers,
+            memory_mb=measured.memory_mb,
+            run_seconds=measured.run_seconds,
+        )
+        loop = loop_cost(
+            MILLION,
+            measured.loop_wcu_per_item,
+            seconds_per_item=measured.loop_seconds_per_item,
+            memory_mb=measured.memory_mb,
+        )
+        figures.append(
+            Figure(
+                f"night.{job}.cost_per_1m_items",
+                f"{job}: dollars per 1M items at on-demand prices ({PRICES_READ_ON}, us-east-1): write units, "
+                "Lambda GB-seconds and requests, SQS requests; fanned out, warm, spread",
+                "USD",
+                fanned.total,
+                loop.total,
+                "the sequential loop",
+            )
+        )
+        details[job] = {
+            "inputs": {
+                "wcu_per_item_by_table": {k: round(v, 3) for k, v in cost.table_wcu.items()},
+                "wcu_per_item_by_index": {k: round(v, 3) for k, v in cost.index_wcu.items()},
+                "tenant_table": cost.tenant_table,
+                "shard_index": cost.shard_index,
+                "client_cpu_ms_per_item": round(cost.cpu_seconds * 1000, 4),
+                "loop_ms_per_item": round(measured.loop_seconds_per_item * 1000, 3),
+                "loop_wcu_per_item": round(measured.loop_wcu_per_item, 3),
+                "workers": measured.workers,
+                "memory_mb": measured.memory_mb,
+                "declared_warm_write_units": warm,
+            },
+            "nights": rows,
+            "cost_per_1m_items": {"fanned_out": fanned.as_dict(), "loop": loop.as_dict()},
+        }
+    return figures, details

@@ -1,0 +1,43 @@
+"""`clockless new job NAME [--fan-out]`: a new job's package, tests, demo seed, table and wiring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from clockless_tools.cli.common import fail, stdout
+from clockless_tools.scaffold.new_job import NewJobError, new_job
+
+app = typer.Typer(no_args_is_help=True, help="Start something new in the project (like `sam init`, for a job).")
+
+
+@app.command("job")
+def job(
+    name: Annotated[
+        str, typer.Argument(help="The job's name: lowercase words joined by hyphens. E.g. subscription-expiry")
+    ],
+    fan_out: Annotated[
+        bool, typer.Option("--fan-out", help="Fan each tick out to SQS workers, one per shard of a sparse index.")
+    ] = False,
+    project: Annotated[
+        Path, typer.Option(help="The project's root (its template.yaml and pyproject.toml). E.g. --project .")
+    ] = Path(),
+) -> None:
+    """Write a job's package (handler, logic, repository, settings, worker with --fan-out, demo seed),
+    its tests, its table and its pyproject wiring; print what is left to do."""
+    root = project.resolve()
+    try:
+        made = new_job(root, name, fan_out=fan_out)
+    except NewJobError as error:
+        raise fail(str(error)) from None
+    stdout.print(f"made job {escape(made.names.job)}{' (fanned out)' if fan_out else ''} in {escape(str(root))}")
+    for path in made.created:
+        stdout.print(f"  created {escape(path)}", highlight=False)
+    for path in made.edited:
+        stdout.print(f"  edited  {escape(path)}", highlight=False)
+    stdout.print("left to do (docs/adding-a-job.md):", highlight=False)
+    for number, step in enumerate(made.left_to_do(), 1):
+        stdout.print(f"  {number}. {escape(step)}", highlight=False, soft_wrap=True)

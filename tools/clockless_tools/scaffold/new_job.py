@@ -1,0 +1,107 @@
+"""`clockless new job NAME [--fan-out]`: write a job's package, tests, demo seed, table and wiring.
+
+Refuses (changing nothing) a name that is not a job name, or one the project already has. Every
+file is computed first and written only when all edits succeeded, so a failure leaves the
+project as it was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clockless_tools.scaffold.declaration import declare, env_local
+from clockless_tools.scaffold.names import JobNameError, JobNames
+from clockless_tools.scaffold.package import package_files
+from clockless_tools.scaffold.tests import test_files
+from clockless_tools.scaffold.wiring import WiringError, add_table, wire_pyproject
+from clockless_tools.template.events import write_events
+from clockless_tools.template.loader import TemplateError, load_yaml
+from clockless_tools.template.model import Template
+
+
+class NewJobError(ValueError):
+    """The job cannot be made as asked; nothing was written. The message says why."""
+
+
+@dataclass
+class NewJob:
+    names: JobNames
+    fan_out: bool
+    created: list[str] = field(default_factory=list)
+    edited: list[str] = field(default_factory=list)
+
+    def left_to_do(self) -> list[str]:
+        """What the command does not do, in the order to do it (docs/adding-a-job.md says each in full)."""
+        n = self.names
+        if self.fan_out:
+            declared = [
+                f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
+                "rule; set Schedule, LocalTimeRule, GraceMinutes and the dead-man numbers for your job "
+                "(`clockless schedules check`, rule dead-man-alarm), and its succeeded-ticks widget's period in "
+                "OperationsDashboard if it is no longer daily (tests/unit/test_dashboard.py checks it)",
+            ]
+        else:
+            declared = [
+                f"write the job out in template.yaml (the Fn::ForEach declaration fans out): {n.function_id} "
+                f"(CodeUri {n.code_dir}/, Handler {n.package}.handler.lambda_handler) with its ScheduleV2 event "
+                f"(Input job {n.job!r}), {n.env}_TABLE_NAME: !Ref {n.table_id}, a policy on {n.table_id} only, "
+                "its log group, alarms, ScheduleState parameter, trigger entries and dashboard widgets",
+                "pick its UTC hour: `clockless schedules check` (its Metadata.clockless local-time rule)",
+            ]
+        steps = [
+            *declared,
+            "`make setup` (installs the new package editable)"
+            + ("" if self.fan_out else ", and `make events` once the job is declared (its events/ samples)"),
+            f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
+            f"repository.py, the table's keys and index in template.yaml ({n.table_id}), its demo data in demo.py",
+            f"`clockless arch`, `make test`, `make run` (it must show {n.job} applying its seeded items exactly once)",
+        ]
+        return steps
+
+
+def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
+    try:
+        names = JobNames.of(name)
+    except JobNameError as error:
+        raise NewJobError(str(error)) from None
+    template_path, pyproject_path = root / "template.yaml", root / "pyproject.toml"
+    _refuse_existing(root, names, template_path)
+    writes: dict[Path, str] = {}
+    for file, text in package_files(fan_out=fan_out).items():
+        writes[root / names.package_dir / file] = names.fill(text)
+    for relative, text in test_files(names.package, fan_out=fan_out).items():
+        writes[root / relative] = names.fill(text)
+    created = sorted(written.relative_to(root).as_posix() for written in writes)
+    try:
+        writes[pyproject_path] = wire_pyproject(pyproject_path.read_text(encoding="utf-8"), names)
+        template_text = add_table(template_path.read_text(encoding="utf-8"), names)
+        if fan_out:
+            template_text = declare(template_text, names)
+            env_path = root / "events" / "env.local.json"
+            writes[env_path] = env_local(env_path.read_text(encoding="utf-8"), names)
+        writes[template_path] = template_text
+    except (WiringError, OSError) as error:
+        raise NewJobError(str(error)) from None
+    for path, text in writes.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    # The declared job's sample events (`clockless events`): the others' files are unchanged.
+    events = write_events(Template.load(template_path), root / "events") if fan_out else []
+    return NewJob(
+        names,
+        fan_out,
+        created=[*created, *sorted(path.relative_to(root).as_posix() for path in events)],
+        edited=["pyproject.toml", "template.yaml", *(["events/env.local.json"] if fan_out else [])],
+    )
+
+
+def _refuse_existing(root: Path, names: JobNames, template_path: Path) -> None:
+    if (root / names.code_dir).exists():
+        raise NewJobError(f"{names.code_dir}/ already exists: job {names.job!r} is there (nothing written)")
+    try:
+        resources = load_yaml(template_path.read_text(encoding="utf-8"))["Resources"]
+    except (TemplateError, OSError) as error:
+        raise NewJobError(f"cannot read {template_path.name}: {error}") from None
+    taken = [logical_id for logical_id in (names.function_id, names.table_id) if logical_id in resources]
+    if taken:
+        raise NewJobError(f"template.yaml already has {', '.join(taken)}: pick another name (nothing written)")

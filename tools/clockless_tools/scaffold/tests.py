@@ -1,0 +1,141 @@
+"""The tests `clockless new job` writes beside the job: its logic on a fake store, and its
+repository (and, fanned out, its PartitionWork) on moto with the table template.yaml declares."""
+
+from __future__ import annotations
+
+from typing import Final
+
+LOGIC_TEST: Final = '''"""__JOB__'s logic on an in-memory store: what a tick applies, and that a second delivery of the
+same tick applies nothing twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from __PACKAGE__.logic import Item, apply_due
+
+TICK = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+TICK_KEY = "__JOB__@2026-12-01T03:00:00Z"
+
+
+class FakeStore:
+    def __init__(self, items: Iterable[Item]) -> None:
+        self.due = {(item.tenant_id, item.item_id): item for item in items}
+        self.applied: dict[tuple[str, str], str] = {}
+
+    def find_due(self, *, as_of: datetime) -> Iterable[Item]:
+        return [item for item in self.due.values() if item.due_at <= as_of]
+
+    def apply(self, item: Item, *, tick_key: str) -> bool:
+        key = (item.tenant_id, item.item_id)
+        if key not in self.due:
+            return False
+        del self.due[key]
+        self.applied[key] = tick_key
+        return True
+
+
+def test_a_tick_applies_the_items_due_by_its_scheduled_time_and_no_later_one() -> None:
+    store = FakeStore(
+        [
+            Item("t", "past", TICK - timedelta(days=1)),
+            Item("t", "now", TICK),
+            Item("t", "later", TICK + timedelta(seconds=1)),
+        ]
+    )
+
+    result = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+
+    assert (result.due, result.applied, result.already_done) == (2, 2, 0)
+    assert store.applied == {("t", "past"): TICK_KEY, ("t", "now"): TICK_KEY}
+
+
+def test_the_same_tick_again_applies_nothing_twice() -> None:
+    store = FakeStore([Item("t", "past", TICK - timedelta(hours=1))])
+    apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+
+    again = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+
+    assert (again.due, again.applied) == (0, 0)
+    assert again.as_summary()["as_of"] == "2026-12-01T03:00:00Z"
+'''
+
+REPOSITORY_TEST: Final = '''"""__JOB__'s repository on moto in-process, with __STEM__Table as template.yaml
+declares it: the sparse due index finds what is due, and applying an item takes it out, once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from clockless_tools.template.model import Template
+from __PACKAGE__.logic import Item
+from __PACKAGE__.repository import __REPOSITORY_NAMES__
+from tests.unit.partition_work_support import __SUPPORT_NAMES__
+
+TICK = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+TICK_KEY = "__JOB__@2026-12-01T03:00:00Z"
+
+
+@pytest.fixture
+def client(template: Template) -> Iterator[Any]:
+    with moto_tables(template, "__STEM__Table") as tables:
+        ItemModel._connection = None
+        yield tables
+    # The model's client was made inside the mock: later tests in this process make their own.
+    ItemModel._connection = None
+
+
+@pytest.fixture
+def store(client: Any) -> DynamoItemStore:
+    return DynamoItemStore("__STEM__Table")
+
+
+def test_only_items_due_by_the_tick_are_found_and_each_is_applied_once(store: DynamoItemStore) -> None:
+    store.save_items([Item("t", "due", TICK - timedelta(hours=2)), Item("t", "later", TICK + timedelta(hours=2))])
+
+    (due,) = store.find_due(as_of=TICK)
+
+    assert due.item_id == "due"
+    assert store.apply(due, tick_key=TICK_KEY) is True
+    assert store.apply(due, tick_key=TICK_KEY) is False
+    assert list(store.find_due(as_of=TICK)) == []
+    assert ItemModel.get("t", "due").applied_by == TICK_KEY
+__WORK_TESTS__'''
+
+PARTITION_WORK_TESTS: Final = """
+
+def test_the_partition_work_reads_each_shard_and_its_writes_apply_an_item_once(
+    client: Any, store: DynamoItemStore
+) -> None:
+    items = [Item("t", f"item-{n}", TICK - timedelta(minutes=n)) for n in range(1, 21)]
+    store.save_items([*items, Item("t", "later", TICK + timedelta(minutes=1))])
+    work = DuePartitionWork(store)
+    params = tick_params(TICK)
+
+    found = [item for partition in DUE_PARTITIONS for item in read_all(work, partition, params, 3)[0]]
+
+    assert sorted(item.item_id for item in found) == sorted(item.item_id for item in items)
+    first = found[0]
+    assert work.decode(work.encode(first)) == first
+    assert apply(client, work.writes(first, params, TICK_KEY)) is True
+    assert apply(client, work.writes(first, params, TICK_KEY)) is False
+"""
+
+
+def test_files(names_package: str, *, fan_out: bool) -> dict[str, str]:
+    """Path (from the project root) -> text with placeholders."""
+    repository_names = "DUE_PARTITIONS, DuePartitionWork, DynamoItemStore, ItemModel, tick_params"
+    repository_test = (
+        REPOSITORY_TEST.replace("__WORK_TESTS__", PARTITION_WORK_TESTS if fan_out else "")
+        .replace("__REPOSITORY_NAMES__", repository_names if fan_out else "DynamoItemStore, ItemModel")
+        .replace("__SUPPORT_NAMES__", "apply, moto_tables, read_all" if fan_out else "moto_tables")
+    )
+    return {
+        f"tests/unit/test_{names_package}_logic.py": LOGIC_TEST,
+        f"tests/unit/test_{names_package}_repository.py": repository_test,
+    }
