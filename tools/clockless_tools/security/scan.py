@@ -6,12 +6,17 @@ environment's. It is asked for JSON, offline (`--skip-download`: no guideline fe
 Each skip entry names a check, a one-paragraph reason and, optionally, the only resources it holds
 for; an entry without a reason, or one that matches no finding any more, fails the scan as well,
 so the list says exactly what is accepted today and why.
+
+checkov reads the template as the tools do, expanded (`Fn::ForEach` written out per job, as
+CloudFormation's language extensions will): it cannot parse the loops, and a finding must name the
+one job's resource it is about, not the loop body every job shares.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,8 @@ from typing import Any
 import yaml
 
 from clockless_tools.template.loader import PROJECT_ROOT
+from clockless_tools.template.model import Template
+from clockless_tools.template.render import render
 
 SKIPS = PROJECT_ROOT / "tools" / "checkov-skips.yaml"
 CHECKOV = PROJECT_ROOT / ".venv-checkov" / "bin" / "checkov"
@@ -95,13 +102,17 @@ def run_checkov(template: Path, checkov: Path = CHECKOV) -> dict[str, Any]:
     if not checkov.exists():
         raise ScanError(f"{checkov} is not installed: `make security` installs it from tools/checkov-requirements.txt")
     options = ["--framework", "cloudformation", "--output", "json", "--quiet", "--skip-download", "--compact"]
-    done = subprocess.run(
-        [str(checkov), "--file", str(template), *options],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    expanded = render(Template.load(template).document)
+    with tempfile.TemporaryDirectory(prefix="clockless-security-") as directory:
+        scanned = Path(directory) / template.name
+        scanned.write_text(expanded, encoding="utf-8")
+        done = subprocess.run(
+            [str(checkov), "--file", str(scanned), *options],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
     try:
         report = json.loads(done.stdout)
     except ValueError:
@@ -114,7 +125,7 @@ def run_checkov(template: Path, checkov: Path = CHECKOV) -> dict[str, Any]:
         raise ScanError(f"checkov's report has no results (exit {done.returncode})")
     parsing = report.get("summary", {}).get("parsing_errors", 0)
     if parsing:
-        raise ScanError(f"checkov could not parse {template} ({parsing} parsing error(s))")
+        raise ScanError(f"checkov could not parse {template}, expanded ({parsing} parsing error(s))")
     return report
 
 
