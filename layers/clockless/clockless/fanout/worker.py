@@ -22,31 +22,26 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 
-from clockless.fanout.accounting import PartitionAccounting, ReplayAccounting
+from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.buffer import release_buffered, start_buffered
+from clockless.fanout.done import mark_done
 from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
 from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HandOff, continuation_delay
 from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
 from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line, tick_key
+from clockless.fanout.replay import OUTCOME_CONTINUED, replay
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.trust import (
     UntrustedMessageError,
     reject_future_tick,
-    replayable_keys,
     tick_entry_check,
     why_not_claimed,
 )
 from clockless.fanout.writer import (
-    DEFAULT_MAX_ATTEMPTS,
-    RETRY_REASONS,
-    TRANSIENT_ERRORS,
-    AccountingConflict,
     BatchWriter,
     Entry,
-    WorkRetriesSpent,
-    backoff_seconds,
 )
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
@@ -57,7 +52,6 @@ from clockless.throttle import (
     BudgetSpent,
     Clock,
     ThrottleRetryingClient,
-    client_request_token,
     remaining_ms,
     retry_throttled,
 )
@@ -67,12 +61,9 @@ if TYPE_CHECKING:
     from clockless.fanout.work import PartitionWork
 
 OUTCOME_DONE: Final = "done"
-OUTCOME_CONTINUED: Final = "continued"
 OUTCOME_HELD: Final = "held by a live worker"
 OUTCOME_ALREADY_DONE: Final = "already done"
-OUTCOME_REPLAYED: Final = "replayed"
 METRIC_ITEMS_FAILED: Final = "WorkItemsFailed"
-REPLAY_ATTEMPTS: Final = 3
 
 
 class PartitionWorker:
@@ -336,32 +327,7 @@ class PartitionWorker:
         return lease
 
     def _mark_done(self, records: PartitionRecords, *, already_done: int) -> None:
-        """Partition done + the tick's partitions_done, once: throttles waited out by the records'
-        client, conflicts resent (the tick entry is every partition's), answered from its token if
-        it was applied."""
-        dynamodb = records.client
-        transact_items = records.done_transaction(already_done=already_done)
-        token = client_request_token(transact_items)
-        for attempt in range(DEFAULT_MAX_ATTEMPTS):
-            try:
-                dynamodb.transact_write_items(TransactItems=transact_items, ClientRequestToken=token)
-                return
-            except dynamodb.exceptions.TransactionCanceledException as error:
-                codes = [str((r or {}).get("Code") or "None") for r in error.response.get("CancellationReasons") or []]
-                if codes and codes[0] == "ConditionalCheckFailed":
-                    raise LeaseLost(f"partition {records.partition} is not this worker's to finish: {codes}") from None
-                if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
-                    raise RuntimeError(
-                        f"tick {records.job}@{records.scheduled_time} has no partitions_total in the ledger: "
-                        "its coordinator did not claim it through the kit"
-                    ) from None
-                if not any(code in RETRY_REASONS for code in codes):
-                    raise
-            except dynamodb.exceptions.ClientError as error:
-                if error.response.get("Error", {}).get("Code") not in TRANSIENT_ERRORS:
-                    raise
-            self.clock.sleep(backoff_seconds(attempt))
-        raise WorkRetriesSpent(f"marking partition {records.partition} done stayed in conflict")
+        mark_done(records, self.clock, already_done=already_done)
 
     def _finish(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
         client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
@@ -404,51 +370,8 @@ class PartitionWorker:
             },
         )
 
-    # ------------------------------------------------------------------------------ replay
     def _replay(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
-        """Failed items moved back from the DLQ: applied once, counted on the partition record
-        only while they are still listed failed (a duplicate replay changes nothing). Throttled
-        past the budget, the same message is sent again after a delay (what it applied is
-        counted, and a second replay of it changes nothing)."""
-        reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
-        work = self.work()
-        records = self._records(message, f"replay#{uuid.uuid4().hex[:12]}", budget)
-        items = [work.decode(data) for data in message.items]
-        counters = Counters()
-        try:
-            for _ in range(REPLAY_ATTEMPTS):
-                failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
-                entries = [
-                    Entry(key, work.writes(item, message.params, message.tick_key), item)
-                    for item in items
-                    if (key := work.item_key(item)) in failed_keys
-                ]
-                if not entries:
-                    break
-                writer = BatchWriter(
-                    self.clients()[0],
-                    ReplayAccounting(records),
-                    on_failed=self._dead_letters(message, work),
-                    concurrency=1,
-                    clock=self.clock,
-                    budget=budget,
-                )
-                try:
-                    counters.add(writer.apply(entries))
-                    break
-                except AccountingConflict:
-                    continue  # a concurrent replay took some of them: read the set again
-            else:
-                raise AccountingConflict(
-                    f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times"
-                )
-        except BudgetSpent as spent:
-            self._handoff().resend(message, continuation_delay(0))
-            self.job.logger.warning("replay throttled past the time budget; sent again", extra={"throttle": str(spent)})
-            return OUTCOME_CONTINUED
-        self.last_counters = counters
-        self.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
-        return self._finish_or_continue(message, budget, metrics, OUTCOME_REPLAYED)
+        return replay(self, message, budget, metrics)
 
 
 def _count_failed(metrics: EphemeralMetrics, counters: Counters) -> None:
