@@ -21,26 +21,41 @@ def table_contents(client: Any) -> dict[str, list[dict[str, Any]]]:
     return {table: scan_all(client, table) for table in client.list_tables()["TableNames"]}
 
 
-def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(
-    tables: Any, local_queues: Any, dynamodb_endpoint: str
+def test_invoke_prints_the_response_on_stdout_and_the_logs_in_a_file_or_with_verbose_on_stderr(
+    tables: Any, local_queues: Any, dynamodb_endpoint: str, tmp_path: Path
 ) -> None:
     # Given the embedded DynamoDB with the template's tables and queues
     command = [sys.executable, "-m", "clockless_tools.cli.app", "invoke", "SessionCleanupFunction"]
     command += ["-e", str(EVENTS / "session_cleanup" / "tick.json"), "--endpoint", dynamodb_endpoint]
+    log = tmp_path / "invoke.log"
 
-    # When the sample tick is invoked twice, in a fresh process each time, as a user would
-    first = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60)
-    again = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60)
+    # When the sample tick is invoked twice, in a fresh process each time, as a user would: first
+    # with its logs in a file (the default, moved by --log), then streamed with --verbose
+    first = subprocess.run(
+        [*command, "--log", str(log)], capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60
+    )
+    again = subprocess.run(
+        [*command, "--verbose"], capture_output=True, text=True, check=False, cwd=PROJECT_ROOT, timeout=60
+    )
 
     # Then stdout is the handler's response, then (the tick fanned out) what the tick did once its
-    # workers were done; the logs went to stderr
+    # workers were done; the function's and the workers' logs went to the file, and stderr says where
     assert first.returncode == 0, first.stderr
     response_line, tick_line = first.stdout.splitlines()
     response = json.loads(response_line)
     assert response["outcome"] == "executed"
     assert response["scheduled_time"] == "2026-11-29T09:00:00Z"
-    assert "tick executed" in first.stderr
+    assert "tick executed" not in first.stderr
+    assert first.stderr.splitlines()[-1] == f"function logs and metrics: {log}"
+    written = log.read_text(encoding="utf-8")
+    assert '"message":"tick executed"' in written
+    assert '"TickSucceeded":[1.0]' in written  # the finisher's metric: a worker's output, not the coordinator's
+    # With --verbose the logs are on stderr and no file is named
+    assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout.splitlines()[0])["outcome"] == "duplicate"
+    assert '"DuplicateSuppressed":[1.0]' in again.stderr
+    assert "function logs and metrics" not in again.stderr
+    assert log.read_text(encoding="utf-8") == written
     # The coordinator fanned out and the workers ran to the end of every partition: the tick succeeded.
     assert (
         "drained SessionCleanupWorkQueue -> SessionCleanupWorkerFunction: 16 message(s) in 16 invocation(s), all done"
@@ -61,16 +76,21 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_on_stderr(
     assert again.stdout.splitlines()[1] == tick_line  # the duplicate's tick is the same tick
 
 
-def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(tables: Any, dynamodb_endpoint: str) -> None:
+def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(
+    tables: Any, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
     before = table_contents(tables)
+    log = tmp_path / "invoke.log"
 
     event = EVENTS / "window_generation" / "malformed.json"
 
     result = CliRunner().invoke(
-        app, ["invoke", "WindowGenerationFunction", "-e", str(event), "--endpoint", dynamodb_endpoint]
+        app,
+        ["invoke", "WindowGenerationFunction", "-e", str(event), "--endpoint", dynamodb_endpoint, "--log", str(log)],
     )
 
     assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == f"function logs and metrics: {log}"
     error = json.loads(result.stdout)
     assert error["errorType"] == "MalformedTickError"
     assert "scheduled_time" in error["errorMessage"]

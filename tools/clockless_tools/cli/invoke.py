@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +13,16 @@ from typing import Annotated, Any
 import typer
 
 from clockless import format_scheduled_time, parse_scheduled_time
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, line_stderr, load_template
+from clockless_tools.cli.common import (
+    RUN_LOCALLY,
+    TemplateOption,
+    fail,
+    function_log,
+    function_output,
+    line_stderr,
+    load_template,
+    shown,
+)
 from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.server import running_endpoint
@@ -21,6 +31,7 @@ from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
 
 app = typer.Typer()
+INVOKE_LOG = function_log("invoke")
 
 
 @app.command(rich_help_panel=RUN_LOCALLY)
@@ -42,8 +53,16 @@ def invoke(
             "would (a fanned-out tick's workers run to completion). E.g. --no-drain",
         ),
     ] = True,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
+    ] = False,
+    log_file: Annotated[
+        Path,
+        typer.Option("--log", help="Where the functions' logs and metrics go (appended). E.g. --log invoke.log"),
+    ] = INVOKE_LOG,
 ) -> None:
-    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout, logs on stderr.
+    """Invoke a function the way `sam local invoke` does, without Docker. Response on stdout; the
+    functions' logs in the --log file (its path on stderr), or on stderr with --verbose.
 
     Then the messages it sent to queues with an event source mapping are handed to their functions
     in this process (the workers of a fanned-out tick), until no message is visible; for a tick that
@@ -58,22 +77,58 @@ def invoke(
     if endpoint is None:
         raise fail("no embedded DynamoDB is running: start it with `make local-up` (or pass --endpoint)")
     runtime = LocalLambdaRuntime(tpl, endpoint)
+    log_path = None if verbose else log_file
+    with function_output(log_path):
+        run = invoke_and_drain(runtime, function, payload, endpoint, drain=drain)
+    if run.error is not None:
+        print(json.dumps({"errorType": type(run.error).__name__, "errorMessage": str(run.error)}))
+    else:
+        print(json.dumps(run.result, default=str))
+    tick = fanned_out_tick(tpl, endpoint, run.result) if drain and run.done else None
+    if tick is not None:
+        print(json.dumps(tick, default=str))
+    for line in run.drained:
+        line_stderr.print(f"drained {line}")
+    if log_path is not None:
+        line_stderr.print(f"function logs and metrics: {shown(log_path)}")
+    if run.refused is not None:
+        raise fail(run.refused)
+    if not run.done:
+        raise typer.Exit(code=1)  # the function failed, or the work the invoke started is not all done
+
+
+@dataclass
+class Run:
+    """What an invoke did, kept until the functions' output is no longer redirected to say it."""
+
+    result: Any = None
+    error: Exception | None = None
+    drained: list[str] = field(default_factory=list)
+    failed: bool = False
+    refused: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.error is None and not self.failed and self.refused is None
+
+
+def invoke_and_drain(runtime: LocalLambdaRuntime, function: str, payload: Any, endpoint: str, *, drain: bool) -> Run:
+    run = Run()
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # the function's logs and metrics, like Lambda's log stream
     try:
-        result = runtime.invoke(function, payload)
+        run.result = runtime.invoke(function, payload)
     except Exception as error:  # the function's own error, reported as Lambda reports it
-        sys.stdout = real_stdout
-        print(json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}))
-        raise typer.Exit(code=1) from None
+        run.error = error
+        return run
     finally:
         sys.stdout = real_stdout
-    print(json.dumps(result, default=str))
     if drain:
-        drain_queues(runtime, endpoint)
-        tick = fanned_out_tick(tpl, endpoint, result)
-        if tick is not None:
-            print(json.dumps(tick, default=str))
+        try:
+            run.drained, run.failed = drain_queues(runtime, endpoint)
+        except (DrainError, TemplateError) as error:
+            run.refused = str(error)
+    return run
 
 
 def fanned_out_tick(template: Template, endpoint: str, result: Any) -> dict[str, Any] | None:
@@ -100,21 +155,17 @@ def fanned_out_tick(template: Template, endpoint: str, result: Any) -> dict[str,
     }
 
 
-def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> None:
-    """Run the workers until their queues have nothing visible; one line per queue on stderr."""
+def drain_queues(runtime: LocalLambdaRuntime, endpoint: str) -> tuple[list[str], bool]:
+    """Run the workers until their queues have nothing visible: one line per queue, and whether a
+    message failed. DrainError or TemplateError when the template's mappings cannot be drained."""
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
         poller = SqsPoller(runtime, endpoint)
         invocations = poller.drain()
-    except (DrainError, TemplateError) as error:
-        raise fail(str(error)) from None
     finally:
         sys.stdout = real_stdout
-    for line in describe_drain(invocations, poller):
-        line_stderr.print(f"drained {line}")
-    if any(invocation.failed for invocation in invocations):
-        raise typer.Exit(code=1)  # the work the invoke started is not all done
+    return describe_drain(invocations, poller), any(invocation.failed for invocation in invocations)
 
 
 def read_event(path: Path) -> Any:
