@@ -61,8 +61,18 @@ def test_each_checked_command_prints_what_the_page_shows(page: Path, tmp_path: P
         "CLOCKLESS_LOCAL_PORT": str(_free_port()),
         "MAKEFLAGS": "",
     }
-    # The reader's shell, not the test's: no credentials or region the tests set.
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+    # The reader's shell, not the test's: no credentials or region the tests set, and no make above
+    # it (`make test-slow` would make the page's own `make` print "Entering directory" and the CLI
+    # name make variables in its errors).
+    for name in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "MAKELEVEL",
+        "MFLAGS",
+        "CLOCKLESS_UNDER_MAKE",
+    ):
         env.pop(name, None)
     problems = []
     # Pages other than the README's tour take the running runtime for granted; the tour's own
