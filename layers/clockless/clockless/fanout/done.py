@@ -11,7 +11,7 @@ from clockless.fanout.writer import (
     WorkRetriesSpent,
     backoff_seconds,
 )
-from clockless.throttle import Clock, client_request_token
+from clockless.throttle import Clock, cancellation_codes, client_request_token
 
 
 def mark_done(records: PartitionRecords, clock: Clock, *, already_done: int) -> None:
@@ -26,7 +26,7 @@ def mark_done(records: PartitionRecords, clock: Clock, *, already_done: int) -> 
             dynamodb.transact_write_items(TransactItems=transact_items, ClientRequestToken=token)
             return
         except dynamodb.exceptions.TransactionCanceledException as error:
-            codes = [str((r or {}).get("Code") or "None") for r in error.response.get("CancellationReasons") or []]
+            codes = cancellation_codes(error)
             if codes and codes[0] == "ConditionalCheckFailed":
                 raise LeaseLost(f"partition {records.partition} is not this worker's to finish: {codes}") from None
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
