@@ -52,10 +52,11 @@ $(UV): tools/uv-requirements.txt
 	  -r tools/uv-requirements.txt)
 	@touch $@
 
-# The venv holds exactly uv.lock (--locked: a pyproject.toml edited without `make lock` fails here).
-$(STAMP): pyproject.toml uv.lock $(UV)
+# The venv holds exactly uv.lock (--locked: a pyproject.toml edited without `make lock` fails here),
+# and the packages setup.py finds: a new function's package reinstalls the project.
+$(STAMP): pyproject.toml setup.py uv.lock $(UV) $(wildcard functions/*/*/__init__.py)
 	@PY313="$$(tools/find-python313)" && echo "syncing $(VENV) with uv.lock on $$PY313" && \
-	  ( $(call quietly,$(UV) sync --locked --extra dev --python "$$PY313") ) || \
+	  ( $(call quietly,$(UV) sync --locked --extra dev --reinstall-package clockless --python "$$PY313") ) || \
 	  { echo "error: uv sync failed (above); if uv.lock is behind pyproject.toml, run make lock and commit it" >&2; exit 1; }
 	@touch $@
 

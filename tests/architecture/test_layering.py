@@ -118,13 +118,37 @@ def test_an_import_against_the_layering_is_caught(
     assert violation.line == len((planted.root / module).read_text().splitlines())
 
 
-def test_a_function_package_missing_from_the_contracts_is_caught(planted: PlantedCopy) -> None:
-    # Given the contracts no longer listing cleanup as a layered job
-    planted.replace(PYPROJECT, '"session_cleanup"', '"window_generation"', after='id = "job-layers"')
+def test_a_contract_without_the_functions_is_caught(planted: PlantedCopy) -> None:
+    # Given job-layers listing one package in place of "{functions}" (every function's package)
+    planted.replace(PYPROJECT, '"{functions}"', '"job_trigger"', after='id = "job-layers"')
 
     violations = planted.violations("layering")
 
-    found(violations, file=PYPROJECT, resource="SessionCleanupFunction", containing="contract job-layers's containers")
+    # Then every scheduled job's function is named as unchecked, with the placeholder to restore
+    scheduled = planted.project.template.scheduled_functions
+    assert scheduled
+    for function_id in scheduled:
+        violation = found(violations, file=PYPROJECT, resource=function_id, containing="job-layers's containers")
+        assert "{functions}" in violation.fix
+
+
+def test_a_new_function_package_is_covered_without_an_edit(planted: PlantedCopy) -> None:
+    # Given a function package no contract names, deployed by the template, that imports another job
+    (_, function), *_ = planted.project.template.scheduled_functions.items()
+    planted.write("functions/probe/probe/__init__.py", "")
+    planted.write("functions/probe/probe/logic.py", f"import {function.package_dir}.logic\n")
+    planted.write("functions/probe/probe/handler.py", "from probe import logic\n\nlambda_handler = logic\n")
+    planted.replace(
+        "template.yaml",
+        "Resources:\n",
+        "Resources:\n  ProbeFunction:\n    Type: AWS::Serverless::Function\n"
+        "    Properties:\n      CodeUri: functions/probe/\n      Handler: probe.handler.lambda_handler\n",
+    )
+
+    violations = planted.violations("layering")
+
+    # Then jobs-independent reaches it through "{functions}"
+    found(violations, file="functions/probe/probe/logic.py", resource="ProbeFunction", containing="probe.logic")
 
 
 def test_a_project_without_import_contracts_is_caught(planted: PlantedCopy) -> None:

@@ -59,7 +59,8 @@ def checks_of_the_job(project: Path, package: str) -> None:
     for command in (
         [str(BIN / "ruff"), "check", "--no-cache", *files],
         [str(BIN / "ruff"), "format", "--check", "--no-cache", *files],
-        [str(BIN / "mypy"), "--no-incremental", *files],
+        # The whole project as pyproject.toml configures it: its globs must reach the new package.
+        [str(BIN / "mypy"), "--cache-dir", str(project / ".mypy_cache")],
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *files[1:]],
     ):
         done = run(project, package, *command)
@@ -105,6 +106,16 @@ def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
     made = clockless(project, "nightly_digest", "new", "job", "nightly-digest", "--project", str(project))
     assert made.returncode == 0, made.stderr
     assert not (project / "functions/nightly_digest/nightly_digest/worker.py").exists()
+    # And mypy and the import contracts reach its package with no pyproject.toml edit: plants are caught
+    logic = project / "functions/nightly_digest/nightly_digest/logic.py"
+    clean = logic.read_text(encoding="utf-8")
+    logic.write_text(clean + '\nimport boto3  # noqa: E402\n\nWRONG: int = "a"\n', encoding="utf-8")
+    typed = run(project, "nightly_digest", str(BIN / "mypy"), "--cache-dir", str(project / ".mypy_cache"))
+    assert typed.returncode != 0
+    assert "functions/nightly_digest/nightly_digest/logic.py" in typed.stdout, typed.stdout
+    layered = clockless(project, "nightly_digest", "arch", "-t", str(project / "template.yaml"), "--rule", "layering")
+    assert "nightly_digest.logic -> boto3" in layered.stdout, layered.stdout + layered.stderr
+    logic.write_text(clean, encoding="utf-8")
 
     checks_of_the_job(project, "nightly_digest")
     # What it cannot do yet is said: the declaration loop fans out, so this job is written out by hand

@@ -1,5 +1,5 @@
-"""`clockless new job`: what it writes for a job with and without fan-out, the project lists it
-joins, and the names and collisions it refuses, changing nothing. (The whole exercise, rules, tests
+"""`clockless new job`: what it writes for a job with and without fan-out (and that it edits no
+project list), and the names and collisions it refuses, changing nothing. (The whole exercise, rules, tests
 and simulation of a job it made, is tests/integration/test_new_job_exercise.py, marked slow.)"""
 
 from __future__ import annotations
@@ -7,15 +7,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
-from clockless_tools.scaffold.names import JobNames
-from clockless_tools.scaffold.wiring import pyproject_edits
 from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
 
@@ -37,6 +34,9 @@ def project(tmp_path: Path) -> Path:
         "events/env.local.json",
     ):
         shutil.copy2(PROJECT_ROOT / name, root / name)
+    # The kit and the tools: ruff tells first-party imports by the packages under pyproject's `src`.
+    for name in ("layers", "tools"):
+        shutil.copytree(PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 
@@ -45,29 +45,8 @@ def new(project: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _listed(document: dict[str, object], edit_key: str, contract: str | None) -> list[list[str]]:
-    found: list[list[str]] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if (
-                edit_key in node
-                and isinstance(node[edit_key], list)
-                and (contract is None or node.get("id") == contract)
-            ):
-                found.append(node[edit_key])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(document)
-    return found
-
-
 @pytest.mark.parametrize("fan_out", [True, False], ids=["fanned-out", "single"])
-def test_a_new_job_gets_its_package_tests_table_and_every_project_list(project: Path, fan_out: bool) -> None:
+def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(project: Path, fan_out: bool) -> None:
     # When a job is made
     code, out, _ = new(project, "subscription-expiry", *(["--fan-out"] if fan_out else []))
 
@@ -79,13 +58,8 @@ def test_a_new_job_gets_its_package_tests_table_and_every_project_list(project: 
     assert (project / "tests" / "unit" / "test_subscription_expiry_logic.py").is_file()
     assert (project / "tests" / "unit" / "test_subscription_expiry_repository.py").is_file()
     assert ("DuePartitionWork" in (package / "repository.py").read_text(encoding="utf-8")) is fan_out
-    # And every pyproject list that names each job's package names it
-    document = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-    names = JobNames.of("subscription-expiry")
-    for edit in pyproject_edits(names):
-        lists = _listed(document, edit.key, edit.contract if edit.contract != "repository" else None)
-        assert any(edit.value in items for items in lists), edit.where()
-    assert document["tool"]["setuptools"]["package-dir"]["subscription_expiry"] == names.package_dir
+    # And pyproject.toml is left alone: the package is found there, not listed (setup.py, ruff, mypy, contracts)
+    assert (project / "pyproject.toml").read_bytes() == (PROJECT_ROOT / "pyproject.toml").read_bytes()
     # And the template gains its table, with the sparse index, and still loads
     template = Template.load(project / "template.yaml")
     table = template.tables["SubscriptionExpiryTable"]

@@ -1,11 +1,13 @@
 """Rule `layering`: Handlers sit over repositories and settings, which sit over plain logic; the
 kit knows no job; no job imports another.
 
-Import direction is import-linter's job: its contracts live in pyproject.toml (`lint-imports` runs
-them alone) and this rule runs them through its API over the project's own directories, so a copy
-with a planted violation is checked as it is on disk. What import-linter cannot see, reading the
-environment, is an AST check; and the rule fails when a package the template deploys is missing
-from the contracts, so a new job is never silently unchecked.
+Import direction is import-linter's job: its contracts live in pyproject.toml and this rule runs
+them through its API over the project's own directories, so a copy with a planted violation is
+checked as it is on disk. The contracts name the functions' packages as `{functions}`, which the
+rule replaces with every package the template deploys from functions/ (and adds them to the root
+packages): a new job is covered with no edit to pyproject.toml. What import-linter cannot see,
+reading the environment, is an AST check; and the rule fails when a package the template deploys is
+missing from the contracts (a contract that lost `{functions}`), so no job is silently unchecked.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ JOBS_INDEPENDENT: Final = "jobs-independent"
 TOOLS_LAYERS: Final = "tools-layers"
 # The developer tools: never deployed, but their import direction is a contract too.
 TOOLS_DIR: Final = "tools"
+# What the contracts in pyproject.toml write for "every function's package" (see the docstring).
+FUNCTIONS: Final = "{functions}"
 
 _FIXES: Final = {
     JOB_LAYERS: "move the import up a layer: the handler wires repository and settings into the logic",
@@ -118,13 +122,23 @@ def _contract_options(project: Project) -> Generator[Violation, None, _Options |
         )
         return None
     session = user_options.session_options
-    roots = session.get("root_packages") or [session.get("root_package")]
+    packages = sorted(set(project.function_packages.values()))
+    roots = [str(root) for root in session.get("root_packages") or [session.get("root_package")] if root]
+    roots += [package for package in packages if package not in roots]
+    session["root_packages"] = roots
+    session.pop("root_package", None)
+    for options in user_options.contracts_options:
+        for key, value in options.items():
+            if isinstance(value, list) and FUNCTIONS in value:
+                at = value.index(FUNCTIONS)
+                options[key] = [*value[:at], *packages, *value[at + 1 :]]
     contracts = {str(options.get("id") or options.get("name")): options for options in user_options.contracts_options}
-    return _Options(root_packages=[str(root) for root in roots if root], contracts=contracts, user_options=user_options)
+    return _Options(root_packages=roots, contracts=contracts, user_options=user_options)
 
 
 def _check_coverage(project: Project, options: _Options) -> Iterator[Violation]:
-    """Every package the template deploys is inside the contracts, or its imports go unchecked."""
+    """Every package the template deploys is inside the contracts (a function's through `{functions}`),
+    or its imports go unchecked."""
     relative = project.relative(project.pyproject_path)
     functions = sorted(project.function_packages.items())
     layers = sorted((layer, package) for layer, packages in project.layer_packages.items() for package in packages)
@@ -158,7 +172,7 @@ def _check_coverage(project: Project, options: _Options) -> Iterator[Violation]:
                 relative,
                 owner,
                 f"{owner}'s package {package} is not in {where}: its imports are not checked",
-                f"add {package!r} to {where} in pyproject.toml",
+                f"add {FUNCTIONS if owner in project.function_packages else package!r} to {where} in pyproject.toml",
             )
 
 

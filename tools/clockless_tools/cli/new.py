@@ -23,11 +23,11 @@ def job(
         bool, typer.Option("--fan-out", help="Fan each tick out to SQS workers, one per shard of a sparse index.")
     ] = False,
     project: Annotated[
-        Path, typer.Option(help="The project's root (its template.yaml and pyproject.toml). E.g. --project .")
+        Path, typer.Option(help="The project's root (its template.yaml, functions/ and tests/). E.g. --project .")
     ] = Path(),
 ) -> None:
     """Write a job's package (handler, logic, repository, settings, worker with --fan-out, demo seed),
-    its tests, its table and its pyproject wiring; print what is left to do."""
+    its tests, its table and its declaration; print what is left to do."""
     root = project.resolve()
     try:
         made = new_job(root, name, fan_out=fan_out)

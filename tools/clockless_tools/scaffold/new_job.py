@@ -1,4 +1,4 @@
-"""`clockless new job NAME [--fan-out]`: write a job's package, tests, demo seed, table and wiring.
+"""`clockless new job NAME [--fan-out]`: write a job's package, tests, demo seed, table and declaration.
 
 Refuses (changing nothing) a name that is not a job name, or one the project already has. Every
 file is computed first and written only when all edits succeeded, so a failure leaves the
@@ -13,7 +13,7 @@ from clockless_tools.scaffold.declaration import declare, env_local
 from clockless_tools.scaffold.names import JobNameError, JobNames
 from clockless_tools.scaffold.package import package_files
 from clockless_tools.scaffold.tests import test_files
-from clockless_tools.scaffold.wiring import WiringError, add_table, wire_pyproject
+from clockless_tools.scaffold.wiring import WiringError, add_table
 from clockless_tools.template.events import write_events
 from clockless_tools.template.loader import TemplateError, load_yaml
 from clockless_tools.template.model import Template
@@ -64,7 +64,7 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
         names = JobNames.of(name)
     except JobNameError as error:
         raise NewJobError(str(error)) from None
-    template_path, pyproject_path = root / "template.yaml", root / "pyproject.toml"
+    template_path = root / "template.yaml"
     _refuse_existing(root, names, template_path)
     writes: dict[Path, str] = {}
     for file, text in package_files(fan_out=fan_out).items():
@@ -73,7 +73,6 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
         writes[root / relative] = names.fill(text)
     created = sorted(written.relative_to(root).as_posix() for written in writes)
     try:
-        writes[pyproject_path] = wire_pyproject(pyproject_path.read_text(encoding="utf-8"), names)
         template_text = add_table(template_path.read_text(encoding="utf-8"), names)
         if fan_out:
             template_text = declare(template_text, names)
@@ -91,7 +90,7 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
         names,
         fan_out,
         created=[*created, *sorted(path.relative_to(root).as_posix() for path in events)],
-        edited=["pyproject.toml", "template.yaml", *(["events/env.local.json"] if fan_out else [])],
+        edited=["template.yaml", *(["events/env.local.json"] if fan_out else [])],
     )
 
 
