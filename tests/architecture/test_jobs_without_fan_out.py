@@ -1,9 +1,12 @@
 """A job that does its work in the scheduled function itself is declared with the loops of
-tools/clockless_tools/template/fragments/jobs-without-fan-out.yaml: added to the template with one
-such job, they write out its function, log group and alarms, and the template's rules hold."""
+tools/clockless_tools/template/fragments/jobs-without-fan-out.yaml, which `clockless new job`
+(without --fan-out) brings into the template with the first such job: they write out its function,
+log group and alarms, and the template's rules, cfn-lint, `sam validate --lint` and `sam build` hold."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +14,14 @@ from pathlib import Path
 import pytest
 
 from clockless_tools.architecture import RULES, check
+from clockless_tools.scaffold.declaration import declare
+from clockless_tools.scaffold.names import JobNames
+from clockless_tools.scaffold.wiring import add_table
 from clockless_tools.template.model import Template
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
 
 TEMPLATE = "template.yaml"
-FRAGMENT = PROJECT_ROOT / "tools" / "clockless_tools" / "template" / "fragments" / "jobs-without-fan-out.yaml"
+SAM = PROJECT_ROOT / ".venv-sam" / "bin" / "sam"
 # Rules that read only the template (the others read the job's code and sample events, which a
 # declaration alone does not write).
 TEMPLATE_RULES = (
@@ -29,54 +35,14 @@ TEMPLATE_RULES = (
     "dedupe-outlives-retries",
     "ledger-outlives-dedupe",
 )
-DECLARATION = """    Digest:
-      Name: digest
-      CodeUri: functions/session_cleanup/
-      Package: session_cleanup
-      Description: Daily digest.
-      Schedule: cron(0 15 * * ? *)
-      ScheduleDescription: Digest, once a day at 15:00 UTC.
-      SchedulerRetries: 5
-      SchedulerMaxEventAgeSeconds: 900
-      LambdaMaxEventAgeSeconds: 1800
-      IdempotencyExpirySeconds: "86400"
-      LocalTimeRule: none
-      GraceMinutes: 55
-      ExpectedDurationSeconds: 30
-      DeadManPeriodSeconds: 3600
-      DeadManPeriods: 25
-      DeadManDescription: No scheduled digest tick succeeded for 25 h.
-      Tables: [SessionsTable]
-"""
-PARAMETER = """  DigestScheduleState:
-    Type: String
-    Default: ENABLED
-    AllowedValues: [ENABLED, DISABLED]
-"""
-POLICY = """  DigestTablesPolicy:
-    Type: AWS::IAM::ManagedPolicy
-    Properties:
-      PolicyDocument:
-        Version: "2012-10-17"
-        Statement:
-          - Sid: ReadSessions
-            Effect: Allow
-            Action: [dynamodb:Query]
-            Resource: !GetAtt SessionsTable.Arn
-"""
+DIGEST = JobNames.of("digest")
 
 
 def _with_a_job_without_fan_out(root: Path) -> Path:
-    """template.yaml with the fragment's loops (over [Digest]) and Digest's declaration."""
+    """template.yaml with a job `digest` declared as `clockless new job digest` declares it."""
     path = root / TEMPLATE
-    text = path.read_text(encoding="utf-8")
-    fragment = FRAGMENT.read_text(encoding="utf-8").replace("[NewJob]", "[Digest]")
-    resources_loop, outputs_loop = fragment.split("\nResources:\n", 1)[1].split("\nOutputs:\n", 1)
-    text = text.replace("  Jobs:\n", "  Jobs:\n" + DECLARATION, 1)
-    text = text.replace("Parameters:\n", "Parameters:\n" + PARAMETER, 1)
-    text = text.replace("\nResources:\n", "\nResources:\n" + resources_loop + "\n" + POLICY + "\n", 1)
-    text = text.replace("\nOutputs:\n", "\nOutputs:\n" + outputs_loop + "\n", 1)
-    path.write_text(text, encoding="utf-8")
+    text = add_table(path.read_text(encoding="utf-8"), DIGEST)
+    path.write_text(declare(text, DIGEST, fan_out=False), encoding="utf-8")
     return path
 
 
@@ -99,12 +65,15 @@ def test_the_loop_writes_out_the_function_its_log_group_and_alarms_and_no_queue(
         "DigestDurationAlarm",
         "DigestErrorsAlarm",
         "DigestTablesPolicy",
+        "DigestTable",
     }
     function = template.function("DigestFunction")
     assert "WORK_QUEUE_URL" not in function.environment
     statements = [s["Sid"] for policy in function.properties["Policies"] for s in policy["Statement"]]
-    assert statements == ["IdempotencyRecords", "RunLedger", "LastSuccessfulTick", "ReadSessions"]
-    assert template.jobs["digest"].expression == "cron(0 15 * * ? *)"
+    assert statements == ["IdempotencyRecords", "RunLedger", "LastSuccessfulTick", "ReadDueItems", "ApplyDueItems"]
+    # The loop's defaults: a daily job's numbers
+    assert template.jobs["digest"].expression == "cron(0 3 * * ? *)"
+    assert template.resources["DigestDeadManAlarm"]["Properties"]["EvaluationPeriods"] == 27
     assert "DigestFunctionArn" in template.document["Outputs"]
 
 
@@ -120,13 +89,27 @@ def test_the_template_rules_hold_for_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cfn_lint_accepts_it(declared: Path) -> None:
-    cfn_lint = Path(sys.executable).parent / "cfn-lint"
-    result = subprocess.run(
-        [str(cfn_lint), "--append-rules", "cfn_lint_serverless.rules", "--", str(declared)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def test_cfn_lint_sam_validate_and_sam_build_accept_it(tmp_path: Path) -> None:
+    # Given a copy of what `sam build` reads, with the job declared and its package in place
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("template.yaml", "samconfig.toml"):
+        shutil.copy2(PROJECT_ROOT / name, root / name)
+    for name in ("functions", "layers"):
+        shutil.copytree(PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "functions" / "session_cleanup", root / DIGEST.code_dir)
+    (root / DIGEST.code_dir / "session_cleanup").rename(root / DIGEST.package_dir)
+    _with_a_job_without_fan_out(root)
+    bin_dir = Path(sys.executable).parent
+    assert SAM.is_file(), "the SAM CLI is not installed: `make sam`"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SAM_CLI_TELEMETRY": "0"}
 
-    assert (result.returncode, result.stdout) == (0, "")
+    for command in (
+        [str(bin_dir / "cfn-lint"), "--append-rules", "cfn_lint_serverless.rules", "--", TEMPLATE],
+        [str(SAM), "validate", "--lint", "--region", "us-east-1"],
+        [str(SAM), "build", "--parallel"],
+    ):
+        result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout}\n{result.stderr}"
+    built = (root / ".aws-sam" / "build" / "template.yaml").read_text(encoding="utf-8")
+    assert "DigestFunction" in built

@@ -64,19 +64,34 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
     template = Template.load(project / "template.yaml")
     table = template.tables["SubscriptionExpiryTable"]
     assert [index["IndexName"] for index in table["GlobalSecondaryIndexes"]] == ["due-by-time"]
-    # And, fanned out, the job is declared: its coordinator, worker and queues written out, its
-    # tables declared for least privilege, the trigger able to press it
-    declared = "subscription-expiry" in template.jobs
-    assert declared is fan_out
+    # And the job is declared either way: its coordinator written out, with a worker and queues only
+    # when fanned out, its tables declared for least privilege, the trigger able to press it
+    assert "subscription-expiry" in template.jobs
+    assert template.function_for_job("subscription-expiry").logical_id == "SubscriptionExpiryFunction"
+    assert bool(template.workers_of("SubscriptionExpiryFunction")) is fan_out
     if fan_out:
-        assert template.function_for_job("subscription-expiry").logical_id == "SubscriptionExpiryFunction"
-        assert template.workers_of("SubscriptionExpiryFunction")
         assert template.work_queue_for_job("subscription-expiry").logical_id == "SubscriptionExpiryWorkQueue"
     # And it says what is left to do
     said = " ".join(out.split())
     assert "left to do" in said
-    first_step = "its schedule: Mappings.Jobs.SubscriptionExpiry" if fan_out else "write the job out in template.yaml"
-    assert first_step in said
+    assert "its schedule: Mappings.Jobs.SubscriptionExpiry" in said
+
+
+def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -> None:
+    # Given a job without fan-out, which brought in the loop of such jobs
+    assert new(project, "nightly-digest")[0] == 0
+    # When another is made
+    code, out, _ = new(project, "weekly-report")
+
+    # Then both are in the one loop, each written out with its own function and no worker
+    assert code == 0, out
+    text = (project / "template.yaml").read_text(encoding="utf-8")
+    assert text.count("Fn::ForEach::JobsWithoutFanOut:") == 1
+    assert "    - [NightlyDigest, WeeklyReport]\n" in text
+    template = Template.load(project / "template.yaml")
+    for job, function_id in (("nightly-digest", "NightlyDigestFunction"), ("weekly-report", "WeeklyReportFunction")):
+        assert template.function_for_job(job).logical_id == function_id
+        assert not template.workers_of(function_id)
 
 
 # Names sorting before, between and after the kit's packages: isort puts the job's imports among them.

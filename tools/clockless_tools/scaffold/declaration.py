@@ -1,11 +1,15 @@
-"""A fanned-out job's declaration in template.yaml (docs/adding-a-job.md, "The declaration"), and
-its functions' entries in events/env.local.json.
+"""A job's declaration in template.yaml (docs/adding-a-job.md, "The declaration"), and its
+functions' entries in events/env.local.json.
 
 Each part goes where the template's structure puts it, found by what is there rather than by line
-numbers: after the last `<Id>ScheduleState` parameter, at the end of `Mappings: Jobs:`, into both
-`Fn::ForEach` job lists, before the external trigger's section (the tables policy), after the last
-`*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS` and `DeliverTicks`. The result must
-load and expand with the new job's resources in it, or nothing is written.
+numbers: after the last `<Id>ScheduleState` parameter, at the end of `Mappings: Jobs:`, into its
+loops' job lists (a fanned-out job: `Fn::ForEach::Jobs` and `JobOutputs`; one that is not:
+`Fn::ForEach::JobsWithoutFanOut` and `JobsWithoutFanOutOutputs`, which the first such job brings in
+from `template/fragments/jobs-without-fan-out.yaml`: a loop over an empty list is refused, so the
+template has them only while it has such a job), before the external trigger's section (the tables
+policy), after the last `*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS` and
+`DeliverTicks` and the dashboard. The result must load and expand with the new job's resources in
+it, or nothing is written.
 """
 
 from __future__ import annotations
@@ -20,73 +24,55 @@ from clockless_tools.scaffold.wiring import WiringError
 from clockless_tools.template.loader import TemplateError, load_yaml
 from clockless_tools.template.model import Template
 
+FRAGMENT: Final = Path(__file__).resolve().parents[1] / "template" / "fragments" / "jobs-without-fan-out.yaml"
+FANNED_OUT_LOOPS: Final = ("Jobs", "JobOutputs")
+PLAIN_LOOPS: Final = ("JobsWithoutFanOut", "JobsWithoutFanOutOutputs")
+
 SCHEDULE_STATE: Final = """  __STEM__ScheduleState:
     Type: String
-    Description: >-
-      DISABLED deploys __JOB__ paused (its schedule off); `clockless pause`/`resume` change
-      it on a running stack without a deploy.
+    Description: DISABLED deploys __JOB__ paused; `clockless pause`/`resume` change it without a deploy.
     Default: ENABLED
     AllowedValues: [ENABLED, DISABLED]
 """
 
-# Daily at 03:00 UTC with window-generation's proven dead-man numbers for a daily job (the
-# dead-man-alarm rule checks them against the schedule and grace; change them together).
+# Only what differs: every other key takes the loop's DefaultValue, a daily job's numbers (the
+# Mappings comment in template.yaml lists them; rule dead-man-alarm checks them against the schedule).
 DECLARATION: Final = """    __STEM__:
       Name: __JOB__
       CodeUri: functions/__PACKAGE__/
       Package: __PACKAGE__
-      Description: Daily; applies every item due by the tick (made by `clockless new job`).
-      WorkerDescription: Applies a __JOB__ tick's partitions, one due item per transaction.
       Schedule: cron(0 3 * * ? *)
-      ScheduleDescription: __JOB__, once a day at 03:00 UTC.
-      SchedulerRetries: 10
-      SchedulerMaxEventAgeSeconds: 3600
-      LambdaMaxEventAgeSeconds: 3600
-      # 2 days: longer than the whole retry window (scheduler 3600 s + Lambda async 3600 s).
-      IdempotencyExpirySeconds: "172800"
-      LocalTimeRule: none
-      # 59 s precision + 3600 s scheduler + 3600 s Lambda retries + 120 s Timeout + 285 s fan-out
-      # = 7664 s fit in the grace (rule dead-man-alarm).
-      GraceMinutes: 130
-      ExpectedDurationSeconds: 60
-      DeadManPeriodSeconds: 3600
-      DeadManPeriods: 27
-      DeadManDescription: >-
-        No scheduled __JOB__ tick succeeded for 27 h (its 24 h gap plus 130 min grace).
       Tables: [__STEM__Table]
+
 """
 
 TABLES_POLICY: Final = """  __STEM__TablesPolicy:
     Type: AWS::IAM::ManagedPolicy
     Properties:
-      Description: What __JOB__'s worker does to its tables.
+      Description: What __JOB__ does to its tables.
       PolicyDocument:
         Version: "2012-10-17"
         Statement:
-          - Sid: ReadDueItems
-            Effect: Allow
-            Action: [dynamodb:Query]
-            Resource: !Sub "${__STEM__Table.Arn}/index/due-by-time"
-          - Sid: ApplyDueItems
-            Effect: Allow
-            Action: [dynamodb:UpdateItem]
-            Resource: !GetAtt __STEM__Table.Arn
+          - {Sid: ReadDueItems, Effect: Allow, Action: [dynamodb:Query],
+             Resource: !Sub "${__STEM__Table.Arn}/index/due-by-time"}
+          - {Sid: ApplyDueItems, Effect: Allow, Action: [dynamodb:UpdateItem], Resource: !GetAtt __STEM__Table.Arn}
 
 """
 
 _TRIGGER_SECTION: Final = "  # ---------------------------------------------------------------- external trigger"
 
 
-def declare(text: str, names: JobNames) -> str:
+def declare(text: str, names: JobNames, *, fan_out: bool) -> str:
     """template.yaml with the job declared; raises WiringError naming the part that found no place."""
     text = _after_last(
         text, r"^  \w+ScheduleState:\n(?:    .*\n)+", names.fill(SCHEDULE_STATE), "ScheduleState parameter"
     )
     text = _before(text, "\nConditions:\n", names.fill(DECLARATION), "the end of Mappings: Jobs:")
-    lists = re.findall(r"^    - \[(\w+(?:, \w+)*)\]$", text, flags=re.M)
-    if len(lists) != 2:
-        raise WiringError("template.yaml: expected the two Fn::ForEach job lists (Resources' and Outputs')")
-    text = re.sub(r"^(    - \[\w+(?:, \w+)*)\]$", rf"\1, {names.stem}]", text, flags=re.M)
+    resources_loop, outputs_loop = FANNED_OUT_LOOPS if fan_out else PLAIN_LOOPS
+    if not fan_out and _loop_list(text, resources_loop) is None:
+        text = _with_plain_loops(text)
+    for loop in (resources_loop, outputs_loop):
+        text = _add_to_loop(text, loop, names.stem)
     text = _before(text, _TRIGGER_SECTION, names.fill(TABLES_POLICY), "the external trigger's section")
     text = _after_last(
         text, r"^        [A-Z0-9_]+_TABLE_NAME: !Ref \w+\n", f"        {names.env}_TABLE_NAME: !Ref {names.table_id}\n",
@@ -105,9 +91,38 @@ def declare(text: str, names: JobNames) -> str:
         rf"\1                - !GetAtt {names.function_id}.Arn\n",
         "DeliverTicks",
     )
-    text = _add_widgets(text, names)
-    _check(text, names)
+    text = _add_widgets(text, names, fan_out=fan_out)
+    _check(text, names, fan_out=fan_out)
     return text
+
+
+def _loop_list(text: str, loop: str) -> re.Match[str] | None:
+    return re.search(rf"^(  Fn::ForEach::{loop}:\n    - Job\n    - \[[^\]\n]*)\]$", text, flags=re.M)
+
+
+def _add_to_loop(text: str, loop: str, stem: str) -> str:
+    found = _loop_list(text, loop)
+    if found is None:
+        raise WiringError(f"template.yaml: no Fn::ForEach::{loop} with a one-line job list to add {stem} to")
+    separator = "" if found.group(1).endswith("[") else ", "
+    return text[: found.end(1)] + separator + stem + text[found.end(1) :]
+
+
+def _with_plain_loops(text: str) -> str:
+    """The fragment's two loops, over no job yet (`_add_to_loop` adds the first): the Resources loop
+    before the external trigger's section, the Outputs loop first under Outputs."""
+    fragment = FRAGMENT.read_text(encoding="utf-8").replace("    - [NewJob]\n", "    - []\n")
+    resources_loop, outputs_loop = fragment.split("\nResources:\n", 1)[1].split("\nOutputs:\n", 1)
+    text = _before(text, _TRIGGER_SECTION, _PLAIN_HEADING + resources_loop + "\n", "the external trigger's section")
+    if text.count("\nOutputs:\n") != 1:
+        raise WiringError("template.yaml: no Outputs section to add the jobs' outputs loop to")
+    return text.replace("\nOutputs:\n", "\nOutputs:\n" + outputs_loop, 1)
+
+
+_PLAIN_HEADING: Final = (
+    "  # Every job that does its work in the scheduled function itself (no fan-out), from its\n"
+    "  # declaration in Mappings.Jobs: its function, log group and alarms (the fragment's loop).\n"
+)
 
 
 # The job's "succeeded ticks" widget, for its daily schedule (one tick per 1 d period), below the rest.
@@ -119,15 +134,19 @@ _TICKS_WIDGET: Final = """          {"type": "metric", "x": 0, "y": 30, "width":
 """
 
 
-def _add_widgets(text: str, names: JobNames) -> str:
-    """OperationsDashboard with the job in every per-job metric list (each line the last declared job
-    has there, written again for this one) and its own succeeded-ticks widget."""
+def _add_widgets(text: str, names: JobNames, *, fan_out: bool) -> str:
+    """OperationsDashboard with the job in every per-job metric list (each line the last fanned-out
+    job has there, written again for this one; without fan-out, not its workers' and queues' lines)
+    and its own succeeded-ticks widget."""
     start = text.find("      DashboardBody: !Sub |\n")
     end = text.find("\n        ]}\n", start)
     if start < 0 or end < 0:
         raise WiringError("template.yaml: no OperationsDashboard body to add the job's widgets to")
-    lists = re.findall(r"^    - \[(\w+(?:, \w+)*)\]$", text, flags=re.M)
-    previous_stem = lists[0].split(", ")[-2]  # the job declared last before this one
+    fanned_out = _loop_list(text, FANNED_OUT_LOOPS[0])
+    if fanned_out is None:
+        raise WiringError("template.yaml: no Fn::ForEach::Jobs list to find a job's dashboard lines by")
+    listed = fanned_out.group(1).rsplit("[", 1)[1].split(", ")
+    previous_stem = next(stem for stem in reversed(listed) if stem != names.stem)
     previous_job = load_yaml(text)["Mappings"]["Jobs"][previous_stem]["Name"]
     lines = text[start:end].split("\n")
     out: list[str] = []
@@ -139,6 +158,8 @@ def _add_widgets(text: str, names: JobNames) -> str:
             ticks_widget_end = len(out) + 1  # after its annotations line
             continue
         if not names_previous or not line.lstrip().startswith('["'):
+            continue
+        if not fan_out and any(f"${{{previous_stem}{part}" in line for part in _WORKER_PARTS):
             continue
         entry_end = line.index('"]') + 2
         entry, rest = line[:entry_end], line[entry_end:]
@@ -155,12 +176,18 @@ def _add_widgets(text: str, names: JobNames) -> str:
     return text[:start] + "\n".join(out) + text[end:]
 
 
-def env_local(text: str, names: JobNames) -> str:
-    """events/env.local.json with the job's table name and its functions' queue URLs."""
+# What only a fanned-out job has on the dashboard: its workers and its queues.
+_WORKER_PARTS: Final = ("WorkerFunction", "WorkQueue", "WorkDeadLetterQueue")
+
+
+def env_local(text: str, names: JobNames, *, fan_out: bool) -> str:
+    """events/env.local.json with the job's table name and, fanned out, its functions' queue URLs."""
     document = json.loads(text)
+    document["Parameters"][f"{names.env}_TABLE_NAME"] = names.table_id
+    if not fan_out:
+        return json.dumps(document, indent=2) + "\n"
     docker = "http://host.docker.internal:8765"
     queue = f"{docker}/123456789012/{names.stem}WorkQueue"
-    document["Parameters"][f"{names.env}_TABLE_NAME"] = names.table_id
     document[names.function_id] = {"AWS_ENDPOINT_URL_SQS": docker, "WORK_QUEUE_URL": queue}
     document[f"{names.stem}WorkerFunction"] = {
         "AWS_ENDPOINT_URL_SQS": docker,
@@ -192,12 +219,13 @@ def _sub_once(text: str, pattern: str, replacement: str, what: str) -> str:
     return edited
 
 
-def _check(text: str, names: JobNames) -> None:
+def _check(text: str, names: JobNames, *, fan_out: bool) -> None:
     try:
         template = Template(path=Path("template.yaml"), document=load_yaml(text))
         template.resources  # noqa: B018 - expanding the loops is the check
     except TemplateError as error:
         raise WiringError(f"template.yaml would not load with {names.job} declared: {error}") from None
-    missing = [i for i in (names.function_id, f"{names.stem}WorkerFunction") if i not in template.resources]
+    expected = [names.function_id, *([f"{names.stem}WorkerFunction"] if fan_out else [])]
+    missing = [i for i in expected if i not in template.resources]
     if missing or names.job not in template.jobs:
         raise WiringError(f"template.yaml: declaring {names.job} did not write out {', '.join(missing) or 'its job'}")

@@ -33,27 +33,16 @@ class NewJob:
     def left_to_do(self) -> list[str]:
         """What the command does not do, in the order to do it (docs/adding-a-job.md says each in full)."""
         n = self.names
-        if self.fan_out:
-            declared = [
-                f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
-                "rule; set Schedule, LocalTimeRule, GraceMinutes and the dead-man numbers for your job "
-                "(`clockless schedules check`, rule dead-man-alarm), and its succeeded-ticks widget's period in "
-                "OperationsDashboard if it is no longer daily (tests/unit/test_dashboard.py checks it)",
-            ]
-        else:
-            declared = [
-                f"write the job out in template.yaml (the Fn::ForEach declaration fans out): {n.function_id} "
-                f"(CodeUri {n.code_dir}/, Handler {n.package}.handler.lambda_handler) with its ScheduleV2 event "
-                f"(Input job {n.job!r}), {n.env}_TABLE_NAME: !Ref {n.table_id}, a policy on {n.table_id} only, "
-                "its log group, alarms, ScheduleState parameter, trigger entries and dashboard widgets",
-                "pick its UTC hour: `clockless schedules check` (its Metadata.clockless local-time rule)",
-            ]
         steps = [
-            *declared,
-            "`make setup` (installs the new package editable)"
-            + ("" if self.fan_out else ", and `make events` once the job is declared (its events/ samples)"),
+            f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
+            "rule (the loop's defaults); set Schedule, and where they differ LocalTimeRule, GraceMinutes and the "
+            "dead-man numbers for your job (`clockless schedules check`, rule dead-man-alarm), and its "
+            "succeeded-ticks widget's period in OperationsDashboard if it is no longer daily "
+            "(tests/unit/test_dashboard.py checks it)",
+            "`make setup` (installs the new package editable)",
             f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
-            f"repository.py, the table's keys and index in template.yaml ({n.table_id}), its demo data in demo.py",
+            f"repository.py, the table's keys and index in template.yaml ({n.table_id}) and its statements in "
+            f"{n.stem}TablesPolicy, its demo data in demo.py",
             f"`clockless arch`, `make test`, `make run` (it must show {n.job} applying its seeded items exactly once)",
         ]
         return steps
@@ -74,23 +63,21 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
     created = sorted(written.relative_to(root).as_posix() for written in writes)
     try:
         template_text = add_table(template_path.read_text(encoding="utf-8"), names)
-        if fan_out:
-            template_text = declare(template_text, names)
-            env_path = root / "events" / "env.local.json"
-            writes[env_path] = env_local(env_path.read_text(encoding="utf-8"), names)
-        writes[template_path] = template_text
+        writes[template_path] = declare(template_text, names, fan_out=fan_out)
+        env_path = root / "events" / "env.local.json"
+        writes[env_path] = env_local(env_path.read_text(encoding="utf-8"), names, fan_out=fan_out)
     except (WiringError, OSError) as error:
         raise NewJobError(str(error)) from None
     for path, text in writes.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     # The declared job's sample events (`clockless events`): the others' files are unchanged.
-    events = write_events(Template.load(template_path), root / "events") if fan_out else []
+    events = write_events(Template.load(template_path), root / "events")
     return NewJob(
         names,
         fan_out,
         created=[*created, *sorted(path.relative_to(root).as_posix() for path in events)],
-        edited=["template.yaml", *(["events/env.local.json"] if fan_out else [])],
+        edited=["template.yaml", "events/env.local.json"],
     )
 
 

@@ -29,33 +29,18 @@ TABLE: Final = """  __STEM__Table:
     Properties:
       BillingMode: PAY_PER_REQUEST
       AttributeDefinitions:
-        - AttributeName: tenant_id
-          AttributeType: S
-        - AttributeName: item_id
-          AttributeType: S
-        - AttributeName: due_shard
-          AttributeType: S
-        - AttributeName: due_at
-          AttributeType: S
-      KeySchema:
-        - AttributeName: tenant_id
-          KeyType: HASH
-        - AttributeName: item_id
-          KeyType: RANGE
+        - {AttributeName: tenant_id, AttributeType: S}
+        - {AttributeName: item_id, AttributeType: S}
+        - {AttributeName: due_shard, AttributeType: S}
+        - {AttributeName: due_at, AttributeType: S}
+      KeySchema: [{AttributeName: tenant_id, KeyType: HASH}, {AttributeName: item_id, KeyType: RANGE}]
       GlobalSecondaryIndexes:
         # Sparse: an item leaves this index when it is applied.
         - IndexName: due-by-time
-          KeySchema:
-            - AttributeName: due_shard
-              KeyType: HASH
-            - AttributeName: due_at
-              KeyType: RANGE
-          Projection:
-            ProjectionType: KEYS_ONLY
-      PointInTimeRecoverySpecification:
-        PointInTimeRecoveryEnabled: true
-      SSESpecification:
-        SSEEnabled: true
+          KeySchema: [{AttributeName: due_shard, KeyType: HASH}, {AttributeName: due_at, KeyType: RANGE}]
+          Projection: {ProjectionType: KEYS_ONLY}
+      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}
+      SSESpecification: {SSEEnabled: true}
 
 """
 
