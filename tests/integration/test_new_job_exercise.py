@@ -118,5 +118,13 @@ def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
     logic.write_text(clean, encoding="utf-8")
 
     checks_of_the_job(project, "nightly_digest")
-    # What it cannot do yet is said: the declaration loop fans out, so this job is written out by hand
-    assert "write the job out in template.yaml" in " ".join(made.stdout.split())
+    # And a short simulation over its 03:00 tick applies its seeded items exactly once
+    simulated = clockless(
+        project, "nightly_digest", "simulate", "--json", "--template", str(project / "template.yaml"),
+        "--from", "2026-11-27T02:00:00Z", "--to", "2026-11-27T04:00:00Z", "--tenants", "1",
+    )  # fmt: skip
+    report = json.loads(simulated.stdout)
+    assert simulated.returncode == 0, report["proved"]
+    (job,) = [job for job in report["jobs"] if job["job"] == "nightly-digest"]
+    assert (job["ticks_expected"], job["exactly_once"], job["no_work"]) == (1, True, False)
+    assert job["effects"]["NightlyDigestTable"]["updated"] > 0

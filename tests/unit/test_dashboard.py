@@ -1,8 +1,9 @@
-"""The CloudWatch dashboard stays in step with the template: every job's succeeded ticks against its
+"""The CloudWatch dashboards stay in step with the template: every job's succeeded ticks against its
 own period, every job's failures, every queue's depth, every function's errors and throttles, the
 coordinators' and workers' duration against their timeout (a worker's also against where it hands
 on), each work queue's messages in flight and each worker's running count against its mapping's
-MaximumConcurrency. Each check is proven by a planted mistake."""
+MaximumConcurrency, on the shared page (OperationsDashboard) or the job's own (<Id>Dashboard, written
+by the jobs' loops). Each check is proven by a planted mistake, planted into the job page it names."""
 
 from __future__ import annotations
 
@@ -18,10 +19,17 @@ from clockless_tools.template.expressions import nominal_period
 from clockless_tools.template.model import Template
 
 
-def _dashboard(template: Template) -> dict[str, Any]:
-    body = template.resources["OperationsDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+def _body(resource: Any) -> str:
+    body = resource["Properties"]["DashboardBody"]
+    return str(body["Fn::Sub"] if isinstance(body, dict) else body)
+
+
+def _dashboards(template: Template) -> list[dict[str, Any]]:
     # ${Logical} and ${Logical.Attribute} stand for the physical names: keep the logical id.
-    return dict(json.loads(re.sub(r"\$\{([^}.]+)(\.[^}]+)?\}", r"\1", body)))
+    return [
+        dict(json.loads(re.sub(r"\$\{([^}.]+)(\.[^}]+)?\}", r"\1", _body(resource))))
+        for resource in template.resources_of_type("AWS::CloudWatch::Dashboard").values()
+    ]
 
 
 def _alarm_dimensions(template: Template, job: str) -> dict[str, str] | None:
@@ -62,7 +70,7 @@ def _job_problems(template: Template, job: str, metrics: dict[str, Metrics]) -> 
 
 def dashboard_problems(template: Template) -> list[str]:
     metrics: dict[str, Metrics] = {}
-    for widget in (w["properties"] for w in _dashboard(template)["widgets"]):
+    for widget in (w["properties"] for dashboard in _dashboards(template) for w in dashboard["widgets"]):
         for metric in widget.get("metrics", []):
             metrics.setdefault(metric[1], []).append((widget, metric))
     problems = [problem for job in template.jobs for problem in _job_problems(template, job, metrics)]
@@ -118,63 +126,82 @@ def _fan_out_problems(template: Template, metrics: dict[str, Metrics]) -> list[s
     return problems
 
 
-def test_the_dashboard_matches_the_template(template: Template) -> None:
+def test_the_dashboards_match_the_template(template: Template) -> None:
     assert dashboard_problems(template) == []
 
 
-def _planted(template: Template, edit: str, replacement: str) -> Template:
+def _planted(template: Template, dashboard: str, edit: str, replacement: str) -> Template:
     document = copy.deepcopy(template.document)
-    sub = document["Resources"]["OperationsDashboard"]["Properties"]["DashboardBody"]
-    assert edit in sub["Fn::Sub"]
-    sub["Fn::Sub"] = sub["Fn::Sub"].replace(edit, replacement, 1)
+    resource = document["Resources"][dashboard]
+    body = _body(resource)
+    assert edit in body, f"{dashboard}: no {edit!r} to plant over"
+    planted = body.replace(edit, replacement, 1)
+    properties = resource["Properties"]
+    properties["DashboardBody"] = {"Fn::Sub": planted} if isinstance(properties["DashboardBody"], dict) else planted
     return Template(path=template.path, document=document)
+
+
+def _first_fanned_out(template: Template) -> tuple[str, str]:
+    """A job with workers (its name and id), the one the fan-out plants go into."""
+    for job in template.jobs:
+        function = template.function_for_job(job).logical_id
+        if template.workers_of(function):
+            return job, function.removesuffix("Function")
+    raise AssertionError("no fanned-out job in the template")
+
+
+# (what to replace on the job's page, with what, the problem's start); {job} and {id} name the job.
+JOB_PLANTS = [
+    ('"period": {period}, "view"', '"period": 7, "view"', "{job}: TickSucceeded summed over 7 s"),
+    ('"service", "{job}", "trigger"', '"service", "other", "trigger"', "{job}: TickSucceeded shown with"),
+    ('"TickSucceeded", "job", "{job}"', '"TickSucceeded", "job", "other"', "{job}: no TickSucceeded"),
+    ('"TickFailed", "job", "{job}"', '"TickFailed", "job", "other"', "{job}: no TickFailed"),
+    ('"value": 120000', '"value": 60000', "{id}Function: duration shown without its 120 s"),
+    ('"Throttles", "FunctionName", "${{{id}Function}}"', '"Throttles", "FunctionName", "x"', "{id}Function: throttles"),
+    ('"Errors", "FunctionName", "${{{id}WorkerFunction}}"', '"Errors", "FunctionName", "x"', "{id}WorkerFunction: errors"),
+    ('"value": 300000', '"value": 120000', "{id}WorkerFunction: duration shown without its 300 s"),
+    ('"value": 270000', '"value": 240000', "{id}WorkerFunction: duration shown without its hand-off"),
+    (
+        '"ConcurrentExecutions", "FunctionName", "${{{id}WorkerFunction}}"',
+        '"ConcurrentExecutions", "FunctionName", "x"',
+        "{id}WorkerFunction: workers running not shown",
+    ),
+    ('"MaximumConcurrency", "value": 16', '"MaximumConcurrency", "value": 10', "{id}WorkerFunction: work"),
+    (
+        '"ApproximateNumberOfMessagesNotVisible", "QueueName", "${{{id}WorkQueue.QueueName}}"',
+        '"ApproximateNumberOfMessagesNotVisible", "QueueName", "x"',
+        "{id}WorkQueue: work queue ApproximateNumberOfMessagesNotVisible not shown",
+    ),
+    ("${{{id}WorkDeadLetterQueue.QueueName}}", "${{Other.QueueName}}", "{id}WorkDeadLetterQueue: dead-letter queue"),
+]
+
+
+@pytest.mark.parametrize(("edit", "replacement", "problem"), JOB_PLANTS, ids=[p[2].split(": ")[1] for p in JOB_PLANTS])
+def test_each_planted_mistake_on_a_jobs_page_is_caught(
+    template: Template, edit: str, replacement: str, problem: str
+) -> None:
+    job, stem = _first_fanned_out(template)
+    period = int(nominal_period(template.jobs[job].expression).total_seconds())
+
+    def fill(text: str) -> str:
+        return text.format(job=job, id=stem, period=period)
+
+    problems = dashboard_problems(_planted(template, f"{stem}Dashboard", fill(edit), fill(replacement)))
+
+    assert any(p.startswith(fill(problem)) for p in problems), problems
 
 
 @pytest.mark.parametrize(
     ("edit", "replacement", "problem"),
     [
-        ('"period": 3600', '"period": 86400', "session-cleanup: TickSucceeded summed over 86400 s"),
-        (
-            '"service", "session-cleanup", "trigger"',
-            '"service", "cleanup", "trigger"',
-            "session-cleanup: TickSucceeded shown with",
-        ),
-        ('"TickSucceeded", "job", "window-generation"', '"TickSucceeded", "job", "nightly"', "window-generation: no"),
-        ('"TickFailed", "job", "session-cleanup"', '"TickFailed", "job", "other"', "session-cleanup: no TickFailed"),
         ("${JobFailureQueue.QueueName}", "${Other.QueueName}", "JobFailureQueue: dead-letter queue depth"),
-        ('"value": 120000', '"value": 60000', "WindowGenerationFunction: duration shown without its 120 s"),
         ('"Throttles", "FunctionName", "${JobTriggerFunction}"', '"Throttles", "FunctionName", "x"', "JobTrigger"),
-        (
-            '"Errors", "FunctionName", "${SessionCleanupWorkerFunction}"',
-            '"Errors", "FunctionName", "x"',
-            "SessionCleanupWorkerFunction: errors not shown",
-        ),
-        ('"value": 300000', '"value": 120000', "WindowGenerationWorkerFunction: duration shown without its 300 s"),
-        ('"value": 270000', '"value": 240000', "SessionCleanupWorkerFunction: duration shown without its hand-off"),
-        (
-            '"ConcurrentExecutions", "FunctionName", "${WindowGenerationWorkerFunction}"',
-            '"ConcurrentExecutions", "FunctionName", "x"',
-            "WindowGenerationWorkerFunction: workers running not shown",
-        ),
-        (
-            '"MaximumConcurrency", "value": 16',
-            '"MaximumConcurrency", "value": 10',
-            "SessionCleanupWorkerFunction: work",
-        ),
-        (
-            '"ApproximateNumberOfMessagesNotVisible", "QueueName", "${SessionCleanupWorkQueue.QueueName}"',
-            '"ApproximateNumberOfMessagesNotVisible", "QueueName", "x"',
-            "SessionCleanupWorkQueue: work queue ApproximateNumberOfMessagesNotVisible not shown",
-        ),
-        (
-            "${WindowGenerationWorkDeadLetterQueue.QueueName}",
-            "${Other.QueueName}",
-            "WindowGenerationWorkDeadLetterQueue: dead-letter queue depth",
-        ),
     ],
 )
-def test_each_planted_mistake_is_caught(template: Template, edit: str, replacement: str, problem: str) -> None:
-    problems = dashboard_problems(_planted(template, edit, replacement))
+def test_each_planted_mistake_on_the_shared_page_is_caught(
+    template: Template, edit: str, replacement: str, problem: str
+) -> None:
+    problems = dashboard_problems(_planted(template, "OperationsDashboard", edit, replacement))
 
     assert any(p.startswith(problem) for p in problems), problems
 

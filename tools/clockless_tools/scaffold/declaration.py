@@ -8,8 +8,8 @@ loops' job lists (a fanned-out job: `Fn::ForEach::Jobs` and `JobOutputs`; one th
 from `template/fragments/jobs-without-fan-out.yaml`: a loop over an empty list is refused, so the
 template has them only while it has such a job), before the external trigger's section (the tables
 policy), after the last `*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS` and
-`DeliverTicks` and the dashboard. The result must load and expand with the new job's resources in
-it, or nothing is written.
+`DeliverTicks`. (Its dashboard, alarms and outputs are the loops'.) The result must load and expand
+with the new job's resources in it, or nothing is written.
 """
 
 from __future__ import annotations
@@ -91,7 +91,6 @@ def declare(text: str, names: JobNames, *, fan_out: bool) -> str:
         rf"\1                - !GetAtt {names.function_id}.Arn\n",
         "DeliverTicks",
     )
-    text = _add_widgets(text, names, fan_out=fan_out)
     _check(text, names, fan_out=fan_out)
     return text
 
@@ -125,66 +124,13 @@ _PLAIN_HEADING: Final = (
 )
 
 
-# The job's "succeeded ticks" widget, for its daily schedule (one tick per 1 d period), below the rest.
-_TICKS_WIDGET: Final = """          {"type": "metric", "x": 0, "y": 30, "width": 12, "height": 6, "properties": {
-            "title": "__JOB__: succeeded ticks per period (1 d)", "region": "${AWS::Region}",
-            "stat": "Sum", "period": 86400, "view": "timeSeries",
-            "metrics": [["Clockless", "TickSucceeded", "job", "__JOB__", "service", "__JOB__", "trigger", "schedule"]],
-            "annotations": {"horizontal": [{"label": "one tick per period", "value": 1}]}}},
-"""
-
-
-def _add_widgets(text: str, names: JobNames, *, fan_out: bool) -> str:
-    """OperationsDashboard with the job in every per-job metric list (each line the last fanned-out
-    job has there, written again for this one; without fan-out, not its workers' and queues' lines)
-    and its own succeeded-ticks widget."""
-    start = text.find("      DashboardBody: !Sub |\n")
-    end = text.find("\n        ]}\n", start)
-    if start < 0 or end < 0:
-        raise WiringError("template.yaml: no OperationsDashboard body to add the job's widgets to")
-    fanned_out = _loop_list(text, FANNED_OUT_LOOPS[0])
-    if fanned_out is None:
-        raise WiringError("template.yaml: no Fn::ForEach::Jobs list to find a job's dashboard lines by")
-    listed = fanned_out.group(1).rsplit("[", 1)[1].split(", ")
-    previous_stem = next(stem for stem in reversed(listed) if stem != names.stem)
-    previous_job = load_yaml(text)["Mappings"]["Jobs"][previous_stem]["Name"]
-    lines = text[start:end].split("\n")
-    out: list[str] = []
-    ticks_widget_end = None
-    for line in lines:
-        out.append(line)
-        names_previous = f'"{previous_job}"' in line or "${" + previous_stem in line
-        if names_previous and '"TickSucceeded"' in line and line.lstrip().startswith('"metrics"'):
-            ticks_widget_end = len(out) + 1  # after its annotations line
-            continue
-        if not names_previous or not line.lstrip().startswith('["'):
-            continue
-        if not fan_out and any(f"${{{previous_stem}{part}" in line for part in _WORKER_PARTS):
-            continue
-        entry_end = line.index('"]') + 2
-        entry, rest = line[:entry_end], line[entry_end:]
-        clone = entry.replace(f'"{previous_job}"', f'"{names.job}"').replace("${" + previous_stem, "${" + names.stem)
-        if rest.strip() == ",":
-            out.append(clone + ",")
-        else:
-            out[-1] = entry + ","
-            out.append(clone + rest)
-
-    if ticks_widget_end is None:
-        raise WiringError(f"template.yaml: no succeeded-ticks widget of {previous_job} to add the job's beside")
-    out.insert(ticks_widget_end, names.fill(_TICKS_WIDGET).rstrip("\n"))
-    return text[:start] + "\n".join(out) + text[end:]
-
-
-# What only a fanned-out job has on the dashboard: its workers and its queues.
-_WORKER_PARTS: Final = ("WorkerFunction", "WorkQueue", "WorkDeadLetterQueue")
-
-
 def env_local(text: str, names: JobNames, *, fan_out: bool) -> str:
     """events/env.local.json with the job's table name and, fanned out, its functions' queue URLs."""
     document = json.loads(text)
     document["Parameters"][f"{names.env}_TABLE_NAME"] = names.table_id
     if not fan_out:
+        # Its own entry, empty: the shared "Parameters" (the local endpoint, the tables) are all it reads.
+        document[names.function_id] = {}
         return json.dumps(document, indent=2) + "\n"
     docker = "http://host.docker.internal:8765"
     queue = f"{docker}/123456789012/{names.stem}WorkQueue"

@@ -36,9 +36,8 @@ class NewJob:
         steps = [
             f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
             "rule (the loop's defaults); set Schedule, and where they differ LocalTimeRule, GraceMinutes and the "
-            "dead-man numbers for your job (`clockless schedules check`, rule dead-man-alarm), and its "
-            "succeeded-ticks widget's period in OperationsDashboard if it is no longer daily "
-            "(tests/unit/test_dashboard.py checks it)",
+            "dead-man numbers for your job (`clockless schedules check`, rule dead-man-alarm), and "
+            "TickPeriodSeconds if it is no longer daily (its page's succeeded ticks; tests/unit/test_dashboard.py)",
             "`make setup` (installs the new package editable)",
             f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
             f"repository.py, the table's keys and index in template.yaml ({n.table_id}) and its statements in "
