@@ -158,7 +158,11 @@ JOB_PLANTS = [
     ('"TickFailed", "job", "{job}"', '"TickFailed", "job", "other"', "{job}: no TickFailed"),
     ('"value": 120000', '"value": 60000', "{id}Function: duration shown without its 120 s"),
     ('"Throttles", "FunctionName", "${{{id}Function}}"', '"Throttles", "FunctionName", "x"', "{id}Function: throttles"),
-    ('"Errors", "FunctionName", "${{{id}WorkerFunction}}"', '"Errors", "FunctionName", "x"', "{id}WorkerFunction: errors"),
+    (
+        '"Errors", "FunctionName", "${{{id}WorkerFunction}}"',
+        '"Errors", "FunctionName", "x"',
+        "{id}WorkerFunction: errors",
+    ),
     ('"value": 300000', '"value": 120000', "{id}WorkerFunction: duration shown without its 300 s"),
     ('"value": 270000', '"value": 240000', "{id}WorkerFunction: duration shown without its hand-off"),
     (
