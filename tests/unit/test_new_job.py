@@ -4,6 +4,7 @@ and simulation of a job it made, is tests/integration/test_new_job_exercise.py, 
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
+from clockless_tools.scaffold.declaration import TABLES_POLICY
+from clockless_tools.scaffold.names import JobNames
+from clockless_tools.scaffold.wiring import TABLE
 from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
 
@@ -144,3 +148,26 @@ def test_a_name_whose_resources_the_template_has_is_refused(project: Path) -> No
 
     assert code == 2
     assert "template.yaml already has SessionCleanupFunction" in err
+
+
+def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: Path) -> None:
+    # When a fanned-out job is made
+    before = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
+    assert new(project, "subscription-expiry", "--fan-out")[0] == 0
+    after = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
+
+    # Then docs/adding-a-job.md states what it added, counted as `git diff --numstat` counts
+    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))
+    lines_in = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    lines_out = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    names = JobNames.of("subscription-expiry")
+    table = len(names.fill(TABLE).splitlines())
+    policy = len(names.fill(TABLES_POLICY).splitlines())
+    stated = (
+        f"{lines_in - lines_out} new lines and {lines_out} changed (`git diff --numstat template.yaml`: "
+        f"{lines_in} in, {lines_out} out), {table} of them the table and {policy} its tables policy"
+    )
+    doc = " ".join((PROJECT_ROOT / "docs" / "adding-a-job.md").read_text(encoding="utf-8").split())
+    assert stated in doc
+    # And the declaration beside the table and its policy stays within a quarter of the 358 lines of old
+    assert lines_in - table - policy <= 358 // 4
