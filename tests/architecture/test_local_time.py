@@ -23,10 +23,14 @@ from clockless_tools.cli.app import app
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import TimeZoneReport, check_template
 from clockless_tools.timezones.rule import DECLARED, NOT_BEFORE, SAME_LOCAL_DATE, UTC_SCHEDULE, ZONES_MATCH_ENVIRONMENT
+from tests.jobs import DAY, HOUR, job_where
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-NIGHTLY = ("WindowGenerationFunction", "Schedule")
-HOURLY = ("SessionCleanupFunction", "Schedule")
+# The template's first daily job with a local-time rule (the example's: not before 04:00, one local
+# date everywhere), and its first hourly one: the plants go into their schedules.
+NIGHTLY_JOB = job_where(period=DAY, local_time_rule=True)
+NIGHTLY = (NIGHTLY_JOB.function_id, "Schedule")
+HOURLY = (job_where(period=HOUR).function_id, "Schedule")
 FROM_2027 = date(2027, 1, 1)
 
 runner = CliRunner()
@@ -137,14 +141,15 @@ def test_planted_hour_fine_in_new_york_but_too_early_in_los_angeles_is_caught(tm
     # And the command fails, naming job, zone, local time and rule, with every tick in --json
     result = runner.invoke(app, ["schedules", "check", "-t", str(path), "--from", "2027-01-01"])
     assert result.exit_code == 1
-    for expected in ("FAIL window-generation", "America/Los_Angeles", "03:00 PST (UTC-08:00)", "not_before"):
+    for expected in (f"FAIL {NIGHTLY_JOB.name}", "America/Los_Angeles", "03:00 PST (UTC-08:00)", "not_before"):
         assert expected in result.output
     as_json = runner.invoke(app, ["schedules", "check", "-t", str(path), "--from", "2027-01-01", "--json"])
-    violations = json.loads(as_json.stdout)["schedules"][0]["violations"]
+    (planted,) = [s for s in json.loads(as_json.stdout)["schedules"] if s["violations"]]
+    violations = planted["violations"]
     assert len(violations) == 127
     assert violations[0] == {
-        "job": "window-generation",
-        "function": "WindowGenerationFunction",
+        "job": NIGHTLY_JOB.name,
+        "function": NIGHTLY[0],
         "event": "Schedule",
         "rule": "not_before",
         "detail": "before 04:00 local",
@@ -255,7 +260,7 @@ def test_planted_malformed_rule_is_bad_input_naming_the_key(tmp_path: Path) -> N
 
     assert result.exit_code == 2
     message = " ".join(result.output.split())  # the console wraps long lines
-    assert "WindowGenerationFunction.Metadata.clockless.local_time_rule.not_before: '4am' is not" in message
+    assert f"{NIGHTLY[0]}.Metadata.clockless.local_time_rule.not_before: '4am' is not" in message
 
 
 def test_a_parameter_override_is_checked_as_a_deploy_would_see_it() -> None:
@@ -284,7 +289,7 @@ def test_a_parameter_override_is_checked_as_a_deploy_would_see_it() -> None:
 def test_schedules_show_prints_each_jobs_next_ticks_in_every_zone() -> None:
     args = ["schedules", "show", "-t", str(PROJECT_ROOT / "template.yaml"), "--after", "2027-03-13T12:00Z"]
 
-    result = runner.invoke(app, [*args, "--count", "2", "--job", "window-generation"])
+    result = runner.invoke(app, [*args, "--count", "2", "--job", NIGHTLY_JOB.name])
 
     assert result.exit_code == 0, result.output
     # The day before and the day of spring-forward, by hand: 09:00 EST then 10:00 EDT, 04:00 HST both days.
@@ -304,7 +309,8 @@ def test_schedules_show_marks_ticks_that_break_the_rule(tmp_path: Path) -> None:
         runner.invoke(app, ["schedules", "show", "-t", str(path), "--after", "2027-01-01", "-n", "1", "--json"]).stdout
     )
 
-    breaches = shown["jobs"][0]["ticks"][0]["breaches"]
+    (nightly_job,) = [job for job in shown["jobs"] if job["function"] == NIGHTLY[0]]
+    breaches = nightly_job["ticks"][0]["breaches"]
     assert {"rule": "same_local_date", "zone": "Pacific/Honolulu", "detail": "a day behind most zones"} in breaches
 
 

@@ -19,18 +19,21 @@ from clockless_tools.local import server
 from clockless_tools.operations.connection import reported, resolve_connection
 from clockless_tools.operations.targets import OperationError
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
+from tests.jobs import HOUR, job_where
 
 CREDENTIALS_HINT = (
     "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, run `aws configure`, or `aws sso login --profile <name>` "
     "and pass --profile <name>"
 )
+# An hourly job (the --at and --from/--to below are on its ticks).
+JOB = job_where(period=HOUR).name
 # The commands that act on a target, with the arguments each needs besides the target.
 COMMANDS = {
     "status": ["status"],
-    "backfill": ["backfill", "session-cleanup", "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T06:00:00Z"],
-    "run-now": ["run-now", "session-cleanup", "--at", "2026-11-29T05:00:00Z"],
-    "pause": ["pause", "session-cleanup", "--reason", "INC-1234"],
-    "resume": ["resume", "session-cleanup"],
+    "backfill": ["backfill", JOB, "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T06:00:00Z"],
+    "run-now": ["run-now", JOB, "--at", "2026-11-29T05:00:00Z"],
+    "pause": ["pause", JOB, "--reason", "INC-1234"],
+    "resume": ["resume", JOB],
     "drift": ["drift"],
 }
 AWS_VARIABLES = (

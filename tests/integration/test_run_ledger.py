@@ -12,9 +12,13 @@ import time_machine
 from clockless.fanout import FanOut
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.integration.conftest import delivery, run_tick, scan_all
+from tests.jobs import HOUR, job_where
 
-TICK_SAMPLE = "session_cleanup/tick.json"
-FN = "SessionCleanupFunction"
+# An hourly fanned-out job: the last test delivers three hourly ticks; a tick finishes with its partitions.
+JOB = job_where(period=HOUR, fanned_out=True)
+TICK_SAMPLE = JOB.tick_sample
+FN = JOB.function_id
+TICK = JOB.sample()["scheduled_time"]
 
 
 def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
@@ -35,8 +39,8 @@ def ready(tables: Any, function_env: Any) -> Any:
 def test_a_succeeded_tick_is_recorded_with_its_summary(ready: Any, runtime: LocalLambdaRuntime) -> None:
     result = run_tick(runtime, FN, delivery(TICK_SAMPLE))
 
-    entry = _ledger(ready)["2026-11-29T09:00:00Z"]
-    assert entry["job"]["S"] == "session-cleanup"
+    entry = _ledger(ready)[TICK]
+    assert entry["job"]["S"] == JOB.name
     assert entry["status"]["S"] == "succeeded"
     assert entry["attempts"]["N"] == "1"
     assert entry["trigger"]["S"] == "schedule"
@@ -52,7 +56,7 @@ def test_a_succeeded_tick_is_recorded_with_its_summary(ready: Any, runtime: Loca
     assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
     assert int(entry["expires_at"]["N"]) > 0
     # the sparse index key that makes "last success" one query
-    assert entry["succeeded_job"]["S"] == "session-cleanup"
+    assert entry["succeeded_job"]["S"] == JOB.name
 
 
 def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
@@ -65,14 +69,14 @@ def test_failure_then_retry_shows_failed_then_succeeded_after_two_attempts(
         patched.setattr(FanOut, "start", broken)
         with pytest.raises(RuntimeError):
             runtime.call(FN, delivery(TICK_SAMPLE, attempt=1))
-    failed = _ledger(ready)["2026-11-29T09:00:00Z"]
+    failed = _ledger(ready)[TICK]
     assert failed["status"]["S"] == "failed"
     assert "injected: table unavailable" in failed["error"]["S"]
     assert "succeeded_job" not in failed
 
     run_tick(runtime, FN, delivery(TICK_SAMPLE, attempt=2))
 
-    entry = _ledger(ready)["2026-11-29T09:00:00Z"]
+    entry = _ledger(ready)[TICK]
     assert entry["status"]["S"] == "succeeded"
     assert entry["attempts"]["N"] == "2"
     assert entry["attempt"]["N"] == "2"
@@ -91,14 +95,14 @@ def test_duplicates_leave_the_ledger_as_the_first_delivery_wrote_it(ready: Any, 
 
 def test_a_rerun_after_the_claim_expired_keeps_the_first_outcome(ready: Any, runtime: LocalLambdaRuntime) -> None:
     run_tick(runtime, FN, delivery(TICK_SAMPLE))
-    first = _ledger(ready)["2026-11-29T09:00:00Z"]["summary"]["S"]
+    first = _ledger(ready)[TICK]["summary"]["S"]
     expiry = int(runtime.environment(FN)["IDEMPOTENCY_EXPIRY_SECONDS"])
 
     with time_machine.travel(timedelta(seconds=expiry + 60), tick=True):
         rerun = run_tick(runtime, FN, delivery(TICK_SAMPLE, attempt=2))
 
     assert rerun["rerun"] is True
-    entry = _ledger(ready)["2026-11-29T09:00:00Z"]
+    entry = _ledger(ready)[TICK]
     assert entry["status"]["S"] == "succeeded"
     assert entry["summary"]["S"] == first
     # A fanned-out tick's re-run hands its partitions out again (each already done) and notes its

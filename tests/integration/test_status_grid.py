@@ -23,8 +23,10 @@ from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
+from tests.jobs import HOUR, job_where
 
-JOB = "session-cleanup"
+# A job with hourly ticks: the grid draws twelve of them.
+JOB = job_where(period=HOUR).name
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 NOW = DAY + timedelta(hours=12, minutes=30)
 ARTIFACTS = PROJECT_ROOT / ".clockless" / "test-artifacts"
