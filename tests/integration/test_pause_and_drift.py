@@ -25,12 +25,15 @@ from clockless_tools.operations.targets import LocalTarget, StackTarget
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 from clockless_tools.template.model import Template
 from clockless_tools.template.scheduler import UPDATABLE_FIELDS, state_update
+from tests.jobs import HOUR, job_where
 
-JOB = "session-cleanup"
-SCHEDULE_NAME = "clockless-test-SessionCleanupFunctionSchedule-1A2B3C"
+# An hourly job of the template (its schedule and alarm stand in the stack below).
+JOB = job_where(period=HOUR).name
+STEM = job_where(period=HOUR).stem
+SCHEDULE_NAME = f"clockless-test-{STEM}FunctionSchedule-1A2B3C"
 # The stack's own schedule group (template.yaml's ScheduleGroup), as CloudFormation names it.
 GROUP = "clockless-test-ScheduleGroup-4D5E6F"
-ALARM_NAME = "clockless-test-SessionCleanupDeadManAlarm-4D5E6F"
+ALARM_NAME = f"clockless-test-{STEM}DeadManAlarm-4D5E6F"
 STACK = ["--stack", "clockless-test", "--region", "us-east-1"]
 
 
@@ -39,25 +42,25 @@ def _stack_template(template: Template) -> str:
     ledger.pop("Metadata", None)
     return json.dumps(
         {
-            "Parameters": {"SessionCleanupScheduleState": {"Type": "String", "Default": "ENABLED"}},
+            "Parameters": {f"{STEM}ScheduleState": {"Type": "String", "Default": "ENABLED"}},
             "Resources": {
                 "LedgerTable": ledger,
                 "SchedulerDeadLetterQueue": {"Type": "AWS::SQS::Queue"},
                 # Stands in for the AWS::CloudWatch::Alarm (moto's cannot be listed as a stack resource).
-                "SessionCleanupDeadManAlarm": {
+                f"{STEM}DeadManAlarm": {
                     "Type": "AWS::SSM::Parameter",
                     "Properties": {"Name": ALARM_NAME, "Type": "String", "Value": "alarm"},
                 },
-                "SessionCleanupRole": {
+                f"{STEM}Role": {
                     "Type": "AWS::IAM::Role",
                     "Properties": {"AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": []}},
                 },
-                "SessionCleanupFunction": {
+                f"{STEM}Function": {
                     "Type": "AWS::Lambda::Function",
                     "Properties": {
                         "Runtime": "python3.13",
                         "Handler": "index.handler",
-                        "Role": {"Fn::GetAtt": ["SessionCleanupRole", "Arn"]},
+                        "Role": {"Fn::GetAtt": [f"{STEM}Role", "Arn"]},
                         "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
                     },
                 },
@@ -67,7 +70,7 @@ def _stack_template(template: Template) -> str:
                     "Properties": {"Name": GROUP, "Type": "String", "Value": "group"},
                 },
                 # Stands in for the AWS::Scheduler::Schedule: its physical id is the schedule's name.
-                "SessionCleanupFunctionSchedule": {
+                f"{STEM}FunctionSchedule": {
                     "Type": "AWS::SSM::Parameter",
                     "Properties": {"Name": SCHEDULE_NAME, "Type": "String", "Value": "schedule"},
                 },
@@ -113,7 +116,7 @@ def stack(template: Template, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack
         session.client("scheduler").create_schedule(
             Name=SCHEDULE_NAME,
             GroupName=GROUP,
-            Description="Empty-session cleanup, at the top of every hour (UTC).",
+            Description="The job's schedule, as SAM deploys it.",
             EndDate=datetime.now(UTC) + timedelta(days=365),
             KmsKeyArn="arn:aws:kms:us-east-1:123456789012:key/clockless",
             **{**ref.expected, "Target": {**ref.expected["Target"], "RoleArn": "arn:aws:iam::123456789012:role/s"}},
@@ -156,7 +159,7 @@ def test_pause_changes_only_the_state_and_records_who_and_why(stack: StackTarget
 
 
 def _alarm_actions_enabled(target: StackTarget) -> bool:
-    name = target.physical["SessionCleanupDeadManAlarm"]
+    name = target.physical[f"{STEM}DeadManAlarm"]
     (alarm,) = boto3.client("cloudwatch", region_name="us-east-1").describe_alarms(AlarmNames=[name])["MetricAlarms"]
     return bool(alarm["ActionsEnabled"])
 
@@ -166,7 +169,7 @@ def test_pause_silences_the_dead_man_alarm_and_resume_restores_it(stack: StackTa
     assert _alarm_actions_enabled(stack)
 
     paused = set_paused(stack, template, JOB, paused=True, reason="INC-1", now=now)
-    assert paused.alarms == [stack.physical["SessionCleanupDeadManAlarm"]]
+    assert paused.alarms == [stack.physical[f"{STEM}DeadManAlarm"]]
     assert not _alarm_actions_enabled(stack)
 
     set_paused(stack, template, JOB, paused=False, reason="", now=now + timedelta(hours=1))
@@ -212,7 +215,7 @@ def test_cli_pause_status_resume_on_a_stack(stack: StackTarget) -> None:
 def test_drift_finds_nothing_when_the_schedule_is_as_deployed(stack: StackTarget) -> None:
     result = CliRunner().invoke(app, ["drift", *STACK, "--json"])
 
-    assert result.exit_code == 1, result.output  # window-generation's schedule is not in this stack
+    assert result.exit_code == 1, result.output  # the other jobs' schedules are not in this stack
     schedules = {s["job"]: s for s in json.loads(result.stdout)["schedules"]}
     assert schedules[JOB] == {"job": JOB, "schedule": f"{GROUP}/{SCHEDULE_NAME}", "found": True, "drifted": []}
 
@@ -260,7 +263,7 @@ def test_a_stack_deployed_with_the_job_disabled_expects_it_disabled(stack: Stack
     boto3.client("cloudformation", region_name="us-east-1").update_stack(
         StackName="clockless-test",
         TemplateBody=_stack_template(template),
-        Parameters=[{"ParameterKey": "SessionCleanupScheduleState", "ParameterValue": "DISABLED"}],
+        Parameters=[{"ParameterKey": f"{STEM}ScheduleState", "ParameterValue": "DISABLED"}],
     )
     target = StackTarget(template, "clockless-test", session=boto3.Session(region_name="us-east-1"))
 
@@ -279,7 +282,7 @@ def test_pause_resume_and_drift_on_the_local_runtime(tables: Any, template: Temp
     resumed = runner.invoke(app, ["resume", JOB, "--reason", "fixed", *local])
     clean = runner.invoke(app, ["drift", *local])
 
-    where = f"schedule default/SessionCleanupFunctionSchedule on local runtime ({dynamodb_endpoint})"
+    where = f"schedule default/{STEM}FunctionSchedule on local runtime ({dynamodb_endpoint})"
     assert paused.stdout == f"{JOB}: paused ({where})\n"
     assert drifted.exit_code == 1
     assert "State differs: template 'ENABLED', deployed 'DISABLED'" in drifted.stdout
@@ -338,7 +341,7 @@ def test_pause_on_a_local_runtime_without_schedules_says_what_to_do(tables: Any,
 
     assert result.exit_code == 2
     assert result.stderr == (
-        f"error: local runtime ({dynamodb_endpoint}) has no schedule default/SessionCleanupFunctionSchedule for "
+        f"error: local runtime ({dynamodb_endpoint}) has no schedule default/{STEM}FunctionSchedule for "
         f"'{JOB}': run `clockless local up` again for the local runtime (it creates the schedules), or deploy the "
         "current template.yaml\n"
     )
