@@ -15,6 +15,11 @@ from typer.testing import CliRunner
 from clockless_tools.cli.app import app
 from tests.conftest import EVENTS, PROJECT_ROOT
 from tests.integration.conftest import scan_all
+from tests.jobs import job_where
+
+# A fanned-out job of the template: invoke drains its work queue through its worker.
+JOB = job_where(fanned_out=True)
+TICK = JOB.sample()["scheduled_time"]
 
 
 def table_contents(client: Any) -> dict[str, list[dict[str, Any]]]:
@@ -25,8 +30,8 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_in_a_file_or_with_ver
     tables: Any, local_queues: Any, dynamodb_endpoint: str, tmp_path: Path
 ) -> None:
     # Given the embedded DynamoDB with the template's tables and queues
-    command = [sys.executable, "-m", "clockless_tools.cli.app", "invoke", "SessionCleanupFunction"]
-    command += ["-e", str(EVENTS / "session_cleanup" / "tick.json"), "--endpoint", dynamodb_endpoint]
+    command = [sys.executable, "-m", "clockless_tools.cli.app", "invoke", JOB.function_id]
+    command += ["-e", str(EVENTS / JOB.tick_sample), "--endpoint", dynamodb_endpoint]
     log = tmp_path / "invoke.log"
 
     # When the sample tick is invoked twice, in a fresh process each time, as a user would: first
@@ -44,7 +49,7 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_in_a_file_or_with_ver
     response_line, tick_line = first.stdout.splitlines()
     response = json.loads(response_line)
     assert response["outcome"] == "executed"
-    assert response["scheduled_time"] == "2026-11-29T09:00:00Z"
+    assert response["scheduled_time"] == TICK
     assert "tick executed" not in first.stderr
     assert first.stderr.splitlines()[-1] == f"function logs and metrics: {log}"
     written = log.read_text(encoding="utf-8")
@@ -58,15 +63,14 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_in_a_file_or_with_ver
     assert log.read_text(encoding="utf-8") == written
     # The coordinator fanned out and the workers ran to the end of every partition: the tick succeeded.
     assert (
-        "drained SessionCleanupWorkQueue -> SessionCleanupWorkerFunction: 16 message(s) in 16 invocation(s), all done"
-        in first.stderr
+        f"drained {JOB.stem}WorkQueue -> {JOB.worker_id}: 16 message(s) in 16 invocation(s), all done" in first.stderr
     )
     ledger = scan_all(tables, "LedgerTable")
-    (entry,) = [item for item in ledger if item["job"]["S"] == "session-cleanup"]
+    (entry,) = [item for item in ledger if item["job"]["S"] == JOB.name]
     assert entry["status"]["S"] == "succeeded"
     assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
     assert json.loads(tick_line) == {
-        "tick": "session-cleanup@2026-11-29T09:00:00Z",
+        "tick": f"{JOB.name}@{TICK}",
         "status": "succeeded",
         "partitions_done": 16,
         "partitions_total": 16,
@@ -82,11 +86,11 @@ def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(
     before = table_contents(tables)
     log = tmp_path / "invoke.log"
 
-    event = EVENTS / "window_generation" / "malformed.json"
+    event = EVENTS / JOB.package / "malformed.json"
 
     result = CliRunner().invoke(
         app,
-        ["invoke", "WindowGenerationFunction", "-e", str(event), "--endpoint", dynamodb_endpoint, "--log", str(log)],
+        ["invoke", JOB.function_id, "-e", str(event), "--endpoint", dynamodb_endpoint, "--log", str(log)],
     )
 
     assert result.exit_code == 1
@@ -100,14 +104,14 @@ def test_a_malformed_event_is_answered_like_lambda_with_exit_code_1(
 def _invalid_json(tmp_path: Path) -> Path:
     path = tmp_path / "a-deliberately-long-folder-name-so-the-message-is-wider-than-a-terminal" / "broken.json"
     path.parent.mkdir()
-    path.write_text('{"job": "session-cleanup",', encoding="utf-8")
+    path.write_text(f'{{"job": "{JOB.name}",', encoding="utf-8")
     return path
 
 
 BAD_INPUTS: dict[str, tuple[str, Callable[[Path], Path]]] = {
-    "unknown-function": ("NoSuchFunction", lambda _tmp: EVENTS / "session_cleanup" / "tick.json"),
-    "missing-file": ("SessionCleanupFunction", lambda tmp: tmp / "missing.json"),
-    "invalid-json": ("SessionCleanupFunction", _invalid_json),
+    "unknown-function": ("NoSuchFunction", lambda _tmp: EVENTS / JOB.tick_sample),
+    "missing-file": (JOB.function_id, lambda tmp: tmp / "missing.json"),
+    "invalid-json": (JOB.function_id, _invalid_json),
 }
 PROBLEMS = {
     "unknown-function": "unknown function 'NoSuchFunction'",
