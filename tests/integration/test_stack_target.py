@@ -23,6 +23,11 @@ from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import OperationError, StackTarget
 from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.model import Template
+from tests.jobs import HOUR, job_where
+
+# An hourly job of the template: the stack below holds its function, run-now and backfill press it.
+JOB = job_where(period=HOUR).name
+STEM = job_where(period=HOUR).stem
 
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -34,7 +39,7 @@ def _stack_template(template: Template) -> str:
         {
             "Resources": {
                 "LedgerTable": ledger,
-                "SessionCleanupRole": {
+                f"{STEM}Role": {
                     "Type": "AWS::IAM::Role",
                     "Properties": {
                         "AssumeRolePolicyDocument": {
@@ -49,12 +54,12 @@ def _stack_template(template: Template) -> str:
                         }
                     },
                 },
-                "SessionCleanupFunction": {
+                f"{STEM}Function": {
                     "Type": "AWS::Lambda::Function",
                     "Properties": {
                         "Runtime": "python3.13",
                         "Handler": "index.handler",
-                        "Role": {"Fn::GetAtt": ["SessionCleanupRole", "Arn"]},
+                        "Role": {"Fn::GetAtt": [f"{STEM}Role", "Arn"]},
                         "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
                     },
                 },
@@ -76,7 +81,7 @@ class FakeLambda:
         if self.function_error:
             body = {"errorType": "ConfigurationError", "errorMessage": "LEDGER_TABLE_NAME is not set"}
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(json.dumps(body).encode())}
-        tick = Tick.from_event(event, expected_job="session-cleanup")
+        tick = Tick.from_event(event, expected_job=JOB)
         result = {**tick.identity, "outcome": "executed", "summary": {}}
         return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
 
@@ -97,12 +102,12 @@ def test_stack_target_resolves_the_ledger_and_invokes_the_physical_function(stac
     fake = FakeLambda()
     target._lambda = fake
 
-    result = run_now(target, template, "session-cleanup", at=DAY + timedelta(hours=5, minutes=17, seconds=3))
+    result = run_now(target, template, JOB, at=DAY + timedelta(hours=5, minutes=17, seconds=3))
 
     (call,) = fake.calls
-    assert call["FunctionName"] == target.physical["SessionCleanupFunction"]
+    assert call["FunctionName"] == target.physical[f"{STEM}Function"]
     assert call["InvocationType"] == "RequestResponse"
-    sent = Tick.from_event(json.loads(call["Payload"]), expected_job="session-cleanup")
+    sent = Tick.from_event(json.loads(call["Payload"]), expected_job=JOB)
     assert sent.trigger is Trigger.MANUAL
     assert result["scheduled_time"] == "2026-11-29T05:17:00Z"
 
@@ -115,18 +120,16 @@ def test_status_and_backfill_read_the_stack_ledger(stack: Any, template: Templat
         stack.client("dynamodb").put_item(
             TableName=ledger_table,
             Item={
-                "job": {"S": "session-cleanup"},
+                "job": {"S": JOB},
                 "scheduled_time": {"S": f"2026-11-29T{hour:02d}:00:00Z"},
                 "status": {"S": "succeeded"},
-                "succeeded_job": {"S": "session-cleanup"},
+                "succeeded_job": {"S": JOB},
                 "attempts": {"N": "1"},
             },
         )
 
-    status = job_status(template, target, "session-cleanup", now=DAY + timedelta(hours=4), window=timedelta(hours=4))
-    result = backfill(
-        template, target, "session-cleanup", start=DAY, end=DAY + timedelta(hours=4), policy=BackfillPolicy.ALL
-    )
+    status = job_status(template, target, JOB, now=DAY + timedelta(hours=4), window=timedelta(hours=4))
+    result = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=4), policy=BackfillPolicy.ALL)
 
     assert status.missing == [DAY + timedelta(hours=2)]
     assert status.last_success is not None
@@ -138,8 +141,8 @@ def test_a_function_error_is_reported_not_swallowed(stack: Any, template: Templa
     target = StackTarget(template, "clockless-test", session=stack)
     target._lambda = FakeLambda(function_error=True)
 
-    with pytest.raises(OperationError, match="SessionCleanupFunction failed: ConfigurationError"):
-        run_now(target, template, "session-cleanup", at=DAY)
+    with pytest.raises(OperationError, match=f"{STEM}Function failed: ConfigurationError"):
+        run_now(target, template, JOB, at=DAY)
 
 
 def test_an_unknown_stack_is_a_clear_error(stack: Any, template: Template) -> None:
@@ -151,7 +154,7 @@ def _deploy_schedule(session: Any, target: StackTarget, expression: str) -> dict
     """What CloudFormation would have made of the template's group and the cleanup schedule."""
     scheduler = session.client("scheduler")
     group = "clockless-test-ScheduleGroup-1Q2W3E4R"
-    name = "clockless-test-SessionCleanupFunctionSchedule-5T6Y7U8I"
+    name = f"clockless-test-{STEM}FunctionSchedule-5T6Y7U8I"
     scheduler.create_schedule_group(Name=group)
     scheduler.create_schedule(
         Name=name,
@@ -161,7 +164,7 @@ def _deploy_schedule(session: Any, target: StackTarget, expression: str) -> dict
         Target={"Arn": "arn:aws:lambda:us-east-1:123456789012:function:x", "RoleArn": "arn:aws:iam::1:role/x"},
     )
     target.physical["ScheduleGroup"] = group
-    target.physical["SessionCleanupFunctionSchedule"] = name
+    target.physical[f"{STEM}FunctionSchedule"] = name
     return dict(scheduler.get_schedule(Name=name, GroupName=group))
 
 
@@ -169,11 +172,11 @@ def test_the_schedule_arn_names_the_stacks_own_group(stack: Any, template: Templ
     target = StackTarget(template, "clockless-test", session=stack)
     _deploy_schedule(stack, target, "cron(0 * * * ? *)")
 
-    arn = target.schedule_arn("session-cleanup")
+    arn = target.schedule_arn(JOB)
 
     assert arn is not None
     assert arn.endswith(
-        ":schedule/clockless-test-ScheduleGroup-1Q2W3E4R/clockless-test-SessionCleanupFunctionSchedule-5T6Y7U8I"
+        f":schedule/clockless-test-ScheduleGroup-1Q2W3E4R/clockless-test-{STEM}FunctionSchedule-5T6Y7U8I"
     )
 
 
@@ -181,7 +184,7 @@ def test_a_rate_without_start_date_is_anchored_on_the_deployed_schedules_creatio
     stack: Any, template: Template
 ) -> None:
     document = copy.deepcopy(dict(template.document))
-    hourly = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Schedule"]["Properties"]
+    hourly = document["Resources"][f"{STEM}Function"]["Properties"]["Events"]["Schedule"]["Properties"]
     hourly["ScheduleExpression"] = "rate(1 hour)"
     rated = Template(path=template.path, document=document)
     target = StackTarget(rated, "clockless-test", session=stack)
@@ -189,9 +192,9 @@ def test_a_rate_without_start_date_is_anchored_on_the_deployed_schedules_creatio
     # Seconds and all: the guide's scheduled-time for such a schedule is 2022-03-22T18:59:43Z.
     created = deployed["CreationDate"].astimezone(UTC).replace(microsecond=0)
 
-    spec = target.schedule_spec("session-cleanup")
+    spec = target.schedule_spec(JOB)
 
     assert spec.next_ticks(created - timedelta(days=1), 3) == [created + timedelta(hours=h) for h in range(3)]
     # Locally the same schedule has no anchor, and the operations say so instead of inventing one.
     with pytest.raises(ScheduleExpressionError, match="declare StartDate"):
-        rated.jobs["session-cleanup"].spec(rated).next_ticks(created, 1)
+        rated.jobs[JOB].spec(rated).next_ticks(created, 1)
