@@ -23,8 +23,12 @@ from clockless_tools.template.intrinsics import LocalNames, resolve
 from clockless_tools.template.model import Template
 from tests.conftest import EVENTS, load_event
 from tests.integration.conftest import drain_workers
+from tests.jobs import HOUR, job_where, jobs
 
 FUNCTION = "JobTriggerFunction"
+# The job the button presses: the template's first hourly one.
+JOB = job_where(period=HOUR).name
+JOB_FUNCTION = job_where(period=HOUR).function_id
 NOW = datetime(2026, 11, 29, 14, 7, 31, tzinfo=UTC)
 UNAUTHORIZED = {"message": "Unauthorized"}
 # What each sample in events/job_trigger/ must answer; a new sample needs its line here.
@@ -62,7 +66,7 @@ class TriggerApi:
 
     def press(
         self,
-        job: str = "session-cleanup",
+        job: str = JOB,
         *,
         body: str | None = "{}",
         secret: str | None = LOCAL_SECRET_VALUE,
@@ -128,40 +132,37 @@ def at(moment: datetime) -> Any:
 
 # ---------------------------------------------------------------------------------------------- 202
 def test_a_press_hands_the_job_an_async_tick_shaped_like_the_schedulers(api: TriggerApi) -> None:
-    # Given no delivery of the 14:07 session-cleanup tick yet
+    # Given no delivery of the job's 14:07 tick yet
     with at(NOW):
         # When the button is pressed without a time
-        status, body = api.press("session-cleanup", body=None)
+        status, body = api.press(JOB, body=None)
 
     # Then 202, with the tick's identity and ledger key
     assert status == 202
-    assert body["job"] == "session-cleanup"
+    assert body["job"] == JOB
     assert body["scheduled_time"] == "2026-11-29T14:07:00Z"
-    assert body["ledger_key"] == {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert body["ledger_key"] == {"job": JOB, "scheduled_time": "2026-11-29T14:07:00Z"}
     # And Lambda queued exactly one asynchronous invoke of that job's function
     [invocation] = api.invocations
-    assert invocation.function_name == api.function_arn("SessionCleanupFunction")
+    assert invocation.function_name == api.function_arn(JOB_FUNCTION)
     assert invocation.invocation_type == "Event"
     assert invocation.status_code == 202
     # With a payload the job's own parser accepts as that tick, triggered over HTTP
-    tick = Tick.from_event(invocation.payload, expected_job="session-cleanup")
-    assert tick.identity == {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:07:00Z"}
+    tick = Tick.from_event(invocation.payload, expected_job=JOB)
+    assert tick.identity == {"job": JOB, "scheduled_time": "2026-11-29T14:07:00Z"}
     assert tick.trigger.value == "http"
     assert invocation.payload == body["tick"]
 
 
 def test_each_job_goes_to_its_own_function(api: TriggerApi) -> None:
+    declared = jobs(api.template)
     with at(NOW):
-        api.press("window-generation", body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
-        api.press("session-cleanup", body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
+        for job in declared:
+            api.press(job.name, body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
 
-    assert [i.function_name for i in api.invocations] == [
-        api.function_arn("WindowGenerationFunction"),
-        api.function_arn("SessionCleanupFunction"),
-    ]
+    assert [i.function_name for i in api.invocations] == [api.function_arn(job.function_id) for job in declared]
     assert [Tick.from_event(i.payload, expected_job=i.payload["job"]).job for i in api.invocations] == [
-        "window-generation",
-        "session-cleanup",
+        job.name for job in declared
     ]
 
 
@@ -171,13 +172,13 @@ def test_a_tick_the_job_completed_answers_200_with_its_outcome_and_runs_nothing(
 ) -> None:
     # Given a press whose tick the job then ran, as Lambda would have from the queued invoke
     with at(NOW):
-        first_status, _ = api.press("session-cleanup")
+        first_status, _ = api.press(JOB)
         [queued] = api.invocations
-        executed = runtime.invoke("SessionCleanupFunction", queued.payload)
+        executed = runtime.invoke(JOB_FUNCTION, queued.payload)
         drain_workers(runtime)  # the tick's partitions, as the work queue's poller runs them
 
         # When the same tick is pressed again
-        status, body = api.press("session-cleanup")
+        status, body = api.press(JOB)
 
     # Then the ledger's outcome comes back: the job's own summary, and nothing was invoked again
     assert first_status == 202
@@ -196,15 +197,13 @@ def test_a_tick_recorded_as_failed_is_delivered_again(
 ) -> None:
     # Given the ledger says the 14:00 tick failed
     ledger = RunLedger("LedgerTable", tables, retention_seconds=86400)
-    tick = Tick.from_event(
-        {"job": "session-cleanup", "scheduled_time": "2026-11-29T14:00:00Z"}, expected_job="session-cleanup"
-    )
+    tick = Tick.from_event({"job": JOB, "scheduled_time": "2026-11-29T14:00:00Z"}, expected_job=JOB)
     tables.update_item(**ledger.started_update(tick, "claim-1", first=True))
     tables.update_item(**ledger.failed_update(tick, "claim-1", "RuntimeError: boom", duration_ms=5))
 
     # When it is pressed
     with at(NOW):
-        status, body = api.press("session-cleanup", body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
+        status, body = api.press(JOB, body='{"scheduled_time": "2026-11-29T14:00:00Z"}')
 
     # Then it is delivered again
     assert status == 202
@@ -226,7 +225,7 @@ def test_a_tick_recorded_as_failed_is_delivered_again(
 )
 def test_a_caller_without_the_secret_gets_the_same_401_and_changes_nothing(api: TriggerApi, secret: str | None) -> None:
     with at(NOW):
-        status, body = api.press("session-cleanup", secret=secret)
+        status, body = api.press(JOB, secret=secret)
 
     assert (status, body) == (401, UNAUTHORIZED)
     assert api.invocations == []
@@ -243,7 +242,7 @@ def test_the_secret_in_another_header_does_not_count(api: TriggerApi) -> None:
 def test_an_unauthenticated_caller_cannot_tell_an_unknown_job_or_a_bad_body(api: TriggerApi) -> None:
     with at(NOW):
         unknown_job = api.press("nightly-report", secret="guess")
-        bad_body = api.press("session-cleanup", secret="guess", body="{")
+        bad_body = api.press(JOB, secret="guess", body="{")
 
     assert unknown_job == bad_body == (401, UNAUTHORIZED)
 
