@@ -27,6 +27,7 @@ class Job:
     worker_id: str | None  # its worker function, when it fans out
     period: timedelta  # the nominal gap between its ticks
     local_time_rule: Any  # its Metadata.clockless.local_time_rule: "none", or the rule its ticks keep
+    tables: tuple[str, ...]  # its own tables (Mappings.Jobs.<Id>.Tables)
 
     @property
     def stem(self) -> str:
@@ -62,9 +63,18 @@ def jobs(template: Template | None = None) -> list[Job]:
                 worker_id=workers[0] if workers else None,
                 period=nominal_period(schedule.expression),
                 local_time_rule=(function.metadata.get("clockless") or {}).get("local_time_rule"),
+                tables=tuple(_own_tables(template, [function.logical_id, *workers])),
             )
         )
     return declared
+
+
+def _own_tables(template: Template, function_ids: list[str]) -> list[str]:
+    for function_id in function_ids:
+        declared = (template.function(function_id).metadata.get("clockless") or {}).get("tables")
+        if declared:
+            return [str(table) for table in declared]
+    return []
 
 
 def job_where(

@@ -8,9 +8,14 @@ from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+CLEANUP_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
 def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(planted: PlantedCopy) -> None:
@@ -24,7 +29,7 @@ def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(planted: PlantedCo
     assert result.exit_code == 1, result.output
     assert "scheduled-by-kit" in result.output
     assert f"{CLEANUP_HANDLER}:" in result.output
-    assert "SessionCleanupFunction" in result.output
+    assert f"{HOURLY_JOB.stem}Function" in result.output
     assert "fix:" in result.output
 
 

@@ -15,10 +15,15 @@ from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.template.expressions import ScheduleSpec
 from clockless_tools.template.model import Template
 from tests.architecture.planting import PlantedCopy
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY = "  WindowGenerationDeadManAlarm:"
-HOURLY = "  SessionCleanupDeadManAlarm:"
+NIGHTLY = f"  {DAILY_JOB.stem}DeadManAlarm:"
+HOURLY = f"  {HOURLY_JOB.stem}DeadManAlarm:"
 AROUND = datetime(2027, 1, 11, tzinfo=UTC)
 
 
@@ -64,8 +69,8 @@ def test_how_long_after_a_missed_tick_each_jobs_alarm_fires(template: Template) 
     minutes = timedelta(minutes=1)
     expected = {
         # job: (complete periods only, period in progress too, previous success as late as its grace)
-        "window-generation": (4 * hours, 3 * hours, 6 * hours),
-        "session-cleanup": (60 * minutes, 55 * minutes, 110 * minutes),
+        f"{DAILY_JOB.name}": (4 * hours, 3 * hours, 6 * hours),
+        f"{HOURLY_JOB.name}": (60 * minutes, 55 * minutes, 110 * minutes),
     }
     for job, (complete, partial, late_previous) in expected.items():
         schedule = template.jobs[job]
@@ -117,7 +122,7 @@ def test_planted_alarm_that_counts_manual_runs_is_caught(planted: PlantedCopy) -
 
     [(job, resource, message)] = _problems(broken)
 
-    assert (job, resource) == ("window-generation", "WindowGenerationDeadManAlarm")
+    assert (job, resource) == (f"{DAILY_JOB.name}", f"{DAILY_JOB.stem}DeadManAlarm")
     assert "trigger=schedule" in message
 
 
@@ -126,7 +131,7 @@ def test_planted_alarm_on_the_manual_series_is_caught(planted: PlantedCopy) -> N
 
     [(job, _, message)] = _problems(broken)
 
-    assert job == "session-cleanup"
+    assert job == f"{HOURLY_JOB.name}"
     assert "only trigger=schedule proves the schedule fires" in message
 
 
@@ -140,7 +145,7 @@ def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(pl
 
     [(_, resource, message)] = _problems(broken)
 
-    assert resource == "WindowGenerationDeadManAlarm"
+    assert resource == f"{DAILY_JOB.stem}DeadManAlarm"
     assert "every tick succeeds within its grace" in message
 
 
@@ -154,7 +159,7 @@ def test_planted_range_far_longer_than_needed_is_caught_as_firing_late(planted: 
 
     [(_, resource, message)] = _problems(broken)
 
-    assert resource == "SessionCleanupDeadManAlarm"
+    assert resource == f"{HOURLY_JOB.stem}DeadManAlarm"
     assert "fires 2:15:00 after a missed tick" in message
 
 
@@ -171,7 +176,7 @@ def test_planted_missing_data_not_breaching_is_caught(planted: PlantedCopy) -> N
 
     [(job, _, message)] = _problems(broken)
 
-    assert job == "session-cleanup"
+    assert job == f"{HOURLY_JOB.name}"
     assert "TreatMissingData" in message
 
 
@@ -188,16 +193,16 @@ def test_planted_function_without_a_grace_is_caught(planted: PlantedCopy) -> Non
 
     [(job, resource, message)] = _problems(broken)
 
-    assert (job, resource) == ("session-cleanup", "SessionCleanupFunction")
+    assert (job, resource) == (f"{HOURLY_JOB.name}", f"{HOURLY_JOB.stem}Function")
     assert "grace_minutes is not declared" in message
 
 
 def test_planted_job_without_an_alarm_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "Value: session-cleanup\n", "Value: some-other-job\n", after=HOURLY)
+    broken = _planted(planted, f"Value: {HOURLY_JOB.name}\n", "Value: some-other-job\n", after=HOURLY)
 
     [(job, resource, message)] = _problems(broken)
 
-    assert (job, resource) == ("session-cleanup", "SessionCleanupFunction")
+    assert (job, resource) == (f"{HOURLY_JOB.name}", f"{HOURLY_JOB.stem}Function")
     assert "no alarm" in message
 
 
@@ -206,7 +211,7 @@ def test_the_rule_engine_reports_it_by_name_file_and_resource(planted: PlantedCo
 
     violations = [v for v in check(Project.for_template(broken.path), RULES) if v.rule == "dead-man-alarm"]
 
-    assert [(v.file, v.resource) for v in violations] == [("template.yaml", "WindowGenerationDeadManAlarm")]
+    assert [(v.file, v.resource) for v in violations] == [("template.yaml", f"{DAILY_JOB.stem}DeadManAlarm")]
 
 
 def test_planted_grace_shorter_than_the_latest_success_is_caught(planted: PlantedCopy) -> None:
@@ -214,7 +219,7 @@ def test_planted_grace_shorter_than_the_latest_success_is_caught(planted: Plante
 
     problems = _problems(broken)
 
-    assert ("window-generation", "WindowGenerationFunction") in [(job, resource) for job, resource, _ in problems]
+    assert (f"{DAILY_JOB.name}", f"{DAILY_JOB.stem}Function") in [(job, resource) for job, resource, _ in problems]
     assert any(
         "shorter than the latest a tick can succeed (59 s invocation precision + 0 s flexible window + 3600 s "
         "Scheduler retries + 3600 s Lambda async retries + 120 s last attempt's Timeout + 285 s fan-out" in message
@@ -233,5 +238,5 @@ def test_planted_alarm_evaluating_the_raw_metric_is_caught(planted: PlantedCopy)
 
     [(_, resource, message)] = _problems(broken)
 
-    assert resource == "WindowGenerationDeadManAlarm"
+    assert resource == f"{DAILY_JOB.stem}DeadManAlarm"
     assert "must evaluate the FILL expression" in message

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
-CLEANUP = "  SessionCleanupFunction:\n"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
 
 
 # ---------------------------------------------------------------------------------------------- dedupe-outlives-retries
@@ -19,7 +24,7 @@ def test_an_idempotency_record_that_expires_inside_the_retry_window_is_caught(pl
 
     violations = planted.violations("dedupe-outlives-retries")
 
-    violation = found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="1800 s is shorter")
+    violation = found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="1800 s is shorter")
     assert (
         "retry window 2759 s (precision 59 s + flexible window 0 s + scheduler 900 s + Lambda async 1800 s)"
         in violation.message
@@ -35,7 +40,7 @@ def test_lambdas_default_six_hour_async_age_counts_when_unset(planted: PlantedCo
 
     violations = planted.violations("dedupe-outlives-retries")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="Lambda async 21600 s")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="Lambda async 21600 s")
 
 
 def test_a_scheduled_function_without_an_expiry_is_caught(planted: PlantedCopy) -> None:
@@ -43,7 +48,7 @@ def test_a_scheduled_function_without_an_expiry_is_caught(planted: PlantedCopy) 
 
     violations = planted.violations("dedupe-outlives-retries")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="is not set")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="is not set")
 
 
 def test_a_flexible_window_counts_in_the_retry_window(planted: PlantedCopy) -> None:
@@ -60,4 +65,4 @@ def test_a_flexible_window_counts_in_the_retry_window(planted: PlantedCopy) -> N
 
     violations = planted.violations("dedupe-outlives-retries")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="flexible window 3600 s")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="flexible window 3600 s")

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
@@ -13,13 +18,16 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 
 def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
-        TEMPLATE, "expected_duration_seconds: 60", "expected_duration_seconds: 120", resource="WindowGenerationFunction"
+        TEMPLATE,
+        "expected_duration_seconds: 60",
+        "expected_duration_seconds: 120",
+        resource=f"{DAILY_JOB.stem}Function",
     )
 
     violation = found(
         planted.violations("duration-bound"),
         file=TEMPLATE,
-        resource="WindowGenerationFunction",
+        resource=f"{DAILY_JOB.stem}Function",
         containing="not below the Timeout",
     )
 
@@ -28,10 +36,10 @@ def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy
 
 def test_planted_duration_alarm_above_the_bound_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
-        TEMPLATE, '      Threshold: "30000"', "      Threshold: 110000", resource="SessionCleanupDurationAlarm"
+        TEMPLATE, '      Threshold: "30000"', "      Threshold: 110000", resource=f"{HOURLY_JOB.stem}DurationAlarm"
     )
 
-    violation = found(planted.violations("duration-bound"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("duration-bound"), file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function")
 
     assert "p99 > 110000" in violation.message
 
@@ -41,19 +49,19 @@ def test_planted_duration_alarm_on_the_average_is_caught(planted: PlantedCopy) -
         TEMPLATE,
         "      ExtendedStatistic: p99\n",
         "      Statistic: Average\n",
-        after="  WindowGenerationDurationAlarm:",
+        after=f"  {DAILY_JOB.stem}DurationAlarm:",
     )
 
-    found(planted.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationFunction", containing="p90")
+    found(planted.violations("duration-bound"), file=TEMPLATE, resource=f"{DAILY_JOB.stem}Function", containing="p90")
 
 
 def test_planted_function_without_an_expected_duration_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "", resource="SessionCleanupFunction")
+    planted.replace(TEMPLATE, "        expected_duration_seconds: 30\n", "", resource=f"{HOURLY_JOB.stem}Function")
 
     found(
         planted.violations("duration-bound"),
         file=TEMPLATE,
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
         containing="expected_duration_seconds is not declared",
     )
 
@@ -63,13 +71,13 @@ def test_planted_worker_expected_to_run_to_its_timeout_is_caught(planted: Plante
         TEMPLATE,
         "expected_duration_seconds: 285",
         "expected_duration_seconds: 300",
-        after="  SessionCleanupWorkerFunction:",
+        after=f"  {HOURLY_JOB.stem}WorkerFunction:",
     )
 
     found(
         planted.violations("duration-bound"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="not below the Timeout 300 s",
     )
 
@@ -77,12 +85,15 @@ def test_planted_worker_expected_to_run_to_its_timeout_is_caught(planted: Plante
 def test_planted_worker_without_a_duration_alarm_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "Value: !Ref WindowGenerationWorkerFunction\n      ExtendedStatistic: p99",
-        "Value: !Ref WindowGenerationFunction\n      ExtendedStatistic: p99",
-        resource="WindowGenerationWorkerDurationAlarm",
+        f"Value: !Ref {DAILY_JOB.stem}WorkerFunction\n      ExtendedStatistic: p99",
+        f"Value: !Ref {DAILY_JOB.stem}Function\n      ExtendedStatistic: p99",
+        resource=f"{DAILY_JOB.stem}WorkerDurationAlarm",
     )
 
     violation = found(
-        planted.violations("duration-bound"), file=TEMPLATE, resource="WindowGenerationWorkerFunction", containing="p90"
+        planted.violations("duration-bound"),
+        file=TEMPLATE,
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
+        containing="p90",
     )
     assert "found: none" in violation.message

@@ -7,14 +7,19 @@ import json
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
 ENV_VARS = "events/env.local.json"
 
 
-CLEANUP_EVENTS = "events/session_cleanup"
+CLEANUP_EVENTS = f"events/{HOURLY_JOB.package}"
 
 
 def _edit_env_vars(copy: PlantedCopy, function: str, **changes: str | None) -> None:
@@ -47,7 +52,7 @@ def test_a_sample_missing_an_input_key_is_caught(planted: PlantedCopy) -> None:
     found(
         violations,
         file=f"{CLEANUP_EVENTS}/tick.json",
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
         containing="missing ['schedule_arn']",
     )
 
@@ -57,7 +62,9 @@ def test_a_missing_sample_is_caught(planted: PlantedCopy) -> None:
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="is missing")
+    found(
+        violations, file=f"{CLEANUP_EVENTS}/retry.json", resource=f"{HOURLY_JOB.stem}Function", containing="is missing"
+    )
 
 
 def test_a_malformed_sample_that_parses_is_caught(planted: PlantedCopy) -> None:
@@ -68,7 +75,7 @@ def test_a_malformed_sample_that_parses_is_caught(planted: PlantedCopy) -> None:
     found(
         violations,
         file=f"{CLEANUP_EVENTS}/malformed.json",
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
         containing="parses as a valid tick",
     )
 
@@ -81,7 +88,10 @@ def test_a_tick_sample_the_kit_rejects_is_caught(planted: PlantedCopy) -> None:
     violations = planted.violations("event-samples")
 
     found(
-        violations, file=f"{CLEANUP_EVENTS}/tick.json", resource="SessionCleanupFunction", containing="has no time zone"
+        violations,
+        file=f"{CLEANUP_EVENTS}/tick.json",
+        resource=f"{HOURLY_JOB.stem}Function",
+        containing="has no time zone",
     )
 
 
@@ -92,17 +102,19 @@ def test_a_retry_sample_that_is_not_a_redelivery_is_caught(planted: PlantedCopy)
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=f"{CLEANUP_EVENTS}/retry.json", resource="SessionCleanupFunction", containing="redelivery")
+    found(
+        violations, file=f"{CLEANUP_EVENTS}/retry.json", resource=f"{HOURLY_JOB.stem}Function", containing="redelivery"
+    )
 
 
 def test_a_function_missing_from_the_env_vars_file_is_caught(planted: PlantedCopy) -> None:
     entries = json.loads((planted.root / ENV_VARS).read_text())
-    del entries["SessionCleanupFunction"]
+    del entries[f"{HOURLY_JOB.stem}Function"]
     planted.write(ENV_VARS, json.dumps(entries))
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="has no entry")
+    found(violations, file=ENV_VARS, resource=f"{HOURLY_JOB.stem}Function", containing="has no entry")
 
 
 @pytest.mark.parametrize(
@@ -119,11 +131,11 @@ def test_a_function_missing_from_the_env_vars_file_is_caught(planted: PlantedCop
 def test_an_env_vars_entry_that_does_not_point_the_function_at_local_tables_is_caught(
     planted: PlantedCopy, changes: dict[str, str | None], complaint: str
 ) -> None:
-    _edit_env_vars(planted, "SessionCleanupFunction", **changes)
+    _edit_env_vars(planted, f"{HOURLY_JOB.stem}Function", **changes)
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing=complaint)
+    found(violations, file=ENV_VARS, resource=f"{HOURLY_JOB.stem}Function", containing=complaint)
 
 
 def test_a_function_using_tables_without_a_declared_endpoint_is_caught(planted: PlantedCopy) -> None:
@@ -132,35 +144,39 @@ def test_a_function_using_tables_without_a_declared_endpoint_is_caught(planted: 
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="does not declare AWS_ENDPOINT")
-    found(violations, file=ENV_VARS, resource="SessionCleanupFunction", containing="so SAM ignores it")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="does not declare AWS_ENDPOINT")
+    found(violations, file=ENV_VARS, resource=f"{HOURLY_JOB.stem}Function", containing="so SAM ignores it")
 
 
 def test_a_worker_missing_from_the_env_vars_file_is_caught(planted: PlantedCopy) -> None:
     entries = json.loads((planted.root / ENV_VARS).read_text())
-    del entries["WindowGenerationWorkerFunction"]
+    del entries[f"{DAILY_JOB.stem}WorkerFunction"]
     planted.write(ENV_VARS, json.dumps(entries))
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=ENV_VARS, resource="WindowGenerationWorkerFunction", containing="has no entry")
+    found(violations, file=ENV_VARS, resource=f"{DAILY_JOB.stem}WorkerFunction", containing="has no entry")
 
 
 @pytest.mark.parametrize(
     ("function", "changes", "complaint"),
     [
-        ("SessionCleanupFunction", {"WORK_QUEUE_URL": None}, "WORK_QUEUE_URL (the queue SessionCleanupWorkQueue)"),
         (
-            "SessionCleanupWorkerFunction",
+            f"{HOURLY_JOB.stem}Function",
+            {"WORK_QUEUE_URL": None},
+            f"WORK_QUEUE_URL (the queue {HOURLY_JOB.stem}WorkQueue)",
+        ),
+        (
+            f"{HOURLY_JOB.stem}WorkerFunction",
             {"WORK_DEAD_LETTER_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq"},
             "not the local queue's URL",
         ),
         (
-            "WindowGenerationWorkerFunction",
-            {"WORK_QUEUE_URL": "http://host.docker.internal:8765/123456789012/SessionCleanupWorkQueue"},
-            "WORK_QUEUE_URL (the queue WindowGenerationWorkQueue)",
+            f"{DAILY_JOB.stem}WorkerFunction",
+            {"WORK_QUEUE_URL": f"http://host.docker.internal:8765/123456789012/{HOURLY_JOB.stem}WorkQueue"},
+            f"WORK_QUEUE_URL (the queue {DAILY_JOB.stem}WorkQueue)",
         ),
-        ("WindowGenerationWorkerFunction", {"AWS_ENDPOINT_URL_SQS": None}, "could reach a real queue"),
+        (f"{DAILY_JOB.stem}WorkerFunction", {"AWS_ENDPOINT_URL_SQS": None}, "could reach a real queue"),
     ],
     ids=["coordinator-queue-missing", "remote-dead-letter-queue", "another-jobs-queue", "no-sqs-endpoint"],
 )
@@ -179,5 +195,5 @@ def test_a_function_using_queues_without_a_declared_sqs_endpoint_is_caught(plant
 
     violations = planted.violations("event-samples")
 
-    found(violations, file=TEMPLATE, resource="WindowGenerationWorkerFunction", containing="does not declare AWS_ENDP")
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="uses queues")
+    found(violations, file=TEMPLATE, resource=f"{DAILY_JOB.stem}WorkerFunction", containing="does not declare AWS_ENDP")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="uses queues")

@@ -7,10 +7,15 @@ import sys
 from pathlib import Path
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY = "  WindowGenerationFunction:"
-HOURLY = "  SessionCleanupFunction:"
+NIGHTLY = f"  {DAILY_JOB.stem}Function:"
+HOURLY = f"  {HOURLY_JOB.stem}Function:"
 CFN_LINT = str(Path(sys.executable).parent / "cfn-lint")
 
 
@@ -21,7 +26,7 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 def test_planted_function_without_event_invoke_config_is_caught(planted: PlantedCopy) -> None:
     planted.replace(TEMPLATE, "      EventInvokeConfig:\n", "      XEventInvokeConfig:\n", after=HOURLY)
 
-    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function")
 
     assert "no EventInvokeConfig" in violation.message
 
@@ -31,14 +36,14 @@ def test_planted_unbounded_retries_and_event_age_are_caught(planted: PlantedCopy
 
     violations = planted.violations("failure-paths")
 
-    found(violations, file=TEMPLATE, resource="WindowGenerationFunction", containing="MaximumRetryAttempts is None")
-    found(violations, file=TEMPLATE, resource="WindowGenerationFunction", containing="MaximumEventAgeInSeconds is")
+    found(violations, file=TEMPLATE, resource=f"{DAILY_JOB.stem}Function", containing="MaximumRetryAttempts is None")
+    found(violations, file=TEMPLATE, resource=f"{DAILY_JOB.stem}Function", containing="MaximumEventAgeInSeconds is")
 
 
 def test_planted_on_failure_destination_that_is_not_a_queue_is_caught(planted: PlantedCopy) -> None:
     planted.replace(TEMPLATE, "            Type: SQS\n", "            Type: SNS\n", after=HOURLY)
 
-    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function")
 
     assert "no OnFailure destination on a queue" in violation.message
 
@@ -53,7 +58,7 @@ def test_planted_unwatched_failure_queue_is_caught_for_every_function(planted: P
 
     violations = planted.violations("failure-paths")
 
-    for function in ("WindowGenerationFunction", "SessionCleanupFunction"):
+    for function in (f"{DAILY_JOB.stem}Function", f"{HOURLY_JOB.stem}Function"):
         found(violations, file=TEMPLATE, resource=function, containing="OnFailure queue JobFailureQueue is watched")
 
 
@@ -67,15 +72,15 @@ def test_planted_unwatched_schedule_dead_letter_queue_is_caught(planted: Planted
 
     violations = planted.violations("failure-paths")
 
-    found(violations, file=TEMPLATE, resource="WindowGenerationFunction.Events.Schedule", containing="watched by no")
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Schedule", containing="watched by no")
+    found(violations, file=TEMPLATE, resource=f"{DAILY_JOB.stem}Function.Events.Schedule", containing="watched by no")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function.Events.Schedule", containing="watched by no")
 
 
 def test_planted_schedule_without_a_dead_letter_queue_is_caught(planted: PlantedCopy) -> None:
     planted.replace(TEMPLATE, "            DeadLetterConfig:\n", "            XDeadLetterConfig:\n", after=NIGHTLY)
 
     violation = found(
-        planted.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationFunction.Events.Schedule"
+        planted.violations("failure-paths"), file=TEMPLATE, resource=f"{DAILY_JOB.stem}Function.Events.Schedule"
     )
 
     assert "names no queue" in violation.message
@@ -83,10 +88,10 @@ def test_planted_schedule_without_a_dead_letter_queue_is_caught(planted: Planted
 
 def test_planted_function_without_an_errors_alarm_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
-        TEMPLATE, "      MetricName: Errors", "      MetricName: Throttles", after="  SessionCleanupErrorsAlarm:"
+        TEMPLATE, "      MetricName: Errors", "      MetricName: Throttles", after=f"  {HOURLY_JOB.stem}ErrorsAlarm:"
     )
 
-    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="SessionCleanupFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function")
 
     assert "Errors" in violation.message
 
@@ -120,7 +125,7 @@ def test_cfn_lint_serverless_does_not_see_a_scheduled_function_without_a_failure
     found(
         planted.violations("failure-paths"),
         file=TEMPLATE,
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
         containing="no EventInvokeConfig",
     )
 
@@ -130,7 +135,9 @@ def test_planted_queue_alarm_that_waits_for_a_backlog_is_caught(planted: Planted
 
     violations = planted.violations("failure-paths")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="JobFailureQueue is watched by no")
+    found(
+        violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="JobFailureQueue is watched by no"
+    )
 
 
 def test_planted_worker_without_an_errors_alarm_is_caught(planted: PlantedCopy) -> None:
@@ -139,9 +146,9 @@ def test_planted_worker_without_an_errors_alarm_is_caught(planted: PlantedCopy) 
         TEMPLATE,
         "      MetricName: Errors",
         "      MetricName: Throttles",
-        after="  WindowGenerationWorkerErrorsAlarm:",
+        after=f"  {DAILY_JOB.stem}WorkerErrorsAlarm:",
     )
 
-    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource="WindowGenerationWorkerFunction")
+    violation = found(planted.violations("failure-paths"), file=TEMPLATE, resource=f"{DAILY_JOB.stem}WorkerFunction")
 
     assert "Errors" in violation.message

@@ -19,6 +19,7 @@ from clockless_tools.scaffold.names import JobNames
 from clockless_tools.scaffold.wiring import add_table
 from clockless_tools.template.model import Template
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
+from tests.jobs import job_where
 
 TEMPLATE = "template.yaml"
 SAM = PROJECT_ROOT / ".venv-sam" / "bin" / "sam"
@@ -98,8 +99,10 @@ def test_cfn_lint_sam_validate_and_sam_build_accept_it(tmp_path: Path) -> None:
         shutil.copy2(PROJECT_ROOT / name, root / name)
     for name in ("functions", "layers"):
         shutil.copytree(PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(root / "functions" / "session_cleanup", root / DIGEST.code_dir)
-    (root / DIGEST.code_dir / "session_cleanup").rename(root / DIGEST.package_dir)
+    # Its package: a copy of the first job's, renamed (sam build packages it; no rule reads it here)
+    source = job_where().package
+    shutil.copytree(root / "functions" / source, root / DIGEST.code_dir)
+    (root / DIGEST.code_dir / source).rename(root / DIGEST.package_dir)
     _with_a_job_without_fan_out(root)
     bin_dir = Path(sys.executable).parent
     assert SAM.is_file(), "the SAM CLI is not installed: `make sam`"

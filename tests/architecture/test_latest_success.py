@@ -12,11 +12,16 @@ from clockless_tools.architecture.latest_success import Lateness, latest_success
 from clockless_tools.architecture.schedule_delivery import check_schedule_delivery
 from clockless_tools.template.model import Template
 from tests.architecture.planting import PlantedCopy
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 GRACE = "grace_minutes: 55"
-CLEANUP = "  SessionCleanupFunction:\n"
-JOB = "session-cleanup"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
+JOB = f"{HOURLY_JOB.name}"
 Plant = Callable[[PlantedCopy], None]
 
 
@@ -47,7 +52,7 @@ def _grows_fan_out(planted: PlantedCopy) -> None:
         TEMPLATE,
         "expected_duration_seconds: 285",
         "expected_duration_seconds: 290",
-        after="  SessionCleanupWorkerFunction:\n",
+        after=f"  {HOURLY_JOB.stem}WorkerFunction:\n",
     )
 
 

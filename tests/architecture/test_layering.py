@@ -6,14 +6,19 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
-CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
+CLEANUP_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
-CLEANUP_LOGIC = "functions/session_cleanup/session_cleanup/logic.py"
+CLEANUP_LOGIC = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/logic.py"
 
 
-WINDOW_LOGIC = "functions/window_generation/window_generation/logic.py"
+WINDOW_LOGIC = f"functions/{DAILY_JOB.package}/{DAILY_JOB.package}/logic.py"
 
 
 KIT_TICK = "layers/clockless/clockless/tick.py"
@@ -31,22 +36,24 @@ def test_logic_importing_boto3_is_caught(planted: PlantedCopy) -> None:
 
     violations = planted.violations("layering")
 
-    violation = found(violations, file=CLEANUP_LOGIC, resource="SessionCleanupFunction", containing="boto3")
+    violation = found(violations, file=CLEANUP_LOGIC, resource=f"{HOURLY_JOB.stem}Function", containing="boto3")
     assert "no boto3" in violation.message
     assert violation.line == len((planted.root / CLEANUP_LOGIC).read_text().splitlines())
 
 
 def test_logic_reaching_pynamodb_through_another_module_is_caught(planted: PlantedCopy) -> None:
-    planted.write("functions/session_cleanup/session_cleanup/helpers.py", "from pynamodb.models import Model\n")
-    planted.append(CLEANUP_LOGIC, "\nfrom session_cleanup import helpers  # noqa: E402\n")
+    planted.write(
+        f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/helpers.py", "from pynamodb.models import Model\n"
+    )
+    planted.append(CLEANUP_LOGIC, f"\nfrom {HOURLY_JOB.package} import helpers  # noqa: E402\n")
 
     violations = planted.violations("layering")
 
     found(
         violations,
         file=CLEANUP_LOGIC,
-        resource="SessionCleanupFunction",
-        containing="session_cleanup.logic -> session_cleanup.helpers",
+        resource=f"{HOURLY_JOB.stem}Function",
+        containing=f"{HOURLY_JOB.package}.logic -> {HOURLY_JOB.package}.helpers",
     )
 
 
@@ -64,7 +71,7 @@ def test_logic_reading_the_environment_is_caught(planted: PlantedCopy, code: str
 
     violations = planted.violations("layering")
 
-    found(violations, file=CLEANUP_LOGIC, resource="SessionCleanupFunction", containing="reads the environment")
+    found(violations, file=CLEANUP_LOGIC, resource=f"{HOURLY_JOB.stem}Function", containing="reads the environment")
 
 
 @pytest.mark.parametrize(
@@ -73,20 +80,20 @@ def test_logic_reading_the_environment_is_caught(planted: PlantedCopy, code: str
         (
             CLEANUP_LOGIC,
             "from clockless.config import env_str",
-            "SessionCleanupFunction",
+            f"{HOURLY_JOB.stem}Function",
             "Job logic reads no configuration",
         ),
         (
             WINDOW_LOGIC,
-            "from window_generation import repository",
-            "WindowGenerationFunction",
-            "window_generation.logic -> window_generation.repository",
+            f"from {DAILY_JOB.package} import repository",
+            f"{DAILY_JOB.stem}Function",
+            f"{DAILY_JOB.package}.logic -> {DAILY_JOB.package}.repository",
         ),
-        (KIT_TICK, "import window_generation.logic", "ClocklessLayer", "The kit (layers/) imports no job"),
+        (KIT_TICK, f"import {DAILY_JOB.package}.logic", "ClocklessLayer", "The kit (layers/) imports no job"),
         (
             CLEANUP_HANDLER,
-            "from window_generation.logic import business_date_of",
-            "SessionCleanupFunction",
+            f"from {DAILY_JOB.package}.logic import business_date_of",
+            f"{HOURLY_JOB.stem}Function",
             "No job imports another",
         ),
         (

@@ -5,13 +5,18 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
-CLEANUP = "  SessionCleanupFunction:\n"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
 # The cleanup worker reads and deletes sessions; its coordinator only sends partition messages.
-CLEANUP_WORKER = "  SessionCleanupWorkerFunction:\n"
+CLEANUP_WORKER = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
 
 
 # ---------------------------------------------------------------------------------------------- least-privilege
@@ -28,23 +33,25 @@ DELETE_SESSIONS = "Resource: !GetAtt SessionsTable.Arn"
     ids=["star", "star-in-list", "every-table"],
 )
 def test_a_wildcard_resource_on_dynamodb_actions_is_caught(planted: PlantedCopy, resource: str) -> None:
-    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, resource="SessionCleanupTablesPolicy")
+    planted.replace(TEMPLATE, DELETE_SESSIONS, resource, resource=f"{HOURLY_JOB.stem}TablesPolicy")
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="allows dynamodb actions on")
+    found(
+        violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing="allows dynamodb actions on"
+    )
 
 
 def test_a_statement_on_a_table_the_function_does_not_use_is_caught(planted: PlantedCopy) -> None:
     # Given the cleanup worker allowed to delete programs, a table none of its variables names
     planted.replace(
-        TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", resource="SessionCleanupTablesPolicy"
+        TEMPLATE, DELETE_SESSIONS, "Resource: !GetAtt ProgramsTable.Arn", resource=f"{HOURLY_JOB.stem}TablesPolicy"
     )
 
     violations = planted.violations("least-privilege")
 
     violation = found(
-        violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="names ProgramsTable"
+        violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing="names ProgramsTable"
     )
     assert "(DeleteEmptySessions)" in violation.message
 
@@ -62,7 +69,7 @@ def test_a_managed_crud_policy_on_an_unused_table_is_caught(planted: PlantedCopy
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
         containing="DynamoDBCrudPolicy grants WindowsTable",
     )
 
@@ -80,7 +87,7 @@ def test_a_statement_on_a_queue_the_function_does_not_use_is_caught(planted: Pla
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names SchedulerDeadLetterQueue")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="names SchedulerDeadLetterQueue")
 
 
 def test_a_full_access_managed_policy_is_caught(planted: PlantedCopy) -> None:
@@ -90,7 +97,7 @@ def test_a_full_access_managed_policy_is_caught(planted: PlantedCopy) -> None:
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="AmazonDynamoDBFullAccess")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="AmazonDynamoDBFullAccess")
 
 
 # ---------------------------------------------------------------------------------------------- queues
@@ -100,13 +107,13 @@ def test_a_sam_sqs_event_is_caught(planted: PlantedCopy) -> None:
         TEMPLATE,
         "      Policies:\n",
         "      Events:\n        Work:\n          Type: SQS\n          Properties:\n"
-        "            Queue: !GetAtt SessionCleanupWorkQueue.Arn\n            BatchSize: 1\n      Policies:\n",
+        f"            Queue: !GetAtt {HOURLY_JOB.stem}WorkQueue.Arn\n            BatchSize: 1\n      Policies:\n",
         after=CLEANUP_WORKER,
     )
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="Events.Work is a SAM SQS")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing="Events.Work is a SAM SQS")
 
 
 def test_the_managed_sqs_poller_policy_is_caught(planted: PlantedCopy) -> None:
@@ -119,7 +126,9 @@ def test_the_managed_sqs_poller_policy_is_caught(planted: PlantedCopy) -> None:
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="AWSLambdaSQSQueueExecution")
+    found(
+        violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing="AWSLambdaSQSQueueExecution"
+    )
 
 
 def test_a_coordinator_allowed_to_consume_its_work_queue_is_caught(planted: PlantedCopy) -> None:
@@ -131,7 +140,7 @@ def test_a_coordinator_allowed_to_consume_its_work_queue_is_caught(planted: Plan
     violations = planted.violations("least-privilege")
 
     violation = found(
-        violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="on SessionCleanupWorkQueue"
+        violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing=f"on {HOURLY_JOB.stem}WorkQueue"
     )
     assert "sqs:receivemessage" in violation.message
     assert "(FanOutPartitions)" in violation.message
@@ -145,7 +154,7 @@ def test_a_worker_allowed_to_consume_its_dead_letter_queue_is_caught(planted: Pl
         "      Policies:\n        - Statement:\n",
         "      Policies:\n        - Statement:\n"
         f"            - Effect: Allow\n              Action: [{action}]\n"
-        "              Resource: !GetAtt SessionCleanupWorkDeadLetterQueue.Arn\n",
+        f"              Resource: !GetAtt {HOURLY_JOB.stem}WorkDeadLetterQueue.Arn\n",
         after=CLEANUP_WORKER,
     )
 
@@ -154,7 +163,7 @@ def test_a_worker_allowed_to_consume_its_dead_letter_queue_is_caught(planted: Pl
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing=f"allows {action.lower()} on SessionCleanupWorkDeadLetterQueue",
     )
 
@@ -162,12 +171,14 @@ def test_a_worker_allowed_to_consume_its_dead_letter_queue_is_caught(planted: Pl
 def test_a_worker_allowed_on_the_other_jobs_work_queue_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "                - !GetAtt SessionCleanupWorkQueue.Arn\n",
-        "                - !GetAtt SessionCleanupWorkQueue.Arn\n"
-        "                - !GetAtt WindowGenerationWorkQueue.Arn\n",
-        resource="SessionCleanupWorkerFunction",
+        f"                - !GetAtt {HOURLY_JOB.stem}WorkQueue.Arn\n",
+        f"                - !GetAtt {HOURLY_JOB.stem}WorkQueue.Arn\n"
+        f"                - !GetAtt {DAILY_JOB.stem}WorkQueue.Arn\n",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
     )
 
     violations = planted.violations("least-privilege")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="names WindowGenerationWork")
+    found(
+        violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing=f"names {DAILY_JOB.stem}Work"
+    )

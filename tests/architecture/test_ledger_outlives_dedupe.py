@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 RULE = "ledger-outlives-dedupe"
 PARAMETER = "Parameters.LedgerRetentionDays"
@@ -19,7 +24,7 @@ RETENTION = "  LedgerRetentionDays:\n"
         (
             "    Default: 90\n",
             "    Default: 1\n",
-            "Default is 1 day(s), shorter than WindowGenerationFunction's IDEMPOTENCY_EXPIRY_SECONDS 172800 s",
+            f"Default is 1 day(s), shorter than {DAILY_JOB.stem}Function's IDEMPOTENCY_EXPIRY_SECONDS 172800 s",
         ),
         ("    MinValue: 2\n", "    MinValue: 1\n", "LedgerRetentionDays's MinValue is 1 day(s)"),
         ("    MinValue: 2\n", "", "LedgerRetentionDays's MinValue is not stated as a number of days"),
@@ -46,13 +51,13 @@ def test_a_longer_expiry_on_one_function_is_caught(planted: PlantedCopy) -> None
         TEMPLATE,
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"',
         'IDEMPOTENCY_EXPIRY_SECONDS: "8640000"',
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
     )
 
     violations = planted.violations(RULE)
 
     violation = found(violations, file=TEMPLATE, resource=PARAMETER, containing="Default is 90 day(s)")
-    assert "SessionCleanupFunction's IDEMPOTENCY_EXPIRY_SECONDS 8640000 s" in violation.message
+    assert f"{HOURLY_JOB.stem}Function's IDEMPOTENCY_EXPIRY_SECONDS 8640000 s" in violation.message
     assert violation.fix == "make it at least 100"
 
 
@@ -62,7 +67,7 @@ def test_a_literal_retention_on_one_function_is_checked_too(planted: PlantedCopy
         TEMPLATE,
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"\n',
         'IDEMPOTENCY_EXPIRY_SECONDS: "86400"\n          LEDGER_RETENTION_DAYS: "1"\n',
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
     )
 
     violations = planted.violations(RULE)
@@ -70,6 +75,6 @@ def test_a_literal_retention_on_one_function_is_checked_too(planted: PlantedCopy
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction",
-        containing="SessionCleanupFunction's LEDGER_RETENTION_DAYS is 1 day(s)",
+        resource=f"{HOURLY_JOB.stem}Function",
+        containing=f"{HOURLY_JOB.stem}Function's LEDGER_RETENTION_DAYS is 1 day(s)",
     )

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 RULE = "ledger-queues-retained"
 
@@ -18,8 +23,8 @@ RULE = "ledger-queues-retained"
         "SchedulerDeadLetterQueue",
         "JobFailureQueue",
         # The partitions of running ticks, and the partitions and items set aside.
-        "WindowGenerationWorkQueue",
-        "SessionCleanupWorkDeadLetterQueue",
+        f"{DAILY_JOB.stem}WorkQueue",
+        f"{HOURLY_JOB.stem}WorkDeadLetterQueue",
     ],
 )
 @pytest.mark.parametrize(
@@ -50,17 +55,17 @@ def test_a_new_failure_queue_without_retain_is_caught(planted: PlantedCopy) -> N
         TEMPLATE,
         "Destination: !GetAtt JobFailureQueue.Arn",
         "Destination: !GetAtt NightlyFailureQueue.Arn",
-        after="  WindowGenerationFunction:\n",
+        after=f"  {DAILY_JOB.stem}Function:\n",
     )
     planted.replace(
         TEMPLATE,
-        "  WindowGenerationFunction:\n",
-        "  NightlyFailureQueue:\n    Type: AWS::SQS::Queue\n\n  WindowGenerationFunction:\n",
+        f"  {DAILY_JOB.stem}Function:\n",
+        f"  NightlyFailureQueue:\n    Type: AWS::SQS::Queue\n\n  {DAILY_JOB.stem}Function:\n",
     )
 
     violations = planted.violations(RULE)
 
-    found(violations, file=TEMPLATE, resource="NightlyFailureQueue", containing="every tick WindowGenerationFunction")
+    found(violations, file=TEMPLATE, resource="NightlyFailureQueue", containing=f"every tick {DAILY_JOB.stem}Function")
 
 
 def test_a_dead_letter_queue_sam_creates_is_caught(planted: PlantedCopy) -> None:
@@ -69,7 +74,7 @@ def test_a_dead_letter_queue_sam_creates_is_caught(planted: PlantedCopy) -> None
         TEMPLATE,
         "DeadLetterConfig:\n              Arn: !GetAtt SchedulerDeadLetterQueue.Arn",
         "DeadLetterConfig:\n              Type: SQS",
-        after="  SessionCleanupFunction:\n",
+        after=f"  {HOURLY_JOB.stem}Function:\n",
     )
 
     violations = planted.violations(RULE)
@@ -77,6 +82,6 @@ def test_a_dead_letter_queue_sam_creates_is_caught(planted: PlantedCopy) -> None
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction.Events.Schedule",
+        resource=f"{HOURLY_JOB.stem}Function.Events.Schedule",
         containing="lets SAM create the queue",
     )

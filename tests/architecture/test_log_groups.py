@@ -4,7 +4,12 @@ forever or is created after them, or logging under another service, each caught.
 from __future__ import annotations
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 RULE = "log-groups"
 
@@ -16,14 +21,14 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 def test_a_function_without_its_log_group_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "      LoggingConfig:\n        LogGroup: !Ref SessionCleanupLogGroup\n",
+        f"      LoggingConfig:\n        LogGroup: !Ref {HOURLY_JOB.stem}LogGroup\n",
         "",
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
     )
 
     violations = planted.violations(RULE)
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="is not a !Ref to a log group")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="is not a !Ref to a log group")
     assert len(violations) == 1
 
 
@@ -46,9 +51,9 @@ def test_a_missing_or_wrong_service_name_is_caught(planted: PlantedCopy) -> None
     planted.replace(TEMPLATE, "          POWERTOOLS_SERVICE_NAME: job-trigger\n", "", resource="JobTriggerFunction")
     planted.replace(
         TEMPLATE,
-        "POWERTOOLS_SERVICE_NAME: session-cleanup",
+        f"POWERTOOLS_SERVICE_NAME: {HOURLY_JOB.name}",
         "POWERTOOLS_SERVICE_NAME: cleanup",
-        after="  SessionCleanupFunction:\n",
+        after=f"  {HOURLY_JOB.stem}Function:\n",
     )
 
     violations = planted.violations(RULE)
@@ -56,8 +61,8 @@ def test_a_missing_or_wrong_service_name_is_caught(planted: PlantedCopy) -> None
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction",
-        containing="is 'cleanup', its schedule runs 'session-cleanup'",
+        resource=f"{HOURLY_JOB.stem}Function",
+        containing=f"is 'cleanup', its schedule runs '{HOURLY_JOB.name}'",
     )
     found(violations, file=TEMPLATE, resource="JobTriggerFunction", containing="POWERTOOLS_SERVICE_NAME is not set")
 
@@ -65,15 +70,15 @@ def test_a_missing_or_wrong_service_name_is_caught(planted: PlantedCopy) -> None
 def test_a_worker_logging_under_another_service_or_without_its_group_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "POWERTOOLS_SERVICE_NAME: window-generation",
+        f"POWERTOOLS_SERVICE_NAME: {DAILY_JOB.name}",
         "POWERTOOLS_SERVICE_NAME: window-worker",
-        after="  WindowGenerationWorkerFunction:\n",
+        after=f"  {DAILY_JOB.stem}WorkerFunction:\n",
     )
     planted.replace(
         TEMPLATE,
-        "LogGroup: !Ref SessionCleanupWorkerLogGroup",
-        "LogGroup: !Ref SessionCleanupWorkQueue",
-        resource="SessionCleanupWorkerFunction",
+        f"LogGroup: !Ref {HOURLY_JOB.stem}WorkerLogGroup",
+        f"LogGroup: !Ref {HOURLY_JOB.stem}WorkQueue",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
     )
 
     violations = planted.violations(RULE)
@@ -81,12 +86,12 @@ def test_a_worker_logging_under_another_service_or_without_its_group_is_caught(p
     found(
         violations,
         file=TEMPLATE,
-        resource="WindowGenerationWorkerFunction",
-        containing="is 'window-worker', it works for job 'window-generation'",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
+        containing=f"is 'window-worker', it works for job '{DAILY_JOB.name}'",
     )
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
-        containing="refers to SessionCleanupWorkQueue, not a declared log group",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
+        containing=f"refers to {HOURLY_JOB.stem}WorkQueue, not a declared log group",
     )

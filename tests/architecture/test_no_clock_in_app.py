@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 KIT_TICK = "layers/clockless/clockless/tick.py"
 
 
@@ -59,14 +64,14 @@ KIT_TICK = "layers/clockless/clockless/tick.py"
 )
 def test_a_clock_in_a_function_is_caught(planted: PlantedCopy, code: str, complaint: str) -> None:
     # Given a module in a function's package that schedules inside the process
-    module = "functions/session_cleanup/session_cleanup/timer.py"
+    module = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/timer.py"
     planted.write(module, code)
 
     # When no-clock-in-app checks the copy
     violations = planted.violations("no-clock-in-app")
 
     # Then it names the module, the function that ships it and the line
-    violation = found(violations, file=module, resource="SessionCleanupFunction", containing=complaint)
+    violation = found(violations, file=module, resource=f"{HOURLY_JOB.stem}Function", containing=complaint)
     assert violation.line is not None
 
 
@@ -91,7 +96,7 @@ def test_code_under_functions_outside_any_codeuri_is_checked_too(planted: Plante
 def test_comments_strings_and_bounded_sleeps_are_not_clocks(planted: PlantedCopy) -> None:
     # Given text that mentions clocks, and a sleep outside any loop
     planted.write(
-        "functions/session_cleanup/session_cleanup/notes.py",
+        f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/notes.py",
         '"""Never `import sched` or `while True: time.sleep(60)` here."""\n\n'
         "import time\n\n"
         "# threading.Timer(60, run).start()\n"

@@ -6,10 +6,15 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY_MAPPING = "  WindowGenerationWorkerEventSourceMapping:\n"
-HOURLY_MAPPING = "  SessionCleanupWorkerEventSourceMapping:\n"
+NIGHTLY_MAPPING = f"  {DAILY_JOB.stem}WorkerEventSourceMapping:\n"
+HOURLY_MAPPING = f"  {HOURLY_JOB.stem}WorkerEventSourceMapping:\n"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
@@ -29,7 +34,7 @@ def test_a_mapping_that_ignores_batch_item_failures_is_caught(planted: PlantedCo
     found(
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerEventSourceMapping",
+        resource=f"{HOURLY_JOB.stem}WorkerEventSourceMapping",
         containing="Lambda ignores the worker's batchItemFailures",
     )
 
@@ -45,7 +50,7 @@ def test_an_unbounded_or_unstated_batch_size_is_caught(planted: PlantedCopy, bat
     violation = found(
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerEventSourceMapping",
+        resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
         containing="BatchSize is",
     )
     assert stated in violation.message
@@ -62,7 +67,7 @@ def test_a_batching_window_is_caught(planted: PlantedCopy) -> None:
     found(
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerEventSourceMapping",
+        resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
         containing="MaximumBatchingWindowInSeconds is 20",
     )
 
@@ -78,7 +83,7 @@ def test_an_unbounded_or_impossible_concurrency_is_caught(planted: PlantedCopy, 
     found(
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerEventSourceMapping",
+        resource=f"{HOURLY_JOB.stem}WorkerEventSourceMapping",
         containing="ScalingConfig.MaximumConcurrency is",
     )
 
@@ -91,7 +96,7 @@ def test_a_disabled_mapping_is_caught(planted: PlantedCopy) -> None:
     found(
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerEventSourceMapping",
+        resource=f"{HOURLY_JOB.stem}WorkerEventSourceMapping",
         containing="no tick finishes",
     )
 
@@ -101,13 +106,13 @@ def test_a_reservation_under_the_mappings_concurrency_is_caught(planted: Planted
         TEMPLATE,
         "      Timeout: 300\n",
         "      Timeout: 300\n      ReservedConcurrentExecutions: 4\n",
-        after="  WindowGenerationWorkerFunction:\n",
+        after=f"  {DAILY_JOB.stem}WorkerFunction:\n",
     )
 
     violation = found(
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerEventSourceMapping",
+        resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
         containing="reserves 4 concurrent executions, under the mapping's MaximumConcurrency 16",
     )
     assert violation.fix == "ReservedConcurrentExecutions of at least 16, or MaximumConcurrency at most 4"

@@ -10,10 +10,15 @@ import pytest
 from clockless_tools.template.model import Template
 from clockless_tools.template.rate_anchor import create_schedule_refusal, deploy_start_dates
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-CLEANUP = "  SessionCleanupFunction:\n"
-HOURLY = "SessionCleanupFunction.Events.Schedule"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
+HOURLY = f"{HOURLY_JOB.stem}Function.Events.Schedule"
 ANCHOR = "2026-01-01T00:00:00Z"
 
 
@@ -27,7 +32,7 @@ def _rate(planted: PlantedCopy, start_date: str = "", expression: str = "rate(1 
 
 
 def _anchored(planted: PlantedCopy, anchor: str = ANCHOR, expression: str = "rate(1 hour)") -> Template:
-    _rate(planted, "!Ref SessionCleanupRateStart", expression)
+    _rate(planted, f"!Ref {HOURLY_JOB.stem}RateStart", expression)
     planted.replace(
         TEMPLATE,
         "Parameters:\n",
@@ -79,7 +84,7 @@ def test_an_anchored_rate_survives_redeploys_long_after_its_anchor(planted: Plan
         assert create_schedule_refusal(anchor, deployed_at) is not None
         # ...the deploy-time value is not, and keeps every tick where the template says it is.
         [(name, value)] = deploy_start_dates(template, deployed_at).items()
-        assert name == "SessionCleanupRateStart"
+        assert name == f"{HOURLY_JOB.stem}RateStart"
         assert create_schedule_refusal(value, deployed_at) is None
         redeployed = schedule.spec(template).of(expression, timezone="UTC", start_date=value, end_date=None)
         week = (deployed_at, deployed_at + timedelta(days=7))
@@ -91,7 +96,7 @@ def test_the_deploy_value_of_a_tick_instant_is_that_tick(planted: PlantedCopy) -
     template = _anchored(planted)
     on_a_tick = datetime(2027, 5, 1, 13, 0, tzinfo=UTC)
 
-    assert deploy_start_dates(template, on_a_tick) == {"SessionCleanupRateStart": "2027-05-01T13:00:00Z"}
+    assert deploy_start_dates(template, on_a_tick) == {f"{HOURLY_JOB.stem}RateStart": "2027-05-01T13:00:00Z"}
     assert deploy_start_dates(template, on_a_tick + timedelta(seconds=1)) == {
-        "SessionCleanupRateStart": "2027-05-01T14:00:00Z"
+        f"{HOURLY_JOB.stem}RateStart": "2027-05-01T14:00:00Z"
     }

@@ -4,23 +4,29 @@ test_<rule_id>.py."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import pytest
 
 from clockless_tools.architecture import RULES, Project, check
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
-CLEANUP = "  SessionCleanupFunction:\n"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
 
 
-CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+CLEANUP_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
-CLEANUP_LOGIC = "functions/session_cleanup/session_cleanup/logic.py"
+CLEANUP_LOGIC = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/logic.py"
 
 
 @pytest.mark.parametrize("rule", [r.name for r in RULES])
@@ -61,7 +67,8 @@ def test_violations_of_different_rules_are_reported_together_each_with_a_fix(pla
 def test_checking_a_copy_leaves_the_imported_project_modules_alone(planted: PlantedCopy) -> None:
     # The layering rule reads a copy's packages under the project's own package names.
     import clockless
-    import session_cleanup.logic
+
+    logic = importlib.import_module(f"{HOURLY_JOB.package}.logic")
 
     planted.append(CLEANUP_LOGIC, "\nimport boto3\n")
     path_before = list(sys.path)
@@ -69,5 +76,5 @@ def test_checking_a_copy_leaves_the_imported_project_modules_alone(planted: Plan
     planted.violations("layering")
 
     assert sys.modules["clockless"] is clockless
-    assert sys.modules["session_cleanup.logic"] is session_cleanup.logic
+    assert sys.modules[f"{HOURLY_JOB.package}.logic"] is logic
     assert sys.path == path_before

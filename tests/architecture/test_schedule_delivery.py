@@ -5,14 +5,19 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
-CLEANUP = "  SessionCleanupFunction:\n"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
 
 
-HOURLY = "SessionCleanupFunction.Events.Schedule"
+HOURLY = f"{HOURLY_JOB.stem}Function.Events.Schedule"
 
 
 # ---------------------------------------------------------------------------------------------- schedule-delivery

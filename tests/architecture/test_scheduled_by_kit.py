@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
-CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+CLEANUP_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
 # ---------------------------------------------------------------------------------------------- scheduled-by-kit
@@ -19,7 +24,9 @@ def test_a_scheduled_handler_without_the_kit_is_caught(planted: PlantedCopy) -> 
     violations = planted.violations("scheduled-by-kit")
 
     # Then it names the handler module and the function, at the handler's line
-    violation = found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="not decorated")
+    violation = found(
+        violations, file=CLEANUP_HANDLER, resource=f"{HOURLY_JOB.stem}Function", containing="not decorated"
+    )
     assert violation.line is not None
     assert "def lambda_handler" in (planted.root / CLEANUP_HANDLER).read_text().splitlines()[violation.line - 1]
 
@@ -30,7 +37,7 @@ def test_a_comment_or_string_mentioning_the_decorator_does_not_satisfy_the_rule(
 
     violations = planted.violations("scheduled-by-kit")
 
-    found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="not a scheduled job")
+    found(violations, file=CLEANUP_HANDLER, resource=f"{HOURLY_JOB.stem}Function", containing="not a scheduled job")
 
 
 def test_a_handler_module_that_never_creates_a_scheduled_job_is_caught(planted: PlantedCopy) -> None:
@@ -45,7 +52,7 @@ def test_a_handler_module_that_never_creates_a_scheduled_job_is_caught(planted: 
 
     violations = planted.violations("scheduled-by-kit")
 
-    found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="creates no clockless")
+    found(violations, file=CLEANUP_HANDLER, resource=f"{HOURLY_JOB.stem}Function", containing="creates no clockless")
 
 
 def test_a_decorated_handler_rebound_to_an_undecorated_one_is_caught(planted: PlantedCopy) -> None:
@@ -56,25 +63,25 @@ def test_a_decorated_handler_rebound_to_an_undecorated_one_is_caught(planted: Pl
 
     violations = planted.violations("scheduled-by-kit")
 
-    found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="not a scheduled job")
+    found(violations, file=CLEANUP_HANDLER, resource=f"{HOURLY_JOB.stem}Function", containing="not a scheduled job")
 
 
 def test_a_job_named_differently_from_its_schedule_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(CLEANUP_HANDLER, 'JOB_NAME = "session-cleanup"', 'JOB_NAME = "sessions-cleanup"')
+    planted.replace(CLEANUP_HANDLER, f'JOB_NAME = "{HOURLY_JOB.name}"', 'JOB_NAME = "sessions-cleanup"')
 
     violations = planted.violations("scheduled-by-kit")
 
-    found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="'sessions-cleanup'")
+    found(violations, file=CLEANUP_HANDLER, resource=f"{HOURLY_JOB.stem}Function", containing="'sessions-cleanup'")
 
 
 def test_a_handler_setting_that_names_no_module_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "Handler: session_cleanup.handler.lambda_handler",
-        "Handler: session_cleanup.handlers.lambda_handler",
-        resource="SessionCleanupFunction",
+        f"Handler: {HOURLY_JOB.package}.handler.lambda_handler",
+        f"Handler: {HOURLY_JOB.package}.handlers.lambda_handler",
+        resource=f"{HOURLY_JOB.stem}Function",
     )
 
     violations = planted.violations("scheduled-by-kit")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction", containing="names no module")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function", containing="names no module")

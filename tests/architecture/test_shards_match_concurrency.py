@@ -6,12 +6,17 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY_MAPPING = "  WindowGenerationWorkerEventSourceMapping:\n"
-HOURLY_MAPPING = "  SessionCleanupWorkerEventSourceMapping:\n"
-NIGHTLY_REPOSITORY = "functions/window_generation/window_generation/repository.py"
-HOURLY_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+NIGHTLY_MAPPING = f"  {DAILY_JOB.stem}WorkerEventSourceMapping:\n"
+HOURLY_MAPPING = f"  {HOURLY_JOB.stem}WorkerEventSourceMapping:\n"
+NIGHTLY_REPOSITORY = f"functions/{DAILY_JOB.package}/{DAILY_JOB.package}/repository.py"
+HOURLY_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
@@ -34,8 +39,8 @@ def test_a_maximum_concurrency_other_than_the_shard_count_is_caught(
     violation = found(
         planted.violations("shards-match-concurrency"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerEventSourceMapping",
-        containing="WindowGenerationWorkerFunction's FanOut has 16 partitions",
+        resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
+        containing=f"{DAILY_JOB.stem}WorkerFunction's FanOut has 16 partitions",
     )
     assert stated in violation.message
     assert effect in violation.message
@@ -47,7 +52,7 @@ def test_a_worker_without_maximum_concurrency_is_caught(planted: PlantedCopy) ->
     found(
         planted.violations("shards-match-concurrency"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerEventSourceMapping",
+        resource=f"{HOURLY_JOB.stem}WorkerEventSourceMapping",
         containing="not set (the poller scales up to 1,000)",
     )
 
@@ -58,7 +63,7 @@ def test_a_shard_count_changed_in_code_alone_is_caught(planted: PlantedCopy) -> 
     found(
         planted.violations("shards-match-concurrency"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerEventSourceMapping",
+        resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
         containing="has 24 partitions",
     )
 
@@ -69,6 +74,6 @@ def test_partitions_the_syntax_cannot_count_are_caught(planted: PlantedCopy) -> 
     found(
         planted.violations("shards-match-concurrency"),
         file=HOURLY_HANDLER,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="cannot be matched to the worker's MaximumConcurrency",
     )

@@ -5,14 +5,19 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 
 
-CLEANUP = "  SessionCleanupFunction:\n"
+CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
 
 
-CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+CLEANUP_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
 KIT_JOB = "layers/clockless/clockless/job.py"
@@ -39,7 +44,7 @@ def test_an_input_without_the_ticks_identity_is_caught(planted: PlantedCopy, car
     found(
         violations,
         file=TEMPLATE,
-        resource="SessionCleanupFunction.Events.Schedule",
+        resource=f"{HOURLY_JOB.stem}Function.Events.Schedule",
         containing=f"does not carry {placeholder}",
     )
 
@@ -55,7 +60,7 @@ def test_a_scheduled_time_filled_from_the_execution_id_is_caught(planted: Plante
 
     violations = planted.violations("tick-identity")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupFunction.Events.Schedule", containing="is not a tick")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}Function.Events.Schedule", containing="is not a tick")
 
 
 @pytest.mark.parametrize(
@@ -98,4 +103,4 @@ def test_a_function_keying_idempotency_itself_is_caught(planted: PlantedCopy) ->
 
     violations = planted.violations("tick-identity")
 
-    found(violations, file=CLEANUP_HANDLER, resource="SessionCleanupFunction", containing="idempotent_function")
+    found(violations, file=CLEANUP_HANDLER, resource=f"{HOURLY_JOB.stem}Function", containing="idempotent_function")

@@ -6,10 +6,15 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY_WORKER = "  WindowGenerationWorkerFunction:\n"
-HOURLY_WORKER = "  SessionCleanupWorkerFunction:\n"
+NIGHTLY_WORKER = f"  {DAILY_JOB.stem}WorkerFunction:\n"
+HOURLY_WORKER = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
@@ -34,7 +39,7 @@ def test_a_budget_that_leaves_no_time_to_work_or_to_hand_on_is_caught(
     violation = found(
         planted.violations("time-budget"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="WORK_TIME_BUDGET_SECONDS is",
     )
     assert f"is {stated} with a Timeout of 300 s" in violation.message
@@ -47,7 +52,7 @@ def test_an_expected_duration_below_the_hand_off_is_caught(planted: PlantedCopy)
     violation = found(
         planted.violations("time-budget"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerFunction",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
         containing="fires on every hand-off",
     )
     assert "runs until 270 s" in violation.message

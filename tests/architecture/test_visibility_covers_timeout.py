@@ -6,10 +6,15 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY_QUEUE = "  WindowGenerationWorkQueue:\n"
-HOURLY_WORKER = "  SessionCleanupWorkerFunction:\n"
+NIGHTLY_QUEUE = f"  {DAILY_JOB.stem}WorkQueue:\n"
+HOURLY_WORKER = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
@@ -27,8 +32,8 @@ def test_a_visibility_timeout_under_six_timeouts_is_caught(planted: PlantedCopy,
     violation = found(
         planted.violations("visibility-covers-timeout"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkQueue",
-        containing="6 x WindowGenerationWorkerFunction's Timeout 300 s = 1800 s",
+        resource=f"{DAILY_JOB.stem}WorkQueue",
+        containing=f"6 x {DAILY_JOB.stem}WorkerFunction's Timeout 300 s = 1800 s",
     )
     assert stated in violation.message
 
@@ -39,6 +44,6 @@ def test_a_worker_timeout_raised_past_the_queue_is_caught(planted: PlantedCopy) 
     found(
         planted.violations("visibility-covers-timeout"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkQueue",
+        resource=f"{HOURLY_JOB.stem}WorkQueue",
         containing="Timeout 600 s = 3600 s",
     )

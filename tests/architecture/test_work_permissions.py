@@ -6,11 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY = "  WindowGenerationFunction:\n"
-NIGHTLY_WORKER = "  WindowGenerationWorkerFunction:\n"
-HOURLY_WORKER = "  SessionCleanupWorkerFunction:\n"
+NIGHTLY = f"  {DAILY_JOB.stem}Function:\n"
+NIGHTLY_WORKER = f"  {DAILY_JOB.stem}WorkerFunction:\n"
+HOURLY_WORKER = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
@@ -23,8 +28,8 @@ def test_a_coordinator_that_may_not_send_its_partitions_is_caught(planted: Plant
     violation = found(
         planted.violations("work-permissions"),
         file=TEMPLATE,
-        resource="WindowGenerationFunction",
-        containing="may not sqs:SendMessage on WindowGenerationWorkQueue",
+        resource=f"{DAILY_JOB.stem}Function",
+        containing=f"may not sqs:SendMessage on {DAILY_JOB.stem}WorkQueue",
     )
     assert "sends the tick's partitions" in violation.message
 
@@ -35,12 +40,12 @@ def test_a_coordinator_that_may_not_send_its_partitions_is_caught(planted: Plant
         (
             "Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]",
             "Action: [sqs:ReceiveMessage, sqs:GetQueueAttributes]",
-            "sqs:DeleteMessage on SessionCleanupWorkQueue",
+            f"sqs:DeleteMessage on {HOURLY_JOB.stem}WorkQueue",
         ),
         (
-            "                - !GetAtt SessionCleanupWorkDeadLetterQueue.Arn\n",
+            f"                - !GetAtt {HOURLY_JOB.stem}WorkDeadLetterQueue.Arn\n",
             "",
-            "sqs:SendMessage on SessionCleanupWorkDeadLetterQueue",
+            f"sqs:SendMessage on {HOURLY_JOB.stem}WorkDeadLetterQueue",
         ),
         (
             "Action: [dynamodb:GetItem, dynamodb:UpdateItem, dynamodb:Query, dynamodb:ConditionCheckItem]",
@@ -63,7 +68,7 @@ def test_a_worker_that_may_not_do_what_the_kit_does_is_caught(
     found(
         planted.violations("work-permissions"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing=f"may not {missing}",
     )
 
@@ -74,9 +79,9 @@ def test_sam_policy_templates_and_wildcards_count_as_grants(planted: PlantedCopy
         TEMPLATE,
         "            - Sid: PollWorkQueue\n              Effect: Allow\n"
         "              Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]\n"
-        "              Resource: !GetAtt WindowGenerationWorkQueue.Arn\n",
-        "        - SQSPollerPolicy:\n            QueueName: !GetAtt WindowGenerationWorkQueue.QueueName\n",
-        resource="WindowGenerationWorkerFunction",
+        f"              Resource: !GetAtt {DAILY_JOB.stem}WorkQueue.Arn\n",
+        f"        - SQSPollerPolicy:\n            QueueName: !GetAtt {DAILY_JOB.stem}WorkQueue.QueueName\n",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
     )
     planted.replace(TEMPLATE, "Action: [sqs:SendMessage]", "Action: ['sqs:Send*']", after=NIGHTLY_WORKER)
 
@@ -94,7 +99,7 @@ def test_a_grant_on_an_index_is_not_a_grant_on_its_table(planted: PlantedCopy) -
     found(
         planted.violations("work-permissions"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerFunction",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
         containing="may not dynamodb:GetItem on LedgerTable",
     )
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-NIGHTLY_QUEUE = "  WindowGenerationWorkQueue:\n"
-HOURLY_QUEUE = "  SessionCleanupWorkQueue:\n"
-HOURLY_DLQ = "  SessionCleanupWorkDeadLetterQueue:\n"
+NIGHTLY_QUEUE = f"  {DAILY_JOB.stem}WorkQueue:\n"
+HOURLY_QUEUE = f"  {HOURLY_JOB.stem}WorkQueue:\n"
+HOURLY_DLQ = f"  {HOURLY_JOB.stem}WorkDeadLetterQueue:\n"
 
 
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
@@ -23,7 +28,7 @@ def test_a_work_queue_without_a_redrive_policy_is_caught(planted: PlantedCopy) -
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkQueue",
+        resource=f"{HOURLY_JOB.stem}WorkQueue",
         containing="no RedrivePolicy to a queue of this template",
     )
 
@@ -31,15 +36,15 @@ def test_a_work_queue_without_a_redrive_policy_is_caught(planted: PlantedCopy) -
 def test_a_redrive_to_an_arn_outside_the_template_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "deadLetterTargetArn: !GetAtt SessionCleanupWorkDeadLetterQueue.Arn",
+        f"deadLetterTargetArn: !GetAtt {HOURLY_JOB.stem}WorkDeadLetterQueue.Arn",
         "deadLetterTargetArn: arn:aws:sqs:us-east-1:123456789012:elsewhere",
-        resource="SessionCleanupWorkQueue",
+        resource=f"{HOURLY_JOB.stem}WorkQueue",
     )
 
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkQueue",
+        resource=f"{HOURLY_JOB.stem}WorkQueue",
         containing="no RedrivePolicy to a queue of this template",
     )
 
@@ -55,7 +60,7 @@ def test_an_unbounded_or_too_eager_receive_count_is_caught(planted: PlantedCopy,
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkQueue",
+        resource=f"{DAILY_JOB.stem}WorkQueue",
         containing="RedrivePolicy.maxReceiveCount is",
     )
 
@@ -66,7 +71,7 @@ def test_a_dead_letter_queue_that_goes_with_the_stack_is_caught(planted: Planted
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkDeadLetterQueue",
+        resource=f"{HOURLY_JOB.stem}WorkDeadLetterQueue",
         containing="not Retain on delete and replace",
     )
 
@@ -79,7 +84,7 @@ def test_a_dead_letter_queue_that_expires_before_its_work_queue_is_caught(plante
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkDeadLetterQueue",
+        resource=f"{HOURLY_JOB.stem}WorkDeadLetterQueue",
         containing="not longer than the work queue's 345600 s",
     )
 
@@ -94,12 +99,12 @@ def test_a_dead_letter_queue_that_expires_before_its_work_queue_is_caught(plante
     ids=["after-a-backlog", "tells-nobody", "wrong-metric"],
 )
 def test_a_dead_letter_queue_nobody_hears_of_is_caught(planted: PlantedCopy, old: str, new: str) -> None:
-    planted.replace(TEMPLATE, old, new, after="  SessionCleanupWorkDeadLetterAlarm:\n")
+    planted.replace(TEMPLATE, old, new, after=f"  {HOURLY_JOB.stem}WorkDeadLetterAlarm:\n")
 
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkDeadLetterQueue",
+        resource=f"{HOURLY_JOB.stem}WorkDeadLetterQueue",
         containing="watched by no alarm from its first message",
     )
 
@@ -107,14 +112,14 @@ def test_a_dead_letter_queue_nobody_hears_of_is_caught(planted: PlantedCopy, old
 def test_failed_items_sent_somewhere_else_than_the_dead_letter_queue_are_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "WORK_DEAD_LETTER_QUEUE_URL: !Ref WindowGenerationWorkDeadLetterQueue",
+        f"WORK_DEAD_LETTER_QUEUE_URL: !Ref {DAILY_JOB.stem}WorkDeadLetterQueue",
         "WORK_DEAD_LETTER_QUEUE_URL: !Ref JobFailureQueue",
-        resource="WindowGenerationWorkerFunction",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
     )
 
     found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerFunction",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
         containing="would wait in two places",
     )

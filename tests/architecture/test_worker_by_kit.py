@@ -6,11 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-WINDOW_WORKER = "functions/window_generation/window_generation/worker.py"
-CLEANUP_WORKER = "functions/session_cleanup/session_cleanup/worker.py"
-CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
+WINDOW_WORKER = f"functions/{DAILY_JOB.package}/{DAILY_JOB.package}/worker.py"
+CLEANUP_WORKER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/worker.py"
+CLEANUP_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
 def test_the_workers_hold_it(planted: PlantedCopy) -> None:
@@ -25,7 +30,7 @@ def test_a_worker_made_by_something_else_than_the_fan_out_is_caught(planted: Pla
     violation = found(
         planted.violations("worker-by-kit"),
         file=CLEANUP_WORKER,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="is not made by a clockless.FanOut's .worker(...)",
     )
     assert violation.line is not None
@@ -37,20 +42,20 @@ def test_a_coordinators_fan_out_over_another_job_is_caught_through_the_import(pl
     planted.replace(
         CLEANUP_HANDLER,
         "work = FanOut(job, partitions=EMPTY_INDEX_PARTITIONS)",
-        'nightly = ScheduledJob("window-generation")\nwork = FanOut(nightly, partitions=EMPTY_INDEX_PARTITIONS)',
+        f'nightly = ScheduledJob("{DAILY_JOB.name}")\nwork = FanOut(nightly, partitions=EMPTY_INDEX_PARTITIONS)',
     )
 
     found(
         planted.violations("worker-by-kit"),
         file=CLEANUP_HANDLER,
-        resource="SessionCleanupWorkerFunction",
-        containing="works for job 'window-generation'",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
+        containing=f"works for job '{DAILY_JOB.name}'",
     )
 
 
 def test_a_relative_import_and_a_decorator_are_followed(planted: PlantedCopy) -> None:
     planted.write(
-        "functions/session_cleanup/session_cleanup/fanout.py",
+        f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/fanout.py",
         "from clockless.fanout import FanOut\nfrom .handler import job as cleanup\n\n"
         "work = FanOut(job=cleanup, partitions=['0'])\n",
     )
@@ -74,7 +79,10 @@ def test_a_relative_import_and_a_decorator_are_followed(planted: PlantedCopy) ->
             "work = Pool()\nlambda_handler = work.worker(None)\n",
             "is not made by",
         ),
-        ("from clockless import FanOut\nfrom session_cleanup.handler import job\n", "defines no 'lambda_handler'"),
+        (
+            f"from clockless import FanOut\nfrom {HOURLY_JOB.package}.handler import job\n",
+            "defines no 'lambda_handler'",
+        ),
     ],
     ids=["plain-handler", "comment-only", "not-a-fan-out", "no-handler"],
 )
@@ -84,7 +92,7 @@ def test_a_worker_that_is_not_the_kits_is_caught(planted: PlantedCopy, module: s
     found(
         planted.violations("worker-by-kit"),
         file=CLEANUP_WORKER,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing=containing,
     )
 
@@ -95,7 +103,7 @@ def test_a_handler_naming_no_module_is_caught(planted: PlantedCopy) -> None:
     found(
         planted.violations("worker-by-kit"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="names no module",
     )
 
@@ -103,15 +111,15 @@ def test_a_handler_naming_no_module_is_caught(planted: PlantedCopy) -> None:
 def test_a_worker_built_from_another_jobs_fan_out_is_caught(planted: PlantedCopy) -> None:
     planted.write(
         CLEANUP_WORKER,
-        'from clockless import FanOut, ScheduledJob\n\nnightly = ScheduledJob("window-generation")\n'
+        f'from clockless import FanOut, ScheduledJob\n\nnightly = ScheduledJob("{DAILY_JOB.name}")\n'
         "work = FanOut(nightly, partitions=['0'])\nlambda_handler = work.worker(lambda: None)\n",
     )
 
     violation = found(
         planted.violations("worker-by-kit"),
         file=CLEANUP_WORKER,
-        resource="SessionCleanupWorkerFunction",
-        containing="works for job 'window-generation'",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
+        containing=f"works for job '{DAILY_JOB.name}'",
     )
     assert violation.line == 4
 
@@ -127,26 +135,29 @@ def test_a_fan_out_over_a_job_without_a_literal_name_is_caught(planted: PlantedC
     found(
         planted.violations("worker-by-kit"),
         file=CLEANUP_WORKER,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="not over a ScheduledJob named by a literal",
     )
 
 
 @pytest.mark.parametrize(
     "worker_of",
-    ["        worker_of: SessionCleanupFunction\n", "        worker_of: JobTriggerFunction\n"],
+    [f"        worker_of: {HOURLY_JOB.stem}Function\n", "        worker_of: JobTriggerFunction\n"],
     ids=["missing", "not-scheduled"],
 )
 def test_a_worker_that_does_not_name_its_scheduled_function_is_caught(planted: PlantedCopy, worker_of: str) -> None:
-    replacement = "" if worker_of.endswith("SessionCleanupFunction\n") else worker_of
+    replacement = "" if worker_of.endswith(f"{HOURLY_JOB.stem}Function\n") else worker_of
     planted.replace(
-        TEMPLATE, "        worker_of: SessionCleanupFunction\n", replacement, resource="SessionCleanupWorkerFunction"
+        TEMPLATE,
+        f"        worker_of: {HOURLY_JOB.stem}Function\n",
+        replacement,
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
     )
 
     found(
         planted.violations("worker-by-kit"),
         file=TEMPLATE,
-        resource="SessionCleanupWorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing="worker_of is",
     )
 
@@ -154,15 +165,15 @@ def test_a_worker_that_does_not_name_its_scheduled_function_is_caught(planted: P
 def test_a_coordinator_sending_to_another_queue_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "WORK_QUEUE_URL: !Ref SessionCleanupWorkQueue",
-        "WORK_QUEUE_URL: !Ref WindowGenerationWorkQueue",
-        after="  SessionCleanupFunction:\n",
+        f"WORK_QUEUE_URL: !Ref {HOURLY_JOB.stem}WorkQueue",
+        f"WORK_QUEUE_URL: !Ref {DAILY_JOB.stem}WorkQueue",
+        after=f"  {HOURLY_JOB.stem}Function:\n",
     )
 
     found(
         planted.violations("worker-by-kit"),
         file=TEMPLATE,
-        resource="SessionCleanupFunction",
+        resource=f"{HOURLY_JOB.stem}Function",
         containing="the tick's partitions are never applied",
     )
 
@@ -170,15 +181,15 @@ def test_a_coordinator_sending_to_another_queue_is_caught(planted: PlantedCopy) 
 def test_a_worker_continuing_on_another_queue_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "WORK_QUEUE_URL: !Ref WindowGenerationWorkQueue",
-        "WORK_QUEUE_URL: !Ref WindowGenerationWorkDeadLetterQueue",
-        after="  WindowGenerationWorkerFunction:\n",
+        f"WORK_QUEUE_URL: !Ref {DAILY_JOB.stem}WorkQueue",
+        f"WORK_QUEUE_URL: !Ref {DAILY_JOB.stem}WorkDeadLetterQueue",
+        after=f"  {DAILY_JOB.stem}WorkerFunction:\n",
     )
 
     found(
         planted.violations("worker-by-kit"),
         file=TEMPLATE,
-        resource="WindowGenerationWorkerFunction",
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
         containing="continuations would go where no worker reads",
     )
 
@@ -186,24 +197,24 @@ def test_a_worker_continuing_on_another_queue_is_caught(planted: PlantedCopy) ->
 def test_a_worker_no_mapping_feeds_is_caught(planted: PlantedCopy) -> None:
     planted.replace(
         TEMPLATE,
-        "FunctionName: !Ref SessionCleanupWorkerFunction",
-        "FunctionName: !Ref WindowGenerationWorkerFunction",
-        resource="SessionCleanupWorkerEventSourceMapping",
+        f"FunctionName: !Ref {HOURLY_JOB.stem}WorkerFunction",
+        f"FunctionName: !Ref {DAILY_JOB.stem}WorkerFunction",
+        resource=f"{HOURLY_JOB.stem}WorkerEventSourceMapping",
     )
 
     violations = planted.violations("worker-by-kit")
 
-    found(violations, file=TEMPLATE, resource="SessionCleanupWorkerFunction", containing="0 event source mappings")
-    found(violations, file=TEMPLATE, resource="WindowGenerationWorkerFunction", containing="2 event source mappings")
+    found(violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing="0 event source mappings")
+    found(violations, file=TEMPLATE, resource=f"{DAILY_JOB.stem}WorkerFunction", containing="2 event source mappings")
 
 
 def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: PlantedCopy) -> None:
     # Given the trigger fed from the cleanup work queue: a mapping makes it a worker, which it is not
     planted.replace(
         TEMPLATE,
-        "FunctionName: !Ref SessionCleanupWorkerFunction",
+        f"FunctionName: !Ref {HOURLY_JOB.stem}WorkerFunction",
         "FunctionName: !Ref JobTriggerFunction",
-        resource="SessionCleanupWorkerEventSourceMapping",
+        resource=f"{HOURLY_JOB.stem}WorkerEventSourceMapping",
     )
 
     violations = planted.violations("worker-by-kit")
@@ -223,14 +234,14 @@ def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: P
         (
             'WORK_PAGE_SIZE: "490"',
             'WORK_PAGE_SIZE: "20000"',
-            "SessionCleanupWorkerFunction",
+            f"{HOURLY_JOB.stem}WorkerFunction",
             "WORK_PAGE_SIZE must be <=",
         ),
-        ('WORK_CONCURRENCY: "4"', 'WORK_CONCURRENCY: "four"', "SessionCleanupWorkerFunction", "must be an integer"),
+        ('WORK_CONCURRENCY: "4"', 'WORK_CONCURRENCY: "four"', f"{HOURLY_JOB.stem}WorkerFunction", "must be an integer"),
         (
-            "          WORK_DEAD_LETTER_QUEUE_URL: !Ref SessionCleanupWorkDeadLetterQueue\n",
+            f"          WORK_DEAD_LETTER_QUEUE_URL: !Ref {HOURLY_JOB.stem}WorkDeadLetterQueue\n",
             "",
-            "SessionCleanupWorkerFunction",
+            f"{HOURLY_JOB.stem}WorkerFunction",
             "WORK_DEAD_LETTER_QUEUE_URL is not set",
         ),
     ],
@@ -239,7 +250,7 @@ def test_a_function_fed_from_a_queue_without_being_a_worker_is_caught(planted: P
 def test_an_environment_the_kit_would_refuse_is_caught_at_build_time(
     planted: PlantedCopy, old: str, new: str, resource: str, complaint: str
 ) -> None:
-    planted.replace(TEMPLATE, old, new, after="  SessionCleanupWorkerFunction:\n")
+    planted.replace(TEMPLATE, old, new, after=f"  {HOURLY_JOB.stem}WorkerFunction:\n")
 
     violation = found(planted.violations("worker-by-kit"), file=TEMPLATE, resource=resource, containing=complaint)
     assert violation.message.startswith("the kit would refuse its environment at the first invocation")

@@ -5,7 +5,10 @@ naming the field before anything is claimed or written. Each test failed on main
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,29 +21,50 @@ from clockless import MalformedTickError, format_scheduled_time
 from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.local.seed import demo_module
 from clockless_tools.template.model import Template
-from session_cleanup.logic import SessionRef
-from session_cleanup.repository import DynamoSessionStore
 from tests.conftest import load_event
 from tests.integration.conftest import scan_all
+from tests.jobs import HOUR, job_where, project_template
 
-JOB = "session-cleanup"
-FUNCTION = "SessionCleanupFunction"
+# An hourly job of the template, seeded with its own demo data (its demo.py) so that a tick that ran
+# would change its tables.
+_JOB = job_where(period=HOUR)
+JOB = _JOB.name
+FUNCTION = _JOB.function_id
+TICK_SAMPLE = _JOB.tick_sample
 NOW = datetime(2026, 11, 29, 9, 20, 17, tzinfo=UTC)
 BOOKKEEPING = ("IdempotencyTable", "LedgerTable")
 
 
-def _seed_sessions_past_their_grace_by(tick: datetime) -> None:
-    # Sessions that a tick at `tick` would delete: started long enough before it, and still empty.
-    DynamoSessionStore("SessionsTable").start_sessions(
-        [SessionRef("tenant-a", f"s-{n}", tick - timedelta(hours=3, minutes=n)) for n in range(3)]
-    )
+def _seed_work_due_by(tables: Any, tick: datetime) -> dict[str, Any]:
+    """The job's demo data for the hours up to `tick` (work a tick at `tick` would apply), seeded as
+    `make run` seeds it, on the embedded server; what its tables then hold."""
+    template = project_template()
+    runtime = LocalLambdaRuntime(template, os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
+    module = demo_module(template, FUNCTION)
+    assert module is not None, f"{JOB} has no demo.py to seed its work with"
+    with runtime.function_environment(FUNCTION):
+        importlib.import_module(module).seed(
+            environ=runtime.environment(FUNCTION),
+            tenants=1,
+            rng=random.Random(JOB),
+            start=tick - timedelta(hours=3),
+            end=tick,
+        )
+    seeded = _job_tables(tables)
+    assert any(seeded.values()), f"{JOB}'s demo seed wrote nothing"
+    return seeded
 
 
-def _nothing_written(tables: Any) -> None:
+def _job_tables(tables: Any) -> dict[str, Any]:
+    return {table: scan_all(tables, table) for table in _JOB.tables}
+
+
+def _nothing_written(tables: Any, seeded: dict[str, Any]) -> None:
     for table in BOOKKEEPING:
         assert scan_all(tables, table) == [], f"{table} was written"
-    assert len(scan_all(tables, "SessionsTable")) == 3
+    assert _job_tables(tables) == seeded
 
 
 def _current_minute() -> datetime:
@@ -53,8 +77,8 @@ def test_a_scheduled_delivery_from_the_future_claims_nothing_and_deletes_nothing
 ) -> None:
     # Given sessions that a tick three hours from now would find past their grace
     future = (NOW + timedelta(hours=3)).replace(minute=0, second=0)
-    _seed_sessions_past_their_grace_by(future)
-    event = load_event("session_cleanup/tick.json") | {"scheduled_time": format_scheduled_time(future)}
+    seeded = _seed_work_due_by(tables, future)
+    event = load_event(TICK_SAMPLE) | {"scheduled_time": format_scheduled_time(future)}
 
     # When the function receives that tick now
     with (
@@ -67,18 +91,16 @@ def test_a_scheduled_delivery_from_the_future_claims_nothing_and_deletes_nothing
     # Then it is malformed, naming the field, before a single request: nothing claimed, recorded or deleted
     assert raised.value.field == "scheduled_time"
     assert requests.total == 0
-    _nothing_written(tables)
+    _nothing_written(tables, seeded)
 
 
 def test_a_local_invoke_of_a_future_tick_fails_naming_the_field(
     tables: Any, dynamodb_endpoint: str, tmp_path: Path
 ) -> None:
     future = _current_minute() + timedelta(hours=2)
-    _seed_sessions_past_their_grace_by(future)
+    seeded = _seed_work_due_by(tables, future)
     event_file = tmp_path / "future.json"
-    event_file.write_text(
-        json.dumps(load_event("session_cleanup/tick.json") | {"scheduled_time": format_scheduled_time(future)})
-    )
+    event_file.write_text(json.dumps(load_event(TICK_SAMPLE) | {"scheduled_time": format_scheduled_time(future)}))
 
     result = CliRunner().invoke(app, ["invoke", FUNCTION, "--event", str(event_file), "--endpoint", dynamodb_endpoint])
 
@@ -86,11 +108,11 @@ def test_a_local_invoke_of_a_future_tick_fails_naming_the_field(
     answer = json.loads(result.stdout.strip().splitlines()[-1])
     assert answer["errorType"] == "MalformedTickError"
     assert "'scheduled_time'" in answer["errorMessage"]
-    _nothing_written(tables)
+    _nothing_written(tables, seeded)
 
 
 def test_run_now_at_a_future_time_is_refused_in_one_line(tables: Any, dynamodb_endpoint: str) -> None:
-    _seed_sessions_past_their_grace_by(datetime(2030, 1, 1, tzinfo=UTC))
+    seeded = _seed_work_due_by(tables, datetime(2030, 1, 1, tzinfo=UTC))
 
     result = CliRunner().invoke(app, ["run-now", JOB, "--at", "2030-01-01T00:00:00Z", "--endpoint", dynamodb_endpoint])
 
@@ -99,14 +121,13 @@ def test_run_now_at_a_future_time_is_refused_in_one_line(tables: Any, dynamodb_e
     [line] = [text for text in result.stderr.strip().splitlines() if not text.startswith("function logs: ")]
     assert "--at 2030-01-01T00:00:00Z is" in line
     assert "in the future" in line
-    _nothing_written(tables)
+    _nothing_written(tables, seeded)
 
 
 def test_backfill_never_lists_or_runs_a_tick_after_now(tables: Any, template: Template, dynamodb_endpoint: str) -> None:
     # Given a range from three hours ago to three hours ahead, with the past ticks all missing
     hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     start, end = hour - timedelta(hours=3), hour + timedelta(hours=4)
-    _seed_sessions_past_their_grace_by(hour)
     command = ["backfill", JOB, "--from", format_scheduled_time(start), "--to", format_scheduled_time(end)]
 
     # When it is listed, then run
@@ -142,8 +163,9 @@ def test_backfill_never_lists_or_runs_a_tick_after_now(tables: Any, template: Te
 def test_a_tick_outside_its_bounds_is_malformed_and_writes_nothing(
     tables: Any, runtime: LocalLambdaRuntime, change: dict[str, Any], field: str
 ) -> None:
-    _seed_sessions_past_their_grace_by(NOW)
-    event = load_event("session_cleanup/tick.json") | change
+    # Refused before any request (counted below): no work needs seeding to show nothing was written.
+    seeded = _job_tables(tables)
+    event = load_event(TICK_SAMPLE) | change
 
     with (
         time_machine.travel(NOW, tick=False),
@@ -155,13 +177,12 @@ def test_a_tick_outside_its_bounds_is_malformed_and_writes_nothing(
     assert raised.value.field == field
     assert len(str(raised.value)) < 400
     assert requests.total == 0
-    _nothing_written(tables)
+    _nothing_written(tables, seeded)
 
 
 def test_a_year_2_tick_leaves_the_jobs_later_ticks_working(tables: Any, runtime: LocalLambdaRuntime) -> None:
     # Given a year-2 tick delivered (on main it ran, and its ledger key was written unpadded)
-    _seed_sessions_past_their_grace_by(NOW)
-    tick = load_event("session_cleanup/tick.json")
+    tick = load_event(TICK_SAMPLE)
     with time_machine.travel(NOW, tick=False):
         with pytest.raises(MalformedTickError):
             runtime.invoke(FUNCTION, tick | {"scheduled_time": "0002-01-01T01:00:00Z"})

@@ -34,8 +34,8 @@ PREVIOUS = "p" * 48
 NOW = datetime(2026, 11, 29, 14, 7, 31, 250000, tzinfo=UTC)
 WINDOW = timedelta(minutes=15)
 JOBS = {
-    "window-generation": "arn:aws:lambda:us-east-1:123456789012:function:wg",
-    "session-cleanup": "arn:aws:lambda:us-east-1:123456789012:function:sc",
+    "nightly-report": "arn:aws:lambda:us-east-1:123456789012:function:wg",
+    "hourly-sweep": "arn:aws:lambda:us-east-1:123456789012:function:sc",
 }
 
 
@@ -82,7 +82,7 @@ class FakeInvoker:
 
 
 def press(
-    job: str = "window-generation",
+    job: str = "nightly-report",
     *,
     secret: str | None = CURRENT,
     body: str | None = None,
@@ -269,13 +269,13 @@ def test_a_fresh_tick_is_handed_to_its_jobs_function_with_the_schedulers_payload
     # Then the job's function gets one tick that the job's own parser accepts, triggered over HTTP
     assert response.status_code == 202
     [(arn, payload)] = invoker.calls
-    assert arn == JOBS["window-generation"]
-    tick = Tick.from_event(payload, expected_job="window-generation")
+    assert arn == JOBS["nightly-report"]
+    tick = Tick.from_event(payload, expected_job="nightly-report")
     assert tick.scheduled_time == datetime(2026, 11, 29, 14, 7, tzinfo=UTC)
     assert tick.trigger is Trigger.HTTP
     assert tick.attempt == 1
     assert tick.execution_id == "req-1"
-    assert response.body["ledger_key"] == {"job": "window-generation", "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert response.body["ledger_key"] == {"job": "nightly-report", "scheduled_time": "2026-11-29T14:07:00Z"}
     assert response.body["status"] == "accepted"
     assert response.body["tick"] == payload
 
@@ -283,12 +283,10 @@ def test_a_fresh_tick_is_handed_to_its_jobs_function_with_the_schedulers_payload
 def test_a_tick_that_already_succeeded_answers_its_outcome_and_runs_nothing() -> None:
     # Given the ledger says the tick succeeded
     ledger, invoker = FakeLedger(), FakeInvoker()
-    ledger.record("session-cleanup", datetime(2026, 11, 29, 14, 0, tzinfo=UTC), STATUS_SUCCEEDED, {"deleted": 3})
+    ledger.record("hourly-sweep", datetime(2026, 11, 29, 14, 0, tzinfo=UTC), STATUS_SUCCEEDED, {"deleted": 3})
 
     # When it is pressed again
-    response = press(
-        "session-cleanup", body='{"scheduled_time": "2026-11-29T14:00:00Z"}', ledger=ledger, invoker=invoker
-    )
+    response = press("hourly-sweep", body='{"scheduled_time": "2026-11-29T14:00:00Z"}', ledger=ledger, invoker=invoker)
 
     # Then the recorded outcome comes back and nothing is invoked
     assert response.status_code == 200
@@ -302,7 +300,7 @@ def test_a_tick_that_already_succeeded_answers_its_outcome_and_runs_nothing() ->
 def test_a_tick_that_did_not_succeed_is_delivered_again(status: str) -> None:
     # Given the ledger holds the tick without success (a delivery still running, or stuck, or failed)
     ledger, invoker = FakeLedger(), FakeInvoker()
-    ledger.record("window-generation", datetime(2026, 11, 29, 14, 7, tzinfo=UTC), status)
+    ledger.record("nightly-report", datetime(2026, 11, 29, 14, 7, tzinfo=UTC), status)
 
     # When it is pressed
     response = press(ledger=ledger, invoker=invoker)
@@ -334,11 +332,11 @@ def test_an_unknown_job_is_404_naming_the_known_ones() -> None:
     ledger, invoker = FakeLedger(), FakeInvoker()
 
     with pytest.raises(UnknownJob) as raised:
-        press("nightly-report", ledger=ledger, invoker=invoker)
+        press("no-such-job", ledger=ledger, invoker=invoker)
 
     assert raised.value.status_code == 404
     assert raised.value.body()["field"] == "job"
-    assert "session-cleanup, window-generation" in str(raised.value)
+    assert "hourly-sweep, nightly-report" in str(raised.value)
     assert ledger.reads == []
     assert invoker.calls == []
 
@@ -375,7 +373,7 @@ def test_settings_read_the_templates_variables() -> None:
     [
         ("{not json", "is not JSON"),
         ("[]", "must be a JSON object"),
-        ('{"window-generation": "wg"}', "not an ARN"),
+        ('{"nightly-report": "wg"}', "not an ARN"),
     ],
 )
 def test_a_bad_job_map_is_a_configuration_error_naming_the_variable(job_functions: str, says: str) -> None:

@@ -15,10 +15,15 @@ import time_machine
 from clockless import MalformedTickError, Tick, format_scheduled_time
 from job_trigger.logic import BadTickRequest, scheduled_time_from_body
 from tests.conftest import load_event
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 NOW = datetime(2026, 11, 29, 9, 20, 17, tzinfo=UTC)
 WINDOW = timedelta(minutes=15)
-JOB = "session-cleanup"
+JOB = f"{HOURLY_JOB.name}"
 # Longer than anything an error message may quote of a value.
 MESSAGE_LIMIT = 400
 
@@ -30,7 +35,7 @@ def clock() -> Iterator[None]:
 
 
 def _event(**changes: Any) -> dict[str, Any]:
-    return load_event("session_cleanup/tick.json") | changes
+    return load_event(f"{HOURLY_JOB.package}/tick.json") | changes
 
 
 def _malformed(event: dict[str, Any]) -> MalformedTickError:
