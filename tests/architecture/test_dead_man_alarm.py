@@ -69,8 +69,8 @@ def test_how_long_after_a_missed_tick_each_jobs_alarm_fires(template: Template) 
     minutes = timedelta(minutes=1)
     expected = {
         # job: (complete periods only, period in progress too, previous success as late as its grace)
-        f"{DAILY_JOB.name}": (4 * hours, 3 * hours, 6 * hours),
-        f"{HOURLY_JOB.name}": (60 * minutes, 55 * minutes, 110 * minutes),
+        DAILY_JOB.name: (4 * hours, 3 * hours, 6 * hours),
+        HOURLY_JOB.name: (60 * minutes, 55 * minutes, 110 * minutes),
     }
     for job, (complete, partial, late_previous) in expected.items():
         schedule = template.jobs[job]
@@ -122,7 +122,7 @@ def test_planted_alarm_that_counts_manual_runs_is_caught(planted: PlantedCopy) -
 
     [(job, resource, message)] = _problems(broken)
 
-    assert (job, resource) == (f"{DAILY_JOB.name}", f"{DAILY_JOB.stem}DeadManAlarm")
+    assert (job, resource) == (DAILY_JOB.name, f"{DAILY_JOB.stem}DeadManAlarm")
     assert "trigger=schedule" in message
 
 
@@ -131,7 +131,7 @@ def test_planted_alarm_on_the_manual_series_is_caught(planted: PlantedCopy) -> N
 
     [(job, _, message)] = _problems(broken)
 
-    assert job == f"{HOURLY_JOB.name}"
+    assert job == HOURLY_JOB.name
     assert "only trigger=schedule proves the schedule fires" in message
 
 
@@ -176,7 +176,7 @@ def test_planted_missing_data_not_breaching_is_caught(planted: PlantedCopy) -> N
 
     [(job, _, message)] = _problems(broken)
 
-    assert job == f"{HOURLY_JOB.name}"
+    assert job == HOURLY_JOB.name
     assert "TreatMissingData" in message
 
 
@@ -193,7 +193,7 @@ def test_planted_function_without_a_grace_is_caught(planted: PlantedCopy) -> Non
 
     [(job, resource, message)] = _problems(broken)
 
-    assert (job, resource) == (f"{HOURLY_JOB.name}", f"{HOURLY_JOB.stem}Function")
+    assert (job, resource) == (HOURLY_JOB.name, f"{HOURLY_JOB.stem}Function")
     assert "grace_minutes is not declared" in message
 
 
@@ -202,7 +202,7 @@ def test_planted_job_without_an_alarm_is_caught(planted: PlantedCopy) -> None:
 
     [(job, resource, message)] = _problems(broken)
 
-    assert (job, resource) == (f"{HOURLY_JOB.name}", f"{HOURLY_JOB.stem}Function")
+    assert (job, resource) == (HOURLY_JOB.name, f"{HOURLY_JOB.stem}Function")
     assert "no alarm" in message
 
 
@@ -219,7 +219,7 @@ def test_planted_grace_shorter_than_the_latest_success_is_caught(planted: Plante
 
     problems = _problems(broken)
 
-    assert (f"{DAILY_JOB.name}", f"{DAILY_JOB.stem}Function") in [(job, resource) for job, resource, _ in problems]
+    assert (DAILY_JOB.name, f"{DAILY_JOB.stem}Function") in [(job, resource) for job, resource, _ in problems]
     assert any(
         "shorter than the latest a tick can succeed (59 s invocation precision + 0 s flexible window + 3600 s "
         "Scheduler retries + 3600 s Lambda async retries + 120 s last attempt's Timeout + 285 s fan-out" in message

@@ -21,7 +21,7 @@ HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
 GRACE = "grace_minutes: 55"
 CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
-JOB = f"{HOURLY_JOB.name}"
+JOB = HOURLY_JOB.name
 Plant = Callable[[PlantedCopy], None]
 
 

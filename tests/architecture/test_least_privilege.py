@@ -164,7 +164,7 @@ def test_a_worker_allowed_to_consume_its_dead_letter_queue_is_caught(planted: Pl
         violations,
         file=TEMPLATE,
         resource=f"{HOURLY_JOB.stem}WorkerFunction",
-        containing=f"allows {action.lower()} on SessionCleanupWorkDeadLetterQueue",
+        containing=f"allows {action.lower()} on {HOURLY_JOB.stem}WorkDeadLetterQueue",
     )
 
 

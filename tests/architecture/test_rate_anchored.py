@@ -36,7 +36,7 @@ def _anchored(planted: PlantedCopy, anchor: str = ANCHOR, expression: str = "rat
     planted.replace(
         TEMPLATE,
         "Parameters:\n",
-        f'Parameters:\n  SessionCleanupRateStart:\n    Type: String\n    Default: "{anchor}"\n',
+        f'Parameters:\n  {HOURLY_JOB.stem}RateStart:\n    Type: String\n    Default: "{anchor}"\n',
     )
     return Template.load(planted.root / TEMPLATE)
 

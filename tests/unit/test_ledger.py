@@ -8,11 +8,17 @@ from typing import Any
 import pytest
 
 from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, LedgerEntry
+from tests.jobs import DAY, HOUR, job_where
+
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 
 
 def _item(**extra: dict[str, str]) -> dict[str, Any]:
     return {
-        "job": {"S": "session-cleanup"},
+        "job": {"S": HOURLY_JOB.name},
         "scheduled_time": {"S": "2026-11-29T09:00:00Z"},
         "status": {"S": "succeeded"},
         "attempts": {"N": "2"},

@@ -15,13 +15,18 @@ from clockless_tools.template.events import sample_events
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.upcoming import upcoming_ticks
+from tests.jobs import DAY, HOUR, job_where
 
-CLEANUP = "session-cleanup"
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
+CLEANUP = HOURLY_JOB.name
 
 
 def _with_cleanup_schedule(template: Template, **properties: Any) -> Template:
     document = copy.deepcopy(dict(template.document))
-    event = document["Resources"]["SessionCleanupFunction"]["Properties"]["Events"]["Schedule"]["Properties"]
+    event = document["Resources"][f"{HOURLY_JOB.stem}Function"]["Properties"]["Events"]["Schedule"]["Properties"]
     event.update(properties)
     return Template(path=template.path, document=document)
 
@@ -84,7 +89,9 @@ def test_a_rate_without_start_date_is_refused_by_the_operations(template: Templa
 def test_events_refuse_a_rate_without_start_date_naming_the_schedule(template: Template) -> None:
     rated = _with_cleanup_schedule(template, ScheduleExpression="rate(1 hour)")
 
-    with pytest.raises(TemplateError, match=r"SessionCleanupFunction\.Events\.Schedule: rate\(1 hour\) has no Start"):
+    with pytest.raises(
+        TemplateError, match=rf"{HOURLY_JOB.stem}Function\.Events\.Schedule: rate\(1 hour\) has no Start"
+    ):
         sample_events(rated.jobs[CLEANUP])
 
 

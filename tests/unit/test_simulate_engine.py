@@ -8,7 +8,12 @@ from datetime import UTC, datetime, timedelta
 from clockless_tools.simulate.plan import TickPlan, plan_deliveries
 from clockless_tools.simulate.request import expected_ticks
 from clockless_tools.template.model import Template
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 START, END = datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 29, tzinfo=UTC)
 
 
@@ -32,7 +37,7 @@ def test_every_job_has_a_tick_that_gets_every_kind_of_delivery(template: Templat
 
 def test_deliveries_fall_where_production_puts_them(template: Template) -> None:
     for plan in _plans(template, 2):
-        period = timedelta(days=1) if plan.job == "window-generation" else timedelta(hours=1)
+        period = timedelta(days=1) if plan.job == DAILY_JOB.name else timedelta(hours=1)
         # Scheduler fires within the tick's minute.
         assert timedelta(0) <= plan.first_at - plan.scheduled_time < timedelta(minutes=1)
         # A late delivery arrives after the job's next tick.
@@ -43,12 +48,12 @@ def test_deliveries_fall_where_production_puts_them(template: Template) -> None:
 
 
 def test_a_dropped_tick_is_never_delivered_and_the_others_keep_their_plans(template: Template) -> None:
-    dropped = ("session-cleanup", datetime(2026, 11, 28, 3, tzinfo=UTC))
+    dropped = (HOURLY_JOB.name, datetime(2026, 11, 28, 3, tzinfo=UTC))
 
     plans = _plans(template, 5, {dropped})
     kept = {plan.key: plan for plan in _plans(template, 5)}
 
-    assert "session-cleanup@2026-11-28T03:00:00Z" not in {plan.key for plan in plans}
+    assert f"{HOURLY_JOB.name}@2026-11-28T03:00:00Z" not in {plan.key for plan in plans}
     assert len(plans) == len(kept) - 1
     for plan in plans:
         assert (plan.fail_after, plan.burst, plan.first_at) == (

@@ -7,12 +7,18 @@ from datetime import UTC, datetime, timedelta
 from clockless_tools.simulate.report import JobReport, SimulationReport, bookkeeping_tables, job_tables
 from clockless_tools.simulate.snapshot import ItemDifference, TableEffects
 from clockless_tools.template.model import Template
+from tests.jobs import DAY, HOUR, job_where
+
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 
 
 def test_bookkeeping_tables_are_told_by_their_metadata(template: Template) -> None:
     assert bookkeeping_tables(template) == {"IdempotencyTable", "LedgerTable"}
-    assert job_tables(template, "WindowGenerationFunction") == ["ProgramsTable", "WindowsTable"]
-    assert job_tables(template, "SessionCleanupFunction") == ["SessionsTable"]
+    assert job_tables(template, DAILY_JOB.function_id) == list(DAILY_JOB.tables)
+    assert job_tables(template, HOURLY_JOB.function_id) == list(HOURLY_JOB.tables)
 
 
 def _report(*jobs: JobReport) -> SimulationReport:

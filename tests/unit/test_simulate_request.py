@@ -8,20 +8,25 @@ import pytest
 
 from clockless_tools.simulate.request import SimulationInputError, SimulationRequest, parse_drop
 from clockless_tools.template.model import Template
+from tests.jobs import DAY, HOUR, job_where
 
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 START, END = datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def test_drops_must_name_a_tick_of_a_scheduled_job(template: Template) -> None:
-    assert parse_drop("session-cleanup@2026-11-28T03:00:00Z") == (
-        "session-cleanup",
+    assert parse_drop(f"{HOURLY_JOB.name}@2026-11-28T03:00:00Z") == (
+        HOURLY_JOB.name,
         datetime(2026, 11, 28, 3, tzinfo=UTC),
     )
     with pytest.raises(SimulationInputError, match="must be JOB@UTC_TIME"):
         parse_drop("@2026-11-28T03:00:00Z")
-    with pytest.raises(SimulationInputError, match="not a tick of session-cleanup"):
+    with pytest.raises(SimulationInputError, match=f"not a tick of {HOURLY_JOB.name}"):
         SimulationRequest(
-            template, START, END, drops=(("session-cleanup", datetime(2026, 11, 28, 3, 30, tzinfo=UTC)),)
+            template, START, END, drops=((HOURLY_JOB.name, datetime(2026, 11, 28, 3, 30, tzinfo=UTC)),)
         ).validate()
 
 

@@ -14,6 +14,12 @@ from clockless_tools.cli.app import app
 from clockless_tools.template.events import check_events, sample_events, schedule_arn, write_events
 from clockless_tools.template.model import Template
 from tests.conftest import EVENTS, PROJECT_ROOT
+from tests.jobs import DAY, HOUR, job_where
+
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
+# and its first hourly fanned-out job.
+DAILY_JOB = job_where(period=DAY, fanned_out=True)
+HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 
 
 def test_the_events_folder_matches_the_template(template: Template) -> None:
@@ -33,13 +39,13 @@ def events_copy(tmp_path: Path) -> Path:
 
 
 def test_drift_names_the_file_and_the_key(template: Template, events_copy: Path) -> None:
-    tick = events_copy / "session_cleanup" / "tick.json"
+    tick = events_copy / HOURLY_JOB.package / "tick.json"
     event = json.loads(tick.read_text(encoding="utf-8"))
     event["scheduled_time"] = "2026-11-29T09:30:00Z"
     del event["execution_id"]
     event["note"] = "hand-edited"
     tick.write_text(json.dumps(event, indent=2) + "\n", encoding="utf-8")
-    (events_copy / "window_generation" / "retry.json").unlink()
+    (events_copy / DAILY_JOB.package / "retry.json").unlink()
 
     problems = check_events(template, events_copy)
 
@@ -50,11 +56,11 @@ def test_drift_names_the_file_and_the_key(template: Template, events_copy: Path)
     )
     assert any(p.startswith(f"{shown}: key 'execution_id' is missing") for p in problems)
     assert f"{shown}: key 'note' should not be there (the generated sample has none)" in problems
-    assert f"{events_copy / 'window_generation' / 'retry.json'}: missing (write it with `clockless events`)" in problems
+    assert f"{events_copy / DAILY_JOB.package / 'retry.json'}: missing (write it with `clockless events`)" in problems
 
 
 def test_the_check_command_exits_1_on_drift_and_writing_repairs_it(template: Template, events_copy: Path) -> None:
-    (events_copy / "session_cleanup" / "malformed.json").write_text("{", encoding="utf-8")
+    (events_copy / HOURLY_JOB.package / "malformed.json").write_text("{", encoding="utf-8")
 
     drifted = CliRunner().invoke(app, ["events", "--check", "--dir", str(events_copy)])
     written = CliRunner().invoke(app, ["events", "--dir", str(events_copy)])

@@ -9,24 +9,24 @@ from clockless import MalformedTickError, Tick, Trigger
 from tests.conftest import load_event
 from tests.jobs import DAY, HOUR, job_where
 
-# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
 # and its first hourly fanned-out job.
 DAILY_JOB = job_where(period=DAY, fanned_out=True)
 HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 
 
 def test_scheduler_payload_parses_into_a_tick() -> None:
-    tick = Tick.from_event(load_event(f"{DAILY_JOB.package}/tick.json"), expected_job=f"{DAILY_JOB.name}")
+    tick = Tick.from_event(load_event(f"{DAILY_JOB.package}/tick.json"), expected_job=DAILY_JOB.name)
 
     assert tick.scheduled_time == datetime(2026, 11, 28, 14, 0, tzinfo=UTC)
     assert tick.attempt == 1
     assert tick.trigger is Trigger.SCHEDULE
-    assert tick.identity == {"job": f"{DAILY_JOB.name}", "scheduled_time": "2026-11-28T14:00:00Z"}
+    assert tick.identity == {"job": DAILY_JOB.name, "scheduled_time": "2026-11-28T14:00:00Z"}
 
 
 def test_retry_is_the_same_tick_with_a_new_attempt() -> None:
-    first = Tick.from_event(load_event(f"{DAILY_JOB.package}/tick.json"), expected_job=f"{DAILY_JOB.name}")
-    retry = Tick.from_event(load_event(f"{DAILY_JOB.package}/retry.json"), expected_job=f"{DAILY_JOB.name}")
+    first = Tick.from_event(load_event(f"{DAILY_JOB.package}/tick.json"), expected_job=DAILY_JOB.name)
+    retry = Tick.from_event(load_event(f"{DAILY_JOB.package}/retry.json"), expected_job=DAILY_JOB.name)
 
     assert retry.attempt == 2
     assert retry.execution_id != first.execution_id
@@ -36,15 +36,15 @@ def test_retry_is_the_same_tick_with_a_new_attempt() -> None:
 def test_an_offset_time_is_the_same_instant_as_its_utc_spelling() -> None:
     event = load_event(f"{HOURLY_JOB.package}/tick.json") | {"scheduled_time": "2026-11-29T04:00:00-05:00"}
 
-    tick = Tick.from_event(event, expected_job=f"{HOURLY_JOB.name}")
+    tick = Tick.from_event(event, expected_job=HOURLY_JOB.name)
 
     assert tick.identity["scheduled_time"] == "2026-11-29T09:00:00Z"
 
 
 def test_round_trip_through_the_payload() -> None:
-    tick = Tick.from_event(load_event(f"{HOURLY_JOB.package}/retry.json"), expected_job=f"{HOURLY_JOB.name}")
+    tick = Tick.from_event(load_event(f"{HOURLY_JOB.package}/retry.json"), expected_job=HOURLY_JOB.name)
 
-    assert Tick.from_event(tick.to_event(), expected_job=f"{HOURLY_JOB.name}") == tick
+    assert Tick.from_event(tick.to_event(), expected_job=HOURLY_JOB.name) == tick
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_round_trip_through_the_payload() -> None:
         ({"scheduled_time": "yesterday"}, "scheduled_time", "not an ISO-8601"),
         ({"scheduled_time": "2026-11-29T09:00:00"}, "scheduled_time", "no time zone"),
         ({"scheduled_time": "<aws.scheduler.scheduled-time>"}, "scheduled_time", "unsubstituted"),
-        ({"job": f"{HOURLY_JOB.name}"}, "job", f"this function runs '{DAILY_JOB.name}'"),
+        ({"job": HOURLY_JOB.name}, "job", f"this function runs '{DAILY_JOB.name}'"),
         ({"attempt": "zero"}, "attempt", "integer from 1 to"),
         ({"attempt": "0"}, "attempt", "integer from 1 to"),
         ({"attempt": True}, "attempt", "integer from 1 to"),
@@ -70,7 +70,7 @@ def test_malformed_payload_names_the_field(change: dict[str, Any], field: str, p
     event = load_event(f"{DAILY_JOB.package}/tick.json") | change
 
     with pytest.raises(MalformedTickError) as raised:
-        Tick.from_event(event, expected_job=f"{DAILY_JOB.name}")
+        Tick.from_event(event, expected_job=DAILY_JOB.name)
 
     assert raised.value.field == field
     assert problem in str(raised.value)
@@ -78,15 +78,15 @@ def test_malformed_payload_names_the_field(change: dict[str, Any], field: str, p
 
 def test_missing_fields_are_named() -> None:
     with pytest.raises(MalformedTickError, match="'scheduled_time' is missing"):
-        Tick.from_event(load_event(f"{HOURLY_JOB.package}/malformed.json"), expected_job=f"{HOURLY_JOB.name}")
+        Tick.from_event(load_event(f"{HOURLY_JOB.package}/malformed.json"), expected_job=HOURLY_JOB.name)
     with pytest.raises(MalformedTickError, match="'job' is missing"):
-        Tick.from_event({"scheduled_time": "2026-11-29T09:00:00Z"}, expected_job=f"{HOURLY_JOB.name}")
+        Tick.from_event({"scheduled_time": "2026-11-29T09:00:00Z"}, expected_job=HOURLY_JOB.name)
 
 
 @pytest.mark.parametrize("event", [[], "tick", None, 42])
 def test_a_payload_that_is_not_an_object_is_rejected(event: Any) -> None:
     with pytest.raises(MalformedTickError, match="JSON object"):
-        Tick.from_event(event, expected_job=f"{HOURLY_JOB.name}")
+        Tick.from_event(event, expected_job=HOURLY_JOB.name)
 
 
 def test_the_scheduler_default_envelope_is_rejected_because_it_names_no_job() -> None:
@@ -99,10 +99,10 @@ def test_the_scheduler_default_envelope_is_rejected_because_it_names_no_job() ->
         "detail": "{}",
     }
     with pytest.raises(MalformedTickError, match="'job' is missing"):
-        Tick.from_event(envelope, expected_job=f"{HOURLY_JOB.name}")
+        Tick.from_event(envelope, expected_job=HOURLY_JOB.name)
 
 
-VALID = Tick(f"{HOURLY_JOB.name}", datetime(2026, 11, 29, 9, 0, tzinfo=UTC), None, 1, None, Trigger.MANUAL)
+VALID = Tick(HOURLY_JOB.name, datetime(2026, 11, 29, 9, 0, tzinfo=UTC), None, 1, None, Trigger.MANUAL)
 
 
 @pytest.mark.parametrize(

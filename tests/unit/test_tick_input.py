@@ -17,13 +17,13 @@ from job_trigger.logic import BadTickRequest, scheduled_time_from_body
 from tests.conftest import load_event
 from tests.jobs import DAY, HOUR, job_where
 
-# The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
+# The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
 # and its first hourly fanned-out job.
 DAILY_JOB = job_where(period=DAY, fanned_out=True)
 HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 NOW = datetime(2026, 11, 29, 9, 20, 17, tzinfo=UTC)
 WINDOW = timedelta(minutes=15)
-JOB = f"{HOURLY_JOB.name}"
+JOB = HOURLY_JOB.name
 # Longer than anything an error message may quote of a value.
 MESSAGE_LIMIT = 400
 

@@ -27,7 +27,7 @@ from clockless.tick import (
 from job_trigger.logic import BODY_FIELDS, BadTickRequest, TickRequest, scheduled_time_from_body, trigger_tick
 from tests.unit.test_job_trigger_logic import CURRENT, JOBS, FakeInvoker, FakeLedger, FakeSecret
 
-JOB = "session-cleanup"
+JOB = "hourly-sweep"  # one of the trigger logic tests' made-up jobs (JOBS)
 NOW = datetime(2026, 11, 29, 9, 20, 17, tzinfo=UTC)
 WINDOW = timedelta(minutes=15)
 TICK_FIELDS = {"<event>", "job", "scheduled_time", "schedule_arn", "attempt", "execution_id", "trigger"}
