@@ -14,9 +14,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from clockless_tools.scaffold.names import JobNames
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
@@ -69,6 +71,22 @@ def checks_of_the_job(project: Path, package: str) -> None:
     assert arch.returncode == 0, arch.stdout + arch.stderr
 
 
+def simulates_its_tick_exactly_once(project: Path, name: str) -> dict[str, Any]:
+    """A short simulation over the job's one 03:00 tick (the command's schedule): green, its seeded
+    items applied exactly once. Returns the report."""
+    names = JobNames.of(name)
+    simulated = clockless(
+        project, names.package, "simulate", "--json", "--template", str(project / "template.yaml"),
+        "--from", "2026-11-27T02:00:00Z", "--to", "2026-11-27T04:00:00Z", "--tenants", "1",
+    )  # fmt: skip
+    report: dict[str, Any] = json.loads(simulated.stdout)
+    assert simulated.returncode == 0, report["proved"]
+    (job,) = [job for job in report["jobs"] if job["job"] == name]
+    assert (job["ticks_expected"], job["exactly_once"], job["no_work"]) == (1, True, False)
+    assert job["effects"][names.table_id]["updated"] > 0
+    return report
+
+
 def test_a_fanned_out_job_made_by_the_command_is_green_and_simulates_exactly_once(project: Path) -> None:
     # Given a new fanned-out job made by the command
     made = clockless(
@@ -88,17 +106,7 @@ def test_a_fanned_out_job_made_by_the_command_is_green_and_simulates_exactly_onc
     # Then its checks are green
     checks_of_the_job(project, "subscription_expiry")
     # And a short simulation over its 03:00 tick applies its seeded items exactly once
-    simulated = clockless(
-        project, "subscription_expiry", "simulate", "--json", "--template", str(project / "template.yaml"),
-        "--from", "2026-11-27T02:00:00Z", "--to", "2026-11-27T04:00:00Z", "--tenants", "1",
-    )  # fmt: skip
-    report = json.loads(simulated.stdout)
-    assert simulated.returncode == 0, report["proved"]
-    (job,) = [job for job in report["jobs"] if job["job"] == "subscription-expiry"]
-    assert job["ticks_expected"] == 1
-    assert job["exactly_once"] is True
-    assert job["no_work"] is False
-    assert job["effects"]["SubscriptionExpiryTable"]["updated"] > 0
+    report = simulates_its_tick_exactly_once(project, "subscription-expiry")
     assert "subscription-expiry: 40 items" in report["seeded"]
 
 
@@ -119,12 +127,4 @@ def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
 
     checks_of_the_job(project, "nightly_digest")
     # And a short simulation over its 03:00 tick applies its seeded items exactly once
-    simulated = clockless(
-        project, "nightly_digest", "simulate", "--json", "--template", str(project / "template.yaml"),
-        "--from", "2026-11-27T02:00:00Z", "--to", "2026-11-27T04:00:00Z", "--tenants", "1",
-    )  # fmt: skip
-    report = json.loads(simulated.stdout)
-    assert simulated.returncode == 0, report["proved"]
-    (job,) = [job for job in report["jobs"] if job["job"] == "nightly-digest"]
-    assert (job["ticks_expected"], job["exactly_once"], job["no_work"]) == (1, True, False)
-    assert job["effects"]["NightlyDigestTable"]["updated"] > 0
+    simulates_its_tick_exactly_once(project, "nightly-digest")
