@@ -5,6 +5,7 @@ and simulation of a job it made, is tests/integration/test_new_job_exercise.py, 
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 import subprocess
 import sys
@@ -171,3 +172,12 @@ def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: 
     assert stated in doc
     # And the declaration beside the table and its policy stays within a quarter of the 358 lines of old
     assert lines_in - table - policy <= 358 // 4
+
+
+def test_the_local_trigger_can_press_the_new_job(project: Path) -> None:
+    assert new(project, "nightly-digest")[0] == 0
+
+    env = json.loads((project / "events" / "env.local.json").read_text(encoding="utf-8"))
+    functions = json.loads(env["JobTriggerFunction"]["JOB_FUNCTIONS"])
+    assert functions["nightly-digest"].endswith(":function:clockless-local-NightlyDigestFunction")
+    assert env["NightlyDigestFunction"] == {}

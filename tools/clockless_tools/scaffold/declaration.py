@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.scaffold.wiring import WiringError
@@ -128,6 +128,7 @@ def env_local(text: str, names: JobNames, *, fan_out: bool) -> str:
     """events/env.local.json with the job's table name and, fanned out, its functions' queue URLs."""
     document = json.loads(text)
     document["Parameters"][f"{names.env}_TABLE_NAME"] = names.table_id
+    _add_to_trigger(document, names)
     if not fan_out:
         # Its own entry, empty: the shared "Parameters" (the local endpoint, the tables) are all it reads.
         document[names.function_id] = {}
@@ -141,6 +142,20 @@ def env_local(text: str, names: JobNames, *, fan_out: bool) -> str:
         "WORK_DEAD_LETTER_QUEUE_URL": f"{docker}/123456789012/{names.stem}WorkDeadLetterQueue",
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _add_to_trigger(document: dict[str, Any], names: JobNames) -> None:
+    """The job in the local trigger's JOB_FUNCTIONS, its ARN shaped as the others' (the local function
+    of that logical id), so `sam local invoke JobTriggerFunction` can press it."""
+    for entry in document.values():
+        if not (isinstance(entry, dict) and isinstance(entry.get("JOB_FUNCTIONS"), str)):
+            continue
+        functions = json.loads(entry["JOB_FUNCTIONS"])
+        if functions:
+            arn_prefix, _, function_name = next(iter(functions.values())).rpartition(":")
+            stack_prefix = function_name[: function_name.rfind("-") + 1]  # clockless-local-
+            functions[names.job] = f"{arn_prefix}:{stack_prefix}{names.function_id}"
+            entry["JOB_FUNCTIONS"] = json.dumps(functions)
 
 
 def _after_last(text: str, pattern: str, addition: str, what: str) -> str:
