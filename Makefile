@@ -100,7 +100,7 @@ test: security suites lint ## The security scan, every suite (unit, integration,
 suites: $(STAMP) ## unit, integration and architecture tests in one parallel run (no lint, no slow tests)
 	$(PYTEST) -m "not slow" tests
 
-test-slow: $(STAMP) ## The tests marked slow (exhaustive sweeps, the docs' executed outputs), which CI runs
+test-slow: $(STAMP) $(SAM_STAMP) ## The tests marked slow (exhaustive sweeps, the docs' executed outputs, sam build of a job without fan-out), which CI runs
 	$(PYTEST) -m slow tests
 
 unit: $(STAMP) ## Unit tests (no sockets)

@@ -21,8 +21,8 @@ DAY = timedelta(days=1)
 
 @dataclass(frozen=True)
 class Job:
-    name: str  # the tick's `job`: session-cleanup
-    function_id: str  # its scheduled function: SessionCleanupFunction
+    name: str  # the tick's `job`: subscription-expiry
+    function_id: str  # its scheduled function: SubscriptionExpiryFunction
     package: str  # its package, and its samples' folder under events/
     worker_id: str | None  # its worker function, when it fans out
     period: timedelta  # the nominal gap between its ticks
@@ -31,7 +31,7 @@ class Job:
 
     @property
     def stem(self) -> str:
-        """Its resources' logical id stem: SessionCleanup."""
+        """Its resources' logical id stem: SubscriptionExpiry."""
         return self.function_id.removesuffix("Function")
 
     @property

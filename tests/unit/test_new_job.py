@@ -20,8 +20,11 @@ from clockless_tools.scaffold.names import JobNames
 from clockless_tools.scaffold.wiring import TABLE
 from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
+from tests.jobs import jobs
 
 RUFF = Path(sys.executable).with_name("ruff")
+# A job the template declares: its name is taken.
+FIRST = jobs()[0]
 
 
 @pytest.fixture
@@ -39,9 +42,6 @@ def project(tmp_path: Path) -> Path:
         "events/env.local.json",
     ):
         shutil.copy2(PROJECT_ROOT / name, root / name)
-    # The kit and the tools: ruff tells first-party imports by the packages under pyproject's `src`.
-    for name in ("layers", "tools"):
-        shutil.copytree(PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 
@@ -102,6 +102,9 @@ def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -
 # Names sorting before, between and after the kit's packages: isort puts the job's imports among them.
 @pytest.mark.parametrize("name", ["nightly-report", "a-report", "c-digest"])
 def test_the_code_it_writes_passes_ruff_as_the_project_lints_it(project: Path, name: str) -> None:
+    # The kit and the tools: ruff tells first-party imports by the packages under pyproject's `src`.
+    for folder in ("layers", "tools"):
+        shutil.copytree(PROJECT_ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     new(project, name, "--fan-out")
 
     done = subprocess.run(
@@ -130,11 +133,11 @@ def test_the_code_it_writes_passes_ruff_as_the_project_lints_it(project: Path, n
         ("9-lives", "must be lowercase words joined by hyphens"),
         ("expiry-", "must be lowercase words joined by hyphens"),
         ("clockless", "which the project already uses"),
-        ("window-generation", "functions/window_generation/ already exists"),
+        (FIRST.name, f"functions/{FIRST.package}/ already exists"),
     ],
 )
 def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(project: Path, name: str, complaint: str) -> None:
-    (project / "functions" / "window_generation").mkdir()
+    (project / "functions" / FIRST.package).mkdir()
     before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
 
     code, _, err = new(project, name)
@@ -145,10 +148,10 @@ def test_a_bad_or_taken_name_is_refused_and_nothing_is_written(project: Path, na
 
 
 def test_a_name_whose_resources_the_template_has_is_refused(project: Path) -> None:
-    code, _, err = new(project, "session-cleanup")
+    code, _, err = new(project, FIRST.name)
 
     assert code == 2
-    assert "template.yaml already has SessionCleanupFunction" in err
+    assert f"template.yaml already has {FIRST.function_id}" in err
 
 
 def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: Path) -> None:
