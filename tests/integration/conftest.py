@@ -16,6 +16,7 @@ from clockless_tools.local.dynamodb import (
     dynamodb_client,
     local_environment,
 )
+from clockless_tools.local.in_process import served_in_process
 from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.local.poller import Invocation, SqsPoller
 from clockless_tools.local.queues import create_queues, delete_queues, sqs_client
@@ -27,9 +28,15 @@ from tests.conftest import load_event
 
 @pytest.fixture(scope="session")
 def dynamodb_endpoint() -> Iterator[str]:
-    # The server `make run` uses: its transactions copy only the items they name, not every table
-    # they touch (the same answers, tests/integration/test_bench.py; 40 % of these tests' CPU).
-    with EmbeddedDynamoDB(port=0) as server, transactions_snapshot_touched_items():
+    # The server as `make run` uses it: this process's requests reach it without a socket (the same
+    # request and answer bytes; other processes, such as the CLI run as users run it, still come
+    # over HTTP), and its transactions copy only the items they name, not every table they touch
+    # (the same answers: tests/integration/test_in_process.py and test_bench.py).
+    with (
+        EmbeddedDynamoDB(port=0) as server,
+        served_in_process(server.endpoint, server.app),
+        transactions_snapshot_touched_items(),
+    ):
         yield server.endpoint
 
 
