@@ -15,7 +15,7 @@ from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
 from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.bench import figures_markdown
-from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
+from clockless_tools.local.moto_transactions import stock_transactions, transactions_snapshot_touched_items
 from clockless_tools.template.model import Template
 
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
@@ -350,11 +350,8 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the
         },
     ]
 
-    # When it runs
-    if patched:
-        with transactions_snapshot_touched_items():
-            outcome = _transact(tables, transaction)
-    else:
+    # When it runs (the tests' server has the patch installed: stock_transactions takes it off)
+    with transactions_snapshot_touched_items() if patched else stock_transactions():
         outcome = _transact(tables, transaction)
 
     # Then nothing of it remains
