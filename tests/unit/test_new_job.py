@@ -84,19 +84,30 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
 
 def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -> None:
     # Given a job without fan-out, which brought in the loop of such jobs
+    template_path = project / "template.yaml"
+    before = template_path.read_text(encoding="utf-8").splitlines()
     assert new(project, "nightly-digest")[0] == 0
+    first = template_path.read_text(encoding="utf-8").splitlines()
     # When another is made
     code, out, _ = new(project, "weekly-report")
 
     # Then both are in the one loop, each written out with its own function and no worker
     assert code == 0, out
-    text = (project / "template.yaml").read_text(encoding="utf-8")
+    text = template_path.read_text(encoding="utf-8")
     assert text.count("Fn::ForEach::JobsWithoutFanOut:") == 1
     assert "    - [NightlyDigest, WeeklyReport]\n" in text
-    template = Template.load(project / "template.yaml")
+    template = Template.load(template_path)
     for job, function_id in (("nightly-digest", "NightlyDigestFunction"), ("weekly-report", "WeeklyReportFunction")):
         assert template.function_for_job(job).logical_id == function_id
         assert not template.workers_of(function_id)
+    # And docs/decisions.md states the lines each added, counted as `git diff --numstat` counts
+    (in_1, out_1), (in_2, out_2) = _numstat(before, first), _numstat(first, text.splitlines())
+    doc = " ".join((PROJECT_ROOT / "docs" / "decisions.md").read_text(encoding="utf-8").split())
+    assert (
+        f"`clockless new job nightly-digest` adds {in_1 - out_1} new lines and changes {out_1} "
+        f"(`git diff --numstat`: {in_1} in, {out_1} out), then `clockless new job weekly-report` "
+        f"{in_2 - out_2} new lines and {out_2} changed"
+    ) in doc
 
 
 # Names sorting before, between and after the kit's packages: isort puts the job's imports among them.
@@ -161,9 +172,7 @@ def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: 
     after = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
 
     # Then docs/adding-a-job.md states what it added, counted as `git diff --numstat` counts
-    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))
-    lines_in = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
-    lines_out = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    lines_in, lines_out = _numstat(before, after)
     names = JobNames.of("subscription-expiry")
     table = len(names.fill(TABLE).splitlines())
     policy = len(names.fill(TABLES_POLICY).splitlines())
@@ -184,3 +193,11 @@ def test_the_local_trigger_can_press_the_new_job(project: Path) -> None:
     functions = json.loads(env["JobTriggerFunction"]["JOB_FUNCTIONS"])
     assert functions["nightly-digest"].endswith(":function:clockless-local-NightlyDigestFunction")
     assert env["NightlyDigestFunction"] == {}
+
+
+def _numstat(before: list[str], after: list[str]) -> tuple[int, int]:
+    """Lines in and out, as `git diff --numstat` counts them."""
+    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))
+    lines_in = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    lines_out = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    return lines_in, lines_out
