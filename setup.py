@@ -9,12 +9,14 @@ from pathlib import Path
 
 from setuptools import setup
 
-ROOTS = (Path("layers/clockless"), *sorted(Path("functions").glob("*/")), Path("tools"))
+# A function's CodeUri is functions/<package>/, holding the package of that name (and nothing else
+# installed: a folder beside it, its tests say, is not a top-level package of the project).
+FUNCTIONS = [code_uri / code_uri.name for code_uri in sorted(Path("functions").iterdir())]
+KIT_AND_TOOLS = [path for root in (Path("layers/clockless"), Path("tools")) for path in sorted(root.iterdir())]
 
 PACKAGE_DIR = {
     package.name: package.as_posix()
-    for root in ROOTS
-    for package in sorted(root.iterdir())
+    for package in [*KIT_AND_TOOLS, *FUNCTIONS]
     if package.is_dir() and (package / "__init__.py").is_file()
 }
 

@@ -1,5 +1,5 @@
 """A new job's table in template.yaml. (Its package joins no list: setup.py, ruff, mypy and the
-import contracts find every functions/<dir>/<package>; docs/decisions.md, "Packages found, not listed".)
+import contracts find every functions/<package>/<package>; docs/decisions.md, "Packages found, not listed".)
 
 The table is text inserted where the template's tables section ends, then read back: a template
 that no longer parses, or no longer has the table, is an error naming the place, and nothing is written.
