@@ -1,6 +1,6 @@
 """The packages installed editable into the dev venv, found rather than listed (pyproject.toml says
 the rest). Each is installed under the name Lambda imports it by, from where it lives: the layer's kit
-(layers/clockless/clockless), every function's package (functions/<dir>/<package>, its CodeUri's
+(layers/clockless/clockless), every function's package (functions/<package>/<package>, its CodeUri's
 package) and the developer tools (tools/clockless_tools). A new job's package is picked up by
 `make setup` with no edit here or in pyproject.toml (docs/decisions.md, "Packages found, not listed").
 """
