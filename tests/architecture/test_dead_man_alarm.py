@@ -189,7 +189,7 @@ def test_planted_one_of_n_is_caught(planted: PlantedCopy) -> None:
 
 
 def test_planted_function_without_a_grace_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "        grace_minutes: 55\n", "")
+    broken = _planted(planted, "        grace_minutes: 55\n", "", after=f"  {HOURLY_JOB.function_id}:")
 
     [(job, resource, message)] = _problems(broken)
 
@@ -215,7 +215,7 @@ def test_the_rule_engine_reports_it_by_name_file_and_resource(planted: PlantedCo
 
 
 def test_planted_grace_shorter_than_the_latest_success_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "grace_minutes: 130", "grace_minutes: 90")
+    broken = _planted(planted, "grace_minutes: 130", "grace_minutes: 90", after=f"  {DAILY_JOB.function_id}:")
 
     problems = _problems(broken)
 

@@ -27,6 +27,16 @@ RUFF = Path(sys.executable).with_name("ruff")
 FIRST = jobs()[0]
 
 
+def _unused_names(count: int) -> list[str]:
+    """Names of jobs the project does not have yet (so these tests pass beside any job a user adds)."""
+    taken = {job.name for job in jobs()} | {p.name.replace("_", "-") for p in (PROJECT_ROOT / "functions").iterdir()}
+    candidates = ["subscription-expiry", "nightly-digest", "weekly-report", "probe-job-a", "probe-job-b", "probe-job-c"]
+    return [name for name in candidates if name not in taken][:count]
+
+
+FANNED, PLAIN, SECOND_PLAIN = (JobNames.of(name) for name in _unused_names(3))
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The files `clockless new job` reads and edits, copied."""
@@ -53,60 +63,59 @@ def new(project: Path, *args: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize("fan_out", [True, False], ids=["fanned-out", "single"])
 def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(project: Path, fan_out: bool) -> None:
     # When a job is made
-    code, out, _ = new(project, "subscription-expiry", *(["--fan-out"] if fan_out else []))
+    code, out, _ = new(project, FANNED.job, *(["--fan-out"] if fan_out else []))
 
     # Then its package, demo seed and tests are written, the worker only when fanned out
     assert code == 0, out
-    package = project / "functions" / "subscription_expiry" / "subscription_expiry"
+    package = project / FANNED.package_dir
     expected = {"__init__.py", "handler.py", "logic.py", "repository.py", "settings.py", "demo.py"}
     assert {p.name for p in package.iterdir()} == expected | ({"worker.py"} if fan_out else set())
-    assert (project / "tests" / "unit" / "test_subscription_expiry_logic.py").is_file()
-    assert (project / "tests" / "unit" / "test_subscription_expiry_repository.py").is_file()
+    assert (project / "tests" / "unit" / f"test_{FANNED.package}_logic.py").is_file()
+    assert (project / "tests" / "unit" / f"test_{FANNED.package}_repository.py").is_file()
     assert ("DuePartitionWork" in (package / "repository.py").read_text(encoding="utf-8")) is fan_out
     # And pyproject.toml is left alone: the package is found there, not listed (setup.py, ruff, mypy, contracts)
     assert (project / "pyproject.toml").read_bytes() == (PROJECT_ROOT / "pyproject.toml").read_bytes()
     # And the template gains its table, with the sparse index, and still loads
     template = Template.load(project / "template.yaml")
-    table = template.tables["SubscriptionExpiryTable"]
+    table = template.tables[FANNED.table_id]
     assert [index["IndexName"] for index in table["GlobalSecondaryIndexes"]] == ["due-by-time"]
     # And the job is declared either way: its coordinator written out, with a worker and queues only
     # when fanned out, its tables declared for least privilege, the trigger able to press it
-    assert "subscription-expiry" in template.jobs
-    assert template.function_for_job("subscription-expiry").logical_id == "SubscriptionExpiryFunction"
-    assert bool(template.workers_of("SubscriptionExpiryFunction")) is fan_out
+    assert FANNED.job in template.jobs
+    assert template.function_for_job(FANNED.job).logical_id == FANNED.function_id
+    assert bool(template.workers_of(FANNED.function_id)) is fan_out
     if fan_out:
-        assert template.work_queue_for_job("subscription-expiry").logical_id == "SubscriptionExpiryWorkQueue"
+        assert template.work_queue_for_job(FANNED.job).logical_id == f"{FANNED.stem}WorkQueue"
     # And it says what is left to do
     said = " ".join(out.split())
     assert "left to do" in said
-    assert "its schedule: Mappings.Jobs.SubscriptionExpiry" in said
+    assert f"its schedule: Mappings.Jobs.{FANNED.stem}" in said
 
 
 def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -> None:
     # Given a job without fan-out, which brought in the loop of such jobs
     template_path = project / "template.yaml"
     before = template_path.read_text(encoding="utf-8").splitlines()
-    assert new(project, "nightly-digest")[0] == 0
+    assert new(project, PLAIN.job)[0] == 0
     first = template_path.read_text(encoding="utf-8").splitlines()
     # When another is made
-    code, out, _ = new(project, "weekly-report")
+    code, out, _ = new(project, SECOND_PLAIN.job)
 
     # Then both are in the one loop, each written out with its own function and no worker
     assert code == 0, out
     text = template_path.read_text(encoding="utf-8")
     assert text.count("Fn::ForEach::JobsWithoutFanOut:") == 1
-    assert "    - [NightlyDigest, WeeklyReport]\n" in text
+    assert f"    - [{PLAIN.stem}, {SECOND_PLAIN.stem}]\n" in text
     template = Template.load(template_path)
-    for job, function_id in (("nightly-digest", "NightlyDigestFunction"), ("weekly-report", "WeeklyReportFunction")):
-        assert template.function_for_job(job).logical_id == function_id
-        assert not template.workers_of(function_id)
+    for names in (PLAIN, SECOND_PLAIN):
+        assert template.function_for_job(names.job).logical_id == names.function_id
+        assert not template.workers_of(names.function_id)
     # And docs/decisions.md states the lines each added, counted as `git diff --numstat` counts
     (in_1, out_1), (in_2, out_2) = _numstat(before, first), _numstat(first, text.splitlines())
     doc = " ".join((PROJECT_ROOT / "docs" / "decisions.md").read_text(encoding="utf-8").split())
     assert (
-        f"`clockless new job nightly-digest` adds {in_1 - out_1} new lines and changes {out_1} "
-        f"(`git diff --numstat`: {in_1} in, {out_1} out), then `clockless new job weekly-report` "
-        f"{in_2 - out_2} new lines and {out_2} changed"
+        f"the first adds {in_1 - out_1} new lines and changes {out_1} (`git diff --numstat`: {in_1} in, "
+        f"{out_1} out), a second {in_2 - out_2} new lines and {out_2} changed"
     ) in doc
 
 
@@ -168,14 +177,13 @@ def test_a_name_whose_resources_the_template_has_is_refused(project: Path) -> No
 def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: Path) -> None:
     # When a fanned-out job is made
     before = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
-    assert new(project, "subscription-expiry", "--fan-out")[0] == 0
+    assert new(project, FANNED.job, "--fan-out")[0] == 0
     after = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
 
     # Then docs/adding-a-job.md states what it added, counted as `git diff --numstat` counts
     lines_in, lines_out = _numstat(before, after)
-    names = JobNames.of("subscription-expiry")
-    table = len(names.fill(TABLE).splitlines())
-    policy = len(names.fill(TABLES_POLICY).splitlines())
+    table = len(FANNED.fill(TABLE).splitlines())
+    policy = len(FANNED.fill(TABLES_POLICY).splitlines())
     stated = (
         f"{lines_in - lines_out} new lines and {lines_out} changed (`git diff --numstat template.yaml`: "
         f"{lines_in} in, {lines_out} out), {table} of them the table and {policy} its tables policy"
@@ -187,12 +195,12 @@ def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: 
 
 
 def test_the_local_trigger_can_press_the_new_job(project: Path) -> None:
-    assert new(project, "nightly-digest")[0] == 0
+    assert new(project, PLAIN.job)[0] == 0
 
     env = json.loads((project / "events" / "env.local.json").read_text(encoding="utf-8"))
     functions = json.loads(env["JobTriggerFunction"]["JOB_FUNCTIONS"])
-    assert functions["nightly-digest"].endswith(":function:clockless-local-NightlyDigestFunction")
-    assert env["NightlyDigestFunction"] == {}
+    assert functions[PLAIN.job].endswith(f":function:clockless-local-{PLAIN.function_id}")
+    assert env[PLAIN.function_id] == {}
 
 
 def _numstat(before: list[str], after: list[str]) -> tuple[int, int]:
