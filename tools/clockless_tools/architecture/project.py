@@ -311,3 +311,18 @@ def _parsed(text: str) -> ast.Module:
     """A file's tree, shared by every project that holds the same text: the planted copies of the
     architecture tests differ from the project in one file each. No rule writes to a tree."""
     return ast.parse(text)
+
+
+def per_file[T](check: Callable[[SourceFile], Iterable[T]]) -> Callable[[SourceFile], list[T]]:
+    """A reading of one file that depends on nothing but the file: remembered for the file's tree
+    (shared by every copy holding the same text, `_parsed`) and its place in the project."""
+    memo: dict[tuple[ast.Module, str, str, str], list[T]] = {}
+
+    @functools.wraps(check)
+    def remembered(source: SourceFile) -> list[T]:
+        key = (source.tree, source.relative, source.owner, source.module)
+        if key not in memo:
+            memo[key] = list(check(source))
+        return memo[key]
+
+    return remembered
