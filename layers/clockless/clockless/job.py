@@ -259,7 +259,7 @@ class ScheduledJob:
             return None
         guard = OverlapGuard(store.ledger, self.overlap, running_at_most=self.running_at_most)
         earlier = guard.earlier_running(tick, utc_now())
-        return None if earlier is None else guard.hold(tick, earlier)
+        return earlier if earlier is None or isinstance(earlier, Held) else guard.hold(tick, earlier)
 
     def _settle_failure(
         self, store: LedgeredPersistenceLayer, delivery: Delivery, error: Exception, metrics: EphemeralMetrics
