@@ -160,6 +160,7 @@ class JobReport:
             "overlap": self.overlap,
             "ticks_skipped": self.ticks_skipped,
             "ticks_buffered": self.ticks_buffered,
+            "ticks_started_from_buffer": sorted(self.started_from_buffer),
             "overlap_problems": self.overlap_problems,
             "no_work": self.no_work,
             "exactly_once": self.exactly_once,
