@@ -164,7 +164,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
 
 
 def _lags(lags: Mapping[str, float]) -> str:
-    return ", ".join(f"{job} {timedelta(seconds=seconds)}" for job, seconds in lags.items()) or "(no job fans out)"
+    return ", ".join(f"{job} {seconds / 3600:g} h" for job, seconds in lags.items()) or "(no job fans out)"
 
 
 def _policies(policies: Mapping[str, str]) -> str:
