@@ -242,6 +242,12 @@ class ScheduledJob:
             if result["outcome"] == OUTCOME_DUPLICATE:
                 self.logger.info("duplicate delivery; returning the first delivery's result")
                 metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+                if self.partitions_total is None and delivery.retries_its_holder:
+                    # The attempt that completed the tick died after it, perhaps before its
+                    # TickSucceeded was out: Lambda's retry of it reports the success (again, at
+                    # most once per retry Lambda makes; docs/observability.md).
+                    self.logger.info("retry of the attempt that completed the tick: reporting its success")
+                    metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
                 return result
             # Last step of a successful run, so a failure can never be counted as a success. A
             # coordinator's tick is not done yet: its finisher emits TickSucceeded.
