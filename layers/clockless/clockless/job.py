@@ -58,7 +58,7 @@ class LambdaContextLike(Protocol):
 class JobRun:
     """What a job's logic is handed for one tick."""
 
-    __slots__ = ("_last_success", "_load_last_success", "tick")
+    __slots__ = ("_last_success", "_load_last_success", "budget", "tick")
 
     def __init__(
         self,
@@ -66,10 +66,14 @@ class JobRun:
         *,
         last_success: datetime | None = None,
         load_last_success: Callable[[], datetime | None] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.tick = tick
         self._last_success = last_success
         self._load_last_success = load_last_success
+        # The attempt's time, for waiting out throttles (a fan-out coordinator's sends); None: as
+        # long as a Lambda attempt can last.
+        self.budget = budget
 
     @property
     def last_success(self) -> datetime | None:
@@ -318,7 +322,11 @@ class ScheduledJob:
         self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction, delivery: Delivery
     ) -> dict[str, Any]:
         ledger = self.persistence_store().ledger
-        run = JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time))
+        run = JobRun(
+            tick,
+            load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time),
+            budget=delivery.budget,
+        )
         delivery.phase = Phase.RUNNING
         started = time.monotonic()
         try:

@@ -29,9 +29,17 @@ from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
 
-# Whole-request refusals for capacity (DynamoDB's error codes).
+# Whole-request refusals for capacity: DynamoDB's error codes, and SQS's (`RequestThrottled`: the
+# queue's or the account's request rate; `KmsThrottled`: the queue's KMS key), both of which
+# botocore's standard retries resend and then give up on.
 THROTTLE_ERRORS: Final = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "KmsThrottled",
+    }
 )
 # The same, as the reason on one action of a cancelled transaction.
 THROTTLE_REASONS: Final = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})

@@ -26,7 +26,7 @@ from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.done import mark_done
 from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
-from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HandOff, continuation_delay
+from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS, HandOff, continuation_delay
 from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
@@ -177,7 +177,7 @@ class PartitionWorker:
             lease = self._acquire(records, message, budget, receives)
         except BudgetSpent as spent:
             # Not even the lease got through: nothing was taken, so come back later, as a throttle.
-            self._handoff().send(message, continuation_delay(0))
+            self._handoff(budget).send(message, continuation_delay(0))
             self.job.logger.warning("the lease stayed throttled; continuation sent", extra={"throttle": str(spent)})
             return OUTCOME_CONTINUED
         if lease.done:
@@ -243,7 +243,7 @@ class PartitionWorker:
                 if budget.spent:
                     # the cursor, the page's already-done count and the lease released, in one write
                     final.hand_on(cursor, already_done=found.already_done)
-                    self._handoff().send(message)
+                    self._handoff(budget).send(message)
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
                     _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
@@ -254,7 +254,7 @@ class PartitionWorker:
             self._log_run("throttled until the time budget was spent", counters, pages, started, writer)
             _count_failed(metrics, counters)
             moved = None if cursor == stored else cursor  # its page applied, the cursor not yet stored
-            note = self._handoff().after_throttle(
+            note = self._handoff(budget).after_throttle(
                 message,
                 final=final,
                 cursor=moved,
@@ -272,8 +272,9 @@ class PartitionWorker:
         return self._finish_or_continue(message, budget, metrics, OUTCOME_DONE)
 
     # ------------------------------------------------------------------------- throttling
-    def _handoff(self) -> HandOff:
-        return HandOff(self.clients()[1], self.settings().work_queue_url)
+    def _handoff(self, budget: Budget) -> HandOff:
+        """Continuations sent while the attempt has time, throttles waited out."""
+        return HandOff(self.clients()[1], self.settings().work_queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS))
 
     def _pacer(self, partition: str) -> Pacer:
         with self._lock:
@@ -287,7 +288,7 @@ class PartitionWorker:
         try:
             self._finish(message, budget, metrics)
         except BudgetSpent as spent:
-            self._handoff().send(message, continuation_delay(0))
+            self._handoff(budget).send(message, continuation_delay(0))
             self.job.logger.warning("the finisher stayed throttled; continuation sent", extra={"throttle": str(spent)})
             return OUTCOME_CONTINUED
         return outcome
