@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from clockless.ledger import STATUS_SKIPPED, STATUS_STARTED, RunLedger, iso_now
+from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
 
 STATUS_BUFFERED: Final = "buffered"
@@ -164,8 +165,7 @@ class OverlapGuard:
                 ]
             )
         except self.client.exceptions.TransactionCanceledException as error:
-            reasons = [dict(r or {}) for r in error.response.get("CancellationReasons") or []]
-            mine, theirs = [*reasons, {}, {}][:2]
+            mine, theirs = cancellation_reasons(error, 2)[:2]
             if mine.get("Code") == "ConditionalCheckFailed":
                 return _already_held(mine.get("Item") or {})
             if theirs.get("Code") == "ConditionalCheckFailed":

@@ -30,7 +30,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyIt
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
-from clockless.throttle import Budget, ThrottleRetryingClient, client_request_token, remaining_ms
+from clockless.throttle import Budget, ThrottleRetryingClient, cancellation_reasons, client_request_token, remaining_ms
 from clockless.tick import Tick
 
 CLAIM_ID_ATTR: Final = "claim_id"
@@ -223,7 +223,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         try:
             self._transact(delivery, transaction, claim=True)
         except self.dynamodb.exceptions.TransactionCanceledException as error:
-            claim_reason, ledger_reason = _reasons(error, 2)
+            claim_reason, ledger_reason = cancellation_reasons(error, 2)[:2]
             if claim_reason.get("Code") == "ConditionalCheckFailed":
                 raise self._already_exists(claim_reason.get("Item"), delivery) from error
             if ledger_reason.get("Code") == "ConditionalCheckFailed" and "Item" in ledger_reason:
@@ -312,7 +312,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         try:
             self._transact(delivery, [{"Delete": delete}, {"Update": failed_update}])
         except self.dynamodb.exceptions.TransactionCanceledException as cancelled:
-            claim_reason, _ = _reasons(cancelled, 2)
+            claim_reason = cancellation_reasons(cancelled, 1)[0]
             if claim_reason.get("Code") == "ConditionalCheckFailed":
                 return self._not_released(claim_reason.get("Item"))
             raise
@@ -324,11 +324,6 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         if item and _text(item, self.status_attr) == _COMPLETED:
             return Release.COMPLETED
         return Release.NOT_HELD
-
-
-def _reasons(error: Any, count: int) -> list[dict[str, Any]]:
-    reasons = list(error.response.get("CancellationReasons") or [])
-    return [dict(reason or {}) for reason in reasons[:count]] + [{}] * max(0, count - len(reasons))
 
 
 def _text(item: Mapping[str, Any], name: str) -> str | None:
