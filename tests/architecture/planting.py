@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,8 +36,7 @@ class PlantedCopy:
                 shutil.copy2(source, root / name)
         # Plants go into the expanded template: each job's resources written out, as CloudFormation
         # deploys them, so a plant lands in the one job's resource it names (not in the loop body).
-        template = root / "template.yaml"
-        template.write_text(render(Template.load(template).document), encoding="utf-8")
+        (root / "template.yaml").write_text(_expanded_project_template(), encoding="utf-8")
         return cls(root)
 
     @property
@@ -94,6 +94,12 @@ class PlantedCopy:
         """What `rule` reports, after checking that every rule still runs over the copy."""
         (selected,) = [r for r in RULES if r.name == rule]
         return check(self.project, [selected])
+
+
+@functools.cache
+def _expanded_project_template() -> str:
+    """The project's template with each job's resources written out: the same for every copy."""
+    return render(Template.load(PROJECT_ROOT / "template.yaml").document)
 
 
 def _block(text: str, anchor: str, relative: str) -> tuple[int, int]:

@@ -16,16 +16,27 @@ from clockless_tools.local.dynamodb import (
     dynamodb_client,
     local_environment,
 )
+from clockless_tools.local.in_process import served_in_process
+from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.local.poller import Invocation, SqsPoller
 from clockless_tools.local.queues import create_queues, delete_queues, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
 
 
 @pytest.fixture(scope="session")
 def dynamodb_endpoint() -> Iterator[str]:
-    with EmbeddedDynamoDB(port=0) as server:
+    # The server as `make run` uses it: this process's requests reach it without a socket (the same
+    # request and answer bytes; other processes, such as the CLI run as users run it, still come
+    # over HTTP), and its transactions copy only the items they name, not every table they touch
+    # (the same answers: tests/integration/test_in_process.py and test_bench.py).
+    with (
+        EmbeddedDynamoDB(port=0) as server,
+        served_in_process(server.endpoint, server.app),
+        transactions_snapshot_touched_items(),
+    ):
         yield server.endpoint
 
 
@@ -84,6 +95,25 @@ def scan_all(client: Any, table: str) -> list[dict[str, Any]]:
     for page in client.get_paginator("scan").paginate(TableName=table):
         items.extend(page["Items"])
     return items
+
+
+TableContents = dict[str, list[dict[str, Any]]]
+
+
+def snapshot_tables(template: Template, client: Any) -> TableContents:
+    """Every item of every template table: a night replayed once per module, and written back into
+    each test's fresh tables with `restore_tables` (a few requests, where replaying the night again
+    is hundreds of worker invocations)."""
+    return {name: scan_all(client, name) for name in map(LocalNames().table_name, template.tables)}
+
+
+def restore_tables(client: Any, contents: TableContents) -> None:
+    for table, items in contents.items():
+        for start in range(0, len(items), 25):
+            batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+            unprocessed: dict[str, Any] = {table: batch}
+            while unprocessed:
+                unprocessed = client.batch_write_item(RequestItems=unprocessed).get("UnprocessedItems", {})
 
 
 def delivery(sample: str, attempt: int = 1, **overrides: str) -> dict[str, Any]:

@@ -16,7 +16,14 @@ from clockless import Trigger
 from clockless.fanout import FanOut
 from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
-from clockless_tools.local.dynamodb import create_tables, delete_tables
+from clockless_tools.local.dynamodb import (
+    create_tables,
+    delete_tables,
+    dynamodb_client,
+    local_environment,
+    patched_environ,
+)
+from clockless_tools.local.queues import create_queues, delete_queues
 from clockless_tools.operations.backfill import BackfillPolicy, backfill
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.status import job_status
@@ -24,7 +31,7 @@ from clockless_tools.operations.targets import LocalTarget, OperationError, tick
 from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore, SessionPartitionWork
-from tests.integration.conftest import scan_all
+from tests.integration.conftest import TableContents, restore_tables, scan_all, snapshot_tables
 
 JOB = "session-cleanup"
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
@@ -35,6 +42,21 @@ DROPPED = [DAY + timedelta(hours=3), DAY + timedelta(hours=7)]
 @pytest.fixture
 def target(tables: Any, local_queues: Any, template: Template, dynamodb_endpoint: str) -> LocalTarget:
     return LocalTarget(template, dynamodb_endpoint)
+
+
+@pytest.fixture(scope="module")
+def gapped_night(template: Template, dynamodb_endpoint: str) -> TableContents:
+    """The schedule's first twelve hours with DROPPED never delivered, replayed once for the module."""
+    with patched_environ(local_environment(dynamodb_endpoint)):
+        create_tables(template, dynamodb_endpoint)
+        create_queues(template, dynamodb_endpoint)
+        try:
+            _seed_sessions()
+            _run_schedule(LocalTarget(template, dynamodb_endpoint), dropping=DROPPED)
+            return snapshot_tables(template, dynamodb_client(dynamodb_endpoint))
+        finally:
+            delete_tables(template, dynamodb_endpoint)
+            delete_queues(template, dynamodb_endpoint)
 
 
 def _seed_sessions() -> None:
@@ -58,9 +80,10 @@ def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
     return {item["scheduled_time"]["S"]: item for item in scan_all(tables, "LedgerTable") if item["job"]["S"] == JOB}
 
 
-def test_status_lists_exactly_the_dropped_ticks(target: LocalTarget, template: Template) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+def test_status_lists_exactly_the_dropped_ticks(
+    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+) -> None:
+    restore_tables(tables, gapped_night)
 
     status = job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30))
 
@@ -72,7 +95,7 @@ def test_status_lists_exactly_the_dropped_ticks(target: LocalTarget, template: T
 
 
 def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
-    target: LocalTarget, template: Template, tables: Any, dynamodb_endpoint: str
+    target: LocalTarget, template: Template, tables: Any, dynamodb_endpoint: str, gapped_night: TableContents
 ) -> None:
     # Given a reference: the same schedule with no gap, on the same seed
     _seed_sessions()
@@ -82,8 +105,7 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
     create_tables(template, dynamodb_endpoint)
 
     # And the schedule again, with two ticks never delivered
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+    restore_tables(tables, gapped_night)
 
     # When the gap is backfilled
     first = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL)
@@ -106,10 +128,9 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
 
 
 def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
-    target: LocalTarget, template: Template, tables: Any
+    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
 ) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+    restore_tables(tables, gapped_night)
 
     latest = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
     assert latest.outcomes == {"2026-11-29T07:00:00Z": "executed"}
@@ -126,10 +147,9 @@ def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
 
 
 def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
-    target: LocalTarget, template: Template, tables: Any
+    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
 ) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+    restore_tables(tables, gapped_night)
     before = _domain_state(tables)
 
     dry = backfill(
@@ -144,9 +164,10 @@ def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
     assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
 
 
-def test_dry_run_lists_and_changes_nothing(target: LocalTarget, template: Template, tables: Any) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+def test_dry_run_lists_and_changes_nothing(
+    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+) -> None:
+    restore_tables(tables, gapped_night)
     before = _domain_state(tables), _ledger(tables)
 
     result = backfill(
@@ -179,9 +200,10 @@ def test_run_now_twice_in_one_minute_has_one_effect(target: LocalTarget, templat
     assert (entry["trigger"]["S"], entry["attempts"]["N"]) == ("manual", "1")
 
 
-def test_cli_status_backfill_and_run_now(target: LocalTarget, dynamodb_endpoint: str) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+def test_cli_status_backfill_and_run_now(
+    target: LocalTarget, dynamodb_endpoint: str, tables: Any, gapped_night: TableContents
+) -> None:
+    restore_tables(tables, gapped_night)
     runner = CliRunner()
     window = ["--window-days", str((datetime.now(UTC) - DAY).total_seconds() / 86400)]
 
@@ -308,10 +330,9 @@ def test_a_failing_worker_is_reported_in_one_line_and_its_tick_stays_running(
 
 
 def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
-    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path
+    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path, tables: Any, gapped_night: TableContents
 ) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+    restore_tables(tables, gapped_night)
     log = tmp_path / "backfill.log"
     command = [sys.executable, "-m", "clockless_tools.cli", "backfill", JOB, "--endpoint", dynamodb_endpoint]
     command += ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z", "--log", str(log)]
@@ -333,9 +354,10 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
     assert written.count('"TickSucceeded":[1.0]') == 2
 
 
-def test_backfill_tells_its_total_before_the_first_tick(target: LocalTarget, template: Template) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+def test_backfill_tells_its_total_before_the_first_tick(
+    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+) -> None:
+    restore_tables(tables, gapped_night)
     events: list[object] = []
 
     backfill(
@@ -352,9 +374,10 @@ def test_backfill_tells_its_total_before_the_first_tick(target: LocalTarget, tem
     assert events == [2, *DROPPED]
 
 
-def test_cli_status_in_a_pipe_prints_whole_times_and_spans(target: LocalTarget, dynamodb_endpoint: str) -> None:
-    _seed_sessions()
-    _run_schedule(target, dropping=DROPPED)
+def test_cli_status_in_a_pipe_prints_whole_times_and_spans(
+    target: LocalTarget, dynamodb_endpoint: str, tables: Any, gapped_night: TableContents
+) -> None:
+    restore_tables(tables, gapped_night)
 
     # CliRunner's stdout is not a terminal, as in `clockless status | cat` or CI.
     result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--window-days", "50"])

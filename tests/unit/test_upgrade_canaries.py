@@ -7,6 +7,7 @@ elsewhere (or by nothing at all: the moto transactions patch would quietly stop 
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,9 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
+from moto.dynamodb.models.table import Table
+
+from clockless_tools.local.moto_transactions import stock_transactions
 
 
 def _version(distribution: str) -> str:
@@ -130,21 +134,31 @@ def test_every_botocore_request_passes_through_endpoint_send(monkeypatch: pytest
 # -------------------------------------------------------------------- moto
 
 
-def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables() -> None:
     """clockless_tools.local.moto_transactions (make run, make bench) replaces moto.dynamodb.models.copy (and
     transact_write_items) because moto deep-copies every table a transaction names."""
-    import copy
+    # This worker's embedded server may have the patch installed: the canary looks at moto's own.
+    with stock_transactions():
+        copied = _tables_moto_copies_in_a_transaction()
 
+    assert Table.__name__ in copied, (
+        f"{_version('moto')}: transact_write_items no longer deep-copies the tables it names through "
+        f"moto.dynamodb.models.copy (copied: {copied!r}). {RELIANCE}"
+    )
+
+
+RELIANCE = (
+    "clockless_tools.local.moto_transactions.transactions_snapshot_touched_items replaces "
+    "moto.dynamodb.models.copy to skip that copy; it would now do nothing or break transactions"
+)
+
+
+def _tables_moto_copies_in_a_transaction() -> list[str]:
     from moto import mock_aws
     from moto.dynamodb import models
-    from moto.dynamodb.models.table import Table
 
-    reliance = (
-        "clockless_tools.local.moto_transactions.transactions_snapshot_touched_items replaces "
-        "moto.dynamodb.models.copy to skip that copy; it would now do nothing or break transactions"
-    )
     assert getattr(models, "copy", None) is copy, (
-        f"{_version('moto')}: moto.dynamodb.models no longer imports copy. {reliance}"
+        f"{_version('moto')}: moto.dynamodb.models no longer imports copy. {RELIANCE}"
     )
     copied: list[str] = []
 
@@ -162,10 +176,9 @@ def test_moto_rolls_a_transaction_back_from_deep_copies_of_its_tables(monkeypatc
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        monkeypatch.setattr(models, "copy", Watching)
-        client.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"id": {"S": "a"}}}}])
-
-    assert Table.__name__ in copied, (
-        f"{_version('moto')}: transact_write_items no longer deep-copies the tables it names through "
-        f"moto.dynamodb.models.copy (copied: {copied!r}). {reliance}"
-    )
+        setattr(models, "copy", Watching)  # noqa: B010 - the module moto copies tables with
+        try:
+            client.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"id": {"S": "a"}}}}])
+        finally:
+            setattr(models, "copy", copy)  # noqa: B010
+    return copied

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idemp
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from clockless.config import env_int, env_str
+from clockless.config import PerEnvironment, env_int, env_str
 from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
 from clockless.observability import Observability
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
@@ -138,9 +137,9 @@ class ScheduledJob:
         self.function: JobFunction | None = None
         self.logger = Logger(service=name)
         self.observability = Observability(self.logger, service=name)
-        self._store = persistence_store
-        self._settings: KitSettings | None = None
-        self._lock = threading.Lock()
+        self._injected_store = persistence_store
+        self._store = PerEnvironment(self._make_store)
+        self._settings = PerEnvironment(KitSettings.from_env)
         # Set by `clockless.fanout.FanOut`: this job's ticks are split into this many partitions.
         self.partitions_total: int | None = None
         # Throttles on the kit's own writes are waited out on this clock (tests set their own).
@@ -160,20 +159,18 @@ class ScheduledJob:
         return f"clockless#{self.name}"
 
     def settings(self) -> KitSettings:
-        if self._settings is None:
-            self._settings = KitSettings.from_env()
-        return self._settings
+        return self._settings.get()
 
     def persistence_store(self) -> LedgeredPersistenceLayer:
-        with self._lock:
-            if self._store is None:
-                settings = self.settings()
-                self._store = LedgeredPersistenceLayer(
-                    table_name=settings.idempotency_table,
-                    ledger_table_name=settings.ledger_table,
-                    ledger_retention_seconds=settings.ledger_retention_seconds,
-                )
-            return self._store
+        return self._injected_store or self._store.get()
+
+    def _make_store(self) -> LedgeredPersistenceLayer:
+        settings = self.settings()
+        return LedgeredPersistenceLayer(
+            table_name=settings.idempotency_table,
+            ledger_table_name=settings.ledger_table,
+            ledger_retention_seconds=settings.ledger_retention_seconds,
+        )
 
     def handler(self, fn: JobFunction) -> LambdaHandler:
         """Make `fn` the job's Lambda handler: parse the tick, claim it, run it once, report it."""

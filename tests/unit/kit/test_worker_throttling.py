@@ -85,7 +85,7 @@ def _runner(aws: Aws, worker: Any, dynamodb: Throttling) -> tuple[FakeClock, Rec
     runner = worker.clockless_runner
     runner.clock = FakeClock()
     queue = RecordingQueue(aws.sqs)
-    runner._clients = (dynamodb, queue)
+    runner.clients = lambda: (dynamodb, queue)
     return runner.clock, queue
 
 

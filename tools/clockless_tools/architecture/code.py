@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,7 +22,15 @@ def module_imports(tree: ast.Module) -> dict[str, str]:
     return {name.local: name.qualified for name in imported_names(tree)}
 
 
-def imported_names(tree: ast.AST) -> Iterator[ImportedName]:
+@functools.lru_cache(maxsize=65536)
+def imported_names(tree: ast.AST) -> tuple[ImportedName, ...]:
+    """Every name an absolute import binds in `tree`. Remembered per tree (an ast node hashes by
+    identity, and the parsed trees are shared by every copy of the project holding the same file:
+    `project._parsed`): the rules ask for each function's imports many times over."""
+    return tuple(_imported_names(tree))
+
+
+def _imported_names(tree: ast.AST) -> Iterator[ImportedName]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:

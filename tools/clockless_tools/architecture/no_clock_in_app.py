@@ -12,7 +12,7 @@ from clockless_tools.architecture.code import (
     qualified_name,
     walk_without_nested_scopes,
 )
-from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
 
 NO_CLOCK_IN_APP: Final = "no-clock-in-app"
 
@@ -47,6 +47,7 @@ def check_no_clock_in_app(project: Project) -> Iterator[Violation]:
         yield from _check_source(source)
 
 
+@per_file
 def _check_source(source: SourceFile) -> Iterator[Violation]:
     def violation(message: str, line: int) -> Violation:
         return Violation(NO_CLOCK_IN_APP, source.relative, source.owner, message, _FIX, line=line)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from clockless_tools.architecture.code import module_imports, qualified_name
-from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
 
 NO_WALL_CLOCK: Final = "no-wall-clock"
 
@@ -73,13 +73,13 @@ def check_no_wall_clock(project: Project) -> Iterator[Violation]:
     jobs = set(template.scheduled_functions) | set(template.worker_functions)
     for source in project.sources:
         if source.owner in jobs:
-            for read in clock_reads(source):
+            for read in _job_reads(source):
                 message = (
                     f"{read.where} reads the wall clock ({read.name}): a late or replayed tick would decide differently"
                 )
                 yield Violation(NO_WALL_CLOCK, source.relative, source.owner, message, _FIX, line=read.line)
         elif source.owner in project.layer_dirs:
-            for read in clock_reads(source, kit=True):
+            for read in _kit_reads(source):
                 if read.where in KIT_CLOCK_READS:
                     continue
                 message = (
@@ -95,6 +95,16 @@ class ClockRead:
     where: str  # module.Class.function the read sits in
     name: str  # what it reads, e.g. datetime.datetime.now
     line: int
+
+
+@per_file
+def _job_reads(source: SourceFile) -> Iterator[ClockRead]:
+    return clock_reads(source)
+
+
+@per_file
+def _kit_reads(source: SourceFile) -> Iterator[ClockRead]:
+    return clock_reads(source, kit=True)
 
 
 def clock_reads(source: SourceFile, *, kit: bool = False) -> Iterator[ClockRead]:

@@ -7,6 +7,7 @@ and over a copy in a temporary directory with a violation planted in it.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -214,7 +215,7 @@ class Project:
         except OSError as error:
             raise ProjectError(f"{self.relative(path)}: cannot read: {error.strerror}") from None
         try:
-            tree = ast.parse(text, filename=str(path))
+            tree = _parsed(text)
         except SyntaxError as error:
             raise ProjectError(f"{self.relative(path)}:{error.lineno}: not valid Python: {error.msg}") from None
         owner, module = self._owner_and_module(path)
@@ -303,3 +304,25 @@ def sub_text(value: Any) -> str | None:
         argument = value["Fn::Sub"]
         return str(argument if isinstance(argument, str) else argument[0])
     return None
+
+
+@functools.lru_cache(maxsize=2048)
+def _parsed(text: str) -> ast.Module:
+    """A file's tree, shared by every project that holds the same text: the planted copies of the
+    architecture tests differ from the project in one file each. No rule writes to a tree."""
+    return ast.parse(text)
+
+
+def per_file[T](check: Callable[[SourceFile], Iterable[T]]) -> Callable[[SourceFile], list[T]]:
+    """A reading of one file that depends on nothing but the file: remembered for the file's tree
+    (shared by every copy holding the same text, `_parsed`) and its place in the project."""
+    memo: dict[tuple[ast.Module, str, str, str], list[T]] = {}
+
+    @functools.wraps(check)
+    def remembered(source: SourceFile) -> list[T]:
+        key = (source.tree, source.relative, source.owner, source.module)
+        if key not in memo:
+            memo[key] = list(check(source))
+        return memo[key]
+
+    return remembered

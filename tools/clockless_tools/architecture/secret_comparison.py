@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
 
 SECRET_COMPARISON: Final = "secret-comparison"  # noqa: S105 - a rule name
 
@@ -41,7 +41,12 @@ _FIX: Final = "hash both sides (hashlib.sha256) and compare the digests with hma
 
 def check_secret_comparison(project: Project) -> Iterator[Violation]:
     for source in project.sources:
-        yield from _check_scope(source, source.tree.body, frozenset())
+        yield from _check_file(source)
+
+
+@per_file
+def _check_file(source: SourceFile) -> Iterator[Violation]:
+    return _check_scope(source, source.tree.body, frozenset())
 
 
 def sensitive_name(identifier: str) -> bool:

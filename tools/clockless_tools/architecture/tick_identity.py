@@ -18,7 +18,7 @@ from clockless_tools.architecture.code import (
     string_constants,
     string_value,
 )
-from clockless_tools.architecture.project import Project, Rule, Violation
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
 from clockless_tools.template.model import Schedule
 
 TICK_IDENTITY: Final = "tick-identity"
@@ -193,30 +193,34 @@ def _leaves(value: Any) -> Iterator[Any]:
 
 
 def _check_no_self_keying(project: Project) -> Iterator[Violation]:
-    """A function that decorates with Powertools' idempotency itself bypasses the kit's key."""
     functions = project.template.functions
     for source in project.sources:
-        if source.owner not in functions:
-            continue
-        imports = module_imports(source.tree)
-        uses: set[tuple[int, str]] = set()
-        for node in ast.walk(source.tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                uses.update((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
-            elif isinstance(node, ast.Attribute):
-                uses.add((node.lineno, qualified_name(node, imports) or ""))
-        for line, name in sorted(uses):
-            used = name.rsplit(".", 1)[-1]
-            if name.startswith(_POWERTOOLS_IDEMPOTENCY) and used in _SELF_KEYING:
-                yield Violation(
-                    TICK_IDENTITY,
-                    source.relative,
-                    source.owner,
-                    f"{source.module} uses Powertools {used} itself, with a key that is not the kit's "
-                    "(job, scheduled time)",
-                    "remove it: @job.handler already makes the handler idempotent on the tick",
-                    line=line,
-                )
+        if source.owner in functions:
+            yield from _self_keying(source)
+
+
+@per_file
+def _self_keying(source: SourceFile) -> Iterator[Violation]:
+    """A function that decorates with Powertools' idempotency itself bypasses the kit's key."""
+    imports = module_imports(source.tree)
+    uses: set[tuple[int, str]] = set()
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            uses.update((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
+        elif isinstance(node, ast.Attribute):
+            uses.add((node.lineno, qualified_name(node, imports) or ""))
+    for line, name in sorted(uses):
+        used = name.rsplit(".", 1)[-1]
+        if name.startswith(_POWERTOOLS_IDEMPOTENCY) and used in _SELF_KEYING:
+            yield Violation(
+                TICK_IDENTITY,
+                source.relative,
+                source.owner,
+                f"{source.module} uses Powertools {used} itself, with a key that is not the kit's "
+                "(job, scheduled time)",
+                "remove it: @job.handler already makes the handler idempotent on the tick",
+                line=line,
+            )
 
 
 TICK_IDENTITY_RULE = Rule(

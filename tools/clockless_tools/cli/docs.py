@@ -13,10 +13,9 @@ from the registry or the results file it comes from.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,17 +69,18 @@ def blocks(path: Path) -> Iterator[Block]:
 
 
 def run_command(command: str) -> str:
-    """The stdout of a `clockless ...` command, run as `make docs` runs it (from the project root)."""
-    args = shlex.split(command)[1:]
-    done = subprocess.run(
-        [sys.executable, "-m", "clockless_tools.cli", *args],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise DocsError(f"`{command}` exited {done.returncode}: {done.stderr.strip()}")
+    """The stdout of a `clockless ...` command, as it prints into a pipe. Run in this process: the
+    generating commands print plain text and read files, and one import of the CLI serves every
+    block (a process per block cost 2 s of CPU each)."""
+    from typer.testing import CliRunner
+
+    from clockless_tools.cli.app import app as cli
+
+    with contextlib.chdir(PROJECT_ROOT):  # as `make docs` runs it: paths like bench/results.json
+        done = CliRunner().invoke(cli, shlex.split(command)[1:])
+    if done.exit_code != 0:
+        error = done.stderr.strip() or repr(done.exception)
+        raise DocsError(f"`{command}` exited {done.exit_code}: {error}")
     return done.stdout if done.stdout.endswith("\n") else done.stdout + "\n"
 
 

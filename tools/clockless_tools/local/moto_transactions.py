@@ -19,6 +19,26 @@ from typing import Any
 
 
 @contextlib.contextmanager
+def stock_transactions() -> Iterator[None]:
+    """moto's own transactions for the duration, even inside `transactions_snapshot_touched_items`
+    (the upgrade canary checks what moto itself does; the tests' server keeps the patch active)."""
+    from moto.dynamodb import models
+
+    patched = getattr(models, "copy"), models.DynamoDBBackend.transact_write_items  # noqa: B009
+    stock = getattr(models.DynamoDBBackend.transact_write_items, "stock", None)
+    if stock is None:
+        yield
+        return
+    setattr(models, "copy", copy)  # noqa: B010 - the module moto copies tables with
+    setattr(models.DynamoDBBackend, "transact_write_items", stock)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(models, "copy", patched[0])  # noqa: B010
+        setattr(models.DynamoDBBackend, "transact_write_items", patched[1])  # noqa: B010
+
+
+@contextlib.contextmanager
 def transactions_snapshot_touched_items() -> Iterator[None]:
     """Patch moto's DynamoDB backend in this process for the duration (see the module's docstring)."""
     from moto.dynamodb import models
@@ -44,6 +64,8 @@ def transactions_snapshot_touched_items() -> Iterator[None]:
                     backend.delete_item(table_name, key)
             raise
 
+    # Where moto's own transaction is (patches nest: the innermost knows the stock one).
+    transact_write_items.stock = getattr(stock, "stock", stock)  # type: ignore[attr-defined]
     setattr(models, "copy", TablesAreNotCopied)  # noqa: B010 - the module moto copies tables with
     setattr(models.DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
     try:

@@ -16,10 +16,10 @@ Declared once at module level next to the job (no AWS is touched until a tick co
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.queue import WorkQueue
 from clockless.fanout.settings import CoordinatorSettings
@@ -47,16 +47,10 @@ class FanOut:
         self.job = job
         self.partitions = partitions
         job.declare_fan_out(len(partitions))
-        self._sqs: Any = None
-        self._lock = threading.Lock()
+        self._sqs = PerEnvironment(_sqs_client, CLIENT_ENVIRONMENT)
 
     def sqs(self) -> Any:
-        with self._lock:
-            if self._sqs is None:
-                import boto3  # noqa: PLC0415 - only a tick pays for a client, not the import of a handler
-
-                self._sqs = boto3.client("sqs")
-            return self._sqs
+        return self._sqs.get()
 
     def start(self, run: JobRun, params: Mapping[str, Any]) -> dict[str, Any]:
         """Hand the tick's partitions to the workers: one message each, 10 per request. The summary
@@ -96,3 +90,9 @@ class FanOut:
         # The runner behind the handler, for tools and tests that give it their clock.
         lambda_handler.clockless_runner = runner  # type: ignore[attr-defined]
         return lambda_handler
+
+
+def _sqs_client() -> Any:
+    import boto3  # noqa: PLC0415 - only a tick pays for a client, not the import of a handler
+
+    return boto3.client("sqs")

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.config import Config
 
+from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.done import mark_done
@@ -72,8 +73,8 @@ class PartitionWorker:
         self.job = fan_out.job
         self._work_factory = work
         self._work: PartitionWork[Any] | None = None
-        self._settings: WorkerSettings | None = None
-        self._clients: tuple[Any, Any] | None = None
+        self._settings = PerEnvironment(WorkerSettings.from_env)
+        self._clients = PerEnvironment(self._make_clients, CLIENT_ENVIRONMENT)
         self._lock = threading.Lock()
         # Waits (throttle backoff, pacing) and the time budget are measured on this clock: tests
         # and the simulator set their own.
@@ -85,19 +86,17 @@ class PartitionWorker:
 
     # ------------------------------------------------------------------------- collaborators
     def settings(self) -> WorkerSettings:
-        if self._settings is None:
-            self._settings = WorkerSettings.from_env()
-        return self._settings
+        return self._settings.get()
 
     def clients(self) -> tuple[Any, Any]:
         """(dynamodb, sqs), made on first use; the pool fits every lane's transaction at once."""
-        with self._lock:
-            if self._clients is None:
-                import boto3  # noqa: PLC0415 - the handler's import stays free of clients
+        return self._clients.get()
 
-                pool = Config(max_pool_connections=max(10, self.settings().concurrency + 2))
-                self._clients = (boto3.client("dynamodb", config=pool), boto3.client("sqs"))
-            return self._clients
+    def _make_clients(self) -> tuple[Any, Any]:
+        import boto3  # noqa: PLC0415 - the handler's import stays free of clients
+
+        pool = Config(max_pool_connections=max(10, self.settings().concurrency + 2))
+        return boto3.client("dynamodb", config=pool), boto3.client("sqs")
 
     def work(self) -> PartitionWork[Any]:
         with self._lock:
