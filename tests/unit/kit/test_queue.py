@@ -4,13 +4,18 @@ split under SQS's message size."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from clockless.fanout.queue import MAX_BODY_BYTES, QueueSendError, WorkQueue, split_items
+from clockless.fanout.messages import KIND_PARTITION, WorkMessage
+from clockless.fanout.queue import MAX_BODY_BYTES, DeadLetters, QueueSendError, WorkQueue, split_items
+from clockless.fanout.writer import Entry
 from clockless.throttle import Budget
+from clockless.tick import Trigger
 from tests.unit.kit.fake_clock import FakeClock
 from tests.unit.kit.toy import Context
 
@@ -116,3 +121,29 @@ def test_failed_items_are_split_under_the_message_size() -> None:
     assert sum(len(g) for g in groups) == 9
     assert all(300 + len(json.dumps(g)) <= MAX_BODY_BYTES for g in groups)
     assert len(groups) == 3
+
+
+def test_failed_items_throttled_on_their_way_to_the_dlq_are_waited_out() -> None:
+    class ThrottledOnce:
+        def __init__(self) -> None:
+            self.bodies: list[str] = []
+            self.throttles = 1
+
+        def send_message(self, *, QueueUrl: str, MessageBody: str) -> dict[str, Any]:
+            if self.throttles:
+                self.throttles -= 1
+                raise ClientError({"Error": {"Code": "RequestThrottled", "Message": "slow down"}}, "SendMessage")
+            self.bodies.append(MessageBody)
+            return {}
+
+    sqs = ThrottledOnce()
+    budget, clock = _budget(60)
+    message = WorkMessage(KIND_PARTITION, "toy", datetime(2026, 12, 1, 2, tzinfo=UTC), Trigger.SCHEDULE, "0", {})
+
+    DeadLetters(sqs, "dlq", Logger(service="toy"), budget).send(
+        message, dict, [Entry("k1", [], {"id": "k1"})], "ValidationException: too big"
+    )
+
+    assert len(sqs.bodies) == 1
+    assert json.loads(sqs.bodies[0])["items"] == [{"id": "k1"}]
+    assert len(clock.slept) == 1

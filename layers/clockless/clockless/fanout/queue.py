@@ -96,12 +96,14 @@ def split_items(items: Sequence[dict[str, Any]], envelope_bytes: int) -> list[li
 
 
 class DeadLetters:
-    """Failed items to the job's work DLQ, as `items` messages a replay can move back."""
+    """Failed items to the job's work DLQ, as `items` messages a replay can move back. A throttled
+    send is waited out within `budget` (the attempt's time)."""
 
-    def __init__(self, client: Any, url: str, logger: Logger) -> None:
+    def __init__(self, client: Any, url: str, logger: Logger, budget: Budget | None = None) -> None:
         self.client = client
         self.url = url
         self.logger = logger
+        self.budget = budget if budget is not None else Budget(None, 0.0)
 
     def send(
         self, message: WorkMessage, encode: Callable[[Any], dict[str, Any]], entries: list[Entry], reason: str
@@ -109,7 +111,10 @@ class DeadLetters:
         encoded = [encode(entry.item) for entry in entries]
         envelope = len(message.failed_items([], reason).body().encode("utf-8"))
         for group in split_items(encoded, envelope):
-            self.client.send_message(QueueUrl=self.url, MessageBody=message.failed_items(group, reason).body())
+            send = functools.partial(
+                self.client.send_message, QueueUrl=self.url, MessageBody=message.failed_items(group, reason).body()
+            )
+            retry_throttled(send, budget=self.budget, what="SendMessage to the work DLQ")
         # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
         self.logger.error(
             "items failed; sent to the work DLQ",

@@ -47,7 +47,7 @@ def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metric
             writer = BatchWriter(
                 worker.clients()[0],
                 ReplayAccounting(records),
-                on_failed=worker._dead_letters(message, work),
+                on_failed=worker._dead_letters(message, work, budget),
                 concurrency=1,
                 clock=worker.clock,
                 budget=budget,

@@ -206,7 +206,7 @@ class PartitionWorker:
         writer = BatchWriter(
             self.clients()[0],
             PartitionAccounting(records),
-            on_failed=self._dead_letters(message, work),
+            on_failed=self._dead_letters(message, work, budget),
             concurrency=settings.concurrency,
             clock=self.clock,
             budget=budget,
@@ -345,7 +345,7 @@ class PartitionWorker:
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
             self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
         if status != NOT_COMPLETE and self.job.overlap is Overlap.BUFFER:
-            release_buffered(*self.clients(), self.settings(), self.job, message)
+            release_buffered(*self.clients(), self.settings(), self.job, message, budget=budget)
 
     @staticmethod
     def _report_success(finisher: Finisher, message: WorkMessage, metrics: EphemeralMetrics) -> None:
@@ -355,8 +355,15 @@ class PartitionWorker:
         metrics.flush_metrics()
         finisher.reported(message.job, message.time_text)
 
-    def _dead_letters(self, message: WorkMessage, work: PartitionWork[Any]) -> Callable[[list[Entry], str], None]:
-        queue = DeadLetters(self.clients()[1], self.settings().dead_letter_queue_url, self.job.logger)
+    def _dead_letters(
+        self, message: WorkMessage, work: PartitionWork[Any], budget: Budget
+    ) -> Callable[[list[Entry], str], None]:
+        queue = DeadLetters(
+            self.clients()[1],
+            self.settings().dead_letter_queue_url,
+            self.job.logger,
+            budget.with_margin(HAND_ON_MARGIN_SECONDS),
+        )
         return functools.partial(queue.send, message, work.encode)
 
     def _log_run(self, what: str, counters: Counters, pages: int, started: float, writer: BatchWriter) -> None:
