@@ -16,6 +16,7 @@ from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
 from clockless_tools.operations.work import show
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 
 
@@ -141,8 +142,12 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
 
 def declared_overlap(template: Template, function_id: str) -> str | None:
     """The job's overlap policy as its code declares it (`ScheduledJob(..., overlap=...)`): its handler
-    imported as Lambda imports it, never called. None for a function without the kit."""
-    handler = LocalLambdaRuntime(template, endpoint="").handler(function_id)
+    imported as Lambda imports it, never called. None for a function without the kit, or whose code is
+    not in this checkout."""
+    try:
+        handler = LocalLambdaRuntime(template, endpoint="").handler(function_id)
+    except (ImportError, TemplateError):
+        return None  # its code is not here to read (status on a stack from another checkout)
     job = getattr(handler, "clockless_job", None)
     return None if job is None else str(job.overlap)
 
