@@ -15,12 +15,19 @@ from typing import Final
 
 import pytest
 
-from clockless_tools.simulate.faults import RequestRecord
+from clockless_tools.simulate.faults import MODEL_KINDS, FaultKind, RequestRecord
 
 EVERY_REQUEST: Final = "every request"
 ONE_PER_PATH: Final = "one per path"
 # The exhaustive variant is slow: `make test` runs one per path, CI both (`make test-slow`).
 SWEEPS: Final = (ONE_PER_PATH, pytest.param(EVERY_REQUEST, marks=pytest.mark.slow))
+
+
+def kinds(*in_make_test: FaultKind) -> list[object]:
+    """Every kind of the fault model; those not named are left to CI (`slow`). A sweep whose runs
+    each cost a fanned-out tick keeps in `make test` the kinds whose path no cheaper sweep of the
+    same requests takes (docs/development.md lists which sweep runs which kinds where)."""
+    return [kind if kind in in_make_test else pytest.param(kind, marks=pytest.mark.slow) for kind in MODEL_KINDS]
 
 
 def one_per_path(requests: Sequence[RequestRecord]) -> list[int]:

@@ -15,9 +15,12 @@ from clockless_tools.template.model import Template
 from clockless_tools.template.render import render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# What the rules read: the template, the deployed code, the sample events, the import contracts
-# and the tools they also cover.
-COPIED = ("template.yaml", "pyproject.toml", "functions", "layers", "events", "tools")
+# What the rules read: the template, the deployed code, the sample events and the import contracts.
+COPIED = ("template.yaml", "pyproject.toml", "functions", "layers", "events")
+# The tools are read by one rule only (their import contract): copied when a test plants into them
+# or asks that rule or the whole project (two thirds of a copy's files, a third of the suite's CPU).
+TOOLS = "tools"
+TOOLS_RULE = "layering"
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,7 @@ class PlantedCopy:
         root.mkdir()
         for name in COPIED:
             source = PROJECT_ROOT / name
-            if source.is_dir():
-                shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            else:
-                shutil.copy2(source, root / name)
+            _copy(source, root / name)
         # Plants go into the expanded template: each job's resources written out, as CloudFormation
         # deploys them, so a plant lands in the one job's resource it names (not in the loop body).
         (root / "template.yaml").write_text(_expanded_project_template(), encoding="utf-8")
@@ -41,7 +41,13 @@ class PlantedCopy:
 
     @property
     def project(self) -> Project:
+        """The copy as every rule reads it (the tools included)."""
+        self.with_tools()
         return Project.at(self.root)
+
+    def with_tools(self) -> None:
+        if not (self.root / TOOLS).exists():
+            _copy(PROJECT_ROOT / TOOLS, self.root / TOOLS)
 
     def replace(self, relative: str, old: str, new: str, *, after: str = "", resource: str = "") -> None:
         """Plant by replacing text that must be there, so a plant that misses fails loudly.
@@ -52,6 +58,7 @@ class PlantedCopy:
         other resources (a job added tomorrow) repeat the same text. Otherwise `old` must occur
         exactly once in the whole file. Elsewhere `after` picks the first `old` after the anchor.
         """
+        self._tools_for(relative)
         path = self.root / relative
         text = path.read_text(encoding="utf-8")
         anchor = f"  {resource}:\n" if resource else after
@@ -78,22 +85,38 @@ class PlantedCopy:
         edit(document["Resources"][logical_id])
         path.write_text(render(document), encoding="utf-8")
 
+    def _tools_for(self, relative: str) -> None:
+        if relative.split("/", 1)[0] == TOOLS:
+            self.with_tools()
+
     def append(self, relative: str, text: str) -> None:
+        self._tools_for(relative)
         path = self.root / relative
         path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
 
     def write(self, relative: str, text: str) -> None:
+        self._tools_for(relative)
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
 
     def delete(self, relative: str) -> None:
+        self._tools_for(relative)
         (self.root / relative).unlink()
 
     def violations(self, rule: str) -> list[Violation]:
         """What `rule` reports, after checking that every rule still runs over the copy."""
         (selected,) = [r for r in RULES if r.name == rule]
-        return check(self.project, [selected])
+        if rule == TOOLS_RULE:
+            self.with_tools()
+        return check(Project.at(self.root), [selected])
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    else:
+        shutil.copy2(source, target)
 
 
 @functools.cache

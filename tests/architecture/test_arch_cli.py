@@ -14,7 +14,8 @@ CLEANUP_HANDLER = "functions/session_cleanup/session_cleanup/handler.py"
 
 
 def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(planted: PlantedCopy) -> None:
-    # Given a copy whose cleanup handler is not a job
+    # Given a whole copy whose cleanup handler is not a job
+    planted.with_tools()
     planted.replace(CLEANUP_HANDLER, "@job.handler\n", "")
 
     # When `clockless arch` checks it
@@ -26,6 +27,7 @@ def test_clockless_arch_exits_1_and_prints_rule_place_and_fix(planted: PlantedCo
     assert f"{CLEANUP_HANDLER}:" in result.output
     assert "SessionCleanupFunction" in result.output
     assert "fix:" in result.output
+    assert "ok   layering" in result.output  # nothing but the plant: the tools are checked too
 
 
 def test_clockless_arch_passes_on_the_project_and_rejects_an_unknown_rule() -> None:

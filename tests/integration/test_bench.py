@@ -21,8 +21,20 @@ from clockless_tools.template.model import Template
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
 
 
+# The sections `make test` runs, a few seconds of CPU: what a tick costs (requests, write units,
+# against bare and stock Powertools), the coordinator, and cold starts. The rest (scale, batching,
+# scaling, fanned-out ticks, the night model), about 20 s more, are CI's (`slow`): `full_results`.
+QUICK_SECTIONS = ("overhead", "versus_stock", "throughput", "coordinator", "cold_start")
+SLOW = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def results(template: Template, dynamodb_endpoint: str) -> BenchResults:
+    return run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint, only=QUICK_SECTIONS)
+
+
+@pytest.fixture(scope="module")
+def full_results(template: Template, dynamodb_endpoint: str) -> BenchResults:
     return run_bench(template, sizes=QUICK, endpoint=dynamodb_endpoint)
 
 
@@ -104,11 +116,12 @@ ITEM_WRITE_UNITS = {
 }
 
 
+@SLOW
 @pytest.mark.parametrize("job", JOBS)
 def test_the_batched_path_costs_the_write_units_of_its_items_and_one_counter_per_transaction(
-    results: BenchResults, job: str
+    full_results: BenchResults, job: str
 ) -> None:
-    per_item = results.details["batching"][job]["per_item"]
+    per_item = full_results.details["batching"][job]["per_item"]
     tables, index = ITEM_WRITE_UNITS[job]
     transactions = per_item["operations"]["TransactWriteItems"]
 
@@ -121,24 +134,26 @@ def test_the_batched_path_costs_the_write_units_of_its_items_and_one_counter_per
     assert transactions >= -(-per_item["items"] // per_transaction)
 
 
+@SLOW
 @pytest.mark.parametrize("job", JOBS)
-def test_batching_is_measured_against_the_loop_in_the_same_run(results: BenchResults, job: str) -> None:
+def test_batching_is_measured_against_the_loop_in_the_same_run(full_results: BenchResults, job: str) -> None:
     for writer in ("raw_concurrency_1", "kit_writer_concurrency_1", "kit_writer_concurrency_4"):
-        figure = results.figure(f"batching.{job}.{writer}.items_per_second")
+        figure = full_results.figure(f"batching.{job}.{writer}.items_per_second")
         assert figure.baseline is not None
         assert figure.baseline > 0
         assert "same added latency" in figure.baseline_label
 
 
+@SLOW
 @pytest.mark.parametrize("job", JOBS)
-def test_the_night_model_names_its_bound_from_measured_inputs(results: BenchResults, job: str) -> None:
-    night = results.details["night"][job]
+def test_the_night_model_names_its_bound_from_measured_inputs(full_results: BenchResults, job: str) -> None:
+    night = full_results.details["night"][job]
     inputs = night["inputs"]
     assert inputs["wcu_per_item_by_index"][inputs["shard_index"]] > 0
     assert inputs["client_cpu_ms_per_item"] > 0
     for name, row in night["nights"].items():
         assert row["bound_by"] == "the slowest partition" or row["bound_by"] in row["fleet_bounds_items_per_second"]
-        assert results.figure(f"night.{job}.{name}.seconds").value == pytest.approx(row["seconds"], abs=0.1)
+        assert full_results.figure(f"night.{job}.{name}.seconds").value == pytest.approx(row["seconds"], abs=0.1)
     # one tenant is never faster than many; warm never slower than cold
     for size in ("1m", "10m"):
         for start in ("cold", "warm"):
@@ -164,13 +179,14 @@ def test_the_coordinator_sends_partitions_not_items_so_its_requests_stay_flat(re
     assert results.details["coordinator"][job]["modelled_1m"]["requests"] == requests.value
 
 
+@SLOW
 @pytest.mark.parametrize("job", JOBS)
 def test_a_fanned_out_tick_accounts_for_every_item_and_costs_its_items_writes_plus_bookkeeping(
-    results: BenchResults, job: str
+    full_results: BenchResults, job: str
 ) -> None:
-    tick = results.details["fanned_out"][job]["fanned_out"]
-    loop = results.details["fanned_out"][job]["loop"]
-    units = results.figure(f"fanned_out.{job}.per_item.write_units")
+    tick = full_results.details["fanned_out"][job]["fanned_out"]
+    loop = full_results.details["fanned_out"][job]["loop"]
+    units = full_results.figure(f"fanned_out.{job}.per_item.write_units")
 
     assert tick["ledger"]["status"] == "succeeded"
     assert tick["ledger"]["summary"]["applied"] == QUICK.batching_items
@@ -186,29 +202,32 @@ def test_a_fanned_out_tick_accounts_for_every_item_and_costs_its_items_writes_pl
     assert "ReceiveMessage" not in tick["requests"]  # the poller's, not the function's
 
 
-def test_every_worker_count_from_1_to_16_is_measured_against_linear_scaling(results: BenchResults) -> None:
-    points = results.details["scaling"]["points"]
+@SLOW
+def test_every_worker_count_from_1_to_16_is_measured_against_linear_scaling(full_results: BenchResults) -> None:
+    points = full_results.details["scaling"]["points"]
 
     assert [point["workers"] for point in points] == [1, 2, 4, 8, 16]
     assert points[0]["efficiency"] == 1.0
     for point in points[1:]:
-        figure = results.figure(f"scaling.{WINDOW_JOB}.workers_{point['workers']}.items_per_second")
+        figure = full_results.figure(f"scaling.{WINDOW_JOB}.workers_{point['workers']}.items_per_second")
         assert figure.baseline == pytest.approx(points[0]["items_per_second"] * point["workers"], rel=0.01)
         assert 0 < point["client_cpu_ms_per_item"] <= point["cpu_ms_per_item"]
 
 
+@SLOW
 @pytest.mark.parametrize("job", JOBS)
-def test_requests_and_read_units_per_tick_do_not_grow_with_the_table(results: BenchResults, job: str) -> None:
+def test_requests_and_read_units_per_tick_do_not_grow_with_the_table(full_results: BenchResults, job: str) -> None:
     for metric in ("requests", "read_units"):
-        figure = results.figure(f"scale.{job}.{metric}_per_tick")
+        figure = full_results.figure(f"scale.{job}.{metric}_per_tick")
         assert figure.ratio == 1.0
         assert figure.met is True
-    sizes = results.details["scale"][job]["sizes"]
+    sizes = full_results.details["scale"][job]["sizes"]
     assert [row["table_items"] for row in sizes] == list(QUICK.scale_table_items)
 
 
-def test_moto_reports_a_constant_consumed_capacity_so_read_units_are_computed(results: BenchResults) -> None:
-    probe = results.details["scale"]["moto_consumed_capacity"]
+@SLOW
+def test_moto_reports_a_constant_consumed_capacity_so_read_units_are_computed(full_results: BenchResults) -> None:
+    probe = full_results.details["scale"]["moto_consumed_capacity"]
 
     assert probe["all_items"]["bytes"] > probe["one_item"]["bytes"]
     assert probe["size_based"] is False
@@ -238,11 +257,12 @@ def test_every_handler_is_timed_against_import_boto3(results: BenchResults, temp
     assert all(sum(groups.values()) == pytest.approx(100, abs=0.5) for groups in shares.values())
 
 
+@SLOW
 def test_results_are_written_under_stable_keys_and_shown_as_markdown(
-    results: BenchResults, template: Template, tmp_path: Path
+    full_results: BenchResults, template: Template, tmp_path: Path
 ) -> None:
     path = tmp_path / "results.json"
-    results.write(path)
+    full_results.write(path)
     document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
 
     expected = {
@@ -385,6 +405,6 @@ def test_a_partial_run_replaces_only_its_sections_in_a_results_file(
     merged = partial.merged_into(full, SECTIONS)
 
     assert list(merged["figures"]) == list(full["figures"])  # same keys, in section order
-    assert merged["details"]["scale"] == full["details"]["scale"]
+    assert merged["details"]["overhead"] == full["details"]["overhead"]
     assert set(merged["environment"]["sections_run"]) == {"versus_stock"}
     assert merged["environment"]["seconds"] == full["environment"]["seconds"]

@@ -38,7 +38,7 @@ from botocore.endpoint import Endpoint
 
 from clockless_tools.simulate.faults import MODEL_KINDS, FaultKind
 from clockless_tools.simulate.responses import made_up_response, operation_of
-from tests.fault_sweep import SWEEPS, aimed_at
+from tests.fault_sweep import SWEEPS, aimed_at, kinds
 from tests.integration.fanned_out_tick import (
     ALREADY_DONE,
     CLEAN_SUMMARY,
@@ -65,8 +65,11 @@ def tick(
         yield fanned_out
 
 
+# A lost answer followed by a throttled resend combines two kinds each request meets here: CI's.
 @pytest.mark.parametrize("sweep", SWEEPS)
-@pytest.mark.parametrize("kind", MODEL_KINDS, ids=str)
+@pytest.mark.parametrize(
+    "kind", kinds(FaultKind.REFUSED, FaultKind.LOST_RESPONSE, FaultKind.THROTTLED, FaultKind.DIES_AFTER), ids=str
+)
 def test_every_request_of_a_partition_run_survives_every_fault(
     tick: FannedOutTick, kind: FaultKind, sweep: str
 ) -> None:

@@ -351,7 +351,8 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
     assert ran.stderr == ""  # no JSON log line, no EMF line on the terminal
     written = log.read_text(encoding="utf-8")
     assert written.count('"message":"tick executed"') == 2
-    assert written.count('"TickSucceeded":[1.0]') == 2
+    # At least once per tick: two workers finishing at once may both report it (docs/alarms.md).
+    assert written.count('"TickSucceeded":[1.0]') >= 2
 
 
 def test_backfill_tells_its_total_before_the_first_tick(

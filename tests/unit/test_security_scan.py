@@ -14,10 +14,14 @@ from clockless_tools.cli.app import app
 from clockless_tools.security.scan import CHECKOV
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
-pytestmark = pytest.mark.skipif(
-    not CHECKOV.exists() and os.environ.get("CLOCKLESS_REQUIRE_CHECKOV") != "1",
-    reason="needs checkov in .venv-checkov (`make security` installs it)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not CHECKOV.exists() and os.environ.get("CLOCKLESS_REQUIRE_CHECKOV") != "1",
+        reason="needs checkov in .venv-checkov (`make security` installs it)",
+    ),
+    # A second checkov run (9 s of CPU) after `make test`'s own scan of the template: CI's share.
+    pytest.mark.slow,
+]
 
 PLANT = """Resources:
   PlantedTopic:
