@@ -134,8 +134,8 @@ security: $(CHECKOV_STAMP) ## checkov over template.yaml: fails on a finding too
 FROM ?=
 TO   ?=
 FULL ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits); effects checked
-	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE))
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits; SLOW_NIGHT=1 [OVERLAP=skip|buffer|run-both]: workers lag, ticks overlap); effects checked
+	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE)) $(if $(SLOW_NIGHT),--slow-night) $(if $(OVERLAP),--overlap $(OVERLAP))
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events

@@ -70,3 +70,43 @@ def test_buffer_on_a_job_no_worker_starts_is_caught(planted: PlantedCopy) -> Non
     planted.replace("template.yaml", f"worker_of: {logical_id}", "worker_of: NoSuchFunction")
 
     found(planted.violations(RULE), file=relative, resource=logical_id, containing="stay buffered for ever")
+
+
+def test_a_skip_job_whose_function_may_not_record_the_hold_is_caught(planted: PlantedCopy) -> None:
+    logical_id, relative, line = _jobs(planted)[0]
+    _declare(planted, relative, line, '"skip"')
+    # Given its function's ledger statement back to what a run-both job needs
+    planted.replace(
+        "template.yaml",
+        "Action: [dynamodb:UpdateItem, dynamodb:Query, dynamodb:PutItem, dynamodb:ConditionCheckItem]",
+        "Action: [dynamodb:UpdateItem]",
+        resource=logical_id,
+    )
+
+    violations = planted.violations(RULE)
+
+    for action in ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"):
+        violation = found(violations, file="template.yaml", resource=logical_id, containing=f"may not {action} on")
+        assert "overlap='skip'" in violation.message
+        assert "!GetAtt LedgerTable.Arn" in violation.fix
+
+
+def test_a_buffer_job_whose_worker_may_not_read_the_last_success_is_caught(planted: PlantedCopy) -> None:
+    logical_id, relative, line = _jobs(planted)[0]
+    worker = next(iter(planted.project.template.workers_of(logical_id)))
+    _declare(planted, relative, line, '"buffer"')
+    # Given its worker without the grant on the ledger's index
+    planted.replace(
+        "template.yaml",
+        'Resource: !Sub "${LedgerTable.Arn}/index/succeeded-by-time"',
+        "Resource: !GetAtt LedgerTable.Arn",
+        resource=worker,
+    )
+
+    violation = found(
+        planted.violations(RULE),
+        file="template.yaml",
+        resource=worker,
+        containing="may not dynamodb:Query on LedgerTable/index/succeeded-by-time",
+    )
+    assert 'index/succeeded-by-time"' in violation.fix

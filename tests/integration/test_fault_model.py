@@ -228,9 +228,11 @@ def _completed(index: int, last: int, kind: FaultKind) -> bool:
 
 def _waited_out(kind: FaultKind, operation: str) -> bool:
     """A throttle on the kit's own DynamoDB transaction is waited out within the attempt's budget
-    (and a resend of an applied one is answered from its token): the attempt goes on. A queue
-    that stays throttled is still an error (Lambda retries)."""
-    return kind in (FaultKind.THROTTLED, FaultKind.LOST_THEN_THROTTLED) and operation == "TransactWriteItems"
+    (and a resend of an applied one is answered from its token), and so is a throttled
+    SendMessageBatch of the coordinator's (SQS's RequestThrottled; a message sent twice is a
+    duplicate the workers absorb): the attempt goes on."""
+    waited = ("TransactWriteItems", "SendMessageBatch")
+    return kind in (FaultKind.THROTTLED, FaultKind.LOST_THEN_THROTTLED) and operation in waited
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import scan_all
 
-# Six hours with every job's ticks (the example jobs': one daily, six hourly): each job's showcase
+# Four hours with every job's ticks (the example jobs': one daily, four hourly): each job's showcase
 # tick meets every kind of delivery and every worker fault.
-FROM, TO = "2026-11-27T10:00:00Z", "2026-11-27T16:00:00Z"
+FROM, TO = "2026-11-27T12:00:00Z", "2026-11-27T16:00:00Z"
 TICKS = expected_ticks(Template.load(), datetime.fromisoformat(FROM), datetime.fromisoformat(TO))
 # The job with the most ticks in the range gives up its fourth one (or its last).
 BUSIEST = max(TICKS, key=lambda job: len(TICKS[job]))
@@ -42,8 +42,8 @@ def without_timing(report: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def quarter_day() -> tuple[int, dict[str, Any]]:
-    """Both jobs of template.yaml over six hours, one tick dropped on request (one tenant keeps it quick)."""
+def four_hours() -> tuple[int, dict[str, Any]]:
+    """The template's jobs over four hours, one tick dropped on request (one tenant keeps it quick)."""
     return simulate("--from", FROM, "--to", TO, "--seed", "11", "--drop", DROPPED, "--tenants", "1")
 
 
@@ -57,10 +57,10 @@ def jobs(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {job["job"]: job for job in report["jobs"]}
 
 
-def test_every_tick_of_a_quarter_day_takes_effect_exactly_once_despite_extra_deliveries(
-    quarter_day: tuple[int, dict[str, Any]],
+def test_every_tick_of_four_hours_takes_effect_exactly_once_despite_extra_deliveries(
+    four_hours: tuple[int, dict[str, Any]],
 ) -> None:
-    code, report = quarter_day
+    code, report = four_hours
 
     assert code == 0
     assert report["ok"] is True
@@ -97,9 +97,9 @@ def test_every_tick_of_a_quarter_day_takes_effect_exactly_once_despite_extra_del
 
 
 def test_every_fanned_out_tick_completes_with_the_reference_counters_despite_worker_faults(
-    quarter_day: tuple[int, dict[str, Any]],
+    four_hours: tuple[int, dict[str, Any]],
 ) -> None:
-    _, report = quarter_day
+    _, report = four_hours
 
     faults: dict[str, int] = {}
     for job in report["jobs"]:
@@ -122,8 +122,8 @@ def test_every_fanned_out_tick_completes_with_the_reference_counters_despite_wor
     assert all(count > 0 for count in faults.values()), faults
 
 
-def test_the_report_numbers_reconcile(quarter_day: tuple[int, dict[str, Any]]) -> None:
-    _, report = quarter_day
+def test_the_report_numbers_reconcile(four_hours: tuple[int, dict[str, Any]]) -> None:
+    _, report = four_hours
 
     for job in report["jobs"]:
         assert job["deliveries"] == job["executions"] + job["duplicates_suppressed"] + job["failures"]
@@ -133,8 +133,8 @@ def test_the_report_numbers_reconcile(quarter_day: tuple[int, dict[str, Any]]) -
         assert job["failures_retried"] == job["failures"]  # all within the schedules' retry policies
 
 
-def test_a_dropped_tick_is_reported_and_does_not_fail_the_run(quarter_day: tuple[int, dict[str, Any]]) -> None:
-    code, report = quarter_day
+def test_a_dropped_tick_is_reported_and_does_not_fail_the_run(four_hours: tuple[int, dict[str, Any]]) -> None:
+    code, report = four_hours
 
     busiest = jobs(report)[BUSIEST]
     assert code == 0
@@ -210,7 +210,7 @@ def test_the_simulation_can_run_on_a_running_dynamodb_whose_tables_stay_for_insp
     template: Template, tables: Any, dynamodb_endpoint: str
 ) -> None:
     # Given the embedded DynamoDB of `local up`, seeded like `local seed` does, and the busiest job's ticks
-    start, end = datetime.fromisoformat("2026-11-28T00:00:00Z"), datetime.fromisoformat("2026-11-28T03:00:00Z")
+    start, end = datetime.fromisoformat("2026-11-28T00:00:00Z"), datetime.fromisoformat("2026-11-28T02:00:00Z")
     seed_jobs(LocalLambdaRuntime(template, dynamodb_endpoint), SeedPlan(tenants=1), start=start, end=end)
     ticks = expected_ticks(template, start, end)
     assert ticks[BUSIEST], f"{BUSIEST} should tick in {start}..{end}"

@@ -51,10 +51,11 @@ def _record(tables: Any, hour: int, status: str) -> None:
 def grid(tables: Any, template: Template, dynamodb_endpoint: str) -> Grid:
     create_schedules(template, dynamodb_endpoint)
     target = LocalTarget(template, dynamodb_endpoint)
-    for hour in (0, 1, 2, 3, 9, 10):
+    for hour in (0, 1, 2, 3, 10):
         _record(tables, hour, "succeeded")
     _record(tables, 4, "failed")
     _record(tables, 5, "skipped")
+    _record(tables, 9, "buffered")  # held back by the overlap policy until the tick before it settles
     _record(tables, 12, "started")
     set_paused(target, template, JOB, paused=True, reason="maintenance", now=DAY + timedelta(hours=5, minutes=30))
     set_paused(target, template, JOB, paused=False, reason="done", now=DAY + timedelta(hours=8, minutes=30))
@@ -62,7 +63,7 @@ def grid(tables: Any, template: Template, dynamodb_endpoint: str) -> Grid:
 
 
 EXPECTED_DAY = (
-    ["succeeded"] * 4 + ["failed", "skipped"] + ["paused"] * 3 + ["succeeded"] * 2 + ["missed", "running"]
+    ["succeeded"] * 4 + ["failed", "skipped"] + ["paused"] * 3 + ["buffered", "succeeded", "missed", "running"]
 ) + ["not yet due"] * 11
 
 
@@ -76,9 +77,9 @@ def test_the_plain_text_grid_has_a_letter_per_tick_and_a_legend(grid: Grid) -> N
     text = render_text(grid, colour=False)
 
     row = text.splitlines()[2]
-    assert row.split() == ["2026-11-29", *"SSSSFKPPPSSMR", *"." * 11]
+    assert row.split() == ["2026-11-29", *"SSSSFKPPPBSMR", *"." * 11]
     assert text.splitlines()[-1] == (
-        "legend: F failed, X failing, M missed, R running, P paused, K skipped, S succeeded, . not yet due"
+        "legend: F failed, X failing, M missed, R running, B buffered, P paused, K skipped, S succeeded, . not yet due"
     )
 
 
@@ -219,3 +220,5 @@ def test_cli_status_writes_the_html_page(
     assert written.count('<table class="grid"') == len(template.jobs)
     assert written.count('<tr data-job="') == len(template.jobs)
     assert "legend: F failed" in result.stdout
+    # each job's overlap policy, as its code declares it, above its grid (terminal and page)
+    assert result.stdout.count("; overlap: ") == written.count("; overlap: ") == len(template.jobs)

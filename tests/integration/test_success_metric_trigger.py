@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from clockless import JobRun, ScheduledJob, Tick, Trigger
 from clockless_tools.local.runtime import LocalLambdaContext
@@ -66,3 +67,61 @@ def test_the_dead_man_alarms_select_the_scheduled_series_the_kit_emits(template:
     # CloudWatch matches a metric only on its full dimension set: the alarm must name all three.
     assert sorted(d["job"] for d in watched) == sorted(template.jobs)
     assert all(set(d) == {"service", "job", "trigger"} and d["trigger"] == Trigger.SCHEDULE.value for d in watched)
+
+
+class AttemptDied(BaseException):
+    """The attempt killed (a timeout, an out-of-memory kill): nothing after it runs."""
+
+
+def _successes(output: str) -> int:
+    """TickSucceeded datapoints in Powertools' EMF output."""
+    count = 0
+    for line in output.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            document = json.loads(line)
+            names = [m["Name"] for d in document["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]]
+            if "TickSucceeded" in names:
+                value = document["TickSucceeded"]
+                count += int(sum(value)) if isinstance(value, list) else int(value)
+    return count
+
+
+# the killed attempt's flush finds no metric left to publish
+@pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+def test_an_attempt_dying_after_its_completion_still_has_its_success_reported_once_by_lambdas_retry(
+    kit_env: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a job without fan-out whose first attempt dies right after its completion was applied,
+    # before TickSucceeded is out
+    job = ScheduledJob("metric-after-death")
+
+    @job.handler
+    def handler(run: JobRun) -> dict[str, Any]:
+        return {"done": 1}
+
+    add_metric = EphemeralMetrics.add_metric
+    deaths: list[str] = []
+
+    def dying(self: EphemeralMetrics, name: str, *args: Any, **kwargs: Any) -> None:
+        if name == "TickSucceeded" and not deaths:
+            deaths.append(name)
+            raise AttemptDied
+        add_metric(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(EphemeralMetrics, "add_metric", dying)
+    event = Tick(job.name, TICK_TIME, "arn:aws:scheduler:::schedule/g/x", 1, "exec-1", Trigger.SCHEDULE).to_event()
+    # Lambda retries the failed attempt with the same request id.
+    attempt = LocalLambdaContext("fn", 512, 60, "arn:aws:lambda:us-east-1:1:function:fn")
+    with pytest.raises(AttemptDied):
+        handler(event, attempt)
+    assert _successes(capsys.readouterr().out) == 0
+
+    # WHEN Lambda retries it, and later the scheduler's own copy of the tick arrives (a new request)
+    retried = handler(event, attempt)
+    retry_output = capsys.readouterr().out
+    copy = handler(event, LocalLambdaContext("fn", 512, 60, "arn:aws:lambda:us-east-1:1:function:fn"))
+
+    # THEN both are duplicates; the retry reports the success, the unrelated copy does not
+    assert (retried["outcome"], copy["outcome"]) == ("duplicate", "duplicate")
+    assert _successes(retry_output) == 1
+    assert _successes(capsys.readouterr().out) == 0

@@ -103,3 +103,20 @@ def test_a_night_costs_its_write_units_its_workers_time_and_its_messages() -> No
     assert fanned.sqs_requests == pytest.approx(16 * 2 * 3 / 1e6 * 0.40)  # two runs per partition
     assert loop.lambda_compute == pytest.approx(MILLION * 0.02 * 0.5 * 0.0000133334)
     assert loop.lambda_requests > 0  # 20,000 s of work needs 23 invocations of 15 minutes
+
+
+def test_the_work_records_key_every_worker_shares_bounds_a_fleet_past_its_1000_units() -> None:
+    # 0.08 units per item on `<job>#work` (window-generation's, metered at 2,000 items)
+    shared = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", 0.0003, work_key_wcu=0.08)
+    shards = 16 * KEY_WCU / 2
+    warm = declared_for(shared, 2 * shards)
+
+    sixteen = predict(shared, Night(MILLION, workers=16, tenants=16, warm=warm, supply=ANY_SUPPLY))
+    forty = predict(shared, Night(MILLION, workers=40, tenants=40, warm=warm, supply=ANY_SUPPLY))
+
+    # 16 workers at 500 items/s offer the key 640 units/s: under its 1,000, not the bound
+    assert sixteen.fleet_bounds["work records key"] == pytest.approx(KEY_WCU / 0.08)
+    assert sixteen.bound != "work records key"
+    # 40 would offer 1,600: the key holds the fleet to 12,500 items/s
+    assert forty.bound == "work records key"
+    assert forty.seconds == pytest.approx(MILLION / (KEY_WCU / 0.08))

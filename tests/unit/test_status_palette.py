@@ -24,8 +24,10 @@ MIN_DELTA_E = 15.0
 # WCAG 2's AA contrast for normal text.
 MIN_CONTRAST = 4.5
 # The states drawn as coloured cells: `no tick` is a blank cell (no letter, the page's white), and
-# `failing` shares `failed`'s colour on purpose (both need a person); its letter tells them apart.
-COLOURED = [s for s in TickState if s not in (TickState.NONE, TickState.FAILING)]
+# `failing` shares `failed`'s colour on purpose (both need a person), `buffered` `running`'s (both on
+# their way); their letters tell them apart.
+SHARED = {TickState.FAILING: TickState.FAILED, TickState.BUFFERED: TickState.RUNNING}
+COLOURED = [s for s in TickState if s is not TickState.NONE and s not in SHARED]
 
 
 def _linear(hex_colour: str) -> tuple[float, float, float]:
@@ -98,3 +100,9 @@ def test_every_state_has_its_own_letter() -> None:
     letters = [STYLE[state][1] for state in TickState]
 
     assert len(set(letters)) == len(letters)
+
+
+def test_a_state_shares_a_colour_only_with_the_one_declared() -> None:
+    for state, partner in SHARED.items():
+        assert STYLE[state][2] == STYLE[partner][2], state
+        assert STYLE[state][1] != STYLE[partner][1], state

@@ -57,7 +57,7 @@ class LambdaContextLike(Protocol):
 class JobRun:
     """What a job's logic is handed for one tick."""
 
-    __slots__ = ("_last_success", "_load_last_success", "tick")
+    __slots__ = ("_last_success", "_load_last_success", "budget", "tick")
 
     def __init__(
         self,
@@ -65,10 +65,14 @@ class JobRun:
         *,
         last_success: datetime | None = None,
         load_last_success: Callable[[], datetime | None] | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.tick = tick
         self._last_success = last_success
         self._load_last_success = load_last_success
+        # The attempt's time, for waiting out throttles (a fan-out coordinator's sends); None: as
+        # long as a Lambda attempt can last.
+        self.budget = budget
 
     @property
     def last_success(self) -> datetime | None:
@@ -239,6 +243,12 @@ class ScheduledJob:
             if result["outcome"] == OUTCOME_DUPLICATE:
                 self.logger.info("duplicate delivery; returning the first delivery's result")
                 metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+                if self.partitions_total is None and delivery.retries_its_holder:
+                    # The attempt that completed the tick died after it, perhaps before its
+                    # TickSucceeded was out: Lambda's retry of it reports the success (again, at
+                    # most once per retry Lambda makes; docs/observability.md).
+                    self.logger.info("retry of the attempt that completed the tick: reporting its success")
+                    metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
                 return result
             # Last step of a successful run, so a failure can never be counted as a success. A
             # coordinator's tick is not done yet: its finisher emits TickSucceeded.
@@ -256,7 +266,7 @@ class ScheduledJob:
             return None
         guard = OverlapGuard(store.ledger, self.overlap, running_at_most=self.running_at_most)
         earlier = guard.earlier_running(tick, utc_now())
-        return None if earlier is None else guard.hold(tick, earlier)
+        return earlier if earlier is None or isinstance(earlier, Held) else guard.hold(tick, earlier)
 
     def _settle_failure(
         self, store: LedgeredPersistenceLayer, delivery: Delivery, error: Exception, metrics: EphemeralMetrics
@@ -309,7 +319,11 @@ class ScheduledJob:
         self, *, tick_identity: dict[str, str], tick: Tick, fn: JobFunction, delivery: Delivery
     ) -> dict[str, Any]:
         ledger = self.persistence_store().ledger
-        run = JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time))
+        run = JobRun(
+            tick,
+            load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time),
+            budget=delivery.budget,
+        )
         delivery.phase = Phase.RUNNING
         started = time.monotonic()
         try:

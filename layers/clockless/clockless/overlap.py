@@ -18,7 +18,9 @@ retried by SQS for 5 x 30 min at most; a tick started longer ago is dead, and th
 and the DLQs speak for it; it must not hold every later tick back). The hold is written in one
 transaction with a check that the earlier tick is still `started` (or still `buffered`), so a
 tick that settles at the same moment either sees the hold (and starts a buffered tick) or makes
-the hold fail (and the new tick runs).
+the hold fail (and the new tick runs). A tick once held stays held: a later delivery of it (a
+redelivery, a late retry, after the earlier tick settled) is answered from its ledger entry, and a
+buffered tick its earlier tick's finisher started is not started again by the scheduler's copy.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from clockless.ledger import STATUS_SKIPPED, STATUS_STARTED, RunLedger, iso_now
+from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
 
 STATUS_BUFFERED: Final = "buffered"
@@ -85,20 +88,25 @@ class OverlapGuard:
         self.policy = policy
         self.running_at_most = running_at_most
 
-    def earlier_running(self, tick: Tick, now: datetime) -> Earlier | None:
-        """The earlier tick still running (or buffered), if any: one consistent Query."""
+    def earlier_running(self, tick: Tick, now: datetime) -> Earlier | Held | None:
+        """The earlier tick still running (or buffered), if any, or this tick's own hold when the
+        ledger already holds it back: one consistent Query. A skipped tick delivered again after
+        the earlier one settled (a redelivery, a late retry) stays skipped rather than running."""
+        own = format_scheduled_time(tick.scheduled_time)
         response = self.client.query(
             TableName=self.ledger.table_name,
-            KeyConditionExpression="job = :job AND scheduled_time < :before",
-            ExpressionAttributeValues={
-                ":job": {"S": tick.job},
-                ":before": {"S": format_scheduled_time(tick.scheduled_time)},
-            },
+            KeyConditionExpression="job = :job AND scheduled_time <= :until",
+            ExpressionAttributeValues={":job": {"S": tick.job}, ":until": {"S": own}},
             ScanIndexForward=False,
-            Limit=LOOK_BACK,
+            Limit=LOOK_BACK + 1,
             ConsistentRead=True,
         )
         for item in response.get("Items") or []:
+            if _text(item, "scheduled_time") == own:
+                held = _already_held(item)
+                if held is not None:
+                    return held
+                continue  # its own entry (started, failed, ...): the claim decides
             status = _text(item, "status")
             if status == STATUS_SKIPPED:
                 continue
@@ -157,8 +165,7 @@ class OverlapGuard:
                 ]
             )
         except self.client.exceptions.TransactionCanceledException as error:
-            reasons = [dict(r or {}) for r in error.response.get("CancellationReasons") or []]
-            mine, theirs = [*reasons, {}, {}][:2]
+            mine, theirs = cancellation_reasons(error, 2)[:2]
             if mine.get("Code") == "ConditionalCheckFailed":
                 return _already_held(mine.get("Item") or {})
             if theirs.get("Code") == "ConditionalCheckFailed":
@@ -217,6 +224,10 @@ def _already_held(item: dict[str, Any]) -> Held | None:
     status = _text(item, "status")
     if status in (STATUS_SKIPPED, STATUS_BUFFERED) and _text(item, "overlap_with"):
         return Held(str(status), str(_text(item, "reason") or ""), str(_text(item, "overlap_with")))
+    released_by = _text(item, "released_by")
+    if released_by:
+        # A buffered tick its earlier tick's finisher has started: that start is its one run.
+        return Held(STATUS_BUFFERED, f"overlap: buffered behind {released_by}; started when it finished", released_by)
     return None  # the tick has an entry of its own (it ran, or an operator skipped it): the claim decides
 
 

@@ -30,7 +30,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyIt
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
-from clockless.throttle import Budget, ThrottleRetryingClient, client_request_token, remaining_ms
+from clockless.throttle import Budget, ThrottleRetryingClient, cancellation_reasons, client_request_token, remaining_ms
 from clockless.tick import Tick
 
 CLAIM_ID_ATTR: Final = "claim_id"
@@ -82,6 +82,14 @@ class Delivery:
     partitions_total: int | None = None
     # how long throttles may be waited out (None: as long as a Lambda attempt can last)
     budget: Budget | None = None
+    # the request id on the record that held this tick when this delivery's claim was refused
+    holder_request_id: str | None = None
+
+    @property
+    def retries_its_holder(self) -> bool:
+        """Lambda's retry of the attempt that holds the tick: Lambda retries an async event only
+        after the attempt failed, under the same request id, so that attempt died."""
+        return self.request_id is not None and self.holder_request_id == self.request_id
 
     def elapsed_ms(self) -> int:
         return round((time.monotonic() - self.started) * 1000)
@@ -148,7 +156,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
             try:
                 self._retrying(delivery, claim=True).put_item(**claim)
             except self.dynamodb.exceptions.ConditionalCheckFailedException as error:
-                raise self._already_exists(error.response.get("Item")) from error
+                raise self._already_exists(error.response.get("Item"), delivery) from error
             return
         delivery.earlier_attempts = _number(cancelled, "attempts")
         again = self._claim_with_ledger(claim, delivery, first=False)
@@ -215,17 +223,18 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         try:
             self._transact(delivery, transaction, claim=True)
         except self.dynamodb.exceptions.TransactionCanceledException as error:
-            claim_reason, ledger_reason = _reasons(error, 2)
+            claim_reason, ledger_reason = cancellation_reasons(error, 2)[:2]
             if claim_reason.get("Code") == "ConditionalCheckFailed":
-                raise self._already_exists(claim_reason.get("Item")) from error
+                raise self._already_exists(claim_reason.get("Item"), delivery) from error
             if ledger_reason.get("Code") == "ConditionalCheckFailed" and "Item" in ledger_reason:
                 return dict(ledger_reason["Item"])
             raise  # a conflict with a concurrent write, or worse: loud, Lambda retries
         return None
 
-    def _already_exists(self, item: Mapping[str, Any] | None) -> IdempotencyItemAlreadyExistsError:
+    def _already_exists(self, item: Mapping[str, Any] | None, delivery: Delivery) -> IdempotencyItemAlreadyExistsError:
         if not item:
             return IdempotencyItemAlreadyExistsError()
+        delivery.holder_request_id = _text(item, REQUEST_ID_ATTR)
         old = self._item_to_data_record(dict(item))
         self._save_to_cache(data_record=old)
         return IdempotencyItemAlreadyExistsError(old_data_record=old)
@@ -303,7 +312,7 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         try:
             self._transact(delivery, [{"Delete": delete}, {"Update": failed_update}])
         except self.dynamodb.exceptions.TransactionCanceledException as cancelled:
-            claim_reason, _ = _reasons(cancelled, 2)
+            claim_reason = cancellation_reasons(cancelled, 1)[0]
             if claim_reason.get("Code") == "ConditionalCheckFailed":
                 return self._not_released(claim_reason.get("Item"))
             raise
@@ -315,11 +324,6 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
         if item and _text(item, self.status_attr) == _COMPLETED:
             return Release.COMPLETED
         return Release.NOT_HELD
-
-
-def _reasons(error: Any, count: int) -> list[dict[str, Any]]:
-    reasons = list(error.response.get("CancellationReasons") or [])
-    return [dict(reason or {}) for reason in reasons[:count]] + [{}] * max(0, count - len(reasons))
 
 
 def _text(item: Mapping[str, Any], name: str) -> str | None:

@@ -29,9 +29,17 @@ from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
 
-# Whole-request refusals for capacity (DynamoDB's error codes).
+# Whole-request refusals for capacity: DynamoDB's error codes, and SQS's (`RequestThrottled`: the
+# queue's or the account's request rate; `KmsThrottled`: the queue's KMS key), both of which
+# botocore's standard retries resend and then give up on.
 THROTTLE_ERRORS: Final = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "KmsThrottled",
+    }
 )
 # The same, as the reason on one action of a cancelled transaction.
 THROTTLE_REASONS: Final = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
@@ -80,12 +88,17 @@ def error_code(error: BaseException) -> str:
     return "" if found is None else str(found.response.get("Error", {}).get("Code", ""))
 
 
+def cancellation_reasons(error: BaseException, count: int = 0) -> list[dict[str, Any]]:
+    """The reason of each action of a cancelled transaction, in order (`Code`, `Message`, and the
+    item when the action asked for `ALL_OLD`), padded with `{}` to at least `count` actions."""
+    found = _client_error(error)
+    reasons = [] if found is None else [dict(r or {}) for r in found.response.get("CancellationReasons") or []]
+    return reasons + [{}] * max(0, count - len(reasons))
+
+
 def cancellation_codes(error: BaseException) -> list[str]:
     """The reason code of each action of a cancelled transaction, in order ("None": not the cause)."""
-    found = _client_error(error)
-    if found is None:
-        return []
-    return [str((reason or {}).get("Code") or "None") for reason in found.response.get("CancellationReasons") or []]
+    return [str(reason.get("Code") or "None") for reason in cancellation_reasons(error)]
 
 
 def is_throttle(error: BaseException) -> bool:

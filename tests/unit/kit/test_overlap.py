@@ -137,3 +137,38 @@ def test_a_start_message_for_a_tick_not_buffered_changes_nothing(aws: Aws) -> No
 def test_an_unknown_overlap_policy_is_refused_naming_the_allowed_ones(overlap: Any) -> None:
     with pytest.raises(ValueError, match="overlap must be one of 'run-both', 'skip', 'buffer'"):
         ScheduledJob("any-job", overlap=overlap)
+
+
+def test_a_skipped_tick_delivered_again_after_the_first_finished_stays_skipped(aws: Aws) -> None:
+    # GIVEN a tick skipped behind the first, and the first then finished
+    seed(aws.dynamodb, 8)
+    _, _, coordinator, worker = toy_job(overlap="skip")
+    coordinator(_tick(FIRST), Context())
+    skipped = coordinator(_tick(SECOND), Context())
+    drain(aws.sqs, aws.work_queue, worker)
+
+    # WHEN the scheduler delivers the skipped tick again (a late retry, a redelivery)
+    again = coordinator(_tick(SECOND) | {"attempt": "2"}, Context())
+
+    # THEN it is answered as skipped, and nothing of it runs
+    assert again == skipped
+    assert _entry(aws, SECOND)["status"] == "skipped"
+    assert _partition_ticks(aws) == []
+
+
+def test_a_buffered_tick_delivered_again_after_its_start_is_not_started_twice(aws: Aws) -> None:
+    # GIVEN a buffered tick started by the first tick's finisher, and finished
+    seed(aws.dynamodb, 8)
+    _, _, coordinator, worker = toy_job(overlap="buffer")
+    coordinator(_tick(FIRST), Context())
+    coordinator(_tick(SECOND), Context())
+    drain(aws.sqs, aws.work_queue, worker)
+
+    # WHEN the scheduler's retry of it arrives late
+    again = coordinator(_tick(SECOND) | {"attempt": "2"}, Context())
+
+    # THEN it answers as buffered behind the first, sends no partition and leaves the entry succeeded
+    assert (again["outcome"], again["overlap_with"]) == ("buffered", FIRST)
+    assert _partition_ticks(aws) == []
+    entry = _entry(aws, SECOND)
+    assert (entry["status"], entry["attempts"]) == ("succeeded", "1")

@@ -9,6 +9,13 @@ a reader and this rule can see it, and one the job can keep.
   leave it buffered for ever.
 
 Absent, the policy is `run-both`, the behaviour of a job that declares nothing.
+
+And the functions may make the ledger calls the policy adds (moto enforces no IAM, so only this
+says so before AWS refuses them): a `skip` or `buffer` job's scheduled function `dynamodb:Query`,
+`dynamodb:PutItem` and `dynamodb:ConditionCheckItem` on the ledger (`LEDGER_TABLE_NAME`: the
+earlier tick read, the held tick recorded beside a check that the earlier one still runs); a
+`buffer` job's workers `dynamodb:Query` on the ledger's `succeeded-by-time` index (a buffered
+tick's start runs the job's function, and `run.last_success` reads it).
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ import ast
 from collections.abc import Iterator
 from typing import Final
 
+from clockless.ledger import SUCCEEDED_INDEX
 from clockless.overlap import Overlap
 from clockless_tools.architecture.code import assignment, module_imports, qualified_name, string_constants, string_value
 from clockless_tools.architecture.project import KIT_PACKAGE, Project, Rule, Violation
+from clockless_tools.architecture.work_permissions import allowed, grants_of
+from clockless_tools.template.queues import resource_id
 
 OVERLAP_DECLARED: Final = "overlap-declared"
 OVERLAP_KEYWORD: Final = "overlap"
@@ -27,6 +37,8 @@ OVERLAP_KEYWORD: Final = "overlap"
 _SCHEDULED_JOB = {f"{KIT_PACKAGE}.ScheduledJob", f"{KIT_PACKAGE}.job.ScheduledJob"}
 _OVERLAP_ENUM = {f"{KIT_PACKAGE}.overlap.Overlap", f"{KIT_PACKAGE}.Overlap"}
 _ALLOWED: Final = ", ".join(f'"{policy.value}"' for policy in Overlap)
+# What a held tick's record takes: the Query for the earlier tick, then Put + ConditionCheck in one transaction.
+_HOLD: Final = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:ConditionCheckItem")
 
 
 def check_overlap_declared(project: Project) -> Iterator[Violation]:
@@ -44,10 +56,41 @@ def check_overlap_declared(project: Project) -> Iterator[Violation]:
             node = next((k.value for k in value.keywords if k.arg == OVERLAP_KEYWORD), None)
             if node is None:
                 continue
-            problem = _problem(_policy(node, imports, constants), node, bool(project.template.workers_of(logical_id)))
+            policy = _policy(node, imports, constants)
+            problem = _problem(policy, node, bool(project.template.workers_of(logical_id)))
             if problem is not None:
                 message, fix = problem
                 yield Violation(OVERLAP_DECLARED, source.relative, logical_id, message, fix, line=node.lineno)
+            elif policy is not None and policy is not Overlap.RUN_BOTH:
+                yield from _missing_grants(project, logical_id, policy)
+
+
+def _missing_grants(project: Project, logical_id: str, policy: Overlap) -> Iterator[Violation]:
+    template = project.template
+    function = template.functions[logical_id]
+    ledger = resource_id(function.environment.get("LEDGER_TABLE_NAME"))
+    if ledger not in template.tables:
+        return
+    needs = [(function, ledger, action, "reads the earlier tick and records a held one") for action in _HOLD]
+    if policy is Overlap.BUFFER:
+        index = f"{ledger}/index/{SUCCEEDED_INDEX}"
+        why = "starts a buffered tick by running the job's function, whose run.last_success reads it"
+        needs += [(worker, index, "dynamodb:Query", why) for worker in template.workers_of(logical_id).values()]
+    for fn, resource, action, why in needs:
+        if not allowed(grants_of(project, fn), resource, action):
+            yield Violation(
+                OVERLAP_DECLARED,
+                project.template_file,
+                fn.logical_id,
+                f"may not {action} on {resource}, which overlap={policy.value!r} of {logical_id} calls: it {why}; "
+                "AWS refuses it though every local run passes (moto enforces no IAM)",
+                f"add {action} on {_arn(resource)} to a statement of {fn.logical_id}'s Policies",
+            )
+
+
+def _arn(resource: str) -> str:
+    table, _, index = resource.partition("/index/")
+    return f'!Sub "${{{table}.Arn}}/index/{index}"' if index else f"!GetAtt {resource}.Arn"
 
 
 def _problem(policy: Overlap | None, node: ast.expr, fans_out: bool) -> tuple[str, str] | None:
@@ -77,6 +120,7 @@ def _policy(node: ast.expr, imports: dict[str, str], constants: dict[str, str]) 
 
 OVERLAP_DECLARED_RULE = Rule(
     OVERLAP_DECLARED,
-    'every job\'s overlap policy is "run-both" (default), "skip" or "buffer", and "buffer" only where workers start it',
+    'every job\'s overlap policy is "run-both" (default), "skip" or "buffer", "buffer" only where workers start it, '
+    "and its functions may make the ledger calls the policy adds",
     check_overlap_declared,
 )

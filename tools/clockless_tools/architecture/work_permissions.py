@@ -51,6 +51,8 @@ _TEMPLATES: Final = {
 }
 
 _WHOLE_ARN: Final = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
+# A table's index: `!Sub "${Table.Arn}/index/<name>"` (or `/index/*`), granted as `Table/index/<name>`.
+_INDEX_ARN: Final = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}(/index/[A-Za-z0-9_.*-]+)")
 
 Grants = list[tuple[str, set[str]]]
 
@@ -80,11 +82,11 @@ def check_work_permissions(project: Project) -> Iterator[Violation]:
 
 
 def _missing(project: Project, fn: Function, needs: list[tuple[str, tuple[str, ...], str]]) -> Iterator[Violation]:
-    grants = _grants(project, fn)
+    grants = grants_of(project, fn)
     seen: set[tuple[str, str]] = set()
     for resource, actions, why in needs:
         for action in actions:
-            if (resource, action) in seen or _allowed(grants, resource, action):
+            if (resource, action) in seen or allowed(grants, resource, action):
                 continue
             seen.add((resource, action))
             yield Violation(
@@ -97,14 +99,15 @@ def _missing(project: Project, fn: Function, needs: list[tuple[str, tuple[str, .
             )
 
 
-def _allowed(grants: Grants, resource: str, action: str) -> bool:
+def allowed(grants: Grants, resource: str, action: str) -> bool:
+    """Whether `grants` allow `action` on `resource` (a logical id, or `Table/index/<name>`)."""
     return any(
-        resource == granted and any(fnmatch.fnmatchcase(action.lower(), p.lower()) for p in patterns)
+        fnmatch.fnmatchcase(resource, granted) and any(fnmatch.fnmatchcase(action.lower(), p.lower()) for p in patterns)
         for granted, patterns in grants
     )
 
 
-def _grants(project: Project, fn: Function) -> Grants:
+def grants_of(project: Project, fn: Function) -> Grants:
     """(resource, action patterns) pairs the function's own policies allow."""
     grants: Grants = []
     policies = fn.prop("Policies")
@@ -121,6 +124,8 @@ def _grants(project: Project, fn: Function) -> Grants:
                 parameter, actions = _TEMPLATES[name]
                 for resource in project.referenced_ids(parameters.get(parameter)):
                     grants.append((resource, set(actions)))
+                    if name == "DynamoDBCrudPolicy":  # SAM's template names the table's indexes too
+                        grants.append((f"{resource}/index/*", set(actions)))
     return grants
 
 
@@ -138,10 +143,13 @@ def _statement_grants(project: Project, statement: Any) -> Grants:
 
 
 def _whole_resource(project: Project, value: Any) -> str | None:
-    """The resource an ARN names as a whole: `!GetAtt X.Arn` or `!Sub "${X.Arn}"`, not a table's index
-    (`${Table.Arn}/index/...`) or a pattern."""
+    """The resource an ARN names as a whole: `!GetAtt X.Arn` or `!Sub "${X.Arn}"`, or a table's index
+    (`${Table.Arn}/index/<name>`, as `Table/index/<name>`); not any other pattern."""
     named = resource_id(value)
     if named is None and isinstance(value, Mapping) and isinstance(value.get("Fn::Sub"), str):
+        index = _INDEX_ARN.fullmatch(value["Fn::Sub"])
+        if index is not None and index.group(1) in project.template.resources:
+            return f"{index.group(1)}{index.group(2)}"
         match = _WHOLE_ARN.fullmatch(value["Fn::Sub"])
         named = match.group(1) if match else None
     return named if named in project.template.resources else None

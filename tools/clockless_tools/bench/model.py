@@ -67,6 +67,8 @@ class ItemCost:
     tenant_table: str | None  # the table whose partition key is the tenant
     shard_index: str  # the "table/index" whose shard key each worker writes
     cpu_seconds: float  # client CPU per item
+    # on the ledger key every worker of the job writes (`<job>#work`: partition, lane and cursor records)
+    work_key_wcu: float = 0.0
 
     @property
     def total_wcu(self) -> float:
@@ -141,6 +143,9 @@ def predict(cost: ItemCost, night: Night) -> Prediction:
     tenant_wcu = cost.table_wcu.get(cost.tenant_table or "", 0.0)
     if tenant_wcu:
         fixed["tenant partition keys"] = night.tenants * key / tenant_wcu
+    if cost.work_key_wcu:
+        # one key for the whole fleet: partitions, lanes and cursors of every worker of the job
+        fixed["work records key"] = key / cost.work_key_wcu
     ceilings = _ceilings(cost, night)
     units = {**cost.table_wcu, **cost.index_wcu}
 

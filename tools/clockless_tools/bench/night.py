@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from clockless.fanout.records import work_job
 from clockless_tools.bench.cost import PRICES_READ_ON, fanned_out_cost, loop_cost
 from clockless_tools.bench.fanned_out import workload
 from clockless_tools.bench.harness import Harness, effect_of, partitions_sent
@@ -75,7 +76,10 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     )
     if not shard_index:
         raise BenchError(f"{job}: no index keyed by a shard ({SHARD_KEY_HINT}) took the items' writes: {index_wcu}")
-    return ItemCost(table_wcu, index_wcu, tenant_table, shard_index, runs[False][1] / items)
+    work_key = max(
+        (units for key, units in writes.by_partition_key.items() if key.endswith(f"|{work_job(job)}")), default=0.0
+    )
+    return ItemCost(table_wcu, index_wcu, tenant_table, shard_index, runs[False][1] / items, work_key / items)
 
 
 def _index_partition_key(tables: MotoTables, name: str) -> str:
@@ -189,6 +193,7 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
             "inputs": {
                 "wcu_per_item_by_table": {k: round(v, 3) for k, v in cost.table_wcu.items()},
                 "wcu_per_item_by_index": {k: round(v, 3) for k, v in cost.index_wcu.items()},
+                "wcu_per_item_on_work_key": round(cost.work_key_wcu, 4),
                 "tenant_table": cost.tenant_table,
                 "shard_index": cost.shard_index,
                 "client_cpu_ms_per_item": round(cost.cpu_seconds * 1000, 4),

@@ -51,6 +51,8 @@ class WriteTally:
     items_written: int = 0
     by_table: dict[str, float] = field(default_factory=dict)  # committed units per table
     by_index: dict[str, float] = field(default_factory=dict)  # per "table/index"
+    # committed base-table units per partition key value, "table|value" (where hot keys show)
+    by_partition_key: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -79,6 +81,7 @@ class WriteMeter:
         base = index = cancelled = 0.0
         tables: dict[str, float] = {}
         indexes_written: dict[str, float] = {}
+        keys: dict[str, float] = {}
         for (kind, table, key, before), (_, action) in zip(touched, write_actions(operation, body), strict=True):
             table_keys, indexes = self._tables.shape(table)
             if not ok:
@@ -95,6 +98,8 @@ class WriteMeter:
             units = factor * write_units_of(before, None if kind == "ConditionCheck" else after)
             base += units
             tables[table] = tables.get(table, 0.0) + units
+            partition_key = f"{table}|{_plain(key[table_keys[0]])}"
+            keys[partition_key] = keys.get(partition_key, 0.0) + units
             if kind == "ConditionCheck":
                 continue
             for shape in indexes:
@@ -109,9 +114,16 @@ class WriteMeter:
             self.tally.items_written += len(touched) if ok else 0
             for name, on_table in tables.items():
                 self.tally.by_table[name] = self.tally.by_table.get(name, 0.0) + on_table
+            for name, on_key in keys.items():
+                self.tally.by_partition_key[name] = self.tally.by_partition_key.get(name, 0.0) + on_key
             for name, index_units in indexes_written.items():
                 if index_units:
                     self.tally.by_index[name] = self.tally.by_index.get(name, 0.0) + index_units
+
+
+def _plain(value: Any) -> str:
+    """A key attribute's value as text ({"S": "x"} -> "x")."""
+    return str(next(iter(value.values()))) if isinstance(value, Mapping) and len(value) == 1 else str(value)
 
 
 @contextlib.contextmanager

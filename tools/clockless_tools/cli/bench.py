@@ -3,6 +3,7 @@ bench` runs); how long `make run` and `make test` take (what `make measure` runs
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,7 +21,7 @@ from clockless_tools.bench.measure import (
     readme_sentence,
     write,
 )
-from clockless_tools.bench.results import FULL, QUICK, BenchError
+from clockless_tools.bench.results import FULL, QUICK, BenchError, BenchSizes
 from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.common import JsonOption, TemplateOption, fail, load_template
 from clockless_tools.cli.common import line_stderr as stderr
@@ -30,6 +31,16 @@ from clockless_tools.template.loader import DEFAULT_TEMPLATE
 DEFAULT_RESULTS = Path("bench") / "results.json"
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
+
+
+def _check_sizes(sizes: BenchSizes, items: int | None, one_tenant: int | None, scale: float | None) -> BenchSizes:
+    """The sizes, with the capacity check's overridden where asked."""
+    return dataclasses.replace(
+        sizes,
+        check_items=sizes.check_items if items is None else items,
+        check_one_tenant_items=sizes.check_one_tenant_items if one_tenant is None else one_tenant,
+        check_scale=sizes.check_scale if scale is None else scale,
+    )
 
 
 @app.command("run")
@@ -59,6 +70,20 @@ def run(
             "keeping the others. E.g. --only batching --merge",
         ),
     ] = False,
+    check_items: Annotated[
+        int | None,
+        typer.Option(
+            min=16, help="The capacity check's spread items per scenario (default 1,200). E.g. --check-items 20000"
+        ),
+    ] = None,
+    check_one_tenant_items: Annotated[
+        int | None,
+        typer.Option(min=1, help="Its single-tenant items (default 240). E.g. --check-one-tenant-items 4000"),
+    ] = None,
+    check_scale: Annotated[
+        float | None,
+        typer.Option(min=1, help="Its divisor of every DynamoDB limit (default 200). E.g. --check-scale 50"),
+    ] = None,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""
     if merge and not only:
@@ -75,7 +100,7 @@ def run(
         try:
             results = run_bench(
                 tpl,
-                sizes=QUICK if quick else FULL,
+                sizes=_check_sizes(QUICK if quick else FULL, check_items, check_one_tenant_items, check_scale),
                 sam=sam,
                 function_output=log,
                 progress=lambda message: stderr.print(f"[dim]{escape(message)}[/]"),

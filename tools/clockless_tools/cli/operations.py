@@ -192,6 +192,7 @@ def status(
                 now=now,
                 window=window,
                 failing=[tick.scheduled_time for tick in s.fanned_out if tick.failing],
+                overlap=s.overlap,
             )
             for s in statuses
         ]

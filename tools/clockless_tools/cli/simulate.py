@@ -81,6 +81,21 @@ def simulate(
     scale: Annotated[
         float, typer.Option(help="Divide every throughput limit by this (with --capacity). E.g. --scale 200")
     ] = 1.0,
+    slow_night: Annotated[
+        bool,
+        typer.Option(
+            "--slow-night",
+            help="The fanned-out jobs' workers lag 2.5 tick intervals, so later ticks arrive while earlier "
+            "ones still run; each job's overlap policy is judged (`make run SLOW_NIGHT=1`).",
+        ),
+    ] = False,
+    overlap: Annotated[
+        str | None,
+        typer.Option(
+            help="With --slow-night: every job follows this overlap policy instead of its own "
+            "(run-both, skip, buffer; buffer only where workers start it). E.g. --overlap skip"
+        ),
+    ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="Two days instead of one (what CI runs; `make run FULL=1`).")
     ] = False,
@@ -108,6 +123,8 @@ def simulate(
             log_path=DEFAULT_LOG,
             capacity=capacity,
             scale=scale,
+            slow_night=slow_night,
+            overlap=overlap,
         )
         request.validate()
     except SimulationInputError as error:
@@ -185,6 +202,8 @@ def render_report(report: SimulationReport) -> None:
     row("  retried", lambda j: str(j.failures_retried))
     row("answers lost, resent by the SDK", lambda j: str(j.responses_lost))
     row("ticks missed", lambda j: str(len(j.ticks_missed)))
+    if any(job.overlap is not None and job.overlap != "run-both" for job in report.jobs):
+        _overlap_rows(row)
     if any(job.workers.invocations or job.workers.fanned_out_ticks for job in report.jobs):
         _worker_rows(row)
     row("effects in the tables", lambda j: _effects(j.effects))
@@ -202,7 +221,16 @@ def render_report(report: SimulationReport) -> None:
         _list(f"{job.job}: the reference replay failed", job.reference_failures)
         _list(f"{job.job}: effects that differ", [d.describe() for d in job.differences])
         _list(f"{job.job}: fanned-out ticks whose ledger differs", job.workers.ledger_differences)
+        _list(f"{job.job}: overlap the ledger contradicts", job.overlap_problems)
     _list("tables no job names: effects that differ", [d.describe() for d in report.differences])
+
+
+def _overlap_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> None:
+    """Ticks held back by the job's overlap policy (clockless.overlap), judged against its ledger."""
+    row("overlap policy", lambda j: j.overlap or "-")
+    row("  skipped, reason recorded", lambda j: str(len(j.ticks_skipped)))
+    row("  buffered, run after the earlier", lambda j: f"{len(j.started_from_buffer)}/{len(j.ticks_buffered)}")
+    row("  as the ledger says", lambda j: _yes(not j.overlap_problems))
 
 
 def _worker_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> None:

@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_STARTED, STATUS_SUCCEEDED
+from clockless.overlap import STATUS_BUFFERED
 from clockless_tools.operations.pause import is_paused_at, job_pauses
 from clockless_tools.operations.status import expected_ticks
 from clockless_tools.operations.targets import JobTarget
@@ -30,6 +31,8 @@ class TickState(StrEnum):
     FAILED = "failed"
     FAILING = "failing"  # started, and a fanned-out partition retrying or dead-lettered
     RUNNING = "running"
+    # held back by the job's overlap policy until the tick before it settles (clockless.overlap)
+    BUFFERED = "buffered"
     MISSED = "missed"
     SKIPPED = "skipped"
     PAUSED = "paused"
@@ -43,6 +46,7 @@ SEVERITY = [
     TickState.FAILING,
     TickState.MISSED,
     TickState.RUNNING,
+    TickState.BUFFERED,
     TickState.PAUSED,
     TickState.SKIPPED,
     TickState.SUCCEEDED,
@@ -50,12 +54,14 @@ SEVERITY = [
     TickState.NONE,
 ]
 # Terminal colour (rich style), plain-text letter, HTML colour (Okabe-Ito), the letter's colour on it.
-# Failing shares failed's colour (both need a person now); its letter tells them apart.
+# Failing shares failed's colour (both need a person now); buffered shares running's (both are on
+# their way, nobody needs to act): their letters tell them apart.
 STYLE = {
     TickState.SUCCEEDED: ("green", "S", "#009E73", "#000000"),
     TickState.FAILED: ("bold red", "F", "#D55E00", "#000000"),
     TickState.FAILING: ("bold red", "X", "#D55E00", "#000000"),
     TickState.RUNNING: ("cyan", "R", "#56B4E9", "#000000"),
+    TickState.BUFFERED: ("cyan", "B", "#56B4E9", "#000000"),
     TickState.MISSED: ("bold magenta", "M", "#CC79A7", "#000000"),
     TickState.SKIPPED: ("yellow", "K", "#F0E442", "#000000"),
     TickState.PAUSED: ("blue", "P", "#0072B2", "#ffffff"),
@@ -67,6 +73,7 @@ _LEDGER_STATE = {
     STATUS_FAILED: TickState.FAILED,
     STATUS_STARTED: TickState.RUNNING,
     STATUS_SKIPPED: TickState.SKIPPED,
+    STATUS_BUFFERED: TickState.BUFFERED,
 }
 
 
@@ -79,10 +86,18 @@ class Grid:
     # Per cell, its ticks at their own times with their states (`2026-11-30T14:00:00Z: succeeded`),
     # or the slot's start when it has no tick: the page's tooltips.
     times: list[list[str]]
+    # The job's overlap policy (clockless.overlap), as its code declares it; None: not known here.
+    overlap: str | None = None
 
     @property
     def hourly(self) -> bool:
         return len(self.columns) == 24
+
+    @property
+    def header(self) -> str:
+        """What the grid's title says beside the job: its zone, its columns, its overlap policy."""
+        policy = "" if self.overlap is None else f"; overlap: {self.overlap}"
+        return f"UTC; columns: {'hours' if self.hourly else 'days'}{policy}"
 
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -105,6 +120,7 @@ def job_grid(
     now: datetime,
     window: timedelta,
     failing: Collection[datetime] = (),
+    overlap: str | None = None,
 ) -> Grid:
     """The job's grid; `failing`: started ticks whose fanned-out partitions fail (status's progress)."""
     spec = target.schedule_spec(job)
@@ -149,7 +165,7 @@ def job_grid(
             cells.append(row)
             times.append([_tip(s, per_slot.get(s, [])) for s in slots])
         row_start += row_span
-    return Grid(job=job, rows=rows, columns=columns, cells=cells, times=times)
+    return Grid(job=job, rows=rows, columns=columns, cells=cells, times=times, overlap=overlap)
 
 
 def _tip(slot_start: datetime, ticks: list[tuple[datetime, TickState]]) -> str:
@@ -162,7 +178,7 @@ def _tip(slot_start: datetime, ticks: list[tuple[datetime, TickState]]) -> str:
 def render_text(grid: Grid, *, colour: bool) -> str:
     """The grid as rich markup (colour) or plain letters (pipes, CI), with a legend."""
     width = max(len(r) for r in grid.rows) if grid.rows else 10
-    lines = [f"{grid.job}  (UTC; columns: {'hours' if grid.hourly else 'days'})"]
+    lines = [f"{grid.job}  ({grid.header})"]
     lines.append(" " * width + "  " + " ".join(c[:2].rjust(2) for c in grid.columns))
     for label, row in zip(grid.rows, grid.cells, strict=True):
         cells = []

@@ -74,7 +74,6 @@ def _status_table(statuses: list[JobStatus]) -> str:
 
 
 def _grid(grid: Grid) -> str:
-    unit = "hours" if grid.hourly else "days"
     # Two letters, as the terminal grid: `Mon` would widen its column past the cells'.
     head = "".join(f'<th class="col" title="{html.escape(c)}">{html.escape(c[:2])}</th>' for c in grid.columns)
     body = []
@@ -82,7 +81,7 @@ def _grid(grid: Grid) -> str:
         cells = "".join(_cell(state, tip) for state, tip in zip(row, tips, strict=True))
         body.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
     return (
-        f'<section><h2>{html.escape(grid.job)} <small class="tz">(UTC; columns: {unit})</small></h2>'
+        f'<section><h2>{html.escape(grid.job)} <small class="tz">({html.escape(grid.header)})</small></h2>'
         f'<table class="grid" data-job="{html.escape(grid.job)}">'
         f'<tr><th class="label">UTC</th>{head}</tr>{"".join(body)}</table></section>'
     )

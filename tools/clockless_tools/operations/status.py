@@ -10,11 +10,13 @@ from typing import Any
 from clockless import format_scheduled_time
 from clockless.fanout.messages import KIND_PARTITION
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
 from clockless_tools.operations.work import show
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 
 
@@ -36,6 +38,8 @@ class JobStatus:
     paused_since: StateChange | None = None
     # Fanned-out ticks of the window still running or failed, and the latest one: their progress.
     fanned_out: list[TickProgress] = field(default_factory=list)
+    # What a tick arriving while an earlier one runs does (clockless.overlap), as the job's code says.
+    overlap: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
@@ -66,6 +70,7 @@ class JobStatus:
             "paused": [format_scheduled_time(t) for t in self.paused],
             "paused_since": None if self.paused_since is None else self.paused_since.as_dict(),
             "fanned_out": [progress.as_dict() for progress in self.fanned_out],
+            "overlap": self.overlap,
         }
 
 
@@ -131,7 +136,20 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         paused=paused,
         paused_since=history[-1] if intervals and intervals[-1][1] is None else None,
         fanned_out=_worth_showing(_fanned_out(template, target, job, start, end, now=now)),
+        overlap=declared_overlap(template, schedule.function_id),
     )
+
+
+def declared_overlap(template: Template, function_id: str) -> str | None:
+    """The job's overlap policy as its code declares it (`ScheduledJob(..., overlap=...)`): its handler
+    imported as Lambda imports it, never called. None for a function without the kit, or whose code is
+    not in this checkout."""
+    try:
+        handler = LocalLambdaRuntime(template, endpoint="").handler(function_id)
+    except (ImportError, TemplateError):
+        return None  # its code is not here to read (status on a stack from another checkout)
+    job = getattr(handler, "clockless_job", None)
+    return None if job is None else str(job.overlap)
 
 
 def _fanned_out(

@@ -19,9 +19,12 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from clockless import OUTCOME_DUPLICATE, OUTCOME_EXECUTED, OUTCOME_IN_PROGRESS, format_scheduled_time
+from clockless.overlap import OUTCOME_BUFFERED, OUTCOME_SKIPPED
+from clockless_tools.local.poller import OUTCOME_DONE
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import FaultInjector, InjectedFault
 from clockless_tools.simulate.plan import MAX_BURST, RETRY_BACKOFF, TickPlan
+from clockless_tools.simulate.slow_night import HELD_OUTCOMES
 from clockless_tools.simulate.workers import WorkerDriver, WorkerRecord
 from clockless_tools.template.events import Attempt, render_input, schedule_arn, stable_uuid
 from clockless_tools.template.model import Template
@@ -93,6 +96,7 @@ class DeliveryEngine:
         *,
         progress: Callable[[int, int], None] = lambda _done, _queued: None,
         took_effect: Callable[[TickPlan, DeliveryRecord], None] = lambda _plan, _record: None,
+        skipped: Callable[[TickPlan], None] = lambda _plan: None,
         workers: WorkerDriver | None = None,
     ) -> None:
         self.template = template
@@ -101,6 +105,9 @@ class DeliveryEngine:
         self.clock = clock
         self.progress = progress
         self.took_effect = took_effect
+        self.skipped = skipped
+        # Ticks answered `buffered` (clockless.overlap), until a worker starts them: they take effect then.
+        self._buffered: dict[str, TickPlan] = {}
         self._queue: list[_Round] = []
         self._sequence = 0
         self._rounds = 0
@@ -138,13 +145,19 @@ class DeliveryEngine:
                     continue
                 current = heapq.heappop(self._queue)
                 delivered = self._deliver_round(pool, current, self._rounds)
-                self._drain(current.at)
-                self._rounds += 1
                 records.extend(delivered)
+                # Before the workers run: a tick buffered this round may start in their drain.
                 for record in delivered:
                     if record.outcome in TOOK_EFFECT and current.plan.key not in self._effective:
                         self._effective.add(current.plan.key)
                         self.took_effect(current.plan, record)
+                    elif record.outcome == OUTCOME_BUFFERED:
+                        self._buffered.setdefault(current.plan.key, current.plan)
+                    elif record.outcome == OUTCOME_SKIPPED and current.plan.key not in self._effective:
+                        self._effective.add(current.plan.key)
+                        self.skipped(current.plan)
+                self._drain(current.at)
+                self._rounds += 1
                 self.progress(self._rounds, len(self._queue))
         return records
 
@@ -154,7 +167,17 @@ class DeliveryEngine:
     def _drain(self, at: datetime) -> None:
         if self.workers is not None:
             self.clock.move_to(at, tick=False)
-            self.worker_records.extend(self.workers.drain(at))
+            drained = self.workers.drain(at)
+            self.worker_records.extend(drained)
+            for worker in drained:
+                plan = self._buffered.get(worker.tick_key or "")
+                if plan is not None and worker.outcome == OUTCOME_DONE and plan.key not in self._effective:
+                    # Its start message handled: the buffered tick ran, in this round's place.
+                    self._effective.add(plan.key)
+                    record = DeliveryRecord(
+                        plan.job, worker.scheduled_time or "", worker.at, self._rounds, "start", 1, "", OUTCOME_EXECUTED
+                    )
+                    self.took_effect(plan, record)
 
     def _events(self, current: _Round) -> list[tuple[str, dict[str, Any], int | None, int | None]]:
         plan = current.plan
@@ -229,7 +252,7 @@ class DeliveryEngine:
         try:
             result = self.runtime.call(function_id, event)
             found = result.get("outcome") if isinstance(result, Mapping) else None
-            outcome = _Outcome(found if found in SUPPRESSED else OUTCOME_EXECUTED)
+            outcome = _Outcome(found if found in SUPPRESSED | HELD_OUTCOMES else OUTCOME_EXECUTED)
         except InjectedFault as error:  # the delivery failed; the scheduler sees an error and retries
             outcome = _Outcome(
                 OUTCOME_FAILED, f"{type(error).__name__}: {error}", injected=True, writes=error.writes_done

@@ -40,11 +40,11 @@ from botocore.endpoint import Endpoint
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
 from clockless_tools.simulate.responses import (
-    THROTTLED_MESSAGE,
     error_response,
     made_up_response,
     operation_of,
     payload_of,
+    throttle_error_response,
     throttled_response,
 )
 
@@ -301,7 +301,7 @@ class FaultInjector:
         if kind is FaultKind.REFUSED:
             raise EndpointConnectionError(endpoint_url=request.url)
         if kind is FaultKind.THROTTLED or (kind is FaultKind.LOST_THEN_THROTTLED and not first):
-            return error_response(request, "ThrottlingException", THROTTLED_MESSAGE)
+            return throttle_error_response(request)
         if kind is FaultKind.TRANSACTION_THROTTLED:
             return throttled_response(request)
         response = self._forward(original, endpoint, request)

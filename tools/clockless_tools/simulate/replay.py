@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -48,6 +48,7 @@ from clockless_tools.local.seed import SeedPlan, describe, seed_jobs
 from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
 from clockless_tools.simulate.plan import TickPlan
+from clockless_tools.simulate.slow_night import policies_in_force
 from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
 from clockless_tools.simulate.workers import WorkerDriver
 from clockless_tools.template.intrinsics import LocalNames
@@ -117,6 +118,11 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             send(channel, note=f"DynamoDB write throughput enforced: {describe_settings(settings)}")
         injector = FaultInjector(spared_tables=spec["spared_tables"])
         workers = WorkerDriver(runtime, endpoint, injector, seed=str(spec.get("worker_seed", "")), names=names)
+        slow = spec.get("slow_night")
+        policies = policies_in_force(template, runtime, slow and slow.get("overlap"))
+        if slow:
+            workers.slow_down({job: timedelta(seconds=seconds) for job, seconds in slow["lags"].items()})
+            send(channel, note=f"slow night: workers lag {_lags(slow['lags'])}; overlap {_policies(policies)}")
         clock = _Clock()
         expected = spec.get("expected")
         engine = DeliveryEngine(
@@ -128,6 +134,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             # simulation's progress is the ticks it announces as they take effect.
             progress=(lambda done, _queued: send(channel, done=done, total=expected)) if expected else _quiet,
             took_effect=lambda plan, record: send(channel, took_effect=plan.key, at=record.at, round=record.round),
+            skipped=lambda plan: send(channel, skipped=plan.key),
             workers=workers,
         )
         try:
@@ -152,7 +159,16 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         "records": [asdict(record) for record in records],
         "workers": [asdict(record) for record in engine.worker_records],
         "dead_letters": dead_letters,
+        "overlap": policies,
     }
+
+
+def _lags(lags: Mapping[str, float]) -> str:
+    return ", ".join(f"{job} {seconds / 3600:g} h" for job, seconds in lags.items()) or "(no job fans out)"
+
+
+def _policies(policies: Mapping[str, str]) -> str:
+    return ", ".join(f"{job} {policy}" for job, policy in policies.items())
 
 
 def _quiet(_done: int, _queued: int) -> None:

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from clockless import OUTCOME_EXECUTED, format_scheduled_time
+from clockless.overlap import OUTCOME_BUFFERED, OUTCOME_SKIPPED
 from clockless_tools.local.event_sources import worker_functions
 from clockless_tools.simulate.engine import (
     KINDS,
@@ -21,6 +22,7 @@ from clockless_tools.simulate.engine import (
 from clockless_tools.simulate.fanout import WorkerReport, worker_report
 from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
+from clockless_tools.simulate.slow_night import judge_overlap, ledger_entries, overlap_skipped, started_by_release
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
 from clockless_tools.simulate.workers import WorkerRecord
 from clockless_tools.template.intrinsics import LocalNames
@@ -77,6 +79,13 @@ class JobReport:
     reference_failures: list[str] = field(default_factory=list)
     workers: WorkerReport = field(default_factory=WorkerReport)
     has_demo: bool = True
+    # clockless.overlap: the policy the run followed, the ticks it held back, what the ledger contradicts
+    overlap: str | None = None
+    ticks_skipped: list[str] = field(default_factory=list)
+    ticks_buffered: list[str] = field(default_factory=list)
+    overlap_problems: list[str] = field(default_factory=list)
+    overlap_skipped_times: set[str] = field(default_factory=set)
+    started_from_buffer: set[str] = field(default_factory=set)
 
     @property
     def no_work(self) -> bool:
@@ -122,6 +131,7 @@ class JobReport:
             and not self.differences
             and not self.reference_failures
             and not self.workers.ledger_differences
+            and not self.overlap_problems
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -147,6 +157,11 @@ class JobReport:
             "differences": [difference.as_dict() for difference in self.differences],
             "reference_failures": self.reference_failures,
             "workers": self.workers.as_dict(),
+            "overlap": self.overlap,
+            "ticks_skipped": self.ticks_skipped,
+            "ticks_buffered": self.ticks_buffered,
+            "ticks_started_from_buffer": sorted(self.started_from_buffer),
+            "overlap_problems": self.overlap_problems,
             "no_work": self.no_work,
             "exactly_once": self.exactly_once,
         }
@@ -217,6 +232,7 @@ def build_report(
     workers: Collection[WorkerRecord] = (),
     dead_letters: Mapping[str, int] | None = None,
     reference_dead_letters: Mapping[str, int] | None = None,
+    overlap: Mapping[str, str] | None = None,
 ) -> SimulationReport:
     """Counters per job from the deliveries; effects and differences from the tables."""
     template = request.template
@@ -238,7 +254,12 @@ def build_report(
         report.ticks_dropped = sorted(format_scheduled_time(t) for j, t in request.drops if j == job)
         _count_deliveries(report, [r for r in records if r.job == job])
         took_effect = {r.tick_key for r in records if r.job == job and r.outcome in TOOK_EFFECT}
+        _judge_overlap(report, records, after, template)
+        # Held back by the overlap policy is not missed: skipped on the record, or run from the buffer.
+        took_effect |= {f"{job}@{t}" for t in report.ticks_skipped if t in report.overlap_skipped_times}
+        took_effect |= {f"{job}@{t}" for t in report.started_from_buffer}
         report.ticks_missed = [plan.key for plan in plans if plan.job == job and plan.key not in took_effect]
+        report.overlap = (overlap or {}).get(job)
         report.workers = worker_report(
             template,
             job,
@@ -281,3 +302,16 @@ def _count_deliveries(report: JobReport, records: Collection[DeliveryRecord]) ->
     report.failures_after_writes = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.writes_done > 0)
     report.failures_retried = sum(1 for r in records if r.outcome == OUTCOME_FAILED and r.retried)
     report.responses_lost = sum(r.responses_lost for r in records)
+
+
+def _judge_overlap(report: JobReport, records: Collection[DeliveryRecord], after: Snapshot, template: Template) -> None:
+    """The ticks the job's overlap policy held back, judged against its ledger (slow_night)."""
+    mine = [r for r in records if r.job == report.job]
+    report.ticks_skipped = sorted({r.scheduled_time for r in mine if r.outcome == OUTCOME_SKIPPED})
+    report.ticks_buffered = sorted({r.scheduled_time for r in mine if r.outcome == OUTCOME_BUFFERED})
+    if not report.ticks_skipped and not report.ticks_buffered:
+        return
+    entries = ledger_entries(after, template, report.job)
+    report.overlap_problems = judge_overlap(report.job, report.ticks_skipped, report.ticks_buffered, entries)
+    report.overlap_skipped_times = overlap_skipped(entries)
+    report.started_from_buffer = started_by_release(entries) & set(report.ticks_buffered)

@@ -12,6 +12,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from clockless import format_scheduled_time
+from clockless.overlap import Overlap
 from clockless_tools.local.capacity import Start
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.template.expressions import ScheduleExpressionError
@@ -89,9 +90,18 @@ class SimulationRequest:
     # DynamoDB's write throughput enforced on the simulation's embedded DynamoDB (None: unlimited)
     capacity: str | None = None
     scale: float = 1.0
+    # A slow night: the fanned-out jobs' workers lag (clockless_tools.simulate.slow_night), and
+    # `overlap` replaces every job's declared overlap policy (None: each its own).
+    slow_night: bool = False
+    overlap: str | None = None
 
     def validate(self) -> dict[str, list[datetime]]:
         self._validate_capacity()
+        if self.overlap is not None and self.overlap not in {policy.value for policy in Overlap}:
+            choices = ", ".join(policy.value for policy in Overlap)
+            raise SimulationInputError(f"--overlap {self.overlap!r}: choose one of {choices}")
+        if self.overlap is not None and not self.slow_night:
+            raise SimulationInputError("--overlap needs --slow-night (without it no tick overlaps another)")
         if self.start >= self.end:
             raise SimulationInputError(
                 f"--from {format_scheduled_time(self.start)} is not before --to {format_scheduled_time(self.end)}"

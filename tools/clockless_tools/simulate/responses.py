@@ -1,5 +1,6 @@
-"""DynamoDB's answers as the fault injector makes them up: errors in the service's JSON shape,
-including a throttle as DynamoDB shapes it (a transaction cancelled with `ThrottlingError`)."""
+"""DynamoDB's (and SQS's) answers as the fault injector makes them up: errors in the service's JSON
+shape, including a throttle as each shapes it (a DynamoDB transaction cancelled with
+`ThrottlingError`, SQS's `RequestThrottled`)."""
 
 from __future__ import annotations
 
@@ -35,16 +36,28 @@ def made_up_response(request: Any, status: int, content: bytes, headers: dict[st
     return AWSResponse(request.url, status, fields, ReadBody(content))
 
 
+def is_sqs(request: Any) -> bool:
+    target = request.headers.get("X-Amz-Target", b"") if hasattr(request, "headers") else b""
+    return (target.decode() if isinstance(target, bytes) else str(target)).startswith("AmazonSQS.")
+
+
 def error_response(request: Any, code: str, message: str) -> AWSResponse:
-    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
+    namespace = "com.amazonaws.sqs" if is_sqs(request) else "com.amazonaws.dynamodb.v20120810"
+    body = json.dumps({"__type": f"{namespace}#{code}", "message": message})
     return made_up_response(request, 400, body.encode())
+
+
+def throttle_error_response(request: Any) -> AWSResponse:
+    """A whole request refused for capacity, with the code its service gives: SQS `RequestThrottled`,
+    DynamoDB `ThrottlingException`."""
+    return error_response(request, "RequestThrottled" if is_sqs(request) else "ThrottlingException", THROTTLED_MESSAGE)
 
 
 def throttled_response(request: Any) -> AWSResponse:
     """A refusal for capacity in DynamoDB's shape: a transaction cancelled with `ThrottlingError`
     on its first action (the others not evaluated), any other request `ThrottlingException`."""
     if operation_of(request) != "TransactWriteItems":
-        return error_response(request, "ThrottlingException", THROTTLED_MESSAGE)
+        return throttle_error_response(request)
     actions = len(payload_of(request).get("TransactItems") or []) or 1
     reasons = [{"Code": "ThrottlingError", "Message": THROTTLED_MESSAGE}] + [{"Code": "None"}] * (actions - 1)
     body = {

@@ -15,8 +15,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from clockless_tools.simulate.engine import DeliveryRecord
 from clockless_tools.simulate.plan import delivered_once, plan_deliveries
 from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
 from clockless_tools.simulate.request import Note, Progress, SimulationError, SimulationRequest
+from clockless_tools.simulate.slow_night import worker_lags
 from clockless_tools.simulate.workers import WorkerRecord
 from clockless_tools.template.intrinsics import LocalNames
 
@@ -115,6 +117,7 @@ def run_simulation(
                 "capacity": None if request.capacity is None else {"start": request.capacity, "scale": request.scale},
                 "before_path": str(workdir / "before.json"),
                 "plans": [plan.as_dict() for plan in plans],
+                "slow_night": _slow_night_spec(request, ticks),
             },
             workdir,
         )
@@ -127,6 +130,8 @@ def run_simulation(
         follower.start()
         try:
             forwarded: set[str] = set()
+            # Ticks the simulation's overlap policy skipped: the reference never delivers them.
+            skipped: set[str] = set()
             for message in simulation.messages():
                 if "before" in message:
                     reference.command(load=message["before"])
@@ -142,13 +147,16 @@ def run_simulation(
                     )
                     forwarded.add(plan.key)
                     # Ticks done of a total known up front (rounds are not: failures add retries).
-                    progress("simulation", len(forwarded), len(plans))
+                    progress("simulation", len(forwarded) + len(skipped), len(plans))
+                elif "skipped" in message:
+                    skipped.add(message["skipped"])
+                    progress("simulation", len(forwarded) + len(skipped), len(plans))
                 elif "note" in message:
                     note(f"simulation: {message['note']}")
             simulated = simulation.result()
             # Ticks that never took effect in the simulation: the reference still delivers them once.
             for plan in plans:
-                if plan.key not in forwarded:
+                if plan.key not in forwarded and plan.key not in skipped:
                     reference.command(
                         plan=delivered_once(plan, at=plan.scheduled_time, order=len(plans) + plan.order).as_dict()
                     )
@@ -173,7 +181,15 @@ def run_simulation(
         workers=[WorkerRecord(**record) for record in simulated["workers"]],
         dead_letters=simulated["dead_letters"],
         reference_dead_letters=referenced["dead_letters"],
+        overlap=simulated["overlap"],
     )
+
+
+def _slow_night_spec(request: SimulationRequest, ticks: Mapping[str, list[datetime]]) -> dict[str, Any] | None:
+    if not request.slow_night:
+        return None
+    lags = worker_lags(request.template, ticks)
+    return {"lags": {job: lag.total_seconds() for job, lag in lags.items()}, "overlap": request.overlap}
 
 
 def _seed_spec(request: SimulationRequest) -> dict[str, Any]:

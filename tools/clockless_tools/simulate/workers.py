@@ -23,11 +23,12 @@ import random
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from clockless import format_scheduled_time
-from clockless_tools.local.poller import Invocation, Message, SqsPoller
+from clockless_tools.local.event_sources import SqsEventSource, worker_functions
+from clockless_tools.local.poller import Invocation, Message, QueueDepth, SqsPoller
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import FaultInjector, FaultKind
 from clockless_tools.template.intrinsics import LocalNames
@@ -102,8 +103,49 @@ class WorkerDriver:
         self.fault_rates: dict[str, float] = {}
         # A receive brings up to ten messages; their invocations run one at a time, so a fault armed
         # for every thread meets only the invocation it is meant for.
-        self.poller = SqsPoller(runtime, endpoint, names, invoke=self._invoke, concurrency=10, parallel=False)
+        self.poller = SqsPoller(
+            runtime, endpoint, names, invoke=self._invoke, concurrency=10, parallel=False, held=self._held
+        )
         self._injected: dict[str, _Injected] = {}
+        # A slow night (clockless_tools.simulate.slow_night): mapping -> how long a waiting message
+        # waits for a worker, and when the workers of a mapping holding messages come.
+        self.lags: dict[str, timedelta] = {}
+        self._opens_at: dict[str, datetime] = {}
+        self._present: set[str] = set()
+
+    def slow_down(self, lags_by_job: Mapping[str, timedelta]) -> None:
+        """The workers of each job lag by its lag: a message waits that long before they come."""
+        template = self.runtime.template
+        for job, lag in lags_by_job.items():
+            workers = set(worker_functions(template, template.jobs[job].function_id))
+            self.lags.update({s.logical_id: lag for s in self.poller.sources if s.function_id in workers})
+
+    def _held(self, source: SqsEventSource) -> bool:
+        return source.logical_id in self._opens_at
+
+    def _lag(self, at: datetime) -> None:
+        """A mapping whose queue gets a message while no worker is there gets its workers a lag
+        later. Once come, they stay while the queue holds anything (a message back from a failed
+        invocation finds them there), and leave when it is empty."""
+        depths: dict[str, QueueDepth] | None = None
+        for source in self.poller.sources:
+            lag, mapping = self.lags.get(source.logical_id), source.logical_id
+            if lag is None:
+                continue
+            opens = self._opens_at.get(mapping)
+            if opens is not None:
+                if at >= opens:
+                    del self._opens_at[mapping]
+                    self._present.add(mapping)
+                continue
+            depths = depths if depths is not None else self.poller.depth()
+            depth = depths[source.queue.logical_id]
+            if mapping in self._present:
+                if depth.total:
+                    continue
+                self._present.discard(mapping)
+            if depth.visible:
+                self._opens_at[mapping] = at + lag
 
     @property
     def active(self) -> bool:
@@ -112,10 +154,18 @@ class WorkerDriver:
     def next_wake(self) -> datetime | None:
         """When a message left in flight is visible again (simulated time), if any."""
         moment = self.poller.next_visible_at()
-        return None if moment is None else datetime.fromtimestamp(math.ceil(moment), UTC)
+        visible = None if moment is None else datetime.fromtimestamp(math.ceil(moment), UTC)
+        if visible is not None and self.lags:
+            # A message received more than 12 h after it was sent cannot be made visible early
+            # (moto counts SQS's 12-hour visibility limit from the send), so it comes back by its own
+            # timeout, which moto ends strictly after the moment: a second later.
+            visible += timedelta(seconds=1)
+        return min((m for m in (visible, *self._opens_at.values()) if m is not None), default=None)
 
     def drain(self, at: datetime) -> list[WorkerRecord]:
         """Every message visible at `at` (the clock stands there), and what its handling sends on."""
+        if self.lags:
+            self._lag(at)
         self.poller.release_due()
         return [self._record(invocation, at) for invocation in self.poller.drain()]
 

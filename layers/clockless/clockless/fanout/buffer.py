@@ -3,12 +3,14 @@ behind one still running is started by the worker that finds the earlier tick se
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Final
 
 from clockless.fanout.messages import KIND_START, WorkMessage
 from clockless.fanout.trust import UntrustedMessageError
 from clockless.ledger import RunLedger
 from clockless.overlap import buffered_after, release_update
+from clockless.throttle import Budget, retry_throttled
 from clockless.tick import Tick
 
 if TYPE_CHECKING:
@@ -23,7 +25,9 @@ def _ledger(dynamodb: Any, settings: WorkerSettings) -> RunLedger:
     return RunLedger(settings.ledger_table, dynamodb, retention_seconds=settings.ledger_retention_seconds)
 
 
-def release_buffered(dynamodb: Any, sqs: Any, settings: WorkerSettings, job: ScheduledJob, done: WorkMessage) -> None:
+def release_buffered(
+    dynamodb: Any, sqs: Any, settings: WorkerSettings, job: ScheduledJob, done: WorkMessage, *, budget: Budget
+) -> None:
     """`done`'s tick is settled: the tick buffered behind it gets a start message. Every
     delivery that finds the tick settled sends it (a death before sending is made good by the
     redelivery, at one Query per settled finisher call); the start itself happens once."""
@@ -32,7 +36,8 @@ def release_buffered(dynamodb: Any, sqs: Any, settings: WorkerSettings, job: Sch
         return
     after = {"after": done.time_text}
     start = WorkMessage(KIND_START, done.job, buffered.scheduled_time, buffered.trigger, "", after)
-    sqs.send_message(QueueUrl=settings.work_queue_url, MessageBody=start.body())
+    send = functools.partial(sqs.send_message, QueueUrl=settings.work_queue_url, MessageBody=start.body())
+    retry_throttled(send, budget=budget, what="SendMessage of a buffered tick's start")
     job.logger.info("buffered tick released", extra={"buffered": start.tick_key})
 
 

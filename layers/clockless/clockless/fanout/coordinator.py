@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from clockless.job import JobRun, ScheduledJob
 
 LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+# The coordinator's sends stop waiting out throttles this long before the attempt ends: its
+# completion (which waits out its own throttles until 3 s before the end) gets the rest.
+SEND_MARGIN_SECONDS: Final = 10.0
 
 
 class FanOut:
@@ -65,7 +68,9 @@ class FanOut:
             for partition in self.partitions
         ]
         queue = WorkQueue(self.sqs(), CoordinatorSettings.from_env().work_queue_url)
-        queue.send_all(bodies)
+        # Throttled sends are waited out while the attempt has time, less what its completion needs.
+        budget = None if run.budget is None else run.budget.with_margin(SEND_MARGIN_SECONDS)
+        queue.send_all(bodies, budget=budget)
         self.job.logger.info(
             "tick fanned out",
             extra={"partitions": len(bodies), "scheduled_time": format_scheduled_time(tick.scheduled_time)},

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from clockless.fanout.messages import WorkMessage
 from clockless.fanout.records import Lease, PartitionRecords
-from clockless.throttle import Budget, BudgetSpent, remaining_ms
+from clockless.throttle import Budget, BudgetSpent, remaining_ms, retry_throttled
 
 # The last writes of a run (the release, the done transaction, the finisher) may wait out
 # throttles until this close to the attempt's end; the work itself stops at the time budget.
@@ -24,6 +24,8 @@ FINAL_MARGIN_SECONDS: Final = 3.0
 # so partitions throttled together do not come back together.
 CONTINUATION_DELAY_BASE_SECONDS: Final = 5
 CONTINUATION_DELAY_CAP_SECONDS: Final = 60
+# A continuation's send may wait out throttles until this close to the attempt's end.
+HAND_ON_MARGIN_SECONDS: Final = 1.0
 # SendMessage's DelaySeconds takes 0 to 900 (15 minutes).
 SQS_MAX_DELAY_SECONDS: Final = 900
 
@@ -37,10 +39,13 @@ def continuation_delay(throttle_continuations: int) -> int:
 
 @dataclass
 class HandOff:
-    """Continuations of one job's partitions, on its work queue."""
+    """Continuations of one job's partitions, on its work queue. A throttled send is waited out
+    within `budget` (the attempt's time); past it, the send raises and the message being handled
+    stays on the queue (reported failed), so nothing is lost, at the cost of its visibility timeout."""
 
     sqs: Any
     queue_url: str
+    budget: Budget | None = None
 
     def send(self, message: WorkMessage, delay_s: int = 0) -> None:
         """The partition's next hop, visible after `delay_s` seconds."""
@@ -50,7 +55,10 @@ class HandOff:
         request: dict[str, Any] = {"QueueUrl": self.queue_url, "MessageBody": message.body()}
         if delay_s > 0:
             request["DelaySeconds"] = min(SQS_MAX_DELAY_SECONDS, delay_s)
-        self.sqs.send_message(**request)
+        if self.budget is None:
+            self.sqs.send_message(**request)
+            return
+        retry_throttled(lambda: self.sqs.send_message(**request), budget=self.budget, what="SendMessage")
 
     def after_throttle(
         self,

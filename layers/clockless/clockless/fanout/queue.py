@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from clockless.fanout.messages import WorkMessage
+from clockless.throttle import Budget, BudgetSpent, backoff_seconds, retry_throttled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
 SQS_BATCH: Final = 10
 # SQS takes up to 256 KiB (262,144 bytes) per message; leave room for the envelope.
 MAX_BODY_BYTES: Final = 200 * 1024
-# Entries SendMessageBatch reports failed (throttled, internal) are sent again this many times.
-ENTRY_ATTEMPTS: Final = 3
 
 
 class QueueSendError(RuntimeError):
@@ -33,26 +33,49 @@ class WorkQueue:
     def send(self, body: str) -> None:
         self.client.send_message(QueueUrl=self.url, MessageBody=body)
 
-    def send_all(self, bodies: Sequence[str]) -> int:
-        """Every body, 10 per request; entries reported failed are resent. The requests made."""
+    def send_all(self, bodies: Sequence[str], *, budget: Budget | None = None) -> int:
+        """Every body, 10 per request. The SendMessageBatch calls made (a throttled one counted once).
+
+        Within `budget` (the attempt's time, less what its last writes need): a throttled request
+        is sent again after backoff (clockless.throttle), and entries SendMessageBatch reports
+        failed for SQS's own reasons (`SenderFault` false: throttled, internal) are sent again the
+        same way, never dropped; an entry SQS refuses for itself (`SenderFault` true: too large,
+        invalid) fails at once, naming it. Still not sent when the budget is spent: QueueSendError
+        (the tick's claim is released and its retry sends every partition again; a partition sent
+        twice is a duplicate the workers recognise)."""
+        budget = budget if budget is not None else Budget(None, 0.0)
         requests = 0
         for start in range(0, len(bodies), SQS_BATCH):
             pending = {str(index): body for index, body in enumerate(bodies[start : start + SQS_BATCH])}
-            failures: list[dict[str, Any]] = []
-            for _ in range(ENTRY_ATTEMPTS):
+            attempt = 0
+            while pending:
                 requests += 1
-                response = self.client.send_message_batch(
-                    QueueUrl=self.url,
-                    Entries=[{"Id": entry_id, "MessageBody": body} for entry_id, body in pending.items()],
-                )
-                failures = list(response.get("Failed") or [])
-                pending = {f["Id"]: pending[f["Id"]] for f in failures if f.get("Id") in pending}
+                entries = [{"Id": entry_id, "MessageBody": body} for entry_id, body in pending.items()]
+                send = functools.partial(self.client.send_message_batch, QueueUrl=self.url, Entries=entries)
+                try:
+                    response = retry_throttled(send, budget=budget, what="SendMessageBatch")
+                except BudgetSpent as spent:
+                    raise QueueSendError(f"{len(pending)} message(s) not sent to {self.url}: {spent}") from spent
+                failures = [f for f in response.get("Failed") or [] if f.get("Id") in pending]
+                refused = [f for f in failures if f.get("SenderFault")]
+                if refused:
+                    raise QueueSendError(f"SQS refused {len(refused)} message(s) for {self.url}: {_reasons(refused)}")
+                pending = {f["Id"]: pending[f["Id"]] for f in failures}
                 if not pending:
                     break
-            if pending:
-                reasons = sorted({f"{f.get('Code')}: {f.get('Message')}" for f in failures})
-                raise QueueSendError(f"{len(pending)} message(s) not sent to {self.url}: {'; '.join(reasons)}")
+                delay = backoff_seconds(attempt)
+                if budget.left_s() < delay:
+                    raise QueueSendError(
+                        f"{len(pending)} message(s) not sent to {self.url} within the attempt's time: "
+                        f"{_reasons(failures)}"
+                    )
+                budget.clock.sleep(delay)
+                attempt += 1
         return requests
+
+
+def _reasons(failures: Sequence[dict[str, Any]]) -> str:
+    return "; ".join(sorted({f"{f.get('Code')}: {f.get('Message')}" for f in failures}))
 
 
 def split_items(items: Sequence[dict[str, Any]], envelope_bytes: int) -> list[list[dict[str, Any]]]:
@@ -73,12 +96,14 @@ def split_items(items: Sequence[dict[str, Any]], envelope_bytes: int) -> list[li
 
 
 class DeadLetters:
-    """Failed items to the job's work DLQ, as `items` messages a replay can move back."""
+    """Failed items to the job's work DLQ, as `items` messages a replay can move back. A throttled
+    send is waited out within `budget` (the attempt's time)."""
 
-    def __init__(self, client: Any, url: str, logger: Logger) -> None:
+    def __init__(self, client: Any, url: str, logger: Logger, budget: Budget | None = None) -> None:
         self.client = client
         self.url = url
         self.logger = logger
+        self.budget = budget if budget is not None else Budget(None, 0.0)
 
     def send(
         self, message: WorkMessage, encode: Callable[[Any], dict[str, Any]], entries: list[Entry], reason: str
@@ -86,7 +111,10 @@ class DeadLetters:
         encoded = [encode(entry.item) for entry in entries]
         envelope = len(message.failed_items([], reason).body().encode("utf-8"))
         for group in split_items(encoded, envelope):
-            self.client.send_message(QueueUrl=self.url, MessageBody=message.failed_items(group, reason).body())
+            send = functools.partial(
+                self.client.send_message, QueueUrl=self.url, MessageBody=message.failed_items(group, reason).body()
+            )
+            retry_throttled(send, budget=self.budget, what="SendMessage to the work DLQ")
         # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
         self.logger.error(
             "items failed; sent to the work DLQ",

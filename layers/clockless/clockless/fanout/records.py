@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from clockless.throttle import cancellation_reasons
+
 STATUS_RUNNING: Final = "running"
 STATUS_DONE: Final = "done"
 WORK_SUFFIX: Final = "#work"
@@ -169,8 +171,7 @@ class PartitionRecords:
             # botocore fills in ClientRequestToken: its own resend after a lost answer is a no-op.
             self.client.transact_write_items(TransactItems=[{"Update": create}, tick_check])
         except self.client.exceptions.TransactionCanceledException as error:
-            reasons = [dict(r or {}) for r in error.response.get("CancellationReasons") or []]
-            mine, tick = [*reasons, {}, {}][:2]
+            mine, tick = cancellation_reasons(error, 2)[:2]
             if tick.get("Code") == "ConditionalCheckFailed":
                 return Lease(acquired=False, untrusted=dict(tick.get("Item") or {}))
             if mine.get("Code") != "ConditionalCheckFailed":

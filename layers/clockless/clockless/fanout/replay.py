@@ -47,7 +47,7 @@ def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metric
             writer = BatchWriter(
                 worker.clients()[0],
                 ReplayAccounting(records),
-                on_failed=worker._dead_letters(message, work),
+                on_failed=worker._dead_letters(message, work, budget),
                 concurrency=1,
                 clock=worker.clock,
                 budget=budget,
@@ -60,7 +60,7 @@ def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metric
         else:
             raise AccountingConflict(f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times")
     except BudgetSpent as spent:
-        worker._handoff().resend(message, continuation_delay(0))
+        worker._handoff(budget).resend(message, continuation_delay(0))
         worker.job.logger.warning("replay throttled past the time budget; sent again", extra={"throttle": str(spent)})
         return OUTCOME_CONTINUED
     worker.last_counters = counters

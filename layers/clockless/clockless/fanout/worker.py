@@ -27,7 +27,7 @@ from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.done import mark_done
 from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
-from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HandOff, continuation_delay
+from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS, HandOff, continuation_delay
 from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
@@ -176,7 +176,7 @@ class PartitionWorker:
             lease = self._acquire(records, message, budget, receives)
         except BudgetSpent as spent:
             # Not even the lease got through: nothing was taken, so come back later, as a throttle.
-            self._handoff().send(message, continuation_delay(0))
+            self._handoff(budget).send(message, continuation_delay(0))
             self.job.logger.warning("the lease stayed throttled; continuation sent", extra={"throttle": str(spent)})
             return OUTCOME_CONTINUED
         if lease.done:
@@ -206,7 +206,7 @@ class PartitionWorker:
         writer = BatchWriter(
             self.clients()[0],
             PartitionAccounting(records),
-            on_failed=self._dead_letters(message, work),
+            on_failed=self._dead_letters(message, work, budget),
             concurrency=settings.concurrency,
             clock=self.clock,
             budget=budget,
@@ -242,7 +242,7 @@ class PartitionWorker:
                 if budget.spent:
                     # the cursor, the page's already-done count and the lease released, in one write
                     final.hand_on(cursor, already_done=found.already_done)
-                    self._handoff().send(message)
+                    self._handoff(budget).send(message)
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
                     _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
@@ -253,7 +253,7 @@ class PartitionWorker:
             self._log_run("throttled until the time budget was spent", counters, pages, started, writer)
             _count_failed(metrics, counters)
             moved = None if cursor == stored else cursor  # its page applied, the cursor not yet stored
-            note = self._handoff().after_throttle(
+            note = self._handoff(budget).after_throttle(
                 message,
                 final=final,
                 cursor=moved,
@@ -271,8 +271,9 @@ class PartitionWorker:
         return self._finish_or_continue(message, budget, metrics, OUTCOME_DONE)
 
     # ------------------------------------------------------------------------- throttling
-    def _handoff(self) -> HandOff:
-        return HandOff(self.clients()[1], self.settings().work_queue_url)
+    def _handoff(self, budget: Budget) -> HandOff:
+        """Continuations sent while the attempt has time, throttles waited out."""
+        return HandOff(self.clients()[1], self.settings().work_queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS))
 
     def _pacer(self, partition: str) -> Pacer:
         with self._lock:
@@ -286,7 +287,7 @@ class PartitionWorker:
         try:
             self._finish(message, budget, metrics)
         except BudgetSpent as spent:
-            self._handoff().send(message, continuation_delay(0))
+            self._handoff(budget).send(message, continuation_delay(0))
             self.job.logger.warning("the finisher stayed throttled; continuation sent", extra={"throttle": str(spent)})
             return OUTCOME_CONTINUED
         return outcome
@@ -344,7 +345,7 @@ class PartitionWorker:
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
             self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
         if status != NOT_COMPLETE and self.job.overlap is Overlap.BUFFER:
-            release_buffered(*self.clients(), self.settings(), self.job, message)
+            release_buffered(*self.clients(), self.settings(), self.job, message, budget=budget)
 
     @staticmethod
     def _report_success(finisher: Finisher, message: WorkMessage, metrics: EphemeralMetrics) -> None:
@@ -354,8 +355,15 @@ class PartitionWorker:
         metrics.flush_metrics()
         finisher.reported(message.job, message.time_text)
 
-    def _dead_letters(self, message: WorkMessage, work: PartitionWork[Any]) -> Callable[[list[Entry], str], None]:
-        queue = DeadLetters(self.clients()[1], self.settings().dead_letter_queue_url, self.job.logger)
+    def _dead_letters(
+        self, message: WorkMessage, work: PartitionWork[Any], budget: Budget
+    ) -> Callable[[list[Entry], str], None]:
+        queue = DeadLetters(
+            self.clients()[1],
+            self.settings().dead_letter_queue_url,
+            self.job.logger,
+            budget.with_margin(HAND_ON_MARGIN_SECONDS),
+        )
         return functools.partial(queue.send, message, work.encode)
 
     def _log_run(self, what: str, counters: Counters, pages: int, started: float, writer: BatchWriter) -> None:

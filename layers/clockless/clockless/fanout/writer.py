@@ -35,6 +35,8 @@ from clockless.throttle import (
     Budget,
     BudgetSpent,
     Clock,
+    cancellation_codes,
+    cancellation_reasons,
     client_request_token,
     describe_throttle,
     throttled_tables,
@@ -249,10 +251,10 @@ class BatchWriter:
     ) -> str | None:
         """Read a cancelled transaction's reasons; update `live`, `done`, `failed` in place.
         Whether what is left should be resent after a throttle's or a conflict's backoff (None: at once)."""
-        reasons = [dict(reason or {}) for reason in error.response.get("CancellationReasons") or []]
+        reasons = cancellation_reasons(error)
         if not reasons:
             raise error
-        codes = [str(reason.get("Code") or "None") for reason in reasons]
+        codes = cancellation_codes(error)
         retry = False
         keep: list[Entry] = []
         newly_failed: list[tuple[Entry, str]] = []
