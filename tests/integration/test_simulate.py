@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,10 +19,24 @@ from clockless_tools.template.model import Template
 from tests.conftest import PROJECT_ROOT
 from tests.integration.conftest import scan_all
 
-# Four hours with every job's ticks (the example jobs': one daily, four hourly): each job's showcase
-# tick meets every kind of delivery and every worker fault.
-FROM, TO = "2026-11-27T12:00:00Z", "2026-11-27T16:00:00Z"
-TICKS = expected_ticks(Template.load(), datetime.fromisoformat(FROM), datetime.fromisoformat(TO))
+DAY = datetime.fromisoformat("2026-11-27T00:00:00Z")
+
+
+def _window(template: Template) -> tuple[datetime, datetime]:
+    """The shortest span of whole hours (at least four) on DAY in which every job of the template
+    ticks, the earliest of them: for the example jobs (one daily at 14:00, one hourly) 11:00 to
+    15:00. Each job's showcase tick there meets every kind of delivery and every worker fault."""
+    for hours in range(4, 25):
+        for start in (DAY + timedelta(hours=h) for h in range(0, 25 - hours)):
+            ticks = expected_ticks(template, start, start + timedelta(hours=hours))
+            if all(ticks.values()):
+                return start, start + timedelta(hours=hours)
+    raise AssertionError(f"some job of the template does not tick on {DAY:%Y-%m-%d}")
+
+
+START, END = _window(Template.load())
+FROM, TO = format_scheduled_time(START), format_scheduled_time(END)
+TICKS = expected_ticks(Template.load(), START, END)
 # The job with the most ticks in the range gives up its fourth one (or its last).
 BUSIEST = max(TICKS, key=lambda job: len(TICKS[job]))
 DROPPED_AT = format_scheduled_time(TICKS[BUSIEST][min(3, len(TICKS[BUSIEST]) - 1)])

@@ -42,6 +42,7 @@ class NewJob:
             f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
             f"repository.py, the table's keys and index in template.yaml ({n.table_id}) and its statements in "
             f"{n.stem}TablesPolicy, its demo data in demo.py",
+            "`make docs` (the tables that list every job, such as docs/alarms.md's alarm timing, follow the template)",
             f"`clockless arch`, `make test`, `make run` (it must show {n.job} applying its seeded items exactly once)",
         ]
         return steps
