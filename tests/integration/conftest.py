@@ -21,7 +21,6 @@ from clockless_tools.local.moto_transactions import transactions_snapshot_touche
 from clockless_tools.local.poller import Invocation, SqsPoller
 from clockless_tools.local.queues import create_queues, delete_queues, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
 
@@ -95,25 +94,6 @@ def scan_all(client: Any, table: str) -> list[dict[str, Any]]:
     for page in client.get_paginator("scan").paginate(TableName=table):
         items.extend(page["Items"])
     return items
-
-
-TableContents = dict[str, list[dict[str, Any]]]
-
-
-def snapshot_tables(template: Template, client: Any) -> TableContents:
-    """Every item of every template table: a night replayed once per module, and written back into
-    each test's fresh tables with `restore_tables` (a few requests, where replaying the night again
-    is hundreds of worker invocations)."""
-    return {name: scan_all(client, name) for name in map(LocalNames().table_name, template.tables)}
-
-
-def restore_tables(client: Any, contents: TableContents) -> None:
-    for table, items in contents.items():
-        for start in range(0, len(items), 25):
-            batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
-            unprocessed: dict[str, Any] = {table: batch}
-            while unprocessed:
-                unprocessed = client.batch_write_item(RequestItems=unprocessed).get("UnprocessedItems", {})
 
 
 def delivery(sample: str, attempt: int = 1, **overrides: str) -> dict[str, Any]:

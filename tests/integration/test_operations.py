@@ -28,10 +28,12 @@ from clockless_tools.operations.backfill import BackfillPolicy, backfill
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import LocalTarget, OperationError, tick_event
+from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
+from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import DynamoSessionStore, SessionPartitionWork
-from tests.integration.conftest import TableContents, restore_tables, scan_all, snapshot_tables
+from tests.integration.conftest import scan_all
 
 JOB = "session-cleanup"
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
@@ -45,7 +47,7 @@ def target(tables: Any, local_queues: Any, template: Template, dynamodb_endpoint
 
 
 @pytest.fixture(scope="module")
-def gapped_night(template: Template, dynamodb_endpoint: str) -> TableContents:
+def gapped_night(template: Template, dynamodb_endpoint: str) -> Snapshot:
     """The schedule's first twelve hours with DROPPED never delivered, replayed once for the module."""
     with patched_environ(local_environment(dynamodb_endpoint)):
         create_tables(template, dynamodb_endpoint)
@@ -53,7 +55,7 @@ def gapped_night(template: Template, dynamodb_endpoint: str) -> TableContents:
         try:
             _seed_sessions()
             _run_schedule(LocalTarget(template, dynamodb_endpoint), dropping=DROPPED)
-            return snapshot_tables(template, dynamodb_client(dynamodb_endpoint))
+            return dump_tables(dynamodb_client(dynamodb_endpoint), map(LocalNames().table_name, template.tables))
         finally:
             delete_tables(template, dynamodb_endpoint)
             delete_queues(template, dynamodb_endpoint)
@@ -81,9 +83,9 @@ def _ledger(tables: Any) -> dict[str, dict[str, Any]]:
 
 
 def test_status_lists_exactly_the_dropped_ticks(
-    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+    target: LocalTarget, template: Template, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
 
     status = job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30))
 
@@ -95,7 +97,7 @@ def test_status_lists_exactly_the_dropped_ticks(
 
 
 def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
-    target: LocalTarget, template: Template, tables: Any, dynamodb_endpoint: str, gapped_night: TableContents
+    target: LocalTarget, template: Template, tables: Any, dynamodb_endpoint: str, gapped_night: Snapshot
 ) -> None:
     # Given a reference: the same schedule with no gap, on the same seed
     _seed_sessions()
@@ -105,7 +107,7 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
     create_tables(template, dynamodb_endpoint)
 
     # And the schedule again, with two ticks never delivered
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
 
     # When the gap is backfilled
     first = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL)
@@ -128,9 +130,9 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
 
 
 def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
-    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+    target: LocalTarget, template: Template, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
 
     latest = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
     assert latest.outcomes == {"2026-11-29T07:00:00Z": "executed"}
@@ -147,9 +149,9 @@ def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
 
 
 def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
-    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+    target: LocalTarget, template: Template, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
     before = _domain_state(tables)
 
     dry = backfill(
@@ -165,9 +167,9 @@ def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
 
 
 def test_dry_run_lists_and_changes_nothing(
-    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+    target: LocalTarget, template: Template, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
     before = _domain_state(tables), _ledger(tables)
 
     result = backfill(
@@ -201,9 +203,9 @@ def test_run_now_twice_in_one_minute_has_one_effect(target: LocalTarget, templat
 
 
 def test_cli_status_backfill_and_run_now(
-    target: LocalTarget, dynamodb_endpoint: str, tables: Any, gapped_night: TableContents
+    target: LocalTarget, dynamodb_endpoint: str, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
     runner = CliRunner()
     window = ["--window-days", str((datetime.now(UTC) - DAY).total_seconds() / 86400)]
 
@@ -330,9 +332,9 @@ def test_a_failing_worker_is_reported_in_one_line_and_its_tick_stays_running(
 
 
 def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
-    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path, tables: Any, gapped_night: TableContents
+    target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
     log = tmp_path / "backfill.log"
     command = [sys.executable, "-m", "clockless_tools.cli", "backfill", JOB, "--endpoint", dynamodb_endpoint]
     command += ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z", "--log", str(log)]
@@ -356,9 +358,9 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
 
 
 def test_backfill_tells_its_total_before_the_first_tick(
-    target: LocalTarget, template: Template, tables: Any, gapped_night: TableContents
+    target: LocalTarget, template: Template, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
     events: list[object] = []
 
     backfill(
@@ -376,9 +378,9 @@ def test_backfill_tells_its_total_before_the_first_tick(
 
 
 def test_cli_status_in_a_pipe_prints_whole_times_and_spans(
-    target: LocalTarget, dynamodb_endpoint: str, tables: Any, gapped_night: TableContents
+    target: LocalTarget, dynamodb_endpoint: str, tables: Any, gapped_night: Snapshot
 ) -> None:
-    restore_tables(tables, gapped_night)
+    load_tables(tables, gapped_night)
 
     # CliRunner's stdout is not a terminal, as in `clockless status | cat` or CI.
     result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--window-days", "50"])

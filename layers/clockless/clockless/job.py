@@ -162,7 +162,7 @@ class ScheduledJob:
         return self._settings.get()
 
     def persistence_store(self) -> LedgeredPersistenceLayer:
-        return self._injected_store or self._store.get()
+        return self._injected_store if self._injected_store is not None else self._store.get()
 
     def _make_store(self) -> LedgeredPersistenceLayer:
         settings = self.settings()

@@ -97,18 +97,25 @@ def regenerate(path: Path, run: Callable[[str], str] = run_command) -> tuple[str
     return text, stale
 
 
+def regenerate_all(*, write: bool) -> list[Block]:
+    """Every block of README.md and docs/ that differs from its command's output; with `write`,
+    each such file rewritten (`make docs`; `clockless new job` on this project)."""
+    stale: list[Block] = []
+    for path in documents():
+        text, changed = regenerate(path)
+        stale.extend(changed)
+        if changed and write:
+            path.write_text(text, encoding="utf-8")
+    return stale
+
+
 @app.command("docs", rich_help_panel=CHECK)
 def docs(
     check: Annotated[bool, typer.Option("--check", help="Change nothing; exit 1 if a table is stale.")] = False,
 ) -> None:
     """Rewrite the generated tables in README.md and docs/ from the commands they name."""
-    stale: list[Block] = []
     try:
-        for path in documents():
-            text, changed = regenerate(path)
-            stale.extend(changed)
-            if changed and not check:
-                path.write_text(text, encoding="utf-8")
+        stale = regenerate_all(write=not check)
     except DocsError as error:
         raise fail(str(error)) from None
     for block in stale:

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from clockless_tools.cli.common import fail, stdout
-from clockless_tools.cli.docs import documents, regenerate
+from clockless_tools.cli.docs import regenerate_all
 from clockless_tools.scaffold.new_job import NewJobError, new_job
 from clockless_tools.template.loader import PROJECT_ROOT
 
@@ -38,7 +38,8 @@ def job(
     if root == PROJECT_ROOT:
         # The generated tables that list every job (alarm timing) follow the template at once, so
         # the project the command leaves behind passes `make test` (`make docs` again after edits).
-        made.edited.extend(_regenerate_docs())
+        rewritten = {block.path.relative_to(PROJECT_ROOT).as_posix() for block in regenerate_all(write=True)}
+        made.edited.extend(sorted(rewritten))
     stdout.print(f"made job {escape(made.names.job)}{' (fanned out)' if fan_out else ''} in {escape(str(root))}")
     for path in made.created:
         stdout.print(f"  created {escape(path)}", highlight=False)
@@ -47,13 +48,3 @@ def job(
     stdout.print("left to do (docs/adding-a-job.md):", highlight=False)
     for number, step in enumerate(made.left_to_do(), 1):
         stdout.print(f"  {number}. {escape(step)}", highlight=False, soft_wrap=True)
-
-
-def _regenerate_docs() -> list[str]:
-    rewritten = []
-    for path in documents():
-        text, stale = regenerate(path)
-        if stale:
-            path.write_text(text, encoding="utf-8")
-            rewritten.append(path.relative_to(PROJECT_ROOT).as_posix())
-    return rewritten
