@@ -45,7 +45,7 @@ class HandOff:
 
     sqs: Any
     queue_url: str
-    budget: Budget | None = None
+    budget: Budget
 
     def send(self, message: WorkMessage, delay_s: int = 0) -> None:
         """The partition's next hop, visible after `delay_s` seconds."""
@@ -55,9 +55,6 @@ class HandOff:
         request: dict[str, Any] = {"QueueUrl": self.queue_url, "MessageBody": message.body()}
         if delay_s > 0:
             request["DelaySeconds"] = min(SQS_MAX_DELAY_SECONDS, delay_s)
-        if self.budget is None:
-            self.sqs.send_message(**request)
-            return
         retry_throttled(lambda: self.sqs.send_message(**request), budget=self.budget, what="SendMessage")
 
     def after_throttle(
