@@ -87,7 +87,7 @@ def judge_overlap(
     problems = []
     for moment in sorted(set(skipped)):
         entry = entries.get(moment) or {}
-        if entry.get("status") != "skipped" or not str(entry.get("reason") or "").startswith("overlap: "):
+        if not _skipped_by_overlap(entry):
             problems.append(f"{job}@{moment}: answered skipped, the ledger says {_said(entry)}")
     for moment in sorted(set(buffered)):
         entry = entries.get(moment) or {}
@@ -111,11 +111,11 @@ def started_by_release(entries: Mapping[str, Mapping[str, Any]]) -> set[str]:
 
 def overlap_skipped(entries: Mapping[str, Mapping[str, Any]]) -> set[str]:
     """Scheduled times the ledger records skipped by the overlap policy (not missed: held back)."""
-    return {
-        moment
-        for moment, entry in entries.items()
-        if entry.get("status") == "skipped" and str(entry.get("reason") or "").startswith("overlap: ")
-    }
+    return {moment for moment, entry in entries.items() if _skipped_by_overlap(entry)}
+
+
+def _skipped_by_overlap(entry: Mapping[str, Any]) -> bool:
+    return entry.get("status") == "skipped" and str(entry.get("reason") or "").startswith("overlap: ")
 
 
 def _said(entry: Mapping[str, Any]) -> str:
