@@ -20,7 +20,7 @@ from session_cleanup.repository import (
     cleanup_params,
     session_key,
 )
-from tests.unit.partition_work_support import apply, moto_tables, read_all
+from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 
 NOW = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
 GRACE = timedelta(hours=2)
@@ -138,7 +138,7 @@ def test_deleting_while_paging_reads_and_deletes_each_session_once(
         cursor: dict[str, Any] | None = None
         while True:
             page = work.read(partition, _params(), cursor, 4)
-            for session in page.items:
+            for session in items_of(work, page):
                 assert apply(tables, work.writes(session, _params(), TICK_KEY)) is True
                 deleted.append(session.session_id)
             if page.cursor is None:
@@ -160,12 +160,12 @@ def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_a_deleted_ses
 
     # a worker applies the next page, then dies before storing its cursor
     page = work.read(partition, _params(), stored_cursor, 4)
-    for session in page.items:
+    for session in items_of(work, page):
         assert apply(tables, work.writes(session, _params(), TICK_KEY)) is True
     resumed, _ = read_all(work, partition, _params(), 4, cursor=stored_cursor)
 
     assert len(page.items) == 4
-    assert not {s.session_id for s in page.items} & {s.session_id for s in resumed}
+    assert not {s.session_id for s in items_of(work, page)} & {s.session_id for s in resumed}
 
 
 def test_the_delete_is_a_pynamodb_condition_serialized_the_low_level_way(work: SessionPartitionWork) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from clockless.dynamo import shard_for
 from clockless_tools.template.model import Template
-from tests.unit.partition_work_support import apply, moto_tables, read_all
+from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 from window_generation.logic import Program
 from window_generation.repository import (
     DUE_INDEX_PARTITIONS,
@@ -175,7 +175,7 @@ def test_paging_while_applying_reads_each_program_once(
         cursor: dict[str, Any] | None = None
         while True:
             page = work.read(partition, PARAMS, cursor, 4)
-            for program in page.items:
+            for program in items_of(work, page):
                 assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
                 applied.append(program.program_id)
             if page.cursor is None:
@@ -262,9 +262,9 @@ def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_pr
 
     # a worker applies the next page, then dies before storing its cursor
     page = work.read(partition, PARAMS, stored_cursor, 4)
-    for program in page.items:
+    for program in items_of(work, page):
         assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
     resumed, _ = read_all(work, partition, PARAMS, 4, cursor=stored_cursor)
 
     assert len(page.items) == 4
-    assert not {p.program_id for p in page.items} & {p.program_id for p in resumed}
+    assert not {p.program_id for p in items_of(work, page)} & {p.program_id for p in resumed}

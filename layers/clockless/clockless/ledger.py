@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from clockless.items import FailedItem, load_listed
 from clockless.tick import Tick, format_scheduled_time, parse_scheduled_time
 
 STATUS_STARTED: Final = "started"
@@ -33,6 +34,8 @@ SUCCEEDED_INDEX: Final = "succeeded-by-time"
 # attempt did before it died, so its summary is its own share, and the entry says so.
 SUMMARY_WHOLE_TICK: Final = "tick"
 SUMMARY_LAST_ATTEMPT: Final = "last_attempt"
+# A tick's failed items (clockless.items): the first MAX_LISTED, as JSON; the summary counts them all.
+FAILURES: Final = "failures"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,14 @@ class LedgerEntry:
     # `buffered`, why ("overlap: <earlier tick> still running"), and the earlier tick's time.
     reason: str | None = None
     overlap_with: str | None = None
+    # The tick's failed items, the first MAX_LISTED (key, reason, message, field, attempts).
+    failures: tuple[FailedItem, ...] = ()
+
+    @property
+    def failed_items(self) -> int:
+        """How many items of the tick failed (the summary's count; the list may be shorter)."""
+        counted = (self.summary or {}).get("failed")
+        return counted if isinstance(counted, int) and not isinstance(counted, bool) else len(self.failures)
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
@@ -88,6 +99,7 @@ class LedgerEntry:
             coordinator_summary=None if coordinator_summary is None else json.loads(coordinator_summary),
             reason=text("reason"),
             overlap_with=text("overlap_with"),
+            failures=tuple(load_listed(text(FAILURES))),
         )
 
 
