@@ -200,13 +200,19 @@ def seed(
 
 
 def toy_job(
-    client_factory: Any = None, *, partitions: int = len(PARTITIONS), overlap: str = "run-both"
+    client_factory: Any = None,
+    *,
+    partitions: int = len(PARTITIONS),
+    overlap: str = "run-both",
+    tolerated_failures: int | str | None = None,
 ) -> tuple[ScheduledJob, FanOut, Any, Any]:
     """A fresh job (its own Powertools store) with its coordinator and worker handlers."""
     import boto3
 
     job = ScheduledJob(TOY_JOB, overlap=overlap)
-    work = FanOut(job, partitions=[str(shard) for shard in range(partitions)])
+    work = FanOut(
+        job, partitions=[str(shard) for shard in range(partitions)], tolerated_failures=tolerated_failures
+    )
 
     @job.handler
     def coordinator(run: JobRun) -> Mapping[str, Any]:

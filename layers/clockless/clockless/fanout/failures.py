@@ -72,14 +72,15 @@ def note_failures(records: PartitionRecords, failures: list[FailedItem]) -> None
 
 
 def failures_noted(record: Mapping[str, Any]) -> list[FailedItem]:
-    """The failures a partition record notes, oldest first."""
+    """The failures a partition record notes of items still failed (not replayed since), oldest first."""
+    still_failed = set((record.get("failed_items") or {}).get("SS", []))
     failures = []
     for note in (record.get(FAILURE_NOTES) or {}).get("L", []):
         try:
             data = json.loads(note.get("S", ""))
         except ValueError:
             continue
-        if isinstance(data, Mapping):
+        if isinstance(data, Mapping) and data.get("key") in still_failed:
             failures.append(FailedItem.from_record(data))
     return failures
 
