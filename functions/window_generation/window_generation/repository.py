@@ -16,8 +16,8 @@ from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_page, row_key_text, shard_for
-from clockless.items import FieldError
 from clockless.fanout import Page
+from clockless.items import FieldError
 from window_generation.logic import Program, Window, windows_due
 
 STATUS_ACTIVE: Final = "ACTIVE"

@@ -50,7 +50,10 @@ KINDS: Final = {
     "a value the domain refuses": "domain",
     "a write DynamoDB refuses": "write",
 }
-CHEAP: Final = {("a field missing", "first of a page"), ("a value the domain refuses", "last of a page, on the boundary")}
+CHEAP: Final = {
+    ("a field missing", "first of a page"),
+    ("a value the domain refuses", "last of a page, on the boundary"),
+}
 
 
 def _spoil(aws: Aws, item_id: str, kind: str) -> None:
@@ -112,7 +115,8 @@ def _read_order(aws: Aws) -> list[str]:
 
 
 def _entry(aws: Aws) -> LedgerEntry:
-    return LedgerEntry.from_item(aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))["Item"])
+    item = aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))["Item"]
+    return LedgerEntry.from_item(item)
 
 
 def _outputs(aws: Aws) -> dict[str, int]:
@@ -136,11 +140,12 @@ def _run_bad_row(aws: Aws, monkeypatch: pytest.MonkeyPatch, kind: str, position:
     first = drain(aws.sqs, aws.work_queue, worker)
 
     # Every good item applied once, in the partition's one delivery; the bad one failed alone.
-    assert first.errors == [] and first.outcomes == ["ok"]
+    assert first.errors == []
+    assert first.outcomes == ["ok"]
     assert _outputs(aws) == {item: 1 for item in ids if item != bad}
     entry = _entry(aws)
     assert entry.status == "failed"
-    assert entry.error is not None and entry.error.startswith("1 items failed: replay them")
+    assert str(entry.error).startswith("1 items failed: replay them")
     assert [(f.key, f.reason) for f in entry.failures] == [(bad, KINDS[kind])]
     assert entry.failed_items == 1
     if KINDS[kind] == "decode":
@@ -160,7 +165,8 @@ def _run_bad_row(aws: Aws, monkeypatch: pytest.MonkeyPatch, kind: str, position:
     assert _outputs(aws) == dict.fromkeys(ids, 1)
     entry = _entry(aws)
     assert (entry.status, entry.error, entry.failures) == ("succeeded", None, ())
-    assert entry.summary is not None and entry.summary["applied"] == count and entry.summary["failed"] == 0
+    assert entry.summary is not None
+    assert (entry.summary["applied"], entry.summary["failed"]) == (count, 0)
 
 
 @pytest.mark.parametrize(("kind", "position"), sorted(CHEAP))

@@ -210,9 +210,7 @@ def toy_job(
     import boto3
 
     job = ScheduledJob(TOY_JOB, overlap=overlap)
-    work = FanOut(
-        job, partitions=[str(shard) for shard in range(partitions)], tolerated_failures=tolerated_failures
-    )
+    work = FanOut(job, partitions=[str(shard) for shard in range(partitions)], tolerated_failures=tolerated_failures)
 
     @job.handler
     def coordinator(run: JobRun) -> Mapping[str, Any]:

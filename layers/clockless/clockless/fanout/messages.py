@@ -144,9 +144,8 @@ class WorkMessage:
             return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
         items, keys, failures = _items(data)
         reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
-        return cls(
-            KIND_ITEMS, job, scheduled_time, Trigger(trigger_text), partition, params, hop, items, reason, keys, failures
-        )
+        trigger = Trigger(trigger_text)
+        return cls(KIND_ITEMS, job, scheduled_time, trigger, partition, params, hop, items, reason, keys, failures)
 
 
 def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:

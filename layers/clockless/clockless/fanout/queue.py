@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -124,8 +125,7 @@ def _letter(entry: Entry, encode: Callable[[Any], dict[str, Any]]) -> dict[str, 
     if entry.failure is not None:
         letter["failure"] = entry.failure.as_record()
     if entry.item is not None:
-        try:
+        # An item that cannot be encoded is replayed from its key all the same (its row read again).
+        with contextlib.suppress(Exception):
             letter["item"] = encode(entry.item)
-        except Exception:  # an item that cannot be encoded is replayed from its key, read again
-            pass
     return letter
