@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pynamodb.exceptions import AttributeDeserializationError
@@ -49,6 +49,17 @@ def raw_page(results: ResultIterator[Any]) -> tuple[list[dict[str, Any]], dict[s
     row that does not decode must fail alone, not the page) and the key the next page starts at."""
     page = next(results.page_iter, None) or {}
     return list(page.get("Items") or []), results.page_iter.last_evaluated_key
+
+
+def raw_rows(query: Callable[..., ResultIterator[Any]]) -> Iterator[dict[str, Any]]:
+    """Every row of a PynamoDB query, undecoded, page by page: `query(last_evaluated_key=cursor)`
+    is one page's query (a model's or an index's `query` with its key and condition bound)."""
+    cursor: dict[str, Any] | None = None
+    while True:
+        rows, cursor = raw_page(query(last_evaluated_key=cursor))
+        yield from rows
+        if cursor is None:
+            return
 
 
 def row_key_text(row: Mapping[str, Any], *names: str) -> str:

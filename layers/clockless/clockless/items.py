@@ -55,11 +55,11 @@ class FieldError(ValueError):
 
 
 class ItemsFailedError(RuntimeError):
-    """A tick whose failed items are more than its job tolerates: it ends `failed`."""
+    """A tick whose failed items are more than its job tolerates: it ends `failed`, listing them."""
 
-    def __init__(self, failed: int, replay_hint: str) -> None:
-        super().__init__(f"{failed} items failed: replay them ({replay_hint})")
-        self.failed = failed
+    def __init__(self, failures: Sequence[FailedItem], replay_hint: str) -> None:
+        super().__init__(f"{len(failures)} items failed: replay them after the fix: {replay_hint}")
+        self.failures = list(failures)
 
 
 def short(text: str, limit: int = MAX_MESSAGE_LENGTH) -> str:

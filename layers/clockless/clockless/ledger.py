@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from clockless.items import FailedItem, load_listed
+from clockless.items import MAX_LISTED, FailedItem, dump_listed, load_listed
 from clockless.tick import Tick, format_scheduled_time, parse_scheduled_time
 
 STATUS_STARTED: Final = "started"
@@ -202,22 +202,29 @@ class RunLedger:
             values,
         )
 
-    def failed_update(self, tick: Tick, claim_id: str, error: str, *, duration_ms: int) -> dict[str, Any]:
+    def failed_update(
+        self, tick: Tick, claim_id: str, error: str, *, duration_ms: int, failures: Sequence[FailedItem] = ()
+    ) -> dict[str, Any]:
         """The ledger half of a release: this delivery's attempt failed. Only while the entry is
-        still this delivery's (a later claim owns it otherwise) and never over a success."""
+        still this delivery's (a later claim owns it otherwise) and never over a success.
+        `failures`: the items that failed it (clockless.items), listed on the entry."""
+        values = {
+            ":failed": {"S": STATUS_FAILED},
+            ":succeeded": {"S": STATUS_SUCCEEDED},
+            ":claim_id": {"S": claim_id},
+            ":duration": {"N": str(duration_ms)},
+            ":error": {"S": error[:1000]},
+        }
+        update = "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
+        if failures:
+            update += f"{FAILURES} = :failures, "
+            values[":failures"] = {"S": dump_listed(failures[:MAX_LISTED])}
         return self._entry_update(
             tick,
-            "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
-            "expires_at = :expires_at",
+            update + "expires_at = :expires_at",
             "claim_id = :claim_id AND #status <> :succeeded",
             {"#error": "error"},
-            {
-                ":failed": {"S": STATUS_FAILED},
-                ":succeeded": {"S": STATUS_SUCCEEDED},
-                ":claim_id": {"S": claim_id},
-                ":duration": {"N": str(duration_ms)},
-                ":error": {"S": error[:1000]},
-            },
+            values,
         )
 
     def succeeded_update(self, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -233,24 +240,31 @@ class RunLedger:
                 "UpdateExpression": "SET last_rerun_at = :now, last_rerun_summary = :summary",
                 "ExpressionAttributeValues": {":now": {"S": str(result["finished_at"])}, ":summary": summary},
             }
+        values = {
+            ":succeeded": {"S": STATUS_SUCCEEDED},
+            ":job": {"S": str(result["job"])},
+            ":finished_at": {"S": str(result["finished_at"])},
+            ":duration": {"N": str(int(result["duration_ms"]))},
+            ":summary": summary,
+            ":scope": {"S": str(result.get("summary_scope") or SUMMARY_WHOLE_TICK)},
+            ":expires_at": self._expires_at(),
+        }
+        # A success within the job's tolerance lists the items that failed; any other drops an
+        # earlier attempt's list.
+        failures = [FailedItem.from_record(record) for record in result.get(FAILURES) or []]
+        listing, removing = (f", {FAILURES} = :failures", "") if failures else ("", f", {FAILURES}")
+        if failures:
+            values[":failures"] = {"S": dump_listed(failures[:MAX_LISTED])}
         return {
             "TableName": self.table_name,
             "Key": key,
             "UpdateExpression": (
                 "SET #status = :succeeded, succeeded_job = :job, finished_at = :finished_at, "
-                "duration_ms = :duration, summary = :summary, summary_scope = :scope, expires_at = :expires_at "
-                "REMOVE #error"
+                f"duration_ms = :duration, summary = :summary, summary_scope = :scope, expires_at = :expires_at"
+                f"{listing} REMOVE #error{removing}"
             ),
             "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
-            "ExpressionAttributeValues": {
-                ":succeeded": {"S": STATUS_SUCCEEDED},
-                ":job": {"S": str(result["job"])},
-                ":finished_at": {"S": str(result["finished_at"])},
-                ":duration": {"N": str(int(result["duration_ms"]))},
-                ":summary": summary,
-                ":scope": {"S": str(result.get("summary_scope") or SUMMARY_WHOLE_TICK)},
-                ":expires_at": self._expires_at(),
-            },
+            "ExpressionAttributeValues": values,
         }
 
     def fanned_out_update(self, result: Mapping[str, Any]) -> dict[str, Any]:
