@@ -33,6 +33,7 @@ from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
 from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line, tick_key
+from clockless.fanout.redelivery import come_back_soon, held_lease, lease_still_held, record_exhausted
 from clockless.fanout.replay import OUTCOME_CONTINUED, replay
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.trust import (
@@ -112,7 +113,12 @@ class PartitionWorker:
 
             def record_handler(record: SQSRecord) -> str:
                 receives = int(record.attributes.approximate_receive_count or 1)
-                return self.run(record.body, context, receives=receives)
+                try:
+                    return self.run(record.body, context, receives=receives)
+                except Exception as error:
+                    if not held_lease(error):
+                        self._come_back_soon(record, receives)
+                    raise
 
             return dict(
                 process_partial_response(
@@ -121,6 +127,15 @@ class PartitionWorker:
             )
         finally:
             self.job.logger.thread_safe_clear_keys()
+
+    def _come_back_soon(self, record: SQSRecord, receives: int) -> None:
+        """A message this worker failed is shown again after a short backoff (clockless.fanout.redelivery)."""
+        try:
+            delay = come_back_soon(self.clients()[1], self.settings().work_queue_url, record.receipt_handle, receives)
+        except Exception:  # the failure is what SQS must see: the visibility timeout brings it back anyway
+            self.job.logger.warning("could not shorten the failed message's wait", exc_info=True)
+            return
+        self.job.logger.info("failed message comes back soon", extra={"receives": receives, "after_s": delay})
 
     def run(self, body: str, context: Any, *, receives: int = 1) -> str:
         """One message; an exception leaves it to SQS (redelivered, then the work DLQ). `receives`:
@@ -189,7 +204,10 @@ class PartitionWorker:
             self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
             return OUTCOME_HELD
         except Exception as error:
-            self._note_failure(message, owner, budget, error)
+            if not self._note_failure(message, owner, budget, error):
+                lease_still_held(error)
+            if receives >= self.settings().max_receives:
+                self._exhausted(message, budget, metrics)
             raise
 
     def _page_through(
@@ -287,13 +305,30 @@ class PartitionWorker:
             return OUTCOME_CONTINUED
         return outcome
 
-    def _note_failure(self, message: WorkMessage, owner: str, budget: Budget, error: BaseException) -> None:
-        """`last_error` on the partition record for operators; the error itself is raised by the caller."""
+    def _note_failure(self, message: WorkMessage, owner: str, budget: Budget, error: BaseException) -> bool:
+        """`last_error` on the partition record for operators, and the lease released (the run is
+        over), so the message's redelivery after a short backoff can take it; the error itself is
+        raised by the caller. False: the lease may still be held."""
         try:
             final = self.partition_records(message, owner, budget.with_margin(FINAL_MARGIN_SECONDS))
-            final.note_error(one_line(f"{type(error).__name__}: {error}"))
+            final.note_error(one_line(f"{type(error).__name__}: {error}"), release=True)
         except Exception:  # the failure is what SQS must see, not this note's
             self.job.logger.warning("could not note the failure on the partition record", exc_info=True)
+            return False
+        return True
+
+    def _exhausted(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
+        """The message's last receive failed: its partition named on the tick, which settles `failed`."""
+        try:
+            client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
+            record_exhausted(client, self.settings().ledger_table, message.job, message.time_text, message.partition)
+            self.job.logger.error(
+                "partition failed every receive; its message goes to the work DLQ",
+                extra={"replay": f"clockless work redrive {message.job}"},
+            )
+            self._finish(message, budget, metrics)
+        except Exception:  # the failure is what SQS must see, not this record's
+            self.job.logger.warning("could not record the exhausted partition in the ledger", exc_info=True)
 
     def _acquire(self, records: PartitionRecords, message: WorkMessage, budget: Budget, receives: int) -> Lease:
         """The partition's lease, for a message the clock and the ledger back (or
