@@ -66,7 +66,8 @@ def _grows_hops(planted: PlantedCopy) -> None:
 
 
 def _grows_worker_timeout(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "      Timeout: 300\n", "      Timeout: 360\n", after=f"  {HOURLY_JOB.stem}WorkerFunction:\n")
+    worker = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
+    planted.replace(TEMPLATE, "      Timeout: 300\n", "      Timeout: 360\n", after=worker)
 
 
 TERMS: dict[str, tuple[Plant, str]] = {

@@ -63,7 +63,7 @@ def _entry(aws: Aws) -> LedgerEntry:
 def test_a_bad_row_fails_alone_the_tick_fails_listing_it_and_a_rerun_after_the_fix_applies_it_once(aws: Aws) -> None:
     table = Table({"a": 1, "bad": "x", "c": 3, "minus": -1, "e": 5})
 
-    with pytest.raises(ItemsFailedError, match="^2 items failed: replay them after the fix: clockless run-now "):
+    with pytest.raises(ItemsFailedError, match=r"^2 items failed: replay them after the fix: clockless run-now "):
         _job(table)(dict(TICK), Context())
 
     assert table.applied == {"a": 1, "c": 1, "e": 1}
@@ -96,5 +96,5 @@ def test_within_its_tolerance_the_tick_succeeds_with_the_failures_listed(aws: Aw
 
 @pytest.mark.parametrize("value", [-1, "2", "x%", "101%", True, 1.5])
 def test_a_tolerance_that_is_neither_a_count_nor_a_percentage_is_refused_naming_the_job(value: Any) -> None:
-    with pytest.raises(ValueError, match="^job 'j': tolerated_failures must be a count >= 0 or a percentage"):
+    with pytest.raises(ValueError, match=r"^job 'j': tolerated_failures must be a count >= 0 or a percentage"):
         parse_tolerance(value, job="j")

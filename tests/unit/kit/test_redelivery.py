@@ -40,9 +40,7 @@ def test_the_backoff_is_ten_seconds_doubling_and_capped() -> None:
     assert [backoff_seconds(receives) for receives in range(1, 8)] == [10, 20, 40, 80, 160, 300, 300]
 
 
-def test_a_failed_partition_message_is_shown_again_after_the_backoff(
-    aws: Aws, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_partition_message_is_shown_again_after_the_backoff(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     seed(aws.dynamodb, 8)
     _, work, coordinator, _ = toy_job()
     failing = work.worker(lambda: UnreadableShard(aws.dynamodb))

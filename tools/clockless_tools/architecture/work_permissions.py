@@ -11,7 +11,8 @@ rule keeps them from naming too little, for exactly what the kit calls:
 - coordinator (the function a worker declares `worker_of`): `sqs:SendMessage` (SendMessageBatch is
   authorized by it) on the queue its `WORK_QUEUE_URL` names;
 - worker: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` on the queue its event
-  source mapping polls, and `sqs:ChangeMessageVisibility` there (a failed message's backoff); `sqs:SendMessage` on its `WORK_QUEUE_URL` and `WORK_DEAD_LETTER_QUEUE_URL`;
+  source mapping polls, and `sqs:ChangeMessageVisibility` there (a failed message's backoff);
+  `sqs:SendMessage` on its `WORK_QUEUE_URL` and `WORK_DEAD_LETTER_QUEUE_URL`;
   `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query`, `dynamodb:ConditionCheckItem` on the
   ledger (`LEDGER_TABLE_NAME`).
 
