@@ -128,9 +128,7 @@ def test_only_items_due_by_the_tick_are_found_and_each_is_applied_once(store: Dy
     assert ItemModel.get("t", "due").applied_by == TICK_KEY
 
 
-def test_a_row_that_does_not_decode_is_named_by_its_table_key_and_field(
-    client: Any, store: DynamoItemStore
-) -> None:
+def test_a_bad_row_is_named_by_its_table_key_and_field(store: DynamoItemStore) -> None:
     store.save_items([Item("t", "bad", TICK - timedelta(hours=1))])
     # Due by the index's order (it compares text), but not an instant.
     ItemModel("t", "bad").update(actions=[ItemModel.due_at.set("2026-11-31T25:00:00Z")])
