@@ -95,6 +95,18 @@ class FailedItem:
         )
 
 
+# Errors of the infrastructure, not of the item: they fail the whole run (its retry or redelivery
+# goes on from where it stopped), never one item. Kit signals (a spent budget, a lost lease) too.
+_TRANSIENT_MODULES: Final = ("botocore", "urllib3", "clockless.throttle", "clockless.fanout")
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether `error` is the infrastructure's (a lost connection, a timeout, an AWS error), not the item's."""
+    if isinstance(error, (ConnectionError, TimeoutError, MemoryError)):
+        return True
+    return type(error).__module__.startswith(_TRANSIENT_MODULES)
+
+
 def failure_of(key: str, reason: str, error: BaseException) -> FailedItem:
     """The failure an exception makes of one item (the field, when the error names one)."""
     name = getattr(error, "field", None)
@@ -204,14 +216,17 @@ def apply_each[RowT, ItemT](
     on_failed: Callable[[FailedItem], None] | None = None,
 ) -> ItemOutcomes:
     """Each row decoded and applied on its own (`apply`: True applied, False already done); an
-    exception for one row fails that row alone. Reading `rows` is not isolated: a store that
-    cannot be read fails the tick (its retry reads again)."""
+    exception for one row fails that row alone, unless it is the infrastructure's (`is_transient`:
+    a lost connection, an AWS error, which fail the tick for its retry). Reading `rows` is not
+    isolated: a store that cannot be read fails the tick (its retry reads again)."""
     outcomes = ItemOutcomes()
     for index, row in enumerate(rows):
         key = key_of(row_key, row, index)
         try:
             item = item_of(row)
         except Exception as error:
+            if is_transient(error):
+                raise
             failure = failure_of(key, REASON_DECODE, error)
         else:
             try:
@@ -221,6 +236,8 @@ def apply_each[RowT, ItemT](
                     outcomes.already_done += 1
                 continue
             except Exception as error:
+                if is_transient(error):
+                    raise
                 failure = failure_of(key, REASON_DOMAIN, error)
         outcomes.failures.append(failure)
         if on_failed is not None:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from clockless.fanout.writer import Entry
-from clockless.items import MAX_LISTED, REASON_DECODE, REASON_DOMAIN, FailedItem, failure_of, key_of
+from clockless.items import MAX_LISTED, REASON_DECODE, REASON_DOMAIN, FailedItem, failure_of, is_transient, key_of
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -35,7 +35,8 @@ def entries_of(
     only: Collection[str] | None = None,
 ) -> list[Entry]:
     """One entry per row (its key not in `skip`, and in `only` when given): its writes, or the
-    failure that stopped it before any write."""
+    failure that stopped it before any write. An infrastructure error (`is_transient`) is raised:
+    it fails the run, which its redelivery resumes, not the item."""
     entries: list[Entry] = []
     for index, row in enumerate(rows):
         key = key_of(work.row_key, row, index)
@@ -44,11 +45,15 @@ def entries_of(
         try:
             item = work.item_of(row)
         except Exception as error:
+            if is_transient(error):
+                raise
             entries.append(Entry(key, [], None, failure_of(key, REASON_DECODE, error)))
             continue
         try:
             actions = work.writes(item, params, tick_key)
         except Exception as error:
+            if is_transient(error):
+                raise
             entries.append(Entry(key, [], item, failure_of(key, REASON_DOMAIN, error)))
             continue
         entries.append(Entry(key, actions, item))
