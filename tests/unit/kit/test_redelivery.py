@@ -10,9 +10,8 @@ from typing import Any, Final
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-import clockless.fanout.worker as worker_module
 from clockless.fanout.records import tick_key
-from clockless.fanout.redelivery import backoff_seconds
+from clockless.fanout.redelivery import backoff_seconds, come_back_soon
 from clockless.ledger import LedgerEntry
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import BUSINESS_DATE, TOY_JOB, Context, ToyWork, drain, receive, seed, sqs_event, toy_job
@@ -45,13 +44,13 @@ def test_a_failed_partition_message_is_shown_again_after_the_backoff(aws: Aws, m
     _, work, coordinator, _ = toy_job()
     failing = work.worker(lambda: UnreadableShard(aws.dynamodb))
     hidden: list[tuple[int, int]] = []
-    real = worker_module.come_back_soon
+    real = come_back_soon
 
     def spy(sqs: Any, url: str, handle: str, receives: int) -> int:
         hidden.append((receives, real(sqs, url, handle, receives)))
         return hidden[-1][1]
 
-    monkeypatch.setattr(worker_module, "come_back_soon", spy)
+    monkeypatch.setattr("clockless.fanout.worker.come_back_soon", spy)
     coordinator(dict(TICK), Context())
     messages = [m for m in receive(aws.sqs, aws.work_queue) if json.loads(m["Body"])["partition"] == "0"]
 
