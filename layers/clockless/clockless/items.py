@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 # What went wrong with an item.
 REASON_DECODE: Final = "decode"  # its row is not an item (a field missing or of the wrong kind)
@@ -115,6 +115,26 @@ def failure_of(key: str, reason: str, error: BaseException) -> FailedItem:
         reason=reason,
         message=short(f"{type(error).__name__}: {error}"),
         field=name if isinstance(name, str) else None,
+    )
+
+
+class ErrorLogger(Protocol):
+    def error(self, msg: object, *args: object, **kwargs: Any) -> None: ...
+
+
+def log_failure(logger: ErrorLogger, failure: FailedItem, what: str, *, table: str | None, **context: Any) -> None:
+    """The one ERROR line of a failed item: its table, key, field, reason and message (`context`:
+    what the logger's own keys do not say, such as the job and scheduled time from another thread)."""
+    logger.error(
+        what,
+        extra={
+            **context,
+            "table": table,
+            "key": failure.key,
+            "field": failure.field,
+            "reason": failure.reason,
+            "error": failure.message,
+        },
     )
 
 

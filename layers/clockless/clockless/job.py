@@ -29,6 +29,7 @@ from clockless.items import (
     ItemsFailedError,
     apply_each,
     listed,
+    log_failure,
     parse_tolerance,
 )
 from clockless.ledger import FAILURES, SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
@@ -103,16 +104,7 @@ class JobRun:
 
         def report(failure: FailedItem) -> None:
             if self._logger is not None:
-                self._logger.error(
-                    "item failed; the rest of the tick goes on",
-                    extra={
-                        "table": table,
-                        "key": failure.key,
-                        "field": failure.field,
-                        "reason": failure.reason,
-                        "error": failure.message,
-                    },
-                )
+                log_failure(self._logger, failure, "item failed; the rest of the tick goes on", table=table)
 
         outcomes = apply_each(rows, row_key=row_key, item_of=item_of, apply=apply, on_failed=report)
         self.items_found += outcomes.found

@@ -11,7 +11,16 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from clockless.fanout.writer import Entry
-from clockless.items import MAX_LISTED, REASON_DECODE, REASON_DOMAIN, FailedItem, failure_of, is_transient, key_of
+from clockless.items import (
+    MAX_LISTED,
+    REASON_DECODE,
+    REASON_DOMAIN,
+    FailedItem,
+    failure_of,
+    is_transient,
+    key_of,
+    log_failure,
+)
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -113,19 +122,15 @@ class FailureRecorder:
         failures = [entry.failure or FailedItem(entry.key, "write", reason) for entry in entries]
         for failure in failures:
             # Lanes log from their own threads, which do not carry the run's log keys: name it all.
-            self.logger.error(
+            log_failure(
+                self.logger,
+                failure,
                 "item failed; the rest of its partition goes on",
-                extra={
-                    "correlation_id": self.message.tick_key,
-                    "job": self.message.job,
-                    "scheduled_time": self.message.time_text,
-                    "partition": self.message.partition,
-                    "table": _table(self.work),
-                    "key": failure.key,
-                    "field": failure.field,
-                    "reason": failure.reason,
-                    "error": failure.message,
-                },
+                table=_table(self.work),
+                correlation_id=self.message.tick_key,
+                job=self.message.job,
+                scheduled_time=self.message.time_text,
+                partition=self.message.partition,
             )
         try:
             note_failures(self.records, failures)
