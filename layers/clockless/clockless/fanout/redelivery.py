@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from clockless.fanout.records import tick_key
+from clockless.fanout.records import STATUS_DONE, partition_key, tick_key
+from clockless.throttle import cancellation_codes
 
 FIRST_BACKOFF_SECONDS: Final = 10
 MAX_BACKOFF_SECONDS: Final = 300
@@ -50,15 +51,38 @@ def come_back_soon(sqs: Any, queue_url: str, receipt_handle: str, receives: int)
     return delay
 
 
-def record_exhausted(client: Any, table: str, job: str, scheduled_time: str, partition: str) -> None:
-    """The partition named on its tick entry as having failed every receive (a set: once however often)."""
-    client.update_item(
-        TableName=table,
-        Key=tick_key(job, scheduled_time),
-        UpdateExpression=f"ADD {EXHAUSTED} :partition",
-        ConditionExpression="attribute_exists(partitions_total)",
-        ExpressionAttributeValues={":partition": {"SS": [partition]}},
-    )
+def record_exhausted(client: Any, table: str, job: str, scheduled_time: str, partition: str) -> bool:
+    """The partition named on its tick entry as having failed every receive (a set: once however
+    often), only while the partition is not done (a run that failed after marking it done, in its
+    finisher, leaves nothing undone). False: it was done."""
+    try:
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "ConditionCheck": {
+                        "TableName": table,
+                        "Key": partition_key(job, scheduled_time, partition),
+                        "ConditionExpression": "attribute_not_exists(#status) OR #status <> :done",
+                        "ExpressionAttributeNames": {"#status": "status"},
+                        "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}},
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": tick_key(job, scheduled_time),
+                        "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                        "ConditionExpression": "attribute_exists(partitions_total)",
+                        "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
+                    }
+                },
+            ]
+        )
+    except client.exceptions.TransactionCanceledException as error:
+        if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
+            return False
+        raise
+    return True
 
 
 def exhausted_of(entry: dict[str, Any]) -> list[str]:

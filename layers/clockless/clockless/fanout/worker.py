@@ -321,7 +321,10 @@ class PartitionWorker:
         """The message's last receive failed: its partition named on the tick, which settles `failed`."""
         try:
             client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
-            record_exhausted(client, self.settings().ledger_table, message.job, message.time_text, message.partition)
+            if not record_exhausted(
+                client, self.settings().ledger_table, message.job, message.time_text, message.partition
+            ):
+                return  # the partition was done: its failure was the finisher's, which a redrive runs again
             self.job.logger.error(
                 "partition failed every receive; its message goes to the work DLQ",
                 extra={"replay": f"clockless work redrive {message.job}"},
