@@ -98,3 +98,21 @@ def test_within_its_tolerance_the_tick_succeeds_with_the_failures_listed(aws: Aw
 def test_a_tolerance_that_is_neither_a_count_nor_a_percentage_is_refused_naming_the_job(value: Any) -> None:
     with pytest.raises(ValueError, match=r"^job 'j': tolerated_failures must be a count >= 0 or a percentage"):
         parse_tolerance(value, job="j")
+
+
+def test_an_infrastructure_error_fails_the_run_not_the_item() -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from clockless.items import apply_each
+
+    def lost(item: tuple[str, int]) -> bool:
+        raise EndpointConnectionError(endpoint_url="https://dynamodb")
+
+    with pytest.raises(EndpointConnectionError):
+        apply_each([("a", 1)], row_key=lambda row: row[0], item_of=Table.item_of, apply=lost)
+    with pytest.raises(TimeoutError):
+        apply_each([("a", 1)], row_key=lambda row: row[0], item_of=Table.item_of, apply=_times_out)
+
+
+def _times_out(item: tuple[str, int]) -> bool:
+    raise TimeoutError("read timed out")
