@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 import typer.main
+from typer.testing import CliRunner
 
 from clockless_tools.bench.measure import COMMANDS, MEASURED, stale
+from clockless_tools.cli import docs as docs_command
 from clockless_tools.cli.app import app
-from clockless_tools.cli.docs import BEGIN, END, Block, DocsError, blocks, documents, regenerate
+from clockless_tools.cli.generated import BEGIN, END, Block, DocsError, blocks, command_runner, documents, regenerate
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 from tests.doc_outputs import CHECKED_BY, all_output_blocks, differences, output_blocks
@@ -191,6 +193,7 @@ def path_problems(path: Path) -> list[str]:
 
 
 ROOT_COMMAND = typer.main.get_command(app)
+RUN = command_runner(app)
 
 
 def test_the_pages_are_found() -> None:
@@ -262,9 +265,19 @@ def test_every_template_parameter_and_output_is_described_in_the_deploying_page(
 
 
 def test_every_generated_table_is_current() -> None:
-    stale = [f"{b.path.relative_to(PROJECT_ROOT)}:{b.line} `{b.command}`" for p in DOCS for b in regenerate(p)[1]]
+    # `clockless docs --check` as make test runs it: each block's command run on the CLI it runs in
+    done = CliRunner().invoke(app, ["docs", "--check"])
 
-    assert stale == [], "run `make docs` and commit the result"
+    assert done.exit_code == 0, f"run `make docs` and commit the result:\n{done.stdout}{done.stderr}"
+    assert done.stdout == "every generated table is current\n"
+
+
+def test_the_docs_command_outside_the_clockless_cli_says_so() -> None:
+    # Given the docs command on its own, without the CLI whose commands its blocks name
+    done = CliRunner().invoke(docs_command.app, ["--check"])
+
+    assert done.exit_code == 2
+    assert done.stderr == "error: the blocks' commands run on the `clockless` CLI: run this command through it\n"
 
 
 def test_the_generated_tables_are_there() -> None:

@@ -17,6 +17,7 @@ from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
 from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
+from clockless_tools.architecture.import_graph import IMPORT_GRAPH_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
@@ -57,6 +58,7 @@ RULES: tuple[Rule, ...] = (
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
+    IMPORT_GRAPH_RULE,
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
     DEAD_MAN_ALARM_RULE,

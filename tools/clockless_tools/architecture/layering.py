@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless_tools.architecture.code import module_imports, qualified_name
-from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
+from clockless_tools.architecture.project import TOOLS_DIR, Project, Rule, SourceFile, Violation
 
 LAYERING: Final = "layering"
 
@@ -34,8 +34,6 @@ PLAIN_LOGIC: Final = "plain-logic"
 KIT_INDEPENDENT: Final = "kit-independent-of-jobs"
 JOBS_INDEPENDENT: Final = "jobs-independent"
 TOOLS_LAYERS: Final = "tools-layers"
-# The developer tools: never deployed, but their import direction is a contract too.
-TOOLS_DIR: Final = "tools"
 # What the contracts in pyproject.toml write for "every function's package" (see the docstring).
 FUNCTIONS: Final = "{functions}"
 

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from clockless_tools.cli.common import fail, stdout
-from clockless_tools.cli.docs import regenerate_all
+from clockless_tools.cli.generated import regenerate_all, running_cli
 from clockless_tools.scaffold.new_job import NewJobError, new_job
 from clockless_tools.template.loader import PROJECT_ROOT
 
@@ -18,6 +18,7 @@ app = typer.Typer(no_args_is_help=True, help="Start something new in the project
 
 @app.command("job")
 def job(
+    ctx: typer.Context,
     name: Annotated[
         str, typer.Argument(help="The job's name: lowercase words joined by hyphens. E.g. subscription-expiry")
     ],
@@ -38,7 +39,9 @@ def job(
     if root == PROJECT_ROOT:
         # The generated tables that list every job (alarm timing) follow the template at once, so
         # the project the command leaves behind passes `make test` (`make docs` again after edits).
-        rewritten = {block.path.relative_to(PROJECT_ROOT).as_posix() for block in regenerate_all(write=True)}
+        rewritten = {
+            block.path.relative_to(PROJECT_ROOT).as_posix() for block in regenerate_all(running_cli(ctx), write=True)
+        }
         made.edited.extend(sorted(rewritten))
     stdout.print(f"made job {escape(made.names.job)}{' (fanned out)' if fan_out else ''} in {escape(str(root))}")
     for path in made.created:
