@@ -8,7 +8,6 @@ with the Lambda context registered before the claim so an attempt that times out
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,7 +20,14 @@ from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idemp
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from clockless.config import PerEnvironment, env_int, env_str
+from clockless.config import (
+    PerEnvironment,
+    env_int,
+    env_str,
+    ledger_retention_seconds,
+    ledger_table_name,
+    metrics_namespace,
+)
 from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
 from clockless.observability import Observability
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
@@ -31,7 +37,6 @@ from clockless.tick import Tick, format_scheduled_time, utc_now
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
 IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
-DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
 
 METRIC_SUCCEEDED: Final = "TickSucceeded"
 # A fan-out coordinator handed its tick's partitions out; the tick succeeds later (TickSucceeded,
@@ -103,13 +108,12 @@ class KitSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KitSettings:
-        namespace = (os.environ if environ is None else environ).get("POWERTOOLS_METRICS_NAMESPACE", "")
         return cls(
             idempotency_table=env_str("IDEMPOTENCY_TABLE_NAME", environ),
             idempotency_expiry_seconds=env_int("IDEMPOTENCY_EXPIRY_SECONDS", environ, minimum=60),
-            ledger_table=env_str("LEDGER_TABLE_NAME", environ),
-            ledger_retention_seconds=env_int("LEDGER_RETENTION_DAYS", environ, minimum=1) * 86400,
-            metrics_namespace=namespace or DEFAULT_METRICS_NAMESPACE,
+            ledger_table=ledger_table_name(environ),
+            ledger_retention_seconds=ledger_retention_seconds(environ),
+            metrics_namespace=metrics_namespace(environ),
         )
 
 
