@@ -252,7 +252,7 @@ def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index(index: str
 def test_every_template_parameter_and_output_is_described_in_the_deploying_page(section: str) -> None:
     template = Template.load(PROJECT_ROOT / "template.yaml")
     names = template.document.get(section, {})
-    text = (PROJECT_ROOT / "docs" / "stack.md").read_text(encoding="utf-8")
+    text = (PROJECT_ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
     # A job's own (its <Id>ScheduleState, its loops' outputs) is described once, as `<Id>...`.
     ids = sorted(template.document.get("Mappings", {}).get("Jobs", {}), key=len, reverse=True)
 
