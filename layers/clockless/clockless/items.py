@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from clockless.errors import ClocklessError
+
 # What went wrong with an item.
 REASON_DECODE: Final = "decode"  # its row is not an item (a field missing or of the wrong kind)
 REASON_DOMAIN: Final = "domain"  # the job's logic could not work out or apply its effect
@@ -35,7 +37,7 @@ MAX_MESSAGE_LENGTH: Final = 160
 METRIC_ITEMS_FAILED: Final = "ItemsFailed"
 
 
-class RowError(ValueError):
+class RowError(ClocklessError, ValueError):
     """A stored row that is not an item: names the row (its table and key) and the field."""
 
     def __init__(self, row: str, field: str, problem: str) -> None:
@@ -45,7 +47,7 @@ class RowError(ValueError):
         self.problem = problem
 
 
-class FieldError(ValueError):
+class FieldError(ClocklessError, ValueError):
     """One field of a row is not what its item needs (`decode_row` names the row around it)."""
 
     def __init__(self, field: str, problem: str) -> None:
@@ -54,7 +56,7 @@ class FieldError(ValueError):
         self.problem = problem
 
 
-class ItemsFailedError(RuntimeError):
+class ItemsFailedError(ClocklessError, RuntimeError):
     """A tick whose failed items are more than its job tolerates: it ends `failed`, listing them."""
 
     def __init__(self, failures: Sequence[FailedItem], replay_hint: str) -> None:
