@@ -70,7 +70,7 @@ def test_how_long_after_a_missed_tick_each_jobs_alarm_fires(template: Template) 
     expected = {
         # job: (complete periods only, period in progress too, previous success as late as its grace)
         DAILY_JOB.name: (4 * hours, 3 * hours, 6 * hours),
-        HOURLY_JOB.name: (60 * minutes, 55 * minutes, 110 * minutes),
+        HOURLY_JOB.name: (65 * minutes, 60 * minutes, 120 * minutes),
     }
     for job, (complete, partial, late_previous) in expected.items():
         schedule = template.jobs[job]
@@ -152,7 +152,7 @@ def test_planted_range_shorter_than_gap_plus_grace_is_caught_as_a_false_alarm(pl
 def test_planted_range_far_longer_than_needed_is_caught_as_firing_late(planted: PlantedCopy) -> None:
     broken = _planted(
         planted,
-        "EvaluationPeriods: 23\n      DatapointsToAlarm: 23",
+        "EvaluationPeriods: 24\n      DatapointsToAlarm: 24",
         "EvaluationPeriods: 38\n      DatapointsToAlarm: 38",
         after=HOURLY,
     )
@@ -181,7 +181,7 @@ def test_planted_missing_data_not_breaching_is_caught(planted: PlantedCopy) -> N
 
 
 def test_planted_one_of_n_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "DatapointsToAlarm: 23", "DatapointsToAlarm: 1", after=HOURLY)
+    broken = _planted(planted, "DatapointsToAlarm: 24", "DatapointsToAlarm: 1", after=HOURLY)
 
     [(_, _, message)] = _problems(broken)
 
@@ -189,7 +189,7 @@ def test_planted_one_of_n_is_caught(planted: PlantedCopy) -> None:
 
 
 def test_planted_function_without_a_grace_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "        grace_minutes: 55\n", "", after=f"  {HOURLY_JOB.function_id}:")
+    broken = _planted(planted, "        grace_minutes: 58\n", "", after=f"  {HOURLY_JOB.function_id}:")
 
     [(job, resource, message)] = _problems(broken)
 
@@ -215,7 +215,7 @@ def test_the_rule_engine_reports_it_by_name_file_and_resource(planted: PlantedCo
 
 
 def test_planted_grace_shorter_than_the_latest_success_is_caught(planted: PlantedCopy) -> None:
-    broken = _planted(planted, "grace_minutes: 130", "grace_minutes: 90", after=f"  {DAILY_JOB.function_id}:")
+    broken = _planted(planted, "grace_minutes: 135", "grace_minutes: 90", after=f"  {DAILY_JOB.function_id}:")
 
     problems = _problems(broken)
 

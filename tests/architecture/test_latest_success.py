@@ -19,7 +19,7 @@ from tests.jobs import DAY, HOUR, job_where
 DAILY_JOB = job_where(period=DAY, fanned_out=True)
 HOURLY_JOB = job_where(period=HOUR, fanned_out=True)
 TEMPLATE = "template.yaml"
-GRACE = "grace_minutes: 55"
+GRACE = "grace_minutes: 58"
 CLEANUP = f"  {HOURLY_JOB.stem}Function:\n"
 JOB = HOURLY_JOB.name
 Plant = Callable[[PlantedCopy], None]
@@ -56,12 +56,28 @@ def _grows_fan_out(planted: PlantedCopy) -> None:
     )
 
 
+def _grows_hops(planted: PlantedCopy) -> None:
+    planted.replace(
+        TEMPLATE,
+        "expected_duration_seconds: 285",
+        "expected_duration_seconds: 285\n        expected_hops: 3",
+        after=f"  {HOURLY_JOB.stem}WorkerFunction:\n",
+    )
+
+
+def _grows_worker_timeout(planted: PlantedCopy) -> None:
+    worker = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
+    planted.replace(TEMPLATE, "      Timeout: 300\n", "      Timeout: 360\n", after=worker)
+
+
 TERMS: dict[str, tuple[Plant, str]] = {
     "flexible window": (_grows_window, "window"),
     "Scheduler's default retry age when unset": (_unsets_scheduler_age, "scheduler_retries"),
     "Lambda's retry age": (_grows_lambda_age, "lambda_retries"),
     "the last attempt's Timeout": (_grows_timeout, "last_run"),
     "the fan-out's expected duration": (_grows_fan_out, "fan_out"),
+    "the worker's continuations": (_grows_hops, "continuations"),
+    "a failed partition's redelivery": (_grows_worker_timeout, "redelivery"),
 }
 
 
@@ -137,5 +153,6 @@ def test_docs_alarms_md_states_each_jobs_sum_and_grace(template: Template) -> No
     for schedule in template.jobs.values():
         lateness = latest_success(template, schedule)
         terms = [lateness.precision, lateness.window, lateness.scheduler_retries, lateness.lambda_retries]
-        sum_text = " + ".join(f"{t:,}" for t in [*terms, lateness.last_run, lateness.fan_out])
+        fan_out = [lateness.fan_out, lateness.continuations, lateness.redelivery]
+        sum_text = " + ".join(f"{t:,}" for t in [*terms, lateness.last_run, *fan_out])
         assert f"{sum_text} = {lateness.total:,} s" in text, schedule.job

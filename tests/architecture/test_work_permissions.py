@@ -38,9 +38,14 @@ def test_a_coordinator_that_may_not_send_its_partitions_is_caught(planted: Plant
     ("old", "new", "missing"),
     [
         (
-            "Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]",
-            "Action: [sqs:ReceiveMessage, sqs:GetQueueAttributes]",
+            "Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes, sqs:ChangeMessageVisibility]",
+            "Action: [sqs:ReceiveMessage, sqs:GetQueueAttributes, sqs:ChangeMessageVisibility]",
             f"sqs:DeleteMessage on {HOURLY_JOB.stem}WorkQueue",
+        ),
+        (
+            "Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes, sqs:ChangeMessageVisibility]",
+            "Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]",
+            f"sqs:ChangeMessageVisibility on {HOURLY_JOB.stem}WorkQueue",
         ),
         (
             f"                - !GetAtt {HOURLY_JOB.stem}WorkDeadLetterQueue.Arn\n",
@@ -58,7 +63,13 @@ def test_a_coordinator_that_may_not_send_its_partitions_is_caught(planted: Plant
             "dynamodb:ConditionCheckItem on LedgerTable",
         ),
     ],
-    ids=["poll-without-delete", "no-send-to-dead-letter-queue", "ledger-without-query", "ledger-without-check"],
+    ids=[
+        "poll-without-delete",
+        "no-backoff",
+        "no-send-to-dead-letter-queue",
+        "ledger-without-query",
+        "ledger-without-check",
+    ],
 )
 def test_a_worker_that_may_not_do_what_the_kit_does_is_caught(
     planted: PlantedCopy, old: str, new: str, missing: str
@@ -78,7 +89,8 @@ def test_sam_policy_templates_and_wildcards_count_as_grants(planted: PlantedCopy
     planted.replace(
         TEMPLATE,
         "            - Sid: PollWorkQueue\n              Effect: Allow\n"
-        "              Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes]\n"
+        "              Action: [sqs:ReceiveMessage, sqs:DeleteMessage, sqs:GetQueueAttributes, "
+        "sqs:ChangeMessageVisibility]\n"
         f"              Resource: !GetAtt {DAILY_JOB.stem}WorkQueue.Arn\n",
         f"        - SQSPollerPolicy:\n            QueueName: !GetAtt {DAILY_JOB.stem}WorkQueue.QueueName\n",
         resource=f"{DAILY_JOB.stem}WorkerFunction",

@@ -123,3 +123,23 @@ def test_failed_items_sent_somewhere_else_than_the_dead_letter_queue_are_caught(
         resource=f"{DAILY_JOB.stem}WorkerFunction",
         containing="would wait in two places",
     )
+
+
+@pytest.mark.parametrize("stated", ['WORK_MAX_RECEIVES: "4"', None])
+def test_a_worker_counting_other_receives_than_its_queue_is_caught(planted: PlantedCopy, stated: str | None) -> None:
+    # Given the hourly worker's count of receives one short of its queue's, or left to the kit's default
+    # while the queue (planted) dead-letters after 6.
+    worker = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
+    if stated is None:
+        planted.replace(TEMPLATE, "maxReceiveCount: 5", "maxReceiveCount: 6", after=HOURLY_QUEUE)
+        planted.replace(TEMPLATE, '          WORK_MAX_RECEIVES: "5"\n', "", after=worker)
+    else:
+        planted.replace(TEMPLATE, 'WORK_MAX_RECEIVES: "5"', stated, after=worker)
+
+    violation = found(
+        planted.violations("work-queue-redrive"),
+        file=TEMPLATE,
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
+        containing="dead-letters after",
+    )
+    assert "would not be named on its tick" in violation.message

@@ -108,12 +108,12 @@ def test_a_message_for_a_tick_nobody_claimed_costs_one_request_and_writes_nothin
     body = {"kind": "partition", "job": TOY_JOB, "scheduled_time": TICK["scheduled_time"], "partition": "0"}
     forged = {"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": json.dumps(body | {"params": {"until": "9999"}})}
 
-    # BatchSize 1: the message failing fails the invocation, and SQS shows it again until
-    # maxReceiveCount moves it to the work DLQ.
+    # BatchSize 1: the message failing fails the invocation, and SQS shows it again (after the
+    # kit's first backoff, one ChangeMessageVisibility) until maxReceiveCount moves it to the work DLQ.
     with count_requests() as requests, pytest.raises(BatchProcessingError, match="no coordinator claimed it"):
         worker(sqs_event([forged]), Context())
 
-    assert dict(requests.operations) == {"TransactWriteItems": 1}
+    assert dict(requests.operations) == {"TransactWriteItems": 1, "ChangeMessageVisibility": 1}
     assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 0
     assert toy.dynamodb.scan(TableName="LedgerTable", Select="COUNT")["Count"] == 0
 

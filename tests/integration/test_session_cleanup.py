@@ -171,7 +171,7 @@ def test_concurrent_first_deliveries_fan_out_once(ready: Any, runtime: LocalLamb
     assert _session_ids(ready) == {"old-in-use", "recent-empty"}
 
 
-def test_a_worker_that_dies_mid_partition_is_taken_over_after_the_visibility_timeout(
+def test_a_worker_run_that_fails_mid_partition_is_retried_after_the_first_backoff(
     ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_writes = SessionPartitionWork.writes
@@ -190,7 +190,9 @@ def test_a_worker_that_dies_mid_partition_is_taken_over_after_the_visibility_tim
     assert _session_ids(ready) == {"old-empty-2", "old-in-use", "recent-empty"}
     assert _tick_entry(ready)["status"]["S"] == "started"
 
-    with time_machine.travel(timedelta(seconds=1801), tick=True):
+    # The failed run released its lease and asked for its message back after 10 s (the kit's first
+    # backoff, ChangeMessageVisibility), not the queue's 1,800 s visibility timeout.
+    with time_machine.travel(timedelta(seconds=11), tick=True):
         assert queues.drain() == 1
 
     assert _session_ids(ready) == {"old-in-use", "recent-empty"}

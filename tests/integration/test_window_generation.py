@@ -165,7 +165,7 @@ def test_concurrent_burst_of_one_tick_fans_out_once(
     assert _windows(ready) == EXPECTED_WINDOWS
 
 
-def test_a_worker_that_dies_mid_partition_is_taken_over_after_the_visibility_timeout(
+def test_a_worker_run_that_fails_mid_partition_is_retried_after_the_first_backoff(
     ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_writes = WindowPartitionWork.writes
@@ -185,9 +185,9 @@ def test_a_worker_that_dies_mid_partition_is_taken_over_after_the_visibility_tim
     assert _windows(ready) == [("tenant-a#p-due", "2026-11-28", "2026-12-05")]
     assert _tick_entry(ready)["status"]["S"] == "started"
 
-    # The failed message comes back once the queue's visibility timeout (1800 s) has passed; the
-    # dead worker's lease ran out long before.
-    with time_machine.travel(timedelta(seconds=1801), tick=True):
+    # The failed run released its lease and asked for its message back after 10 s (the kit's first
+    # backoff, ChangeMessageVisibility), not the queue's 1,800 s visibility timeout.
+    with time_machine.travel(timedelta(seconds=11), tick=True):
         assert queues.drain() == 1
 
     assert _windows(ready) == EXPECTED_WINDOWS

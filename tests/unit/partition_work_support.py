@@ -27,7 +27,14 @@ class PageLike[ItemT](Protocol):
 class Readable[ItemT](Protocol):
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
-    ) -> PageLike[ItemT]: ...
+    ) -> PageLike[Any]: ...
+
+    def item_of(self, row: Any) -> ItemT: ...
+
+
+def items_of[ItemT](work: Readable[ItemT], page: PageLike[Any]) -> list[ItemT]:
+    """A page's rows decoded, as the kit decodes them (one at a time)."""
+    return [work.item_of(row) for row in page.items]
 
 
 @contextlib.contextmanager
@@ -60,15 +67,15 @@ def read_all[ItemT](
     limit: int,
     cursor: dict[str, Any] | None = None,
 ) -> tuple[list[ItemT], int]:
-    """Every item of a partition from `cursor` (None: the start), page by page, and the number
-    of pages read. The cursor goes through JSON between pages, as it does on the partition record."""
+    """Every item of a partition from `cursor` (None: the start), page by page, decoded, and the
+    number of pages read. The cursor goes through JSON between pages, as it does on the partition record."""
     items: list[ItemT] = []
     pages = 0
     while True:
         page = work.read(partition, params, cursor, limit)
         pages += 1
         assert len(page.items) <= limit
-        items.extend(page.items)
+        items.extend(items_of(work, page))
         if page.cursor is None:
             return items, pages
         cursor = json.loads(json.dumps(page.cursor))

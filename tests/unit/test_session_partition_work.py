@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from clockless.dynamo import shard_for
+from clockless.fanout.failures import entries_of
 from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef, cleanup_range
 from session_cleanup.repository import (
@@ -20,7 +21,7 @@ from session_cleanup.repository import (
     cleanup_params,
     session_key,
 )
-from tests.unit.partition_work_support import apply, moto_tables, read_all
+from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 
 NOW = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
 GRACE = timedelta(hours=2)
@@ -138,7 +139,7 @@ def test_deleting_while_paging_reads_and_deletes_each_session_once(
         cursor: dict[str, Any] | None = None
         while True:
             page = work.read(partition, _params(), cursor, 4)
-            for session in page.items:
+            for session in items_of(work, page):
                 assert apply(tables, work.writes(session, _params(), TICK_KEY)) is True
                 deleted.append(session.session_id)
             if page.cursor is None:
@@ -160,12 +161,12 @@ def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_a_deleted_ses
 
     # a worker applies the next page, then dies before storing its cursor
     page = work.read(partition, _params(), stored_cursor, 4)
-    for session in page.items:
+    for session in items_of(work, page):
         assert apply(tables, work.writes(session, _params(), TICK_KEY)) is True
     resumed, _ = read_all(work, partition, _params(), 4, cursor=stored_cursor)
 
     assert len(page.items) == 4
-    assert not {s.session_id for s in page.items} & {s.session_id for s in resumed}
+    assert not {s.session_id for s in items_of(work, page)} & {s.session_id for s in resumed}
 
 
 def test_the_delete_is_a_pynamodb_condition_serialized_the_low_level_way(work: SessionPartitionWork) -> None:
@@ -215,3 +216,31 @@ def test_bad_params_and_partitions_are_refused_before_any_read(work: SessionPart
         work.read("0", {"since": "yesterday", "cutoff": "2026-12-01T12:00:00Z"}, None, 10)
     with pytest.raises(ValueError, match=r"partition must be an empty-index shard '0'..'15', got 'x'"):
         work.read("x", _params(), None, 10)
+
+
+def test_a_session_row_whose_start_is_not_an_instant_fails_alone_named_by_its_row(
+    tables: Any, store: DynamoSessionStore, work: SessionPartitionWork
+) -> None:
+    # Given empty sessions due for deletion, one of them written by hand with a start that sorts
+    # as due but is no instant (hour 25).
+    good = [SessionRef("t", f"good-{n}", CUTOFF - timedelta(hours=1)) for n in range(40)]
+    bad = SessionRef("t", "bad", CUTOFF - timedelta(hours=1))
+    store.start_sessions([*good, bad])
+    tables.update_item(
+        TableName="SessionsTable",
+        Key={"tenant_id": {"S": "t"}, "session_id": {"S": "bad"}},
+        UpdateExpression="SET started_at = :start",
+        ExpressionAttributeValues={":start": {"S": f"{CUTOFF:%Y-%m-%d}T00:00:00+25:00"}},
+    )
+    partition = _shard_of(bad)
+
+    page = work.read(partition, _params(), None, 100)
+    entries = entries_of(work, page.items, _params(), TICK_KEY)
+
+    failed = [entry.failure for entry in entries if entry.failure is not None]
+    assert [(f.key, f.reason, f.field) for f in failed] == [("t#bad", "decode", "started_at")]
+    assert failed[0].message.startswith("RowError: row SessionsTable t#bad: field 'started_at' ")
+    assert "malformed tick" not in failed[0].message
+    assert {entry.key for entry in entries if entry.actions} == {
+        f"t#{s.session_id}" for s in good if _shard_of(s) == partition
+    }

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from clockless.dynamo import shard_for
+from clockless.fanout.failures import entries_of
 from clockless_tools.template.model import Template
-from tests.unit.partition_work_support import apply, moto_tables, read_all
+from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 from window_generation.logic import Program
 from window_generation.repository import (
     DUE_INDEX_PARTITIONS,
@@ -175,7 +176,7 @@ def test_paging_while_applying_reads_each_program_once(
         cursor: dict[str, Any] | None = None
         while True:
             page = work.read(partition, PARAMS, cursor, 4)
-            for program in page.items:
+            for program in items_of(work, page):
                 assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
                 applied.append(program.program_id)
             if page.cursor is None:
@@ -262,9 +263,50 @@ def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_pr
 
     # a worker applies the next page, then dies before storing its cursor
     page = work.read(partition, PARAMS, stored_cursor, 4)
-    for program in page.items:
+    for program in items_of(work, page):
         assert apply(tables, work.writes(program, PARAMS, TICK_KEY)) is True
     resumed, _ = read_all(work, partition, PARAMS, 4, cursor=stored_cursor)
 
     assert len(page.items) == 4
-    assert not {p.program_id for p in page.items} & {p.program_id for p in resumed}
+    assert not {p.program_id for p in items_of(work, page)} & {p.program_id for p in resumed}
+
+
+@pytest.mark.parametrize(
+    ("length", "problem"),
+    [
+        ({"S": "7"}, "has the wrong type"),
+        ({"N": "0"}, "must be a whole number of days >= 1"),
+        (None, "must be a whole number of days >= 1, got None"),
+    ],
+    ids=["wrong-type", "zero", "missing"],
+)
+def test_a_bad_program_row_fails_alone_named_by_table_key_and_field(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork, length: Any, problem: str
+) -> None:
+    field = "window_length_days"
+    # Given a shard with good programs and one row written by hand that is not a program.
+    good = [Program("t", f"good-{n}", 7, BUSINESS_DATE - timedelta(days=1)) for n in range(40)]
+    store.save_programs(good)
+    bad = Program("t", "bad", 7, BUSINESS_DATE - timedelta(days=1))
+    store.save_programs([bad])
+    update = "REMOVE window_length_days" if length is None else "SET window_length_days = :length"
+    tables.update_item(
+        TableName="ProgramsTable",
+        Key={"tenant_id": {"S": "t"}, "program_id": {"S": "bad"}},
+        UpdateExpression=update,
+        **({} if length is None else {"ExpressionAttributeValues": {":length": length}}),
+    )
+    partition = _shard_of(bad)
+
+    # When the kit turns the shard's rows into entries, one row at a time.
+    page = work.read(partition, PARAMS, None, 100)
+    entries = entries_of(work, page.items, PARAMS, TICK_KEY)
+
+    # Then the bad row alone failed, named by its table, key and field; every good one has its writes.
+    failed = [entry.failure for entry in entries if entry.failure is not None]
+    assert [(f.key, f.reason, f.field) for f in failed] == [("t#bad", "decode", field)]
+    assert failed[0].message.startswith(f"RowError: row ProgramsTable t#bad: field '{field}' {problem}")
+    assert "malformed tick" not in failed[0].message
+    assert {entry.key for entry in entries if entry.actions} == {
+        program_key(p.tenant_id, p.program_id) for p in good if _shard_of(p) == partition
+    }

@@ -14,8 +14,9 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, is_condition_failure, shard_for
+from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_page, row_key_text, shard_for
 from clockless.fanout import Page
+from clockless.items import FieldError
 from session_cleanup.logic import CleanupRange, SessionRef
 
 # Empty sessions are spread over this many partitions of the sparse index: each GSI partition
@@ -106,7 +107,7 @@ class SessionPartitionWork:
 
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
-    ) -> Page[SessionRef]:
+    ) -> Page[dict[str, Any]]:
         """Up to `limit` empty sessions of one shard in the tick's range, from `cursor`."""
         shard = _shard(partition)
         results = SessionModel.empty_index.query(
@@ -115,8 +116,18 @@ class SessionPartitionWork:
             limit=limit,
             last_evaluated_key=dict(cursor) if cursor is not None else None,
         )
-        sessions = [_session_of(item) for item in results]
-        return Page(items=sessions, cursor=results.last_evaluated_key)
+        rows, next_cursor = raw_page(results)
+        return Page(items=rows, cursor=next_cursor)
+
+    @property
+    def table(self) -> str:
+        return str(SessionModel.Meta.table_name)
+
+    def row_key(self, row: Mapping[str, Any]) -> str:
+        return row_key_text(row, "tenant_id", "session_id")
+
+    def item_of(self, row: Mapping[str, Any]) -> SessionRef:
+        return decode_row(SessionModel, row, self.row_key(row), _session_of)
 
     def writes(self, item: SessionRef, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
         return [{"Delete": _session_ref(item).get_delete_kwargs_from_instance(condition=_STILL_EMPTY)}]
@@ -174,11 +185,11 @@ def _session_ref(session: SessionRef) -> SessionModel:
 
 
 def _session_of(item: SessionModel) -> SessionRef:
-    return SessionRef(
-        tenant_id=item.tenant_id,
-        session_id=item.session_id,
-        started_at=parse_scheduled_time(item.started_at, field="started_at"),
-    )
+    try:
+        started_at = parse_scheduled_time(item.started_at, field="started_at")
+    except MalformedTickError as error:  # a row is not a tick: name the field, not a "malformed tick"
+        raise FieldError("started_at", error.problem) from None
+    return SessionRef(tenant_id=item.tenant_id, session_id=item.session_id, started_at=started_at)
 
 
 def _shard(partition: str) -> str:

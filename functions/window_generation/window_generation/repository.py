@@ -15,8 +15,9 @@ from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from clockless.dynamo import bind_table, is_condition_failure, shard_for
+from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_page, row_key_text, shard_for
 from clockless.fanout import Page
+from clockless.items import FieldError
 from window_generation.logic import Program, Window, windows_due
 
 STATUS_ACTIVE: Final = "ACTIVE"
@@ -117,7 +118,7 @@ class WindowPartitionWork:
 
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
-    ) -> Page[Program]:
+    ) -> Page[dict[str, Any]]:
         """Up to `limit` due programs of one shard, from `cursor` (None: from the start)."""
         shard = _shard(partition)
         business_date = business_date_param(params)
@@ -127,8 +128,18 @@ class WindowPartitionWork:
             limit=limit,
             last_evaluated_key=dict(cursor) if cursor is not None else None,
         )
-        programs = [_program_of(item) for item in results]
-        return Page(items=programs, cursor=results.last_evaluated_key)
+        rows, next_cursor = raw_page(results)
+        return Page(items=rows, cursor=next_cursor)
+
+    @property
+    def table(self) -> str:
+        return str(ProgramModel.Meta.table_name)
+
+    def row_key(self, row: Mapping[str, Any]) -> str:
+        return row_key_text(row, "tenant_id", "program_id")
+
+    def item_of(self, row: Mapping[str, Any]) -> Program:
+        return decode_row(ProgramModel, row, self.row_key(row), _program_of)
 
     def writes(self, item: Program, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
         windows = windows_due(item, business_date_param(params))[:MAX_WINDOWS_PER_ITEM]
@@ -179,11 +190,18 @@ def _shard(partition: str) -> str:
 
 
 def _program_of(item: ProgramModel) -> Program:
+    length = item.window_length_days
+    if length is None or length != int(length) or length < 1:
+        raise FieldError("window_length_days", f"must be a whole number of days >= 1, got {length!r}")
+    try:
+        current_window_end = date.fromisoformat(item.current_window_end)
+    except (TypeError, ValueError):
+        raise FieldError("current_window_end", f"must be a date YYYY-MM-DD, got {item.current_window_end!r}") from None
     return Program(
         tenant_id=item.tenant_id,
         program_id=item.program_id,
-        window_length_days=int(item.window_length_days),
-        current_window_end=date.fromisoformat(item.current_window_end),
+        window_length_days=int(length),
+        current_window_end=current_window_end,
     )
 
 

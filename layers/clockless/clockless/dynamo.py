@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.models import Model
+from pynamodb.pagination import ResultIterator
+
+from clockless.items import RowError
+
+_ATTRIBUTE_NAMED = re.compile(r"'([^']+)'")
 
 
 def bind_table(model: type[Model], table_name: str) -> None:
@@ -34,3 +42,43 @@ def is_condition_failure(error: Any) -> bool:
         codes = {reason.code for reason in reasons if reason is not None}
         return bool(codes) and codes <= {"ConditionalCheckFailed", "None"}
     return False
+
+
+def raw_page(results: ResultIterator[Any]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """One page (one Query) of a PynamoDB query, its rows as the table holds them (undecoded: a
+    row that does not decode must fail alone, not the page) and the key the next page starts at."""
+    page = next(results.page_iter, None) or {}
+    return list(page.get("Items") or []), results.page_iter.last_evaluated_key
+
+
+def raw_rows(query: Callable[..., ResultIterator[Any]]) -> Iterator[dict[str, Any]]:
+    """Every row of a PynamoDB query, undecoded, page by page: `query(last_evaluated_key=cursor)`
+    is one page's query (a model's or an index's `query` with its key and condition bound)."""
+    cursor: dict[str, Any] | None = None
+    while True:
+        rows, cursor = raw_page(query(last_evaluated_key=cursor))
+        yield from rows
+        if cursor is None:
+            return
+
+
+def row_key_text(row: Mapping[str, Any], *names: str) -> str:
+    """A raw row's key (its key attributes, which DynamoDB types itself), joined by '#'."""
+    return "#".join(str(next(iter(row[name].values()))) for name in names)
+
+
+def decode_row[T](model: type[Model], row: Mapping[str, Any], key: str, convert: Callable[[Any], T]) -> T:
+    """A raw row through its model into an item; any failure is a `RowError` naming the table,
+    the row's key and the field (never "malformed tick": a row is not a tick)."""
+    where = f"{getattr(model.Meta, 'table_name', model.__name__)} {key}"
+    try:
+        return convert(model.from_raw_data(dict(row)))
+    except RowError:
+        raise
+    except AttributeDeserializationError as error:
+        named = _ATTRIBUTE_NAMED.search(str(error))
+        raise RowError(where, named.group(1) if named else "?", f"has the wrong type: {error}") from None
+    except Exception as error:
+        field = getattr(error, "field", None)
+        problem = getattr(error, "problem", None) or f"{type(error).__name__}: {error}"
+        raise RowError(where, field if isinstance(field, str) else "?", str(problem)) from None

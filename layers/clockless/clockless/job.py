@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
@@ -28,7 +28,17 @@ from clockless.config import (
     ledger_table_name,
     metrics_namespace,
 )
-from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
+from clockless.items import (
+    METRIC_ITEMS_FAILED,
+    FailedItem,
+    ItemOutcomes,
+    ItemsFailedError,
+    apply_each,
+    listed,
+    log_failure,
+    parse_tolerance,
+)
+from clockless.ledger import FAILURES, SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
 from clockless.observability import Observability
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
@@ -62,7 +72,7 @@ class LambdaContextLike(Protocol):
 class JobRun:
     """What a job's logic is handed for one tick."""
 
-    __slots__ = ("_last_success", "_load_last_success", "budget", "tick")
+    __slots__ = ("_last_success", "_load_last_success", "_logger", "budget", "failures", "items_found", "tick")
 
     def __init__(
         self,
@@ -71,6 +81,7 @@ class JobRun:
         last_success: datetime | None = None,
         load_last_success: Callable[[], datetime | None] | None = None,
         budget: Budget | None = None,
+        logger: Logger | None = None,
     ) -> None:
         self.tick = tick
         self._last_success = last_success
@@ -78,6 +89,32 @@ class JobRun:
         # The attempt's time, for waiting out throttles (a fan-out coordinator's sends); None: as
         # long as a Lambda attempt can last.
         self.budget = budget
+        self._logger = logger
+        # What `each` found and what failed in it, over every call (the kit settles the tick by them).
+        self.items_found = 0
+        self.failures: list[FailedItem] = []
+
+    def each[RowT, ItemT](
+        self,
+        rows: Iterable[RowT],
+        *,
+        row_key: Callable[[RowT], str],
+        item_of: Callable[[RowT], ItemT],
+        apply: Callable[[ItemT], bool],
+        table: str | None = None,
+    ) -> ItemOutcomes:
+        """Apply each row on its own (`apply`: True applied, False already done): a row that does
+        not decode (`item_of` raises) or apply fails alone, logged at ERROR naming the row, and the
+        tick settles by the job's `tolerated_failures` (clockless.items)."""
+
+        def report(failure: FailedItem) -> None:
+            if self._logger is not None:
+                log_failure(self._logger, failure, "item failed; the rest of the tick goes on", table=table)
+
+        outcomes = apply_each(rows, row_key=row_key, item_of=item_of, apply=apply, on_failed=report)
+        self.items_found += outcomes.found
+        self.failures.extend(outcomes.failures)
+        return outcomes
 
     @property
     def last_success(self) -> datetime | None:
@@ -132,8 +169,11 @@ class ScheduledJob:
         persistence_store: LedgeredPersistenceLayer | None = None,
         overlap: Overlap | str = Overlap.RUN_BOTH,
         running_at_most: timedelta = DEFAULT_RUNNING_AT_MOST,
+        tolerated_failures: int | str | None = None,
     ) -> None:
         self.name = name
+        # How many items `JobRun.each` may fail with the tick still succeeding (clockless.items).
+        self.tolerance = parse_tolerance(tolerated_failures, job=name)
         # What a tick arriving while an earlier one runs does (clockless.overlap; docs/operating.md).
         self.overlap = parse_overlap(overlap, job=name)
         self.running_at_most = running_at_most
@@ -211,6 +251,8 @@ class ScheduledJob:
             self._report(result, delivery, metrics)
             return result
         finally:
+            if delivery.items_failed:
+                metrics.add_metric(name=METRIC_ITEMS_FAILED, unit=MetricUnit.Count, value=delivery.items_failed)
             metrics.flush_metrics()
             self.logger.thread_safe_clear_keys()
 
@@ -358,11 +400,17 @@ class ScheduledJob:
             tick,
             load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time),
             budget=delivery.budget,
+            logger=self.logger,
         )
         delivery.phase = Phase.RUNNING
         started = time.monotonic()
         try:
             summary = dict(fn(run))
+            delivery.items_failed = len(run.failures)
+            if not self.tolerance.allows(len(run.failures), run.items_found):
+                raise ItemsFailedError(
+                    run.failures, f"clockless run-now {tick.job} --at {tick.identity['scheduled_time']}"
+                )
         except Exception as error:
             delivery.error = error
             raise
@@ -381,6 +429,8 @@ class ScheduledJob:
             result["last_success"] = None if last_success is None else format_scheduled_time(last_success)
         if delivery.rerun:
             result["rerun"] = True
+        if run.failures:
+            result[FAILURES] = [failure.as_record() for failure in listed(run.failures)]
         self.logger.info("tick executed", extra={"summary": summary, "duration_ms": result["duration_ms"]})
         delivery.result = result
         # Powertools stores this as the tick's result; the completion writes the ledger with it.

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from clockless.items import MAX_LISTED, FailedItem, dump_listed, load_listed
 from clockless.tick import Tick, format_scheduled_time, parse_scheduled_time
 
 STATUS_STARTED: Final = "started"
@@ -33,6 +34,8 @@ SUCCEEDED_INDEX: Final = "succeeded-by-time"
 # attempt did before it died, so its summary is its own share, and the entry says so.
 SUMMARY_WHOLE_TICK: Final = "tick"
 SUMMARY_LAST_ATTEMPT: Final = "last_attempt"
+# A tick's failed items (clockless.items): the first MAX_LISTED, as JSON; the summary counts them all.
+FAILURES: Final = "failures"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,14 @@ class LedgerEntry:
     # `buffered`, why ("overlap: <earlier tick> still running"), and the earlier tick's time.
     reason: str | None = None
     overlap_with: str | None = None
+    # The tick's failed items, the first MAX_LISTED (key, reason, message, field, attempts).
+    failures: tuple[FailedItem, ...] = ()
+
+    @property
+    def failed_items(self) -> int:
+        """How many items of the tick failed (the summary's count; the list may be shorter)."""
+        counted = (self.summary or {}).get("failed")
+        return counted if isinstance(counted, int) and not isinstance(counted, bool) else len(self.failures)
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> LedgerEntry:
@@ -88,6 +99,7 @@ class LedgerEntry:
             coordinator_summary=None if coordinator_summary is None else json.loads(coordinator_summary),
             reason=text("reason"),
             overlap_with=text("overlap_with"),
+            failures=tuple(load_listed(text(FAILURES))),
         )
 
 
@@ -190,22 +202,29 @@ class RunLedger:
             values,
         )
 
-    def failed_update(self, tick: Tick, claim_id: str, error: str, *, duration_ms: int) -> dict[str, Any]:
+    def failed_update(
+        self, tick: Tick, claim_id: str, error: str, *, duration_ms: int, failures: Sequence[FailedItem] = ()
+    ) -> dict[str, Any]:
         """The ledger half of a release: this delivery's attempt failed. Only while the entry is
-        still this delivery's (a later claim owns it otherwise) and never over a success."""
+        still this delivery's (a later claim owns it otherwise) and never over a success.
+        `failures`: the items that failed it (clockless.items), listed on the entry."""
+        values = {
+            ":failed": {"S": STATUS_FAILED},
+            ":succeeded": {"S": STATUS_SUCCEEDED},
+            ":claim_id": {"S": claim_id},
+            ":duration": {"N": str(duration_ms)},
+            ":error": {"S": error[:1000]},
+        }
+        update = "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
+        if failures:
+            update += f"{FAILURES} = :failures, "
+            values[":failures"] = {"S": dump_listed(failures[:MAX_LISTED])}
         return self._entry_update(
             tick,
-            "SET #status = :failed, finished_at = :now, duration_ms = :duration, #error = :error, "
-            "expires_at = :expires_at",
+            update + "expires_at = :expires_at",
             "claim_id = :claim_id AND #status <> :succeeded",
             {"#error": "error"},
-            {
-                ":failed": {"S": STATUS_FAILED},
-                ":succeeded": {"S": STATUS_SUCCEEDED},
-                ":claim_id": {"S": claim_id},
-                ":duration": {"N": str(duration_ms)},
-                ":error": {"S": error[:1000]},
-            },
+            values,
         )
 
     def succeeded_update(self, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -221,24 +240,31 @@ class RunLedger:
                 "UpdateExpression": "SET last_rerun_at = :now, last_rerun_summary = :summary",
                 "ExpressionAttributeValues": {":now": {"S": str(result["finished_at"])}, ":summary": summary},
             }
+        values = {
+            ":succeeded": {"S": STATUS_SUCCEEDED},
+            ":job": {"S": str(result["job"])},
+            ":finished_at": {"S": str(result["finished_at"])},
+            ":duration": {"N": str(int(result["duration_ms"]))},
+            ":summary": summary,
+            ":scope": {"S": str(result.get("summary_scope") or SUMMARY_WHOLE_TICK)},
+            ":expires_at": self._expires_at(),
+        }
+        # A success within the job's tolerance lists the items that failed; any other drops an
+        # earlier attempt's list.
+        failures = [FailedItem.from_record(record) for record in result.get(FAILURES) or []]
+        listing, removing = (f", {FAILURES} = :failures", "") if failures else ("", f", {FAILURES}")
+        if failures:
+            values[":failures"] = {"S": dump_listed(failures[:MAX_LISTED])}
         return {
             "TableName": self.table_name,
             "Key": key,
             "UpdateExpression": (
                 "SET #status = :succeeded, succeeded_job = :job, finished_at = :finished_at, "
-                "duration_ms = :duration, summary = :summary, summary_scope = :scope, expires_at = :expires_at "
-                "REMOVE #error"
+                f"duration_ms = :duration, summary = :summary, summary_scope = :scope, expires_at = :expires_at"
+                f"{listing} REMOVE #error{removing}"
             ),
             "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
-            "ExpressionAttributeValues": {
-                ":succeeded": {"S": STATUS_SUCCEEDED},
-                ":job": {"S": str(result["job"])},
-                ":finished_at": {"S": str(result["finished_at"])},
-                ":duration": {"N": str(int(result["duration_ms"]))},
-                ":summary": summary,
-                ":scope": {"S": str(result.get("summary_scope") or SUMMARY_WHOLE_TICK)},
-                ":expires_at": self._expires_at(),
-            },
+            "ExpressionAttributeValues": values,
         }
 
     def fanned_out_update(self, result: Mapping[str, Any]) -> dict[str, Any]:

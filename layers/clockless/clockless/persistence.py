@@ -84,6 +84,8 @@ class Delivery:
     budget: Budget | None = None
     # the request id on the record that held this tick when this delivery's claim was refused
     holder_request_id: str | None = None
+    # items of the tick that failed alone (clockless.items), for the ItemsFailed metric
+    items_failed: int = 0
 
     @property
     def retries_its_holder(self) -> bool:
@@ -307,7 +309,11 @@ class LedgeredPersistenceLayer(DynamoDBPersistenceLayer):
                 return self._not_released(failed.response.get("Item"))
             return Release.RELEASED
         failed_update = self.ledger.failed_update(
-            delivery.tick, delivery.claim_id, error, duration_ms=delivery.elapsed_ms()
+            delivery.tick,
+            delivery.claim_id,
+            error,
+            duration_ms=delivery.elapsed_ms(),
+            failures=getattr(delivery.error, "failures", ()),
         )
         try:
             self._transact(delivery, [{"Delete": delete}, {"Update": failed_update}])

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
@@ -140,9 +139,7 @@ def test_failed_items_throttled_on_their_way_to_the_dlq_are_waited_out() -> None
     budget, clock = _budget(60)
     message = WorkMessage(KIND_PARTITION, "toy", datetime(2026, 12, 1, 2, tzinfo=UTC), Trigger.SCHEDULE, "0", {})
 
-    DeadLetters(sqs, "dlq", Logger(service="toy"), budget).send(
-        message, dict, [Entry("k1", [], {"id": "k1"})], "ValidationException: too big"
-    )
+    DeadLetters(sqs, "dlq", budget).send(message, dict, [Entry("k1", [], {"id": "k1"})], "ValidationException: too big")
 
     assert len(sqs.bodies) == 1
     assert json.loads(sqs.bodies[0])["items"] == [{"id": "k1"}]

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from clockless.fanout.messages import WorkMessage
 from clockless.fanout.records import PartitionRecords, lane_key, now_ms, partition_key, tick_key
+from clockless.ledger import LedgerEntry
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import (
     BUSINESS_DATE,
@@ -167,8 +168,12 @@ def test_failed_items_go_to_the_dlq_fail_the_tick_and_replay_once_fixed(aws: Aws
 
     entry = _entry(aws)
     assert entry["status"] == {"S": "failed"}
-    assert entry["error"]["S"].startswith("3 items failed; replay: clockless work redrive toy-job")
+    assert entry["error"]["S"] == "3 items failed: replay them after the fix: clockless work redrive toy-job"
     assert _summary(aws) == {"found": 30, "applied": 27, "already_done": 0, "failed": 3, "partitions": 4}
+    listed = LedgerEntry.from_item(entry).failures
+    assert sorted(f.key for f in listed) == due[:3]
+    assert {(f.reason, f.attempts) for f in listed} == {("write", 1)}
+    assert all(f.message.startswith("ValidationException: ") for f in listed)
     dead = bodies(aws.sqs, aws.dead_letter_queue)
     failed_items = sorted(item["item_id"] for message in dead for item in message["items"])
     assert failed_items == due[:3]
@@ -185,6 +190,7 @@ def test_failed_items_go_to_the_dlq_fail_the_tick_and_replay_once_fixed(aws: Aws
     entry = _entry(aws)
     assert entry["status"] == {"S": "succeeded"}
     assert "error" not in entry
+    assert "failures" not in entry
     assert _summary(aws) == {"found": 30, "applied": 30, "already_done": 0, "failed": 0, "partitions": 4}
 
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from clockless.dynamo import shard_for
 from clockless.fanout import FanOut, Page
+from clockless.items import RowError
 from clockless.job import JobRun, ScheduledJob
 from clockless_tools.local.dynamodb import table_definition
 from clockless_tools.template.intrinsics import LocalNames
@@ -27,6 +28,8 @@ PARTITIONS: Final = [str(shard) for shard in range(4)]
 BUSINESS_DATE: Final = "2026-12-01"
 # An item whose output cannot be written (its key is empty): DynamoDB refuses the whole request.
 POISON: Final = "poison"
+# An item its domain logic refuses (`writes` raises): it fails alone.
+UNUSABLE: Final = "unusable"
 TOY_JOB: Final = "toy-job"
 
 
@@ -43,7 +46,7 @@ class ToyWork:
 
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
-    ) -> Page[ToyItem]:
+    ) -> Page[dict[str, Any]]:
         request: dict[str, Any] = {
             "TableName": ITEMS_TABLE,
             "IndexName": DUE_INDEX,
@@ -55,10 +58,28 @@ class ToyWork:
         if cursor is not None:
             request["ExclusiveStartKey"] = dict(cursor)
         response = self.client.query(**request)
-        items = [ToyItem(i["item_id"]["S"], i["due"]["S"], i["value"]["S"]) for i in response.get("Items") or []]
-        return Page(items, response.get("LastEvaluatedKey"))
+        return Page(list(response.get("Items") or []), response.get("LastEvaluatedKey"))
+
+    @property
+    def table(self) -> str:
+        return ITEMS_TABLE
+
+    def row_key(self, row: Mapping[str, Any]) -> str:
+        return str(row["item_id"]["S"])
+
+    def item_of(self, row: Mapping[str, Any]) -> ToyItem:
+        key = self.row_key(row)
+        fields = {}
+        for name in ("due", "value"):
+            value = (row.get(name) or {}).get("S")
+            if not isinstance(value, str):
+                raise RowError(f"{ITEMS_TABLE} {key}", name, f"must be a string, got {row.get(name)!r}")
+            fields[name] = value
+        return ToyItem(key, fields["due"], fields["value"])
 
     def writes(self, item: ToyItem, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
+        if item.value == UNUSABLE:
+            raise ValueError(f"toy item {item.item_id}: value {UNUSABLE!r} cannot be applied")
         output_id = "" if item.value == POISON else item.item_id
         return [
             {
@@ -91,10 +112,10 @@ class ToyWork:
 
 
 class FixedWork(ToyWork):
-    """The toy after its bug is fixed: a poisoned item's output gets its key."""
+    """The toy after its bug is fixed: a poisoned or unusable item's output gets its key."""
 
     def writes(self, item: ToyItem, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
-        fixed = ToyItem(item.item_id, item.due, "fixed") if item.value == POISON else item
+        fixed = ToyItem(item.item_id, item.due, "fixed") if item.value in (POISON, UNUSABLE) else item
         return super().writes(fixed, params, tick_key)
 
 
@@ -179,13 +200,17 @@ def seed(
 
 
 def toy_job(
-    client_factory: Any = None, *, partitions: int = len(PARTITIONS), overlap: str = "run-both"
+    client_factory: Any = None,
+    *,
+    partitions: int = len(PARTITIONS),
+    overlap: str = "run-both",
+    tolerated_failures: int | str | None = None,
 ) -> tuple[ScheduledJob, FanOut, Any, Any]:
     """A fresh job (its own Powertools store) with its coordinator and worker handlers."""
     import boto3
 
     job = ScheduledJob(TOY_JOB, overlap=overlap)
-    work = FanOut(job, partitions=[str(shard) for shard in range(partitions)])
+    work = FanOut(job, partitions=[str(shard) for shard in range(partitions)], tolerated_failures=tolerated_failures)
 
     @job.handler
     def coordinator(run: JobRun) -> Mapping[str, Any]:

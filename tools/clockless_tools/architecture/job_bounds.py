@@ -5,7 +5,8 @@
         grace_minutes: 120               # a tick without success this long after it is missed
         expected_duration_seconds: 60    # p99 Duration above this raises an alarm
 
-A worker (`worker_of`) declares `expected_duration_seconds` only: its ticks are its coordinator's.
+A worker (`worker_of`) declares `expected_duration_seconds` (per run) and, when a partition takes
+more than one run, `expected_hops`: its ticks are its coordinator's.
 Read by the dead-man-alarm, duration-bound and time-budget rules.
 """
 
@@ -21,6 +22,7 @@ from clockless_tools.template.model import Function
 METADATA_KEY = "clockless"
 GRACE_KEY = "grace_minutes"
 DURATION_KEY = "expected_duration_seconds"
+HOPS_KEY = "expected_hops"
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,17 @@ def read_expected_duration(function: Function) -> timedelta:
     return timedelta(seconds=_whole_number(function, DURATION_KEY))
 
 
-def _whole_number(function: Function, key: str) -> int:
+def read_expected_hops(function: Function) -> int:
+    """A worker's runs per partition it expects (a continuation is one more); 1 when not declared."""
+    return _whole_number(function, HOPS_KEY, default=1)
+
+
+def _whole_number(function: Function, key: str, *, default: int | None = None) -> int:
     block = function.metadata.get(METADATA_KEY) or {}
     where = f"{function.logical_id}.Metadata.{METADATA_KEY}"
     value = block.get(key) if isinstance(block, Mapping) else None
+    if value is None and default is not None:
+        return default
     if value is None:
         raise TemplateError(f"{where}.{key} is not declared")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

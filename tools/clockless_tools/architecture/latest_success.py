@@ -7,7 +7,10 @@ failed hand-off until `RetryPolicy.MaximumEventAgeInSeconds` (86,400 s when unse
 a failed asynchronous run until `EventInvokeConfig.MaximumEventAgeInSeconds` (21,600 s when unset);
 the last attempt may run for the function's whole `Timeout`; and a fanned-out tick succeeds only
 when its partitions are done, which its worker is expected to do within its declared
-`expected_duration_seconds` (the partitions run in parallel).
+`expected_duration_seconds` per hop (the partitions run in parallel), times the hops it declares
+(`expected_hops`, 1 when unset: a continuation is one more run); a partition whose run fails once
+(its whole `Timeout`) comes back after the kit's first backoff (clockless.fanout.redelivery) and
+runs again: the redelivery term.
 
 The dead-man-alarm rule demands a grace of at least this sum; dedupe-outlives-retries and
 schedule-delivery use the delivery part of it (precision, window and both retry ages).
@@ -20,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless_tools.architecture.job_bounds import read_expected_duration
+from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS
+from clockless_tools.architecture.job_bounds import read_expected_duration, read_expected_hops
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Schedule, Template
 from clockless_tools.template.queues import literal_int
@@ -41,6 +45,9 @@ class Lateness:
     lambda_retries: int
     last_run: int
     fan_out: int
+    # A fanned-out tick: the continuations beyond its first hop, and one failed run redelivered.
+    continuations: int = 0
+    redelivery: int = 0
 
     @property
     def delivery(self) -> int:
@@ -49,7 +56,7 @@ class Lateness:
 
     @property
     def total(self) -> int:
-        return self.delivery + self.last_run + self.fan_out
+        return self.delivery + self.last_run + self.fan_out + self.continuations + self.redelivery
 
     @property
     def minimum_grace_minutes(self) -> int:
@@ -65,6 +72,8 @@ class Lateness:
         ]
         if self.fan_out:
             parts.append(f"{self.fan_out} s fan-out (the worker's expected duration)")
+            parts.append(f"{self.continuations} s continuations (its hops after the first)")
+            parts.append(f"{self.redelivery} s redelivery (a failed run's Timeout and the first backoff)")
         return " + ".join(parts) + f" = {self.total} s"
 
 
@@ -97,15 +106,15 @@ def latest_success(template: Template, schedule: Schedule) -> Lateness:
             f"{schedule.function_id}.Events.{schedule.event_id}: FlexibleTimeWindow is FLEXIBLE without a literal "
             "MaximumWindowInMinutes, so how late a tick can fire is unknown"
         )
-    fan_out = [
-        int(read_expected_duration(worker).total_seconds())
-        for worker in template.workers_of(function.logical_id).values()
-    ]
+    workers = list(template.workers_of(function.logical_id).values())
+    hops = [(int(read_expected_duration(worker).total_seconds()), read_expected_hops(worker)) for worker in workers]
     return Lateness(
         precision=PRECISION_SECONDS,
         window=window,
         scheduler_retries=scheduler_max_event_age(schedule.properties),
         lambda_retries=lambda_max_event_age(function),
         last_run=function.timeout,
-        fan_out=max(fan_out, default=0),
+        fan_out=max((duration for duration, _ in hops), default=0),
+        continuations=max((duration * (count - 1) for duration, count in hops), default=0),
+        redelivery=max((worker.timeout + FIRST_BACKOFF_SECONDS for worker in workers), default=0),
     )

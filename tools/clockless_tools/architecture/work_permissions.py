@@ -11,7 +11,8 @@ rule keeps them from naming too little, for exactly what the kit calls:
 - coordinator (the function a worker declares `worker_of`): `sqs:SendMessage` (SendMessageBatch is
   authorized by it) on the queue its `WORK_QUEUE_URL` names;
 - worker: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` on the queue its event
-  source mapping polls; `sqs:SendMessage` on its `WORK_QUEUE_URL` and `WORK_DEAD_LETTER_QUEUE_URL`;
+  source mapping polls, and `sqs:ChangeMessageVisibility` there (a failed message's backoff);
+  `sqs:SendMessage` on its `WORK_QUEUE_URL` and `WORK_DEAD_LETTER_QUEUE_URL`;
   `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query`, `dynamodb:ConditionCheckItem` on the
   ledger (`LEDGER_TABLE_NAME`).
 
@@ -34,6 +35,8 @@ WORK_PERMISSIONS: Final = "work-permissions"
 
 POLL: Final = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 SEND: Final = ("sqs:SendMessage",)
+# A failed partition message is shown again after seconds, not the visibility timeout (redelivery).
+BACKOFF: Final = ("sqs:ChangeMessageVisibility",)
 # ConditionCheckItem: a partition's first lease is a transaction checking the tick entry (trust).
 LEDGER: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem")
 
@@ -64,6 +67,7 @@ def check_work_permissions(project: Project) -> Iterator[Violation]:
         for mapping in template.mappings_of(logical_id):
             if mapping.source in template.queues:
                 needs.append((mapping.source, POLL, f"the event source mapping {mapping.logical_id} polls it"))
+                needs.append((mapping.source, BACKOFF, "a message the worker failed comes back after a backoff"))
         for variable, why in (
             ("WORK_QUEUE_URL", "continuations go there"),
             ("WORK_DEAD_LETTER_QUEUE_URL", "items it cannot apply go there"),

@@ -7,7 +7,9 @@ healthy message aside) to 10 (each try waits out the visibility timeout). The de
 keeps messages longer than the work queue (a standard queue's message keeps its first enqueue
 time when it is moved), is `Retain` on delete and replace, is watched by an alarm from its first
 message, and is the queue the worker sends failed items to (`WORK_DEAD_LETTER_QUEUE_URL`), so
-`clockless work redrive <job>` has one place to move back from.
+`clockless work redrive <job>` has one place to move back from. The worker's `WORK_MAX_RECEIVES` is
+the queue's `maxReceiveCount`, so the run failing a message's last receive knows it and names its
+partition on the tick (which then settles `failed` instead of staying `started`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from clockless_tools.template.queues import Queue, resource_id
 
 WORK_QUEUE_REDRIVE: Final = "work-queue-redrive"
 DEAD_LETTER_VARIABLE: Final = "WORK_DEAD_LETTER_QUEUE_URL"
+# The worker's count of its queue's receives: a run failing the last one names its partition on the
+# tick (clockless.fanout.redelivery); unset, the kit assumes this.
+MAX_RECEIVES_VARIABLE: Final = "WORK_MAX_RECEIVES"
+KIT_DEFAULT_RECEIVES: Final = 5
 MIN_RECEIVES: Final = 5
 MAX_RECEIVES: Final = 10
 
@@ -36,6 +42,18 @@ def check_work_queue_redrive(project: Project) -> Iterator[Violation]:
             checked.add(queue.logical_id)
             yield from _check_queue(project, queue)
         worker = template.functions.get(mapping.function or "")
+        if worker is not None and queue.max_receive_count is not None:
+            stated = worker.environment.get(MAX_RECEIVES_VARIABLE, str(KIT_DEFAULT_RECEIVES))
+            if str(stated) != str(queue.max_receive_count):
+                yield Violation(
+                    WORK_QUEUE_REDRIVE,
+                    project.template_file,
+                    worker.logical_id,
+                    f"its {MAX_RECEIVES_VARIABLE} is {stated!r}, but its work queue {queue.logical_id} dead-letters "
+                    f"after {queue.max_receive_count} receives: a partition failing its last receive would not be "
+                    "named on its tick, which would stay started",
+                    f'{MAX_RECEIVES_VARIABLE}: "{queue.max_receive_count}"',
+                )
         if worker is not None and queue.dead_letter_queue is not None:
             named = resource_id(worker.environment.get(DEAD_LETTER_VARIABLE))
             if named != queue.dead_letter_queue:

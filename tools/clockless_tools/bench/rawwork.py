@@ -108,6 +108,16 @@ class RawWork:
         }
         return [{"Put": put}, {"Update": roll}]
 
+    @property
+    def table(self) -> str:
+        return str(self.query("0")["TableName"])
+
+    def row_key(self, row: Item) -> str:
+        return self.item_key(row)
+
+    def item_of(self, row: Item) -> Item:
+        return row  # the raw row is the item: the floor decodes nothing
+
     def item_key(self, item: Item) -> str:
         second = "program_id" if self.job == WINDOW_JOB else "session_id"
         return f"{item['tenant_id']['S']}#{item[second]['S']}"

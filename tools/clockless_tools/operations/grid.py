@@ -12,7 +12,7 @@ the only cue.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -21,7 +21,7 @@ from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_STARTED, STATUS_SUCCEEDED
 from clockless.overlap import STATUS_BUFFERED
 from clockless_tools.operations.pause import is_paused_at, job_pauses
-from clockless_tools.operations.status import expected_ticks
+from clockless_tools.operations.status import expected_ticks, failed_items_text
 from clockless_tools.operations.targets import JobTarget
 from clockless_tools.template.model import Template
 
@@ -134,7 +134,10 @@ def job_grid(
     end = now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
     if not hourly:
         end += timedelta(days=(7 - end.weekday()) % 7)
-    entries = {e.scheduled_time: e.status for e in ledger.entries(job, start, end)}
+    found = ledger.entries(job, start, end)
+    entries = {e.scheduled_time: e.status for e in found}
+    # A tick with failed items: its tooltip says how many and the first keys.
+    failed_items = {e.scheduled_time: failed_items_text(e) for e in found if e.failed_items}
     _, intervals = job_pauses(target, job)
 
     paused_now = is_paused_at(intervals, now)
@@ -163,16 +166,18 @@ def job_grid(
         if any(cell is not TickState.NONE for cell in row):  # a row of no tick in the window: left out
             rows.append(f"{row_start:%Y-%m-%d}")
             cells.append(row)
-            times.append([_tip(s, per_slot.get(s, [])) for s in slots])
+            times.append([_tip(s, per_slot.get(s, []), failed_items) for s in slots])
         row_start += row_span
     return Grid(job=job, rows=rows, columns=columns, cells=cells, times=times, overlap=overlap)
 
 
-def _tip(slot_start: datetime, ticks: list[tuple[datetime, TickState]]) -> str:
+def _tip(slot_start: datetime, ticks: list[tuple[datetime, TickState]], notes: Mapping[datetime, str]) -> str:
     shown = [(t, s) for t, s in ticks if s is not TickState.NONE]
     if not shown:
         return f"{format_scheduled_time(slot_start)}: no tick"
-    return "; ".join(f"{format_scheduled_time(t)}: {s.value}" for t, s in shown)
+    return "; ".join(
+        f"{format_scheduled_time(t)}: {s.value}" + (f" ({notes[t]})" if t in notes else "") for t, s in shown
+    )
 
 
 def render_text(grid: Grid, *, colour: bool) -> str:

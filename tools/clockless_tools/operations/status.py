@@ -54,6 +54,9 @@ class JobStatus:
                 "trigger": e.trigger,
                 "finished_at": e.finished_at,
                 "error": e.error,
+                # Items that failed alone (clockless.items): the count, and the first ones listed.
+                "failed_items": e.failed_items,
+                "failures": [failure.as_record() for failure in e.failures],
             }
 
         return {
@@ -193,6 +196,13 @@ COLUMNS = ("job", "last success", "last failure", "next ticks", "expected", "mis
 MAX_MISSING_SHOWN = 20
 
 
+def failed_items_text(entry: LedgerEntry, shown: int = 3) -> str:
+    """`3 items failed: t#a, t#b, t#c`: a tick's failed items, counted, the first few named."""
+    keys = [failure.key for failure in entry.failures[:shown]]
+    more = ", …" if entry.failed_items > len(keys) else ""
+    return f"{entry.failed_items} items failed: {', '.join(keys)}{more}"
+
+
 def _when(entry: LedgerEntry | None) -> str:
     return "-" if entry is None else format_scheduled_time(entry.scheduled_time)
 
@@ -209,6 +219,9 @@ def table_cells(s: JobStatus) -> list[list[str]]:
     failure = [_when(s.last_failure)]
     if s.last_failure is not None and s.last_failure.error:
         failure.append(s.last_failure.error)
+    for entry in (s.last_failure, s.last_success):
+        if entry is not None and entry.failed_items:
+            failure.append(f"{_when(entry)}: {failed_items_text(entry)}")
     return [
         job,
         [_when(s.last_success)],

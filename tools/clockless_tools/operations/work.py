@@ -82,7 +82,9 @@ class DeadLetter:
         except ValueError:
             data = None
         data = data if isinstance(data, dict) else {}
-        items = data.get("items")
+        # An items message counts its failed keys (a row that did not decode has a key, not an item).
+        keys = data.get("keys")
+        items = keys if isinstance(keys, list) and keys else data.get("items")
         attributes = message.get("Attributes") or {}
         return cls(
             message_id=str(message["MessageId"]),

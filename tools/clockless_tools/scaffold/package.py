@@ -14,14 +14,19 @@ LOGIC: Final = '''"""__JOB__: apply every item due by the tick's scheduled time,
 
 Plain Python: no boto3, no environment, no clock. The store is passed in. This is the skeleton
 `clockless new job` wrote: rename `Item` and write what applying one means (docs/adding-a-job.md).
+Rows are decoded and applied one at a time by `each` (the kit's `JobRun.each`): a row that does
+not decode or apply fails alone, and the tick settles by the job's `tolerated_failures`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
+
+from clockless.items import ItemOutcomes, apply_each
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +37,16 @@ class Item:
 
 
 class ItemStore(Protocol):
-    def find_due(self, *, as_of: datetime) -> Iterable[Item]:
-        """Items not yet applied whose due_at is at or before `as_of`."""
+    def due_rows(self, *, as_of: datetime) -> Iterable[Any]:
+        """Rows (as stored, undecoded) of the items not yet applied whose due_at is at or before `as_of`."""
+        ...
+
+    def row_key(self, row: Any) -> str:
+        """The row's key, read from its key attributes only."""
+        ...
+
+    def item_of(self, row: Any) -> Item:
+        """The row decoded; raises (naming the field) for a row that is not an item."""
         ...
 
     def apply(self, item: Item, *, tick_key: str) -> bool:
@@ -47,6 +60,7 @@ class TickResult:
     due: int
     applied: int
     already_done: int
+    failed: int
 
     def as_summary(self) -> dict[str, int | str]:
         return {
@@ -54,14 +68,27 @@ class TickResult:
             "due": self.due,
             "applied": self.applied,
             "already_done": self.already_done,
+            "failed": self.failed,
         }
 
 
-def apply_due(store: ItemStore, *, as_of: datetime, tick_key: str) -> TickResult:
-    """Apply every item due by `as_of` (the tick's scheduled time, never the wall clock)."""
-    due = list(store.find_due(as_of=as_of))
-    applied = sum(1 for item in due if store.apply(item, tick_key=tick_key))
-    return TickResult(as_of=as_of, due=len(due), applied=applied, already_done=len(due) - applied)
+def apply_due(
+    store: ItemStore, *, as_of: datetime, tick_key: str, each: Callable[..., ItemOutcomes] = apply_each
+) -> TickResult:
+    """Apply every item due by `as_of` (the tick's scheduled time, never the wall clock), each on its own."""
+    outcomes = each(
+        store.due_rows(as_of=as_of),
+        row_key=store.row_key,
+        item_of=store.item_of,
+        apply=functools.partial(store.apply, tick_key=tick_key),
+    )
+    return TickResult(
+        as_of=as_of,
+        due=outcomes.found,
+        applied=outcomes.applied,
+        already_done=outcomes.already_done,
+        failed=outcomes.failed,
+    )
 '''
 
 SETTINGS: Final = """from __future__ import annotations
@@ -91,6 +118,7 @@ fails its condition (already done)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Final
@@ -101,8 +129,9 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, is_condition_failure, shard_for
-__FANOUT_IMPORT__from __PACKAGE__.logic import Item
+from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_rows, row_key_text, shard_for
+__FANOUT_IMPORT__from clockless.items import FieldError
+from __PACKAGE__.logic import Item
 
 # Due items are spread over this many partitions of the sparse index: each GSI partition key takes
 # about 1,000 WCU/s__SHARD_DOC__.
@@ -143,10 +172,21 @@ class DynamoItemStore:
     def __init__(self, items_table: str) -> None:
         bind_table(ItemModel, items_table)
 
-    def find_due(self, *, as_of: datetime) -> Iterator[Item]:
+    @property
+    def table(self) -> str:
+        return str(ItemModel.Meta.table_name)
+
+    def due_rows(self, *, as_of: datetime) -> Iterator[dict[str, Any]]:
+        """Rows as stored: each is decoded on its own (`item_of`), so a bad one fails alone."""
+        due = ItemModel.due_at <= format_scheduled_time(as_of)
         for shard in DUE_PARTITIONS:
-            for found in ItemModel.due_index.query(shard, ItemModel.due_at <= format_scheduled_time(as_of)):
-                yield _item_of(found)
+            yield from raw_rows(functools.partial(ItemModel.due_index.query, shard, due))
+
+    def row_key(self, row: Mapping[str, Any]) -> str:
+        return row_key_text(row, "tenant_id", "item_id")
+
+    def item_of(self, row: Mapping[str, Any]) -> Item:
+        return decode_row(ItemModel, row, self.row_key(row), _item_of)
 
     def apply(self, item: Item, *, tick_key: str) -> bool:
         try:
@@ -184,7 +224,11 @@ def _ref(item: Item) -> ItemModel:
 
 
 def _item_of(found: ItemModel) -> Item:
-    return Item(found.tenant_id, found.item_id, parse_scheduled_time(found.due_at, field="due_at"))
+    try:
+        due_at = parse_scheduled_time(found.due_at, field="due_at")
+    except MalformedTickError as error:  # a row is not a tick: name its field
+        raise FieldError("due_at", error.problem) from None
+    return Item(found.tenant_id, found.item_id, due_at)
 
 
 def _text(data: Mapping[str, Any], name: str) -> str:
@@ -217,7 +261,7 @@ class DuePartitionWork:
 
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
-    ) -> Page[Item]:
+    ) -> Page[dict[str, Any]]:
         if partition not in DUE_PARTITIONS:
             raise ValueError(f"partition must be a due-index shard '0'..'{DUE_INDEX_SHARDS - 1}', got {partition!r}")
         results = ItemModel.due_index.query(
@@ -226,7 +270,18 @@ class DuePartitionWork:
             limit=limit,
             last_evaluated_key=dict(cursor) if cursor is not None else None,
         )
-        return Page(items=[_item_of(found) for found in results], cursor=results.last_evaluated_key)
+        rows, next_cursor = raw_page(results)
+        return Page(items=rows, cursor=next_cursor)
+
+    @property
+    def table(self) -> str:
+        return self._store.table
+
+    def row_key(self, row: Mapping[str, Any]) -> str:
+        return self._store.row_key(row)
+
+    def item_of(self, row: Mapping[str, Any]) -> Item:
+        return self._store.item_of(row)
 
     def writes(self, item: Item, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
         update = _ref(item).get_update_kwargs_from_instance(actions=_applied(tick_key), condition=_STILL_DUE)
@@ -285,7 +340,8 @@ from __PACKAGE__.settings import __STEM__Settings
 JOB_NAME = "__JOB__"
 job = ScheduledJob(JOB_NAME)
 
-__HANDLER_BODY__    return apply_due(item_store(), as_of=run.tick.scheduled_time, tick_key=run.tick.key).as_summary()
+__HANDLER_BODY__    # Each row on its own (run.each): a bad row fails alone, the tick settles by tolerated_failures.
+    return apply_due(item_store(), as_of=run.tick.scheduled_time, tick_key=run.tick.key, each=run.each).as_summary()
 '''
 
 FANOUT_HANDLER: Final = '''"""__JOB__: the tick's coordinator. It fans the tick out, one message per due-index shard;
@@ -356,6 +412,7 @@ def package_files(*, fan_out: bool) -> dict[str, str]:
     """File name (in the package) -> text with placeholders."""
     repository = (
         REPOSITORY.replace("__FANOUT_IMPORT__", "from clockless.fanout import Page\n" if fan_out else "")
+        .replace("raw_rows, row_key_text", "raw_page, raw_rows, row_key_text" if fan_out else "raw_rows, row_key_text")
         .replace("__WORK__", PARTITION_WORK if fan_out else "")
         .replace("__WORK_DOC__", ",\nand the `DuePartitionWork` its workers apply" if fan_out else "")
         .replace("__SHARD_DOC__", ", and each shard is one partition of a fanned-out tick" if fan_out else "")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Final
 
-LOGIC_TEST: Final = '''"""__JOB__'s logic on an in-memory store: what a tick applies, and that a second delivery of the
-same tick applies nothing twice."""
+LOGIC_TEST: Final = '''"""__JOB__'s logic on an in-memory store: what a tick applies, that a second delivery of the
+same tick applies nothing twice, and that a bad row fails alone."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from __PACKAGE__.logic import Item, apply_due
 
@@ -20,15 +21,25 @@ TICK_KEY = "__JOB__@2026-12-01T03:00:00Z"
 
 
 class FakeStore:
-    def __init__(self, items: Iterable[Item]) -> None:
-        self.due = {(item.tenant_id, item.item_id): item for item in items}
-        self.applied: dict[tuple[str, str], str] = {}
+    """Rows are items, or a dict standing for a row that does not decode."""
 
-    def find_due(self, *, as_of: datetime) -> Iterable[Item]:
-        return [item for item in self.due.values() if item.due_at <= as_of]
+    def __init__(self, items: Iterable[Item | dict[str, str]]) -> None:
+        self.due = {self.row_key(item): item for item in items}
+        self.applied: dict[str, str] = {}
+
+    def due_rows(self, *, as_of: datetime) -> Iterable[Any]:
+        return [row for row in self.due.values() if not isinstance(row, Item) or row.due_at <= as_of]
+
+    def row_key(self, row: Any) -> str:
+        return str(row["key"]) if isinstance(row, dict) else f"{row.tenant_id}#{row.item_id}"
+
+    def item_of(self, row: Any) -> Item:
+        if not isinstance(row, Item):
+            raise ValueError(f"row {row['key']}: field 'due_at' is missing")
+        return row
 
     def apply(self, item: Item, *, tick_key: str) -> bool:
-        key = (item.tenant_id, item.item_id)
+        key = self.row_key(item)
         if key not in self.due:
             return False
         del self.due[key]
@@ -47,8 +58,8 @@ def test_a_tick_applies_the_items_due_by_its_scheduled_time_and_no_later_one() -
 
     result = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
 
-    assert (result.due, result.applied, result.already_done) == (2, 2, 0)
-    assert store.applied == {("t", "past"): TICK_KEY, ("t", "now"): TICK_KEY}
+    assert (result.due, result.applied, result.already_done, result.failed) == (2, 2, 0, 0)
+    assert store.applied == {"t#past": TICK_KEY, "t#now": TICK_KEY}
 
 
 def test_the_same_tick_again_applies_nothing_twice() -> None:
@@ -59,6 +70,15 @@ def test_the_same_tick_again_applies_nothing_twice() -> None:
 
     assert (again.due, again.applied) == (0, 0)
     assert again.as_summary()["as_of"] == "2026-12-01T03:00:00Z"
+
+
+def test_a_row_that_does_not_decode_fails_alone() -> None:
+    store = FakeStore([Item("t", "a", TICK), {"key": "t#bad"}, Item("t", "b", TICK)])
+
+    result = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+
+    assert (result.due, result.applied, result.failed) == (3, 2, 1)
+    assert set(store.applied) == {"t#a", "t#b"}
 '''
 
 REPOSITORY_TEST: Final = '''"""__JOB__'s repository on moto in-process, with __STEM__Table as template.yaml
@@ -98,13 +118,26 @@ def store(client: Any) -> DynamoItemStore:
 def test_only_items_due_by_the_tick_are_found_and_each_is_applied_once(store: DynamoItemStore) -> None:
     store.save_items([Item("t", "due", TICK - timedelta(hours=2)), Item("t", "later", TICK + timedelta(hours=2))])
 
-    (due,) = store.find_due(as_of=TICK)
+    (row,) = store.due_rows(as_of=TICK)
+    due = store.item_of(row)
 
-    assert due.item_id == "due"
+    assert (due.item_id, store.row_key(row)) == ("due", "t#due")
     assert store.apply(due, tick_key=TICK_KEY) is True
     assert store.apply(due, tick_key=TICK_KEY) is False
-    assert list(store.find_due(as_of=TICK)) == []
+    assert list(store.due_rows(as_of=TICK)) == []
     assert ItemModel.get("t", "due").applied_by == TICK_KEY
+
+
+def test_a_bad_row_is_named_by_its_table_key_and_field(store: DynamoItemStore) -> None:
+    store.save_items([Item("t", "bad", TICK - timedelta(hours=1))])
+    # Due by the index's order (it compares text), but not an instant.
+    ItemModel("t", "bad").update(actions=[ItemModel.due_at.set("2026-11-31T25:00:00Z")])
+
+    (row,) = store.due_rows(as_of=TICK)
+    with pytest.raises(ValueError, match="row __STEM__Table t#bad: field 'due_at' ") as raised:
+        store.item_of(row)
+
+    assert "malformed tick" not in str(raised.value)
 __WORK_TESTS__'''
 
 PARTITION_WORK_TESTS: Final = """

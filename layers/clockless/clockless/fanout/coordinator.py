@@ -23,6 +23,7 @@ from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.queue import WorkQueue
 from clockless.fanout.settings import CoordinatorSettings
+from clockless.items import parse_tolerance
 from clockless.tick import format_scheduled_time
 
 if TYPE_CHECKING:
@@ -36,7 +37,9 @@ SEND_MARGIN_SECONDS: Final = 10.0
 
 
 class FanOut:
-    def __init__(self, job: ScheduledJob, *, partitions: Sequence[str]) -> None:
+    def __init__(
+        self, job: ScheduledJob, *, partitions: Sequence[str], tolerated_failures: int | str | None = None
+    ) -> None:
         partitions = tuple(partitions)
         if not partitions:
             raise ValueError(f"FanOut of {job.name!r}: partitions must name at least one partition")
@@ -46,6 +49,8 @@ class FanOut:
             raise ValueError(f"FanOut of {job.name!r}: partitions must be unique, got {list(partitions)}")
         self.job = job
         self.partitions = partitions
+        # How many failed items a tick may have and still succeed (clockless.items): none by default.
+        self.tolerance = parse_tolerance(tolerated_failures, job=job.name)
         job.declare_fan_out(len(partitions))
         self._sqs = PerEnvironment(_sqs_client, CLIENT_ENVIRONMENT)
 

@@ -2,8 +2,9 @@
 
 Any worker may run it, any number of times: it reads the tick entry (consistent), and only when
 `partitions_done = partitions_total` sums the partition and lane records (one Query) and writes
-`succeeded` (no item failed) or `failed` (some did: replay them), conditioned on the count still
-being complete and the tick not already succeeded.
+`succeeded` (no item failed, or no more than the job tolerates) or `failed` (more did: replay
+them), with the first failed items listed (`failures`), conditioned on the count still being
+complete and the tick not already succeeded.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from clockless.fanout.failures import failures_noted
 from clockless.fanout.records import COUNTERS, Counters, tick_key, work_job
-from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
+from clockless.fanout.redelivery import EXHAUSTED, exhausted_of
+from clockless.items import NO_TOLERANCE, REASON_PARTITION, FailedItem, Tolerance, dump_listed, listed
+from clockless.ledger import FAILURES, STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
 from clockless.tick import parse_scheduled_time
 
 NOT_COMPLETE: Final = "not complete"
@@ -56,17 +60,42 @@ def _duration_ms(started_at: str | None) -> int | None:
     return max(0, round((time.time() - started.timestamp()) * 1000))
 
 
+def _exhausted(partition: str) -> FailedItem:
+    return FailedItem(f"partition {partition}", REASON_PARTITION, "its message failed every receive: see the work DLQ")
+
+
+def _failed_error(failed: int, exhausted: list[str], replay_hint: str) -> str:
+    parts = [f"partition {', '.join(exhausted)} failed every receive"] if exhausted else []
+    if failed or not exhausted:
+        parts.append(f"{failed} items failed")
+    return f"{'; '.join(parts)}: replay them after the fix: {replay_hint}"
+
+
+def _still_complete(exhausted: list[str], done: int, values: dict[str, Any]) -> str:
+    """The settling update's condition: the partitions as this finisher read them, and not succeeded."""
+    if not exhausted:
+        return "partitions_done = partitions_total AND #status <> :succeeded"
+    values[":exhausted"] = {"N": str(len(exhausted))}
+    values[":done"] = {"N": str(done)}
+    return f"partitions_done = :done AND size({EXHAUSTED}) = :exhausted AND #status <> :succeeded"
+
+
+def _sum(records: list[dict[str, Any]]) -> Counters:
+    counters = Counters()
+    for item in records:
+        counters.add(Counters(*(_number(item, name) for name in COUNTERS)))
+    return counters
+
+
 class Finisher:
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(self, client: Any, table: str, *, tolerance: Tolerance = NO_TOLERANCE) -> None:
         self.client = client
         self.table = table
+        self.tolerance = tolerance
 
     def counters(self, job: str, scheduled_time: str) -> Counters:
         """The tick's counters summed over its partition and lane records."""
-        counters = Counters()
-        for item in self.records(job, scheduled_time):
-            counters.add(Counters(*(_number(item, name) for name in COUNTERS)))
-        return counters
+        return _sum(self.records(job, scheduled_time))
 
     def records(self, job: str, scheduled_time: str) -> list[dict[str, Any]]:
         """The tick's partition and lane records (one Query per MB, read consistently)."""
@@ -99,7 +128,9 @@ class Finisher:
             TableName=self.table,
             Key=tick_key(job, scheduled_time),
             ConsistentRead=True,
-            ProjectionExpression=f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}",
+            ProjectionExpression=(
+                f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}, {EXHAUSTED}"
+            ),
             ExpressionAttributeNames={"#status": "status"},
         )
         return dict(response.get("Item") or {})
@@ -109,12 +140,21 @@ class Finisher:
         or (NOT_COMPLETE / ALREADY_SETTLED, ...) when there was nothing for this call to do."""
         entry = self._entry(job, scheduled_time)
         total = entry.get("partitions_total")
-        if total is None or _number(entry, "partitions_done") < int(total["N"]):
+        exhausted = exhausted_of(entry)
+        if total is None or _number(entry, "partitions_done") + len(exhausted) < int(total["N"]):
             return NOT_COMPLETE, None
         if (entry.get("status") or {}).get("S") == STATUS_SUCCEEDED:
             return (UNREPORTED if METRIC_PENDING in entry else ALREADY_SETTLED), None
-        counters = self.counters(job, scheduled_time)
+        records = self.records(job, scheduled_time)
+        counters = _sum(records)
         summary = {**counters.as_summary(), "partitions": int(total["N"])}
+        # The first failed items (of every partition, in partition order) beside the count.
+        failures = listed(failure for record in records for failure in failures_noted(record))
+        if exhausted:
+            # Partitions whose messages failed every receive: their items after the failure were
+            # never read, so they come first and fail the tick whatever the tolerance.
+            summary["partitions_exhausted"] = len(exhausted)
+            failures = [_exhausted(partition) for partition in exhausted] + failures
         values: dict[str, Any] = {
             ":summary": {"S": json.dumps(summary, sort_keys=True)},
             ":scope": {"S": SUMMARY_WHOLE_TICK},
@@ -129,22 +169,31 @@ class Finisher:
             # From the claim that fanned the tick out to its last item: the tick's duration.
             sets += ", duration_ms = :duration"
             values[":duration"] = {"N": str(duration)}
-        if counters.failed == 0:
+        removes = []
+        if failures:
+            sets += f", {FAILURES} = :failures"
+            values[":failures"] = {"S": dump_listed(failures)}
+        else:
+            removes.append(FAILURES)
+        if not exhausted and self.tolerance.allows(counters.failed, counters.found):
             status = STATUS_SUCCEEDED
-            update = f"SET #status = :succeeded, succeeded_job = :job, {METRIC_PENDING} = :metric, {sets} REMOVE #error"
+            update = f"SET #status = :succeeded, succeeded_job = :job, {METRIC_PENDING} = :metric, {sets}"
+            removes.append("#error")
             values[":job"] = {"S": job}
             values[":metric"] = {"S": "TickSucceeded"}
         else:
             status = STATUS_FAILED
             update = f"SET #status = :failed, #error = :error, {sets}"
             values[":failed"] = {"S": STATUS_FAILED}
-            values[":error"] = {"S": f"{counters.failed} items failed; replay: {replay_hint}"}
+            values[":error"] = {"S": _failed_error(counters.failed, exhausted, replay_hint)}
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
         try:
             response = self.client.update_item(
                 TableName=self.table,
                 Key=tick_key(job, scheduled_time),
                 UpdateExpression=update,
-                ConditionExpression="partitions_done = partitions_total AND #status <> :succeeded",
+                ConditionExpression=_still_complete(exhausted, _number(entry, "partitions_done"), values),
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues=values,
                 ReturnValues="UPDATED_OLD",

@@ -43,6 +43,10 @@ class WorkMessage:
     hop: int = 0
     items: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
+    # An items message: the failed items' keys (a row that did not decode has a key, not an item)
+    # and what failed each (clockless.items.FailedItem records), for the operator reading the DLQ.
+    keys: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def time_text(self) -> str:
@@ -57,7 +61,14 @@ class WorkMessage:
             KIND_PARTITION, self.job, self.scheduled_time, self.trigger, self.partition, self.params, self.hop + 1
         )
 
-    def failed_items(self, items: list[dict[str, Any]], error: str) -> WorkMessage:
+    def failed_items(
+        self,
+        items: list[dict[str, Any]],
+        error: str,
+        *,
+        keys: list[str] | None = None,
+        failures: list[dict[str, Any]] | None = None,
+    ) -> WorkMessage:
         return WorkMessage(
             KIND_ITEMS,
             self.job,
@@ -67,7 +78,13 @@ class WorkMessage:
             self.params,
             items=items,
             error=error[:MAX_ERROR_LENGTH],
+            keys=list(keys or []),
+            failures=list(failures or []),
         )
+
+    def replayed_keys(self) -> list[str] | None:
+        """The keys an items message replays; None: an older message that names only its items."""
+        return list(self.keys) if self.keys else None
 
     def body(self) -> str:
         data: dict[str, Any] = {
@@ -83,6 +100,10 @@ class WorkMessage:
         else:
             data["items"] = self.items
             data["error"] = self.error
+            if self.keys:
+                data["keys"] = self.keys
+            if self.failures:
+                data["failures"] = self.failures
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -120,15 +141,25 @@ class WorkMessage:
         hop = data.get("hop", 0)
         if isinstance(hop, bool) or not isinstance(hop, int) or not 0 <= hop <= MAX_HOPS:
             raise MalformedMessageError("hop", f"must be an integer from 0 to {MAX_HOPS}, got {describe(hop)}")
-        items, reason = _items(data) if kind == KIND_ITEMS else ([], "")
-        return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop, items, reason)
+        if kind != KIND_ITEMS:
+            return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
+        items, keys, failures = _items(data)
+        reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
+        trigger = Trigger(trigger_text)
+        return cls(KIND_ITEMS, job, scheduled_time, trigger, partition, params, hop, items, reason, keys, failures)
 
 
-def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
+def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    keys = data.get("keys", [])
+    if not isinstance(keys, list) or not all(isinstance(key, str) and key for key in keys):
+        raise MalformedMessageError("keys", f"must be an array of non-empty strings, got {describe(keys)}")
     items = data.get("items")
-    if not isinstance(items, list) or not items:
+    if not isinstance(items, list) or not (items or keys):
         raise MalformedMessageError("items", f"must be a non-empty array, got {describe(items)}")
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise MalformedMessageError(f"items[{index}]", f"must be a JSON object, got {describe(item)}")
-    return items, str(data.get("error", ""))[:MAX_ERROR_LENGTH]
+    failures = data.get("failures", [])
+    if not isinstance(failures, list) or not all(isinstance(f, dict) for f in failures):
+        raise MalformedMessageError("failures", f"must be an array of JSON objects, got {describe(failures)}")
+    return items, keys, failures

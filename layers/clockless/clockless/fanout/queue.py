@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -12,8 +13,6 @@ from clockless.fanout.messages import WorkMessage
 from clockless.throttle import Budget, BudgetSpent, backoff_seconds, retry_throttled
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
-
     from clockless.fanout.writer import Entry
 
 # SendMessageBatch takes at most 10 entries.
@@ -98,31 +97,36 @@ def split_items(items: Sequence[dict[str, Any]], envelope_bytes: int) -> list[li
 
 class DeadLetters:
     """Failed items to the job's work DLQ, as `items` messages a replay can move back. A throttled
-    send is waited out within `budget` (the attempt's time)."""
+    send is waited out within `budget` (the attempt's time). The caller logs each item."""
 
-    def __init__(self, client: Any, url: str, logger: Logger, budget: Budget | None = None) -> None:
+    def __init__(self, client: Any, url: str, budget: Budget | None = None) -> None:
         self.client = client
         self.url = url
-        self.logger = logger
         self.budget = budget if budget is not None else Budget(None, 0.0)
 
     def send(
         self, message: WorkMessage, encode: Callable[[Any], dict[str, Any]], entries: list[Entry], reason: str
     ) -> None:
-        encoded = [encode(entry.item) for entry in entries]
+        """The entries as `items` messages: each failed item's key and failure, and the item itself
+        where it decoded (a row that did not has only its key: a replay reads it again)."""
         envelope = len(message.failed_items([], reason).body().encode("utf-8"))
-        for group in split_items(encoded, envelope):
-            send = functools.partial(
-                self.client.send_message, QueueUrl=self.url, MessageBody=message.failed_items(group, reason).body()
-            )
+        for group in split_items([_letter(entry, encode) for entry in entries], envelope):
+            body = message.failed_items(
+                [letter["item"] for letter in group if "item" in letter],
+                reason,
+                keys=[letter["key"] for letter in group],
+                failures=[letter["failure"] for letter in group if "failure" in letter],
+            ).body()
+            send = functools.partial(self.client.send_message, QueueUrl=self.url, MessageBody=body)
             retry_throttled(send, budget=self.budget, what="SendMessage to the work DLQ")
-        # Lanes log from their own threads, which do not carry the run's log keys: name the tick.
-        self.logger.error(
-            "items failed; sent to the work DLQ",
-            extra={
-                "correlation_id": message.tick_key,
-                "partition": message.partition,
-                "items": [e.key for e in entries],
-                "reason": reason,
-            },
-        )
+
+
+def _letter(entry: Entry, encode: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    letter: dict[str, Any] = {"key": entry.key}
+    if entry.failure is not None:
+        letter["failure"] = entry.failure.as_record()
+    if entry.item is not None:
+        # An item that cannot be encoded is replayed from its key all the same (its row read again).
+        with contextlib.suppress(Exception):
+            letter["item"] = encode(entry.item)
+    return letter

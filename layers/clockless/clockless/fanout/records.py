@@ -235,9 +235,15 @@ class PartitionRecords:
             return
         self._update("SET #cursor = :cursor, " + ", ".join(sets), cursor, already_done, values)
 
-    def note_error(self, last_error: str) -> None:
-        """`last_error` for operators, while the lease is this run's (a failing run says why)."""
-        self._note(f"SET {LAST_ERROR} = :last_error", {":last_error": {"S": one_line(last_error)}})
+    def note_error(self, last_error: str, *, release: bool = False) -> None:
+        """`last_error` for operators, while the lease is this run's (a failing run says why);
+        `release`: the lease too (the run is over)."""
+        values = {":last_error": {"S": one_line(last_error)}}
+        update = f"SET {LAST_ERROR} = :last_error"
+        if release:
+            update += ", lease_until = :zero"
+            values[":zero"] = {"N": "0"}
+        self._note(update, values)
 
     def _note(self, update: str, values: dict[str, Any]) -> None:
         """A write that moves no cursor (so counts nothing), while the lease is this run's; a
@@ -306,9 +312,10 @@ class PartitionRecords:
                 "Update": {
                     "TableName": self.table,
                     "Key": tick_key(self.job, self.scheduled_time),
-                    "UpdateExpression": "ADD partitions_done :one",
+                    # A partition redriven after it exhausted its receives is no longer counted so.
+                    "UpdateExpression": "ADD partitions_done :one DELETE partitions_exhausted :partition",
                     "ConditionExpression": "attribute_exists(partitions_total)",
-                    "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    "ExpressionAttributeValues": {":one": {"N": "1"}, ":partition": {"SS": [self.partition]}},
                 }
             },
         ]

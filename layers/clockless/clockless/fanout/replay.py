@@ -1,21 +1,29 @@
-"""Replaying a partition's failed items (moved back from the work DLQ by `clockless work redrive`)."""
+"""Replaying a partition's failed items (moved back from the work DLQ by `clockless work redrive`).
+
+A replay reads its items' rows again from the partition (the fix may have changed them, and a row
+that never decoded has only its key in the DLQ), each row decoded and applied on its own as a
+partition run does. A key the partition no longer returns (the row was removed or applied by
+hand) has nothing left to do: it leaves the failed list counted already done."""
 
 from __future__ import annotations
 
+import functools
 import uuid
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from clockless.fanout.accounting import ReplayAccounting
+from clockless.fanout.failures import entries_of
 from clockless.fanout.handoff import continuation_delay
 from clockless.fanout.records import Counters
 from clockless.fanout.trust import reject_future_tick, replayable_keys
 from clockless.fanout.writer import AccountingConflict, BatchWriter, Entry
-from clockless.throttle import BudgetSpent
+from clockless.throttle import BudgetSpent, retry_throttled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from clockless.fanout.messages import WorkMessage
+    from clockless.fanout.work import PartitionWork
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
 
@@ -25,44 +33,65 @@ REPLAY_ATTEMPTS: Final = 3
 
 
 def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
-    """Failed items moved back from the DLQ: applied once, counted on the partition record
-    only while they are still listed failed (a duplicate replay changes nothing). Throttled
-    past the budget, the same message is sent again after a delay (what it applied is
-    counted, and a second replay of it changes nothing)."""
+    """Failed items moved back from the DLQ: read again and applied once, counted on the partition
+    record only while they are still listed failed (a duplicate replay changes nothing). Throttled
+    past the budget, the same message is sent again after a delay (what it applied is counted,
+    and a second replay of it changes nothing)."""
     reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
     work = worker.work()
-    records = worker._records(message, f"replay#{uuid.uuid4().hex[:12]}", budget)
-    items = [work.decode(data) for data in message.items]
+    records = worker.partition_records(message, f"replay#{uuid.uuid4().hex[:12]}", budget)
+    keys = message.replayed_keys()
+    if keys is None:  # an items message from before keys were sent: its items name them
+        keys = [work.item_key(work.decode(data)) for data in message.items]
     counters = Counters()
     try:
         for _ in range(REPLAY_ATTEMPTS):
-            failed_keys = replayable_keys(records, message, [work.item_key(item) for item in items])
-            entries = [
-                Entry(key, work.writes(item, message.params, message.tick_key), item)
-                for item in items
-                if (key := work.item_key(item)) in failed_keys
-            ]
-            if not entries:
+            still_failed = replayable_keys(records, message, keys)
+            wanted = [key for key in keys if key in still_failed]
+            if not wanted:
                 break
             writer = BatchWriter(
                 worker.clients()[0],
                 ReplayAccounting(records),
-                on_failed=worker._dead_letters(message, work, budget),
+                on_failed=worker.failure_recorder(message, records, budget),
                 concurrency=1,
                 clock=worker.clock,
                 budget=budget,
             )
             try:
-                counters.add(writer.apply(entries))
+                counters.add(writer.apply(read_again(work, message, wanted, worker.settings().page_size, budget)))
                 break
             except AccountingConflict:
                 continue  # a concurrent replay took some of them: read the set again
         else:
-            raise AccountingConflict(f"replaying {len(items)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times")
+            raise AccountingConflict(f"replaying {len(keys)} item(s) met concurrent replays {REPLAY_ATTEMPTS} times")
     except BudgetSpent as spent:
-        worker._handoff(budget).resend(message, continuation_delay(0))
+        worker.handoff(budget).resend(message, continuation_delay(0))
         worker.job.logger.warning("replay throttled past the time budget; sent again", extra={"throttle": str(spent)})
         return OUTCOME_CONTINUED
     worker.last_counters = counters
     worker.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
-    return worker._finish_or_continue(message, budget, metrics, OUTCOME_REPLAYED)
+    return worker.finish_or_continue(message, budget, metrics, OUTCOME_REPLAYED)
+
+
+def read_again(
+    work: PartitionWork[Any], message: WorkMessage, keys: list[str], page_size: int, budget: Budget
+) -> list[Entry]:
+    """The entries of `keys`, their rows read again from the partition page by page (stopping once
+    all are found); a key not found is an entry with nothing to do (counted already done)."""
+    wanted = set(keys)
+    entries: list[Entry] = []
+    cursor = None
+    while wanted:
+        page = retry_throttled(
+            functools.partial(work.read, message.partition, message.params, cursor, page_size),
+            budget=budget,
+            what="reading a page to replay",
+        )
+        found = entries_of(work, page.items, message.params, message.tick_key, only=wanted)
+        entries.extend(found)
+        wanted.difference_update(entry.key for entry in found)
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    return entries + [Entry(key, [], None) for key in keys if key in wanted]

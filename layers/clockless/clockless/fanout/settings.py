@@ -35,6 +35,8 @@ MAX_KEY_WRITE_UNITS_PER_SECOND: Final = 1_000_000
 # DynamoDB's Query returns at most 1 MB per page anyway; more than this is a typo.
 MAX_PAGE_SIZE: Final = 10_000
 MAX_CONCURRENCY: Final = 64
+# The work queue's RedrivePolicy maxReceiveCount in template.yaml (rule work-queue-redrive).
+DEFAULT_MAX_RECEIVES: Final = 5
 
 
 def _optional_int(name: str, default: int, environ: Mapping[str, str], *, minimum: int, maximum: int) -> int:
@@ -69,6 +71,8 @@ class WorkerSettings:
     key_write_units_per_item: int = DEFAULT_KEY_WRITE_UNITS_PER_ITEM
     min_write_units_per_s: int = DEFAULT_MIN_WRITE_UNITS_PER_SECOND
     rate_increase_units: int = DEFAULT_RATE_INCREASE_UNITS
+    # The work queue's maxReceiveCount: a run failing on this receive records its partition exhausted.
+    max_receives: int = DEFAULT_MAX_RECEIVES
 
     def pacing(self) -> PacingSettings:
         return PacingSettings(
@@ -90,6 +94,7 @@ class WorkerSettings:
             time_budget_ms=1000
             * _optional_int("WORK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, env, minimum=1, maximum=900),
             metrics_namespace=metrics_namespace(env),
+            max_receives=_optional_int("WORK_MAX_RECEIVES", DEFAULT_MAX_RECEIVES, env, minimum=1, maximum=1000),
             **_pacing_from_env(env),
         )
 

@@ -1,5 +1,5 @@
-"""What a job implements to fan out: how to read a partition page by page, and which
-conditional writes apply one item."""
+"""What a job implements to fan out: how to read a partition page by page, how one row becomes an
+item, and which conditional writes apply one item."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ ItemT = TypeVar("ItemT")
 
 @dataclass(frozen=True, slots=True)
 class Page[T]:
-    """One page of a partition: its items, and where the next page starts (None: the last page)."""
+    """One page of a partition: its rows, and where the next page starts (None: the last page)."""
 
     items: list[T]
     cursor: dict[str, Any] | None = field(default=None)
@@ -21,6 +21,13 @@ class Page[T]:
 class PartitionWork(Protocol[ItemT]):
     """A job's work, split into partitions (the shards of its sparse index).
 
+    `read` returns rows as the table holds them, undecoded; the kit turns each row into an item
+    (`item_of`) and each item into its writes (`writes`) one at a time, so a row that cannot be
+    decoded or applied fails alone (clockless.items): the rest of its page and partition go on,
+    and the row is listed failed under `row_key(row)`, which must read only the row's key
+    attributes and equal `item_key(item_of(row))`. `table` names the table the rows come from
+    (the ERROR line of a failed row names it).
+
     `writes` returns low-level `TransactItems` entries (`{"Put": {...}}`, `{"Update": ...}`,
     `{"Delete": ...}`), each with the condition that makes it idempotent on its own: an item
     already done must fail a condition (`ConditionalCheckFailed`), never apply twice. All of an
@@ -28,9 +35,16 @@ class PartitionWork(Protocol[ItemT]):
     returns (it leaves the sparse index), so a resumed partition does not find it again.
     """
 
+    @property
+    def table(self) -> str: ...
+
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
-    ) -> Page[ItemT]: ...
+    ) -> Page[Any]: ...
+
+    def row_key(self, row: Any) -> str: ...
+
+    def item_of(self, row: Any) -> ItemT: ...
 
     def writes(self, item: ItemT, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]: ...
 

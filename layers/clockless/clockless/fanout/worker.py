@@ -26,12 +26,14 @@ from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.accounting import PartitionAccounting
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.done import mark_done
+from clockless.fanout.failures import FailureRecorder, entries_of
 from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
 from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS, HandOff, continuation_delay
 from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
 from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line, tick_key
+from clockless.fanout.redelivery import come_back_soon, held_lease, lease_still_held, record_exhausted
 from clockless.fanout.replay import OUTCOME_CONTINUED, replay
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.trust import (
@@ -40,10 +42,8 @@ from clockless.fanout.trust import (
     tick_entry_check,
     why_not_claimed,
 )
-from clockless.fanout.writer import (
-    BatchWriter,
-    Entry,
-)
+from clockless.fanout.writer import BatchWriter
+from clockless.items import METRIC_ITEMS_FAILED
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
 from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
 from clockless.overlap import Overlap
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 OUTCOME_DONE: Final = "done"
 OUTCOME_HELD: Final = "held by a live worker"
 OUTCOME_ALREADY_DONE: Final = "already done"
-METRIC_ITEMS_FAILED: Final = "WorkItemsFailed"
 
 
 class PartitionWorker:
@@ -114,7 +113,12 @@ class PartitionWorker:
 
             def record_handler(record: SQSRecord) -> str:
                 receives = int(record.attributes.approximate_receive_count or 1)
-                return self.run(record.body, context, receives=receives)
+                try:
+                    return self.run(record.body, context, receives=receives)
+                except Exception as error:
+                    if not held_lease(error):
+                        self._come_back_soon(record, receives)
+                    raise
 
             return dict(
                 process_partial_response(
@@ -123,6 +127,15 @@ class PartitionWorker:
             )
         finally:
             self.job.logger.thread_safe_clear_keys()
+
+    def _come_back_soon(self, record: SQSRecord, receives: int) -> None:
+        """A message this worker failed is shown again after a short backoff (clockless.fanout.redelivery)."""
+        try:
+            delay = come_back_soon(self.clients()[1], self.settings().work_queue_url, record.receipt_handle, receives)
+        except Exception:  # the failure is what SQS must see: the visibility timeout brings it back anyway
+            self.job.logger.warning("could not shorten the failed message's wait", exc_info=True)
+            return
+        self.job.logger.info("failed message comes back soon", extra={"receives": receives, "after_s": delay})
 
     def run(self, body: str, context: Any, *, receives: int = 1) -> str:
         """One message; an exception leaves it to SQS (redelivered, then the work DLQ). `receives`:
@@ -156,7 +169,7 @@ class PartitionWorker:
                 metrics.flush_metrics()
 
     # ------------------------------------------------------------------------ partition run
-    def _records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionRecords:
+    def partition_records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionRecords:
         """The partition's records, written through a client that waits out throttles within `budget`."""
         settings = self.settings()
         return PartitionRecords(
@@ -171,17 +184,17 @@ class PartitionWorker:
 
     def _run_partition(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, receives: int) -> str:
         owner = f"{getattr(budget.context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
-        records = self._records(message, owner, budget)
+        records = self.partition_records(message, owner, budget)
         try:
             lease = self._acquire(records, message, budget, receives)
         except BudgetSpent as spent:
             # Not even the lease got through: nothing was taken, so come back later, as a throttle.
-            self._handoff(budget).send(message, continuation_delay(0))
+            self.handoff(budget).send(message, continuation_delay(0))
             self.job.logger.warning("the lease stayed throttled; continuation sent", extra={"throttle": str(spent)})
             return OUTCOME_CONTINUED
         if lease.done:
             self.job.logger.info("partition already done; settling the tick if it is complete")
-            return self._finish_or_continue(message, budget, metrics, OUTCOME_ALREADY_DONE)
+            return self.finish_or_continue(message, budget, metrics, OUTCOME_ALREADY_DONE)
         if not lease.acquired:
             self.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
             return OUTCOME_HELD
@@ -191,7 +204,10 @@ class PartitionWorker:
             self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
             return OUTCOME_HELD
         except Exception as error:
-            self._note_failure(message, owner, budget, error)
+            if not self._note_failure(message, owner, budget, error):
+                lease_still_held(error)
+            if receives >= self.settings().max_receives:
+                self._exhausted(message, budget, metrics)
             raise
 
     def _page_through(
@@ -201,12 +217,12 @@ class PartitionWorker:
         (continuation), or throttling outlasts it (continuation after a delay)."""
         settings = self.settings()
         work = self.work()
-        final = self._records(message, records.owner, budget.with_margin(FINAL_MARGIN_SECONDS))
+        final = self.partition_records(message, records.owner, budget.with_margin(FINAL_MARGIN_SECONDS))
         final.expires_at = records.expires_at  # the same bytes (and tokens) as the run's other writes
         writer = BatchWriter(
             self.clients()[0],
             PartitionAccounting(records),
-            on_failed=self._dead_letters(message, work, budget),
+            on_failed=self.failure_recorder(message, records, budget),
             concurrency=settings.concurrency,
             clock=self.clock,
             budget=budget,
@@ -228,11 +244,8 @@ class PartitionWorker:
                     what="reading a page",
                 )
                 pages += 1
-                entries = [
-                    Entry(key, work.writes(item, message.params, message.tick_key), item)
-                    for item in page.items
-                    if (key := work.item_key(item)) not in lease.failed_items
-                ]
+                # Row by row: a row that does not decode or apply fails alone (clockless.items).
+                entries = entries_of(work, page.items, message.params, message.tick_key, skip=lease.failed_items)
                 found = writer.apply(entries)
                 counters.add(found)
                 if page.cursor is None:
@@ -242,7 +255,7 @@ class PartitionWorker:
                 if budget.spent:
                     # the cursor, the page's already-done count and the lease released, in one write
                     final.hand_on(cursor, already_done=found.already_done)
-                    self._handoff(budget).send(message)
+                    self.handoff(budget).send(message)
                     self._log_run("time budget spent; continuation sent", counters, pages, started, writer)
                     _count_failed(metrics, counters)
                     return OUTCOME_CONTINUED
@@ -253,7 +266,7 @@ class PartitionWorker:
             self._log_run("throttled until the time budget was spent", counters, pages, started, writer)
             _count_failed(metrics, counters)
             moved = None if cursor == stored else cursor  # its page applied, the cursor not yet stored
-            note = self._handoff(budget).after_throttle(
+            note = self.handoff(budget).after_throttle(
                 message,
                 final=final,
                 cursor=moved,
@@ -268,10 +281,10 @@ class PartitionWorker:
             self.last_counters = counters
         self._log_run("partition done", counters, pages, started, writer)
         _count_failed(metrics, counters)
-        return self._finish_or_continue(message, budget, metrics, OUTCOME_DONE)
+        return self.finish_or_continue(message, budget, metrics, OUTCOME_DONE)
 
     # ------------------------------------------------------------------------- throttling
-    def _handoff(self, budget: Budget) -> HandOff:
+    def handoff(self, budget: Budget) -> HandOff:
         """Continuations sent while the attempt has time, throttles waited out."""
         return HandOff(self.clients()[1], self.settings().work_queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS))
 
@@ -282,23 +295,43 @@ class PartitionWorker:
                 pacer = self._pacers[partition] = Pacer(self.settings().pacing(), self.clock)
             return pacer
 
-    def _finish_or_continue(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: str) -> str:
+    def finish_or_continue(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: str) -> str:
         """The finisher; when it stays throttled, a continuation runs it later (the partition is done)."""
         try:
             self._finish(message, budget, metrics)
         except BudgetSpent as spent:
-            self._handoff(budget).send(message, continuation_delay(0))
+            self.handoff(budget).send(message, continuation_delay(0))
             self.job.logger.warning("the finisher stayed throttled; continuation sent", extra={"throttle": str(spent)})
             return OUTCOME_CONTINUED
         return outcome
 
-    def _note_failure(self, message: WorkMessage, owner: str, budget: Budget, error: BaseException) -> None:
-        """`last_error` on the partition record for operators; the error itself is raised by the caller."""
+    def _note_failure(self, message: WorkMessage, owner: str, budget: Budget, error: BaseException) -> bool:
+        """`last_error` on the partition record for operators, and the lease released (the run is
+        over), so the message's redelivery after a short backoff can take it; the error itself is
+        raised by the caller. False: the lease may still be held."""
         try:
-            final = self._records(message, owner, budget.with_margin(FINAL_MARGIN_SECONDS))
-            final.note_error(one_line(f"{type(error).__name__}: {error}"))
+            final = self.partition_records(message, owner, budget.with_margin(FINAL_MARGIN_SECONDS))
+            final.note_error(one_line(f"{type(error).__name__}: {error}"), release=True)
         except Exception:  # the failure is what SQS must see, not this note's
             self.job.logger.warning("could not note the failure on the partition record", exc_info=True)
+            return False
+        return True
+
+    def _exhausted(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
+        """The message's last receive failed: its partition named on the tick, which settles `failed`."""
+        try:
+            client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
+            if not record_exhausted(
+                client, self.settings().ledger_table, message.job, message.time_text, message.partition
+            ):
+                return  # the partition was done: its failure was the finisher's, which a redrive runs again
+            self.job.logger.error(
+                "partition failed every receive; its message goes to the work DLQ",
+                extra={"replay": f"clockless work redrive {message.job}"},
+            )
+            self._finish(message, budget, metrics)
+        except Exception:  # the failure is what SQS must see, not this record's
+            self.job.logger.warning("could not record the exhausted partition in the ledger", exc_info=True)
 
     def _acquire(self, records: PartitionRecords, message: WorkMessage, budget: Budget, receives: int) -> Lease:
         """The partition's lease, for a message the clock and the ledger back (or
@@ -331,7 +364,7 @@ class PartitionWorker:
 
     def _finish(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
         client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
-        finisher = Finisher(client, self.settings().ledger_table)
+        finisher = Finisher(client, self.settings().ledger_table, tolerance=self.fan_out.tolerance)
         status, counters = finisher.finish(
             message.job, message.time_text, replay_hint=f"clockless work redrive {message.job}"
         )
@@ -343,7 +376,10 @@ class PartitionWorker:
             self._report_success(finisher, message, metrics)
         elif status == STATUS_FAILED:
             metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
-            self.job.logger.error("tick failed: items failed; replay them", extra={"counters": _summary(counters)})
+            self.job.logger.error(
+                "tick failed: items failed; replay them after the fix",
+                extra={"counters": _summary(counters), "replay": f"clockless work redrive {message.job}"},
+            )
         if status != NOT_COMPLETE and self.job.overlap is Overlap.BUFFER:
             release_buffered(*self.clients(), self.settings(), self.job, message, budget=budget)
 
@@ -355,16 +391,12 @@ class PartitionWorker:
         metrics.flush_metrics()
         finisher.reported(message.job, message.time_text)
 
-    def _dead_letters(
-        self, message: WorkMessage, work: PartitionWork[Any], budget: Budget
-    ) -> Callable[[list[Entry], str], None]:
+    def failure_recorder(self, message: WorkMessage, records: PartitionRecords, budget: Budget) -> FailureRecorder:
+        """Where a run's or a replay's failed items go: the work DLQ, an ERROR line each, the record."""
         queue = DeadLetters(
-            self.clients()[1],
-            self.settings().dead_letter_queue_url,
-            self.job.logger,
-            budget.with_margin(HAND_ON_MARGIN_SECONDS),
+            self.clients()[1], self.settings().dead_letter_queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS)
         )
-        return functools.partial(queue.send, message, work.encode)
+        return FailureRecorder(message, self.work(), queue, records, self.job.logger)
 
     def _log_run(self, what: str, counters: Counters, pages: int, started: float, writer: BatchWriter) -> None:
         self.job.logger.info(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
@@ -29,6 +29,7 @@ from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from clockless.errors import ClocklessError
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.records import Counters
+from clockless.items import REASON_TOO_BIG, REASON_WRITE, FailedItem, short
 from clockless.throttle import (
     SYSTEM_CLOCK,
     THROTTLE_ERRORS,
@@ -65,11 +66,16 @@ _CONFLICT: Final = "conflict"
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One item's actions (applied together), its key, and the item for the DLQ."""
+    """One item's actions (applied together), its key, and the item for the DLQ; `failure`: the
+    item failed before any write (its row did not decode, its writes could not be worked out)."""
 
     key: str
     actions: list[dict[str, Any]]
     item: Any
+    failure: FailedItem | None = None
+
+    def failed(self, reason: str, message: str) -> Entry:
+        return replace(self, failure=FailedItem(self.key, reason, short(message)))
 
 
 class Accounting(Protocol):
@@ -80,6 +86,7 @@ class Accounting(Protocol):
     ) -> list[dict[str, Any]]: ...
 
 
+# Failed entries (each with its `failure`) and the first one's message.
 FailureSink = Callable[[list[Entry], str], None]
 
 
@@ -134,14 +141,20 @@ class BatchWriter:
     def apply(self, entries: Sequence[Entry]) -> Counters:
         """Apply every entry once, in up to `concurrency` lanes; the counters of what happened."""
         total = Counters()
-        fits = [entry for entry in entries if 0 < len(entry.actions) <= MAX_ITEM_ACTIONS]
-        nothing_to_do = [entry.key for entry in entries if not entry.actions]
-        too_big = [entry for entry in entries if len(entry.actions) > MAX_ITEM_ACTIONS]
-        if too_big:
-            self.on_failed(too_big, f"an item needs at most {MAX_ITEM_ACTIONS} actions to fit one transaction")
-        if too_big or nothing_to_do:
-            # Found, with nothing to write (already done) or too much (failed): counted all the same.
-            total.add(self._apply([], 0, done=nothing_to_do, failed=[entry.key for entry in too_big]))
+        live = [entry for entry in entries if entry.failure is None]
+        fits = [entry for entry in live if 0 < len(entry.actions) <= MAX_ITEM_ACTIONS]
+        nothing_to_do = [entry.key for entry in live if not entry.actions]
+        too_big_text = f"an item needs at most {MAX_ITEM_ACTIONS} actions to fit one transaction"
+        failed = [entry for entry in entries if entry.failure is not None] + [
+            entry.failed(REASON_TOO_BIG, f"{too_big_text}, got {len(entry.actions)}")
+            for entry in live
+            if len(entry.actions) > MAX_ITEM_ACTIONS
+        ]
+        if failed:
+            self.on_failed(failed, failed[0].failure.message if failed[0].failure else too_big_text)
+        if failed or nothing_to_do:
+            # Found, with nothing to write (already done) or failed before writing: counted all the same.
+            total.add(self._apply([], 0, done=nothing_to_do, failed=[entry.key for entry in failed]))
         batches = pack(fits)
         lanes = min(self.concurrency, len(batches))
         if lanes <= 1:
@@ -206,8 +219,8 @@ class BatchWriter:
                 elif code == "ValidationException" and live:
                     if len(live) > 1:
                         return self._bisect(live, lane, done, failed)
-                    message = error.response.get("Error", {}).get("Message", "")
-                    self.on_failed(live, f"{code}: {message}")
+                    message = f"{code}: {error.response.get('Error', {}).get('Message', '')}"
+                    self.on_failed([live[0].failed(REASON_WRITE, message)], message)
                     failed.append(live[0].key)
                     live = []
                 elif code in THROTTLE_ERRORS:
@@ -284,7 +297,7 @@ class BatchWriter:
         for entry, reason in newly_failed:
             # To the DLQ before the transaction that counts it: a crash in between sends it again
             # (replaying the copy changes nothing), never loses it.
-            self.on_failed([entry], reason)
+            self.on_failed([entry.failed(REASON_WRITE, reason)], reason)
             failed.append(entry.key)
         live[:] = keep
         if not retry:
