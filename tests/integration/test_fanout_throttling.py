@@ -202,8 +202,13 @@ def test_a_worker_paces_its_writes_to_its_shard_key_rate(
     [
         # a new table's 4 partitions at 1,000 / 500 = 2 write units a second each
         CapacitySettings(start=Start.COLD, scale=500),
-        # one partition per table and index (the least a table has), hot partitions split for heat
-        CapacitySettings(start=Start.COLD, scale=500, new_on_demand=Throughput(1_000, 3_000), split_after_seconds=5),
+        # one partition per table and index (the least a table has), hot partitions split for heat (CI's)
+        pytest.param(
+            CapacitySettings(
+                start=Start.COLD, scale=500, new_on_demand=Throughput(1_000, 3_000), split_after_seconds=5
+            ),
+            marks=pytest.mark.slow,
+        ),
     ],
     ids=["cold partitions", "one partition, split for heat"],
 )
