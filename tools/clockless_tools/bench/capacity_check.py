@@ -28,7 +28,15 @@ from clockless.fanout.settings import (
 )
 from clockless_tools.bench.fanned_out import workload
 from clockless_tools.bench.harness import Harness, partitions_sent
-from clockless_tools.bench.model import ItemCost, Night, Placement, declared_for, over_placements, predict
+from clockless_tools.bench.model import (
+    PARTITION_WCU,
+    ItemCost,
+    Night,
+    Placement,
+    declared_for,
+    over_placements,
+    predict,
+)
 from clockless_tools.bench.night import SPREAD_TENANTS, item_cost
 from clockless_tools.bench.results import BenchError, BenchSizes, Figure
 from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency
@@ -138,8 +146,8 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
     # the workers' own supply: the unlimited tick without its coordinator, whose time the model adds
     supply = sizes.check_items / (free["seconds"] - free["coordinator_seconds"])
     warm = dict.fromkeys((*cost.table_wcu, *cost.index_wcu), CHECK_WARM_WRITE_UNITS)
-    # every worker at its shard key's rate, as `make bench-model`'s warm nights declare it (unscaled)
-    keys = declared_for(cost, workers * predict(cost, Night(1, workers, memory_mb=memory)).worker_rate)
+    # every worker at its shard key's limit (unscaled): the tables take more than the keys can
+    keys = declared_for(cost, workers * PARTITION_WCU / max(cost.index_wcu[cost.shard_index], 1.0))
     figures: list[Figure] = []
     rows: dict[str, Any] = {"unlimited": {**free, "items_per_second": round(supply, 1)}}
     for start, tenancy in SCENARIOS:
