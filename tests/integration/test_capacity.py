@@ -72,14 +72,14 @@ SESSIONS = LocalNames().table_name("SessionsTable")
 
 
 def _program(tenant: str, program: str, shard: str | None = None, end: str = "2026-12-01") -> dict[str, Any]:
-    item = {"tenant_id": {"S": tenant}, "program_id": {"S": program}, "current_window_end": {"S": end}}
+    item = {"tenant_key": {"S": tenant}, "program_id": {"S": program}, "current_window_end": {"S": end}}
     if shard is not None:
         item["due_shard"] = {"S": shard}
     return item
 
 
 def _exists(client: Any, tenant: str, program: str) -> bool:
-    key = {"tenant_id": {"S": tenant}, "program_id": {"S": program}}
+    key = {"tenant_key": {"S": tenant}, "program_id": {"S": program}}
     return "Item" in client.get_item(TableName=PROGRAMS, Key=key, ConsistentRead=True)
 
 
@@ -133,7 +133,7 @@ def test_a_throttled_transaction_is_cancelled_with_throttling_reasons_and_rolled
     with pytest.raises(ClientError) as refused:
         scaled.client.transact_write_items(
             TransactItems=[
-                {"Put": {"TableName": SESSIONS, "Item": {"tenant_id": {"S": "t9"}, "session_id": {"S": "s1"}}}},
+                {"Put": {"TableName": SESSIONS, "Item": {"tenant_key": {"S": "t9"}, "session_id": {"S": "s1"}}}},
                 {"Put": {"TableName": PROGRAMS, "Item": _program("t1", "p1")}},
             ]
         )
@@ -141,7 +141,7 @@ def test_a_throttled_transaction_is_cancelled_with_throttling_reasons_and_rolled
     assert error["Error"]["Code"] == "TransactionCanceledException"
     assert [reason["Code"] for reason in error["CancellationReasons"]] == ["None", "ThrottlingError"]
     # the session the transaction wrote first was undone with it
-    session = {"tenant_id": {"S": "t9"}, "session_id": {"S": "s1"}}
+    session = {"tenant_key": {"S": "t9"}, "session_id": {"S": "s1"}}
     assert "Item" not in scaled.client.get_item(TableName=SESSIONS, Key=session, ConsistentRead=True)
     assert not _exists(scaled.client, "t1", "p1")
 
@@ -203,7 +203,7 @@ def test_partitions_follow_the_read_throughput_and_burst_capacity_carries_the_ta
 
 def test_a_hot_partition_refuses_reads_past_its_3000_read_units(scaled: Rig) -> None:
     scaled.client.put_item(TableName=PROGRAMS, Item=_program("t1", "p1"))
-    key = {"tenant_id": {"S": "t1"}, "program_id": {"S": "p1"}}
+    key = {"tenant_key": {"S": "t1"}, "program_id": {"S": "p1"}}
     for _ in range(3):  # 3 read units a second on the partition (3,000 / 1,000), 1 per consistent read
         scaled.client.get_item(TableName=PROGRAMS, Key=key, ConsistentRead=True)
     with pytest.raises(ClientError) as refused:
@@ -215,7 +215,7 @@ def test_a_hot_partition_refuses_reads_past_its_3000_read_units(scaled: Rig) -> 
         scaled.client.query(
             TableName=PROGRAMS,
             KeyConditionExpression="#t = :t",
-            ExpressionAttributeNames={"#t": "tenant_id"},
+            ExpressionAttributeNames={"#t": "tenant_key"},
             ExpressionAttributeValues={":t": {"S": "t1"}},
         )
     assert scaled.capacity.read_consumed()[PROGRAMS] == 3_000

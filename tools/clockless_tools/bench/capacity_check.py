@@ -37,11 +37,11 @@ from clockless_tools.bench.model import (
     over_placements,
     predict,
 )
-from clockless_tools.bench.night import SPREAD_TENANTS, item_cost
+from clockless_tools.bench.night import SPREAD_TENANTS, item_cost, tenant_key_counts
 from clockless_tools.bench.results import BenchError, BenchSizes, Figure
 from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency
 from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, Start
-from clockless_tools.local.partitions import canonical, key_place, string_key_place
+from clockless_tools.local.partitions import canonical, key_place
 
 TOLERANCE: Final = 0.25
 _START_WORDS: Final = {
@@ -157,9 +157,8 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
         settings = CapacitySettings(
             start=Start.COLD if declared is None else Start.WARM, scale=sizes.check_scale, declared=declared or {}
         )
-        workload_ = replace(workload(job, items), tenants=tenants)
         harness.reset_tables()
-        harness.seed(workload_, in_process=True)
+        harness.seed(replace(workload(job, items), tenants=tenants), in_process=True)
         shard_items, shard_places = _partition_items(harness, cost)
         night = Night(
             items,
@@ -173,7 +172,14 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
             partition_items=shard_items,
             fixed_seconds=free["coordinator_seconds"],
         )
-        placement = Placement(tuple(string_key_place(workload_.tenant(i)) for i in range(tenants)), tuple(shard_places))
+        # the tenant keys as seeded (tenant#bucket), each with its share of the items
+        counts = tenant_key_counts(harness, cost.tenant_table) if cost.tenant_table else Counter({"": 1})
+        total = sum(counts.values())
+        placement = Placement(
+            tuple(key_place(key) for key in counts),
+            tuple(shard_places),
+            tuple(count / total for count in counts.values()),
+        )
         prediction = predict(cost, night, placement)
         placements = over_placements(cost, night, samples=200)
         observed = run_tick(harness, job, items, tenants=tenants, workers=workers, settings=settings)

@@ -136,8 +136,10 @@ class Night:
 class Placement:
     """Where the night's keys fall in the hash space [0, 1)."""
 
-    tenant_keys: tuple[float, ...]  # each key value of the tenant table (tenants x buckets), equal shares
+    tenant_keys: tuple[float, ...]  # each key value of the tenant table (tenants x buckets)
     shard_keys: tuple[float, ...]  # each shard key on the shard index, in the order of the shards' items
+    # each tenant key's share of the items, when known (as seeded); empty: equal shares
+    tenant_shares: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,9 +244,10 @@ def _fleet_bounds(
         ranges = _partitions(ceiling, night.scale)
         if name == cost.tenant_table:
             keys = {str(i): place for i, place in enumerate(placement.tenant_keys)}
-            shares = dict.fromkeys(keys, 1 / len(keys))
-            _, share = busiest(partition_loads(keys, shares, ranges))
-            held = round(share * len(keys))
+            given = placement.tenant_shares
+            shares = {k: given[i] if given else 1 / len(keys) for i, k in enumerate(keys)}
+            index, share = busiest(partition_loads(keys, shares, ranges))
+            held = sum(1 for place in keys.values() if ranges.index(place) == index)
             label = f"tenant keys: {held} of {len(keys)} on one {name} partition (of {len(ranges)})"
             bounds[label] = key / (units[name] * share)
         elif name != cost.shard_index and len(ranges) > 1:

@@ -12,6 +12,7 @@ client CPU per item; the sequential loop's time per item with the bench's added 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,6 +36,7 @@ from clockless_tools.bench.model import (
 )
 from clockless_tools.bench.results import BenchError, BenchSizes, Figure
 from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency, worker_function
+from clockless_tools.local.partitions import canonical
 from clockless_tools.local.units import MotoTables, moto_dynamodb_backend
 
 SIZES: Final = (MILLION, 10 * MILLION)
@@ -96,6 +98,8 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     )
     if not shard_index:
         raise BenchError(f"{job}: no index keyed by a shard ({SHARD_KEY_HINT}) took the items' writes: {index_wcu}")
+    # the workload is one tenant's: the key values its items are under are the tenant's buckets
+    buckets = len(tenant_key_counts(harness, tenant_table)) if tenant_table else 1
     work_key = max(
         (units for key, units in writes.by_partition_key.items() if key.endswith(f"|{work_job(job)}")), default=0.0
     )
@@ -107,7 +111,25 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         runs[False][1] / items,
         work_key / items,
         read_units=read_units / items,
+        tenant_buckets=max(1, buckets),
     )
+
+
+def tenant_key_counts(harness: Harness, table: str) -> Counter[str]:
+    """The items under each partition key value of a tenant-keyed table (canonical wire values)."""
+    partition_key = MotoTables(moto_dynamodb_backend()).shape(table)[0][0]
+    counts: Counter[str] = Counter()
+    request: dict[str, Any] = {
+        "TableName": table,
+        "ProjectionExpression": "#k",
+        "ExpressionAttributeNames": {"#k": partition_key},
+    }
+    while True:
+        page = harness.client.scan(**request)
+        counts.update(canonical(item[partition_key]) for item in page.get("Items") or [])
+        if "LastEvaluatedKey" not in page:
+            return counts
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _index_partition_key(tables: MotoTables, name: str) -> str:

@@ -101,7 +101,7 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, is_condition_failure, shard_for
+from clockless.dynamo import bind_table, bucketed_key, is_condition_failure, shard_for, tenant_of
 __FANOUT_IMPORT__from __PACKAGE__.logic import Item
 
 # Due items are spread over this many partitions of the sparse index: each GSI partition key takes
@@ -109,6 +109,9 @@ __FANOUT_IMPORT__from __PACKAGE__.logic import Item
 DUE_INDEX_SHARDS: Final = 16
 DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
 APPLIED: Final = "APPLIED"
+# One tenant's items are spread over this many partition key values (`<tenant>#<bucket>`), so the
+# biggest tenant is not held to one key's 1,000 write units per second (docs/fan-out.md#a-whale-tenant).
+TENANT_BUCKETS: Final = 16
 
 
 class DueIndex(GlobalSecondaryIndex["ItemModel"]):
@@ -126,7 +129,7 @@ class ItemModel(Model):
     class Meta:
         table_name = "__PACKAGE__-table-not-bound"
 
-    tenant_id = UnicodeAttribute(hash_key=True)
+    tenant_key = UnicodeAttribute(hash_key=True)  # bucketed_key(tenant, item, TENANT_BUCKETS)
     item_id = UnicodeAttribute(range_key=True)
     due_at = UnicodeAttribute()
     status = UnicodeAttribute(null=True)
@@ -163,7 +166,7 @@ class DynamoItemStore:
             for item in items:
                 batch.save(
                     ItemModel(
-                        item.tenant_id,
+                        bucketed_key(item.tenant_id, item.item_id, TENANT_BUCKETS),
                         item.item_id,
                         due_at=format_scheduled_time(item.due_at),
                         due_shard=shard_for(item_key(item), DUE_INDEX_SHARDS),
@@ -180,11 +183,11 @@ def _applied(tick_key: str) -> list[Any]:
 
 
 def _ref(item: Item) -> ItemModel:
-    return ItemModel(item.tenant_id, item.item_id)
+    return ItemModel(bucketed_key(item.tenant_id, item.item_id, TENANT_BUCKETS), item.item_id)
 
 
 def _item_of(found: ItemModel) -> Item:
-    return Item(found.tenant_id, found.item_id, parse_scheduled_time(found.due_at, field="due_at"))
+    return Item(tenant_of(found.tenant_key), found.item_id, parse_scheduled_time(found.due_at, field="due_at"))
 
 
 def _text(data: Mapping[str, Any], name: str) -> str:
