@@ -20,6 +20,7 @@ from clockless_tools.bench.model import (
     slowest_partition,
     worker_supply,
 )
+from clockless_tools.bench.night import night_figure, one_key_warning
 
 # A window: its Put and its program's Update, transactional (2 units each), the program's due-index
 # entry moved on its shard key (a delete and a put), a counter action per 49 programs.
@@ -173,3 +174,30 @@ def test_the_work_records_key_every_worker_shares_bounds_a_fleet_past_its_1000_u
     # 32 would offer 1,280: the key holds the fleet to 12,500 items/s
     assert many.bound == "ledger key: the job's work records"
     assert many.seconds == pytest.approx(MILLION / (PARTITION_WCU / 0.08), rel=0.02)  # + the largest shard
+
+
+def test_the_model_warns_when_a_tables_tenants_are_each_one_key() -> None:
+    # Given a job whose tenant-keyed table puts a tenant under one key, and one that spreads it
+    bucketed = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", 0.0003, tenant_buckets=16)
+    night = Night(MILLION, workers=16, tenants=1, warm=WARM, supply=ANY_SUPPLY)
+
+    # When the one-tenant night is modelled
+    one_key, spread = (
+        night_figure(
+            "job",
+            "1m.one_tenant.warm",
+            night,
+            over_placements(cost, night, samples=20),
+            loop_seconds=0.0,
+            warning=one_key_warning(cost),
+        )
+        for cost in (WINDOW, bucketed)
+    )
+
+    # Then the one-key table misses the 10-minute target and says why and what to do
+    assert one_key.met is False
+    assert "tenant keys: 1 of 1 on one programs partition" in one_key.label
+    assert "WARNING: programs keys each tenant by one value" in one_key.label
+    assert "docs/fan-out.md#a-whale-tenant" in one_key.label
+    assert spread.met is True
+    assert "WARNING" not in spread.label

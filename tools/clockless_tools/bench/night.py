@@ -183,7 +183,20 @@ def scenarios(measured: JobMeasure) -> Iterator[tuple[str, Night]]:
                 yield f"{items // MILLION}m.{tenancy}.{start}", night
 
 
-def _night_figure(job: str, name: str, night: Night, spread: Spread, loop_seconds: float) -> Figure:
+def one_key_warning(cost: ItemCost) -> str:
+    """What to say when a job's tenant-keyed table puts each tenant under one key ("" if not)."""
+    if cost.tenant_table is None or cost.tenant_buckets > 1:
+        return ""
+    return (
+        f"; WARNING: {cost.tenant_table} keys each tenant by one value, so one tenant is one partition's "
+        "1,000 write units a second: spread its key (docs/fan-out.md#a-whale-tenant)"
+    )
+
+
+def night_figure(
+    job: str, name: str, night: Night, spread: Spread, *, loop_seconds: float, warning: str = ""
+) -> Figure:
+    """One modelled night: the p95 over placements against the expected time, and what binds."""
     _, tenancy, start = name.split(".")
     target = TARGETS.get((night.items, tenancy, start))
     return Figure(
@@ -191,7 +204,7 @@ def _night_figure(job: str, name: str, night: Night, spread: Spread, loop_second
         f"{job}: modelled seconds for {night.items:,} due items on DynamoDB, {night.tenants} tenant(s), "
         f"{'tables warmed to the shards rate' if night.warm else 'new on-demand tables'}, {night.workers} workers: "
         f"the 95th percentile over {spread.samples:,} placements of the keys on partitions (the loop: "
-        f"{loop_seconds:,.0f} s); at it, bound by {spread.at_p95.bound}",
+        f"{loop_seconds:,.0f} s); at it, bound by {spread.at_p95.bound}{warning}",
         "s",
         spread.p95,
         spread.expected,
@@ -212,7 +225,8 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
         for name, night in scenarios(measured):
             spread = over_placements(cost, night)
             loop_seconds = night.items * measured.loop_seconds_per_item
-            figures.append(_night_figure(job, name, night, spread, loop_seconds))
+            warning = one_key_warning(cost) if night.tenants == 1 else ""
+            figures.append(night_figure(job, name, night, spread, loop_seconds=loop_seconds, warning=warning))
             at = spread.at_p95
             rows[name] = {
                 "items": night.items,
