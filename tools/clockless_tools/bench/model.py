@@ -99,6 +99,9 @@ class ItemCost:
     read_units: float = 0.0  # read units per item, every table and index (for the cost)
     # the key values one tenant's items spread over on the tenant table (1: the tenant id alone)
     tenant_buckets: int = 1
+    # the units per item the worker's pacing charges its shard key (WORK_KEY_WRITE_UNITS_PER_ITEM);
+    # 0: the index's own units per item
+    paced_units: float = 0.0
 
     @property
     def total_wcu(self) -> float:
@@ -262,7 +265,8 @@ def predict(cost: ItemCost, night: Night, placement: Placement | None = None) ->
     key = PARTITION_WCU / night.scale
     per_worker = worker_supply(cost, night.memory_mb) if night.worker_supply is None else night.worker_supply
     shard_wcu = cost.index_wcu.get(cost.shard_index, 0.0)
-    own = min(per_worker, key / shard_wcu if shard_wcu else math.inf)
+    paced = cost.paced_units or shard_wcu
+    own = min(per_worker, key / paced if paced else math.inf)
     own_name = "Lambda supply: each worker's CPU" if per_worker <= own else "GSI shard key: each worker's own"
     remaining = shard_items(night)
     workers = min(len(remaining), ACCOUNT_CONCURRENCY)

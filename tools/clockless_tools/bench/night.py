@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.records import work_job
+from clockless.fanout.settings import DEFAULT_KEY_WRITE_UNITS_PER_ITEM
 from clockless_tools.bench.cost import PRICES_READ_ON, fanned_out_cost, loop_cost
 from clockless_tools.bench.fanned_out import workload
 from clockless_tools.bench.harness import Harness, effect_of, partitions_sent
@@ -67,9 +68,12 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     """Write units per item by table and index (metered), and client CPU per item (unmetered)."""
     tables = MotoTables(moto_dynamodb_backend())
     runs = {}
+    keys: Counter[str] = Counter()
     for metered in (True, False):
         harness.reset_tables()
         harness.seed(workload(job, items), in_process=True)
+        # the workload is one tenant's: the key values its items are under are its buckets
+        keys = keys or _tenant_table_keys(harness, tables)
         rig = FanOutRig(harness, job, concurrency=1)
         try:
             with rig.active():
@@ -98,8 +102,8 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     )
     if not shard_index:
         raise BenchError(f"{job}: no index keyed by a shard ({SHARD_KEY_HINT}) took the items' writes: {index_wcu}")
-    # the workload is one tenant's: the key values its items are under are the tenant's buckets
-    buckets = len(tenant_key_counts(harness, tenant_table)) if tenant_table else 1
+    worker = harness.template.function(worker_function(harness.template, job))
+    paced = float(str(worker.environment.get("WORK_KEY_WRITE_UNITS_PER_ITEM", DEFAULT_KEY_WRITE_UNITS_PER_ITEM)))
     work_key = max(
         (units for key, units in writes.by_partition_key.items() if key.endswith(f"|{work_job(job)}")), default=0.0
     )
@@ -111,8 +115,19 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         runs[False][1] / items,
         work_key / items,
         read_units=read_units / items,
-        tenant_buckets=max(1, buckets),
+        tenant_buckets=max(1, len(keys)) if tenant_table else 1,
+        paced_units=paced,
     )
+
+
+def _tenant_table_keys(harness: Harness, tables: MotoTables) -> Counter[str]:
+    """The key values of the first table keyed by tenant that holds items (empty: none)."""
+    for table in harness.client.list_tables()["TableNames"]:
+        if tables.shape(table)[0][0].startswith(TENANT_KEY_HINT):
+            counts = tenant_key_counts(harness, table)
+            if counts:
+                return counts
+    return Counter()
 
 
 def tenant_key_counts(harness: Harness, table: str) -> Counter[str]:
