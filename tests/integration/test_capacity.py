@@ -126,6 +126,9 @@ def test_two_keys_on_one_partition_share_its_limit_and_are_refused_as_dynamodb_r
     placed = scaled.capacity.partitions()[PROGRAMS]
     assert placed["partitions"] == 4
     assert placed["refusals_by_partition"] == {"0": 1}
+    assert placed["keys_by_partition"]["0"] == 2  # the two written; the refused one was seen too
+    listed = scaled.capacity.partitions(keys=True)[PROGRAMS]["keys_by_partition"]
+    assert sorted(listed["0"]) == sorted(f'{{"S": "{tenant}"}}' for tenant in (first, second))
 
 
 def test_a_throttled_transaction_is_cancelled_with_throttling_reasons_and_rolled_back(scaled: Rig) -> None:

@@ -160,13 +160,14 @@ class DynamoDBCapacity:
         """The highest second's write units per table and "table/index", at DynamoDB's scale."""
         return {name: r.write.peak * self.settings.scale for name, r in sorted(self._resources.items())}
 
-    def partitions(self) -> dict[str, dict[str, Any]]:
-        """Per table and "table/index": its partitions, splits, and the keys on each partition seen."""
+    def partitions(self, *, keys: bool = False) -> dict[str, dict[str, Any]]:
+        """Per table and "table/index": its partitions, splits, how many keys seen on each (with
+        `keys`, the keys themselves), and the writes refused for each partition's heat."""
         return {
             name: {
                 "partitions": len(r.ranges),
                 "splits": r.splits,
-                "keys_by_partition": {str(i): sorted(keys) for i, keys in sorted(r.loads().items())},
+                "keys_by_partition": {str(i): sorted(on) if keys else len(on) for i, on in sorted(r.loads().items())},
                 "refusals_by_partition": {str(i): p.refused for i, p in enumerate(r.partitions) if p.refused},
             }
             for name, r in sorted(self._resources.items())
