@@ -74,8 +74,9 @@ def simulate(
     capacity: Annotated[
         str | None,
         typer.Option(
-            help="Enforce DynamoDB's write throughput on the embedded DynamoDB: cold (a new on-demand table, "
-            "4,000 write units/s per table and index) or warm; 1,000 per partition key. E.g. --capacity cold"
+            help="Enforce DynamoDB's throughput on the embedded DynamoDB: cold (a new on-demand table, "
+            "4,000 write and 12,000 read units/s per table and index) or warm; keys hashed onto physical "
+            "partitions of 1,000 write and 3,000 read units/s each. E.g. --capacity cold"
         ),
     ] = None,
     scale: Annotated[

@@ -129,7 +129,16 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_rows, row_key_text, shard_for
+from clockless.dynamo import (
+    bind_table,
+    bucketed_key,
+    bucketed_row_key,
+    decode_row,
+    is_condition_failure,
+    raw_rows,
+    shard_for,
+    tenant_of,
+)
 __FANOUT_IMPORT__from clockless.items import FieldError
 from __PACKAGE__.logic import Item
 
@@ -138,6 +147,9 @@ from __PACKAGE__.logic import Item
 DUE_INDEX_SHARDS: Final = 16
 DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
 APPLIED: Final = "APPLIED"
+# One tenant's items are spread over this many partition key values (`<tenant>#<bucket>`), so the
+# biggest tenant is not held to one key's 1,000 write units per second (docs/fan-out.md#a-whale-tenant).
+TENANT_BUCKETS: Final = 16
 
 
 class DueIndex(GlobalSecondaryIndex["ItemModel"]):
@@ -155,7 +167,7 @@ class ItemModel(Model):
     class Meta:
         table_name = "__PACKAGE__-table-not-bound"
 
-    tenant_id = UnicodeAttribute(hash_key=True)
+    tenant_key = UnicodeAttribute(hash_key=True)  # bucketed_key(tenant, item, TENANT_BUCKETS)
     item_id = UnicodeAttribute(range_key=True)
     due_at = UnicodeAttribute()
     status = UnicodeAttribute(null=True)
@@ -183,7 +195,7 @@ class DynamoItemStore:
             yield from raw_rows(functools.partial(ItemModel.due_index.query, shard, due))
 
     def row_key(self, row: Mapping[str, Any]) -> str:
-        return row_key_text(row, "tenant_id", "item_id")
+        return bucketed_row_key(row, "tenant_key", "item_id")
 
     def item_of(self, row: Mapping[str, Any]) -> Item:
         return decode_row(ItemModel, row, self.row_key(row), _item_of)
@@ -203,7 +215,7 @@ class DynamoItemStore:
             for item in items:
                 batch.save(
                     ItemModel(
-                        item.tenant_id,
+                        bucketed_key(item.tenant_id, item.item_id, TENANT_BUCKETS),
                         item.item_id,
                         due_at=format_scheduled_time(item.due_at),
                         due_shard=shard_for(item_key(item), DUE_INDEX_SHARDS),
@@ -220,7 +232,7 @@ def _applied(tick_key: str) -> list[Any]:
 
 
 def _ref(item: Item) -> ItemModel:
-    return ItemModel(item.tenant_id, item.item_id)
+    return ItemModel(bucketed_key(item.tenant_id, item.item_id, TENANT_BUCKETS), item.item_id)
 
 
 def _item_of(found: ItemModel) -> Item:
@@ -228,7 +240,7 @@ def _item_of(found: ItemModel) -> Item:
         due_at = parse_scheduled_time(found.due_at, field="due_at")
     except MalformedTickError as error:  # a row is not a tick: name its field
         raise FieldError("due_at", error.problem) from None
-    return Item(found.tenant_id, found.item_id, due_at)
+    return Item(tenant_of(found.tenant_key), found.item_id, due_at)
 
 
 def _text(data: Mapping[str, Any], name: str) -> str:
@@ -412,7 +424,7 @@ def package_files(*, fan_out: bool) -> dict[str, str]:
     """File name (in the package) -> text with placeholders."""
     repository = (
         REPOSITORY.replace("__FANOUT_IMPORT__", "from clockless.fanout import Page\n" if fan_out else "")
-        .replace("raw_rows, row_key_text", "raw_page, raw_rows, row_key_text" if fan_out else "raw_rows, row_key_text")
+        .replace("    raw_rows,\n", "    raw_page,\n    raw_rows,\n" if fan_out else "    raw_rows,\n")
         .replace("__WORK__", PARTITION_WORK if fan_out else "")
         .replace("__WORK_DOC__", ",\nand the `DuePartitionWork` its workers apply" if fan_out else "")
         .replace("__SHARD_DOC__", ", and each shard is one partition of a fanned-out tick" if fan_out else "")
