@@ -54,6 +54,7 @@ EXIT_OK = 0
 EXIT_FOUND = 1  # the command ran and found something to act on: a missing tick, a dead letter
 EXIT_REFUSED = 2  # bad input, an unreachable target, a function that failed
 EXIT_PARTITIONS_FAILING = 3  # the tick was claimed and fanned out, and its partitions are failing
+EXIT_NOT_WRITTEN = 4  # the command's result was printed, but a file it was asked to write could not be
 
 # Set by the Makefile on the commands it runs for a target, so errors name what the user typed there.
 UNDER_MAKE = "CLOCKLESS_UNDER_MAKE"

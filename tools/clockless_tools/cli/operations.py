@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,10 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from clockless import format_scheduled_time
 from clockless_tools.cli.common import (
     EXIT_FOUND,
+    EXIT_NOT_WRITTEN,
     EXIT_PARTITIONS_FAILING,
     OPERATE,
     JsonOption,
@@ -49,7 +50,7 @@ from clockless_tools.operations.page import StatusPage, render_page
 from clockless_tools.operations.report import failing_line, verdict, what_it_did
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import COLUMNS, fanned_out_lines, job_status, table_cells
+from clockless_tools.operations.status import COLUMNS, JobStatus, fanned_out_lines, job_status, table_cells
 from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, PartitionsFailing
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
@@ -177,7 +178,8 @@ def status(
 ) -> None:
     """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded.
 
-    Exit 1 when a tick is missing, 2 when the target cannot be read.
+    Exit 1 when a tick is missing, 2 when the target cannot be read, 4 when the --html page cannot
+    be written (the table is printed all the same).
     """
     tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
     now = datetime.now(UTC)
@@ -196,6 +198,7 @@ def status(
             )
             for s in statuses
         ]
+    page_error = None
     if html_file is not None:
         page = StatusPage(
             title=f"clockless status: {target.description}",
@@ -206,31 +209,67 @@ def status(
             statuses=statuses,
             grids=grids,
         )
-        html_file.write_text(render_page(page), encoding="utf-8")
+        try:
+            html_file.write_text(render_page(page), encoding="utf-8")
+        except OSError as error:
+            # The table is what the operator came for: printed anyway, the page's failure said after it.
+            page_error = f"cannot write the status page to {html_file}: {error.strerror or error}"
+    generated = format_scheduled_time(now)
     if as_json:
-        print(json.dumps({"target": target.description, "jobs": [s.as_dict() for s in statuses]}, indent=2))
+        document = {
+            "target": target.description,
+            "generated_at": generated,
+            "window": [format_scheduled_time(now - window), generated],
+            "jobs": [s.as_dict() for s in statuses],
+        }
+        print(json.dumps(document, indent=2))
     else:
-        table = Table(title=f"clockless status: {target.description}, last {format_span(window)}")
-        for column in COLUMNS:
-            table.add_column(column, no_wrap=True)
-        for s in statuses:
-            job, *cells, missing = [[escape(line) for line in lines] for lines in table_cells(s)]
-            if s.paused_since is not None:
-                job[1] = job[1].replace("paused", "[yellow]paused[/]", 1)
-                cells[2] = [f"[yellow]{cells[2][0]}[/]"]
-            missing[0] = f"[bold red]{missing[0]}[/]" if s.missing else f"[green]{missing[0]}[/]"
-            table.add_row(*("\n".join(lines) for lines in (job, *cells, missing)))
-        stdout.print(table)
+        _print_status_table(statuses, title=f"clockless status: {target.description}, last {format_span(window)}")
+        line_stdout.print(f"generated at {generated} (UTC)")
         for s in statuses:
             for line in fanned_out_lines(s):
                 line_stdout.print(escape(line))
-        colour = sys.stdout.isatty()
+        colour = stdout.is_terminal and stdout.color_system is not None and not stdout.no_color
         for grid in grids:
             (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)
+    if page_error is not None:
+        raise fail(page_error, code=EXIT_NOT_WRITTEN)
     if html_file is not None:
         line_stderr.print(f"status page written to {html_file}")
     if any(s.missing for s in statuses):
         raise typer.Exit(code=EXIT_FOUND)
+
+
+def _print_status_table(statuses: list[JobStatus], *, title: str) -> None:
+    """The table, as wide as its longest lines; on a terminal narrower than that (80 columns), one
+    block per job, a label per line, so no header or time is cut."""
+    rows = []
+    for s in statuses:
+        job, *cells, missing = [[escape(line) for line in lines] for lines in table_cells(s)]
+        if s.paused_since is not None:
+            job[1] = job[1].replace("paused", "[yellow]paused[/]", 1)
+            cells[2] = [f"[yellow]{cells[2][0]}[/]"]
+        missing[0] = f"[bold red]{missing[0]}[/]" if s.missing else f"[green]{missing[0]}[/]"
+        rows.append([job, *cells, missing])
+    widths = [
+        max([len(column), *(len(Text.from_markup(line)) for row in rows for line in row[i])])
+        for i, column in enumerate(COLUMNS)
+    ]
+    if sum(widths) + 3 * len(COLUMNS) + 1 <= stdout.width:
+        table = Table(title=title)
+        for column in COLUMNS:
+            table.add_column(column, no_wrap=True)
+        for row in rows:
+            table.add_row(*("\n".join(lines) for lines in row))
+        stdout.print(table)
+        return
+    label = max(len(column) for column in COLUMNS[1:])
+    stdout.print(title, highlight=False)
+    for job, *cells in rows:
+        stdout.print("\n".join(f"[bold]{line}[/]" if i == 0 else f"  {line}" for i, line in enumerate(job)))
+        for column, lines in zip(COLUMNS[1:], cells, strict=True):
+            for i, line in enumerate(lines):
+                stdout.print(f"  {column if i == 0 else '':<{label}}  {line}", highlight=False)
 
 
 @app.command("backfill", rich_help_panel=OPERATE)
