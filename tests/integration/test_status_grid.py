@@ -119,7 +119,8 @@ def _render_in_chromium(page: str, tmp_path: Path, name: str, *, width: int = 12
         "<script>document.body.setAttribute('data-rendered', JSON.stringify({"
         "cells: [...document.querySelectorAll('table.grid td.cell')].map(c => {const r = c.getBoundingClientRect();"
         "return {job: c.closest('table').dataset.job, state: c.dataset.state, letter: c.innerText,"
-        "width: r.width, height: r.height, left: r.left, right: r.right, background: getComputedStyle(c).backgroundColor,"
+        "width: r.width, height: r.height, left: r.left, right: r.right,"
+        "background: getComputedStyle(c).backgroundColor,"
         "ink: getComputedStyle(c).color, title: c.title}}),"
         "rows: [...document.querySelectorAll('table.grid tr')].slice(1).map(r => r.querySelectorAll('td').length),"
         "emptyRows: [...document.querySelectorAll('table.grid tr')].filter(r => r.querySelector('td')"
@@ -245,7 +246,8 @@ def test_the_incident_page_at_a_phones_width(
         assert box["content"] <= box["width"] or box["scrolls"] == "auto", box
     [failing] = [c for c in shown["cells"] if c["state"] == "failing"]
     assert failing["letter"] == "X"
-    assert 0 <= failing["left"] and failing["right"] <= shown["viewport"], failing
+    assert failing["left"] >= 0, failing
+    assert failing["right"] <= shown["viewport"], failing
     assert failing["width"] >= 14
     assert "2026-11-29T12:00:00Z failing" in shown["status"][JOB]["last failure"]
 

@@ -201,9 +201,7 @@ def test_a_coordinator_that_raised_before_fanning_out_is_not_shown_fanned_out(
     assert table_cells(status)[2] == [f"{FAILING} failed", "ConnectionError: programs index unreachable"]
 
 
-def test_a_failing_tick_is_the_last_failure(
-    tables: Any, template: Template, dynamodb_endpoint: str
-) -> None:
+def test_a_failing_tick_is_the_last_failure(tables: Any, template: Template, dynamodb_endpoint: str) -> None:
     seed_failing_tick(tables)
 
     status = job_status(template, LocalTarget(template, dynamodb_endpoint), JOB, now=NOW, window=timedelta(hours=1))

@@ -224,7 +224,7 @@ def status(
         }
         print(json.dumps(document, indent=2))
     else:
-        _print_status_table(statuses, title=f"clockless status: {target.description}, last {format_span(window)}")
+        print_status_table(statuses, title=f"clockless status: {target.description}, last {format_span(window)}")
         line_stdout.print(f"generated at {generated} (UTC)")
         for s in statuses:
             for line in fanned_out_lines(s):
@@ -240,7 +240,7 @@ def status(
         raise typer.Exit(code=EXIT_FOUND)
 
 
-def _print_status_table(statuses: list[JobStatus], *, title: str) -> None:
+def print_status_table(statuses: list[JobStatus], *, title: str) -> None:
     """The table, as wide as its longest lines; on a terminal narrower than that (80 columns), one
     block per job, a label per line, so no header or time is cut."""
     rows = []
