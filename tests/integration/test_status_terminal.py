@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from clockless_tools.cli import operations
+from clockless_tools.cli import status as status_command
 from clockless_tools.cli.app import app
 from clockless_tools.cli.common import EXIT_FOUND, EXIT_NOT_WRITTEN
 from clockless_tools.local.services import create_schedules
@@ -114,10 +114,10 @@ def test_at_80_columns_every_header_and_time_is_whole(
     bad_night: LocalTarget, template: Template, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = io.StringIO()
-    monkeypatch.setattr(operations, "stdout", Console(file=out, width=80, force_terminal=False))
+    monkeypatch.setattr(status_command, "stdout", Console(file=out, width=80, force_terminal=False))
     statuses = [job_status(template, bad_night, job, now=NOW, window=timedelta(hours=7)) for job in template.jobs]
 
-    operations.print_status_table(statuses, title="clockless status: local, last 7 h")
+    status_command.print_status_table(statuses, title="clockless status: local, last 7 h")
 
     lines = out.getvalue().splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -131,10 +131,10 @@ def test_a_wide_terminal_keeps_the_table(
     bad_night: LocalTarget, template: Template, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = io.StringIO()
-    monkeypatch.setattr(operations, "stdout", Console(file=out, width=1000))
+    monkeypatch.setattr(status_command, "stdout", Console(file=out, width=1000))
     statuses = [job_status(template, bad_night, job, now=NOW, window=timedelta(days=1)) for job in template.jobs]
 
-    operations.print_status_table(statuses, title="t")
+    status_command.print_status_table(statuses, title="t")
 
     header = next(line for line in out.getvalue().splitlines() if "last success" in line)
     assert all(column in header for column in COLUMNS)

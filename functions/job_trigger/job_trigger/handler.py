@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
-from clockless.observability import Observability
+from clockless.observability import Observability, service_logger
 from clockless.tick import utc_now
 from job_trigger.logic import (
     SECRET_HEADER,
@@ -34,7 +33,7 @@ ROUTE: Final = "POST /jobs/{job}/ticks"
 DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
 
 # Never log the event: its headers carry the secret.
-logger = Logger(service="job-trigger")
+logger = service_logger("job-trigger")
 observability = Observability(logger, service="job-trigger")
 
 

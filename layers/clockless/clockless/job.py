@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
@@ -23,7 +22,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import D
 
 from clockless.config import PerEnvironment, env_int, env_str
 from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
-from clockless.observability import Observability
+from clockless.observability import Observability, service_logger
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
 from clockless.throttle import SYSTEM_CLOCK, Budget, Clock
@@ -135,7 +134,7 @@ class ScheduledJob:
         self.running_at_most = running_at_most
         # The job's function, once `@job.handler` made it one (a buffered tick's start runs it).
         self.function: JobFunction | None = None
-        self.logger = Logger(service=name)
+        self.logger = service_logger(name)
         self.observability = Observability(self.logger, service=name)
         self._injected_store = persistence_store
         self._store = PerEnvironment(self._make_store)

@@ -125,6 +125,13 @@ def function_log(command: str) -> Path:
     return FUNCTION_LOGS / f"{command}-function-output.log"
 
 
+def print_function_log(log: str, *, note: str = "") -> None:
+    """Where the functions' logs and metrics went, by one rule for every command that runs functions
+    (`run-now`, `backfill`, `invoke`, `simulate`): one line on stderr, so stdout is only the
+    command's result (a function's response, a report) and can be piped."""
+    line_stderr.print(f"function logs and metrics: {log}{note}")
+
+
 @contextlib.contextmanager
 def function_output(log_path: Path | None) -> Iterator[TextIO]:
     """Everything the functions run in this process write (Powertools' logs, EMF metrics, warnings),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -14,13 +14,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
-from rich.table import Table
-from rich.text import Text
 
-from clockless import format_scheduled_time
+from clockless import format_scheduled_time, parse_scheduled_time
 from clockless_tools.cli.common import (
-    EXIT_FOUND,
-    EXIT_NOT_WRITTEN,
     EXIT_PARTITIONS_FAILING,
     OPERATE,
     JsonOption,
@@ -32,12 +28,17 @@ from clockless_tools.cli.common import (
     line_stderr,
     line_stdout,
     parse_time,
+    print_function_log,
     shown,
-    stdout,
     utc,
 )
 from clockless_tools.local.server import running_endpoint
-from clockless_tools.operations.backfill import OUTCOME_PARTITIONS_FAILING, BackfillPolicy, backfill
+from clockless_tools.operations.backfill import (
+    OUTCOME_PARTITIONS_FAILING,
+    OUTCOME_STILL_FAILING,
+    BackfillPolicy,
+    backfill,
+)
 from clockless_tools.operations.connection import (
     DEFAULT_CONFIG_ENV,
     open_stack,
@@ -45,12 +46,11 @@ from clockless_tools.operations.connection import (
     require_endpoint,
     resolve_connection,
 )
-from clockless_tools.operations.grid import job_grid, render_text
-from clockless_tools.operations.page import StatusPage, render_page
-from clockless_tools.operations.report import failing_line, verdict, what_it_did
+from clockless_tools.operations.report import OUTCOME_DUPLICATE, failing_line, still_failing_line, verdict, what_it_did
 from clockless_tools.operations.run_now import run_now
-from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import COLUMNS, JobStatus, fanned_out_lines, job_status, table_cells
+from clockless_tools.operations.status import (
+    failing_progress,
+)
 from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, PartitionsFailing
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
@@ -154,124 +154,6 @@ def acting_on(target: JobTarget) -> Iterator[None]:
         raise fail(str(error)) from None
 
 
-@app.command("status", rich_help_panel=OPERATE)
-def status(
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    window_days: Annotated[
-        float, typer.Option("--window-days", min=0.01, help="How far back to look, in days. E.g. --window-days 2")
-    ] = 7,
-    as_json: JsonOption = False,
-    html_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--html",
-            help="Also write a self-contained HTML page (the table, the fanned-out ticks and the grids) to attach "
-            "to an incident. E.g. --html status.html",
-        ),
-    ] = None,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
-) -> None:
-    """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded.
-
-    Exit 1 when a tick is missing, 2 when the target cannot be read, 4 when the --html page cannot
-    be written (the table is printed all the same).
-    """
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
-    now = datetime.now(UTC)
-    window = timedelta(days=window_days)
-    with acting_on(target):
-        statuses = [job_status(tpl, target, job, now=now, window=window) for job in sorted(tpl.jobs)]
-        grids = [
-            job_grid(
-                tpl,
-                target,
-                s.job,
-                now=now,
-                window=window,
-                failing=[tick.scheduled_time for tick in s.fanned_out if tick.failing],
-                overlap=s.overlap,
-            )
-            for s in statuses
-        ]
-    page_error = None
-    if html_file is not None:
-        page = StatusPage(
-            title=f"clockless status: {target.description}",
-            target=target.description,
-            generated_at=now,
-            window_start=now - window,
-            window_end=now,
-            statuses=statuses,
-            grids=grids,
-        )
-        try:
-            html_file.write_text(render_page(page), encoding="utf-8")
-        except OSError as error:
-            # The table is what the operator came for: printed anyway, the page's failure said after it.
-            page_error = f"cannot write the status page to {html_file}: {error.strerror or error}"
-    generated = format_scheduled_time(now)
-    if as_json:
-        document = {
-            "target": target.description,
-            "generated_at": generated,
-            "window": [format_scheduled_time(now - window), generated],
-            "jobs": [s.as_dict() for s in statuses],
-        }
-        print(json.dumps(document, indent=2))
-    else:
-        print_status_table(statuses, title=f"clockless status: {target.description}, last {format_span(window)}")
-        line_stdout.print(f"generated at {generated} (UTC)")
-        for s in statuses:
-            for line in fanned_out_lines(s):
-                line_stdout.print(escape(line))
-        colour = stdout.is_terminal and stdout.color_system is not None and not stdout.no_color
-        for grid in grids:
-            (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)
-    if page_error is not None:
-        raise fail(page_error, code=EXIT_NOT_WRITTEN)
-    if html_file is not None:
-        line_stderr.print(f"status page written to {html_file}")
-    if any(s.missing for s in statuses):
-        raise typer.Exit(code=EXIT_FOUND)
-
-
-def print_status_table(statuses: list[JobStatus], *, title: str) -> None:
-    """The table, as wide as its longest lines; on a terminal narrower than that (80 columns), one
-    block per job, a label per line, so no header or time is cut."""
-    rows = []
-    for s in statuses:
-        job, *cells, missing = [[escape(line) for line in lines] for lines in table_cells(s)]
-        if s.paused_since is not None:
-            job[1] = job[1].replace("paused", "[yellow]paused[/]", 1)
-            cells[2] = [f"[yellow]{cells[2][0]}[/]"]
-        missing[0] = f"[bold red]{missing[0]}[/]" if s.missing else f"[green]{missing[0]}[/]"
-        rows.append([job, *cells, missing])
-    widths = [
-        max([len(column), *(len(Text.from_markup(line)) for row in rows for line in row[i])])
-        for i, column in enumerate(COLUMNS)
-    ]
-    if sum(widths) + 3 * len(COLUMNS) + 1 <= stdout.width:
-        table = Table(title=title)
-        for column in COLUMNS:
-            table.add_column(column, no_wrap=True)
-        for row in rows:
-            table.add_row(*("\n".join(lines) for lines in row))
-        stdout.print(table)
-        return
-    label = max(len(column) for column in COLUMNS[1:])
-    stdout.print(title, highlight=False)
-    for job, *cells in rows:
-        stdout.print("\n".join(f"[bold]{line}[/]" if i == 0 else f"  {line}" for i, line in enumerate(job)))
-        for column, lines in zip(COLUMNS[1:], cells, strict=True):
-            for i, line in enumerate(lines):
-                stdout.print(f"  {column if i == 0 else '':<{label}}  {line}", highlight=False)
-
-
 @app.command("backfill", rich_help_panel=OPERATE)
 def backfill_command(
     job: JobArgument,
@@ -351,13 +233,18 @@ def backfill_command(
     for key, outcome in result.superseded.items():
         line_stdout.print(f"  {key}  {outcome}")
     if result.planned and not dry_run:
-        line_stdout.print(f"{result.verb}: {len(result.outcomes)}")
+        ran = [outcome for outcome in result.outcomes.values() if outcome != OUTCOME_STILL_FAILING]
+        line_stdout.print(f"{result.verb}: {len(ran)}")
     if log is not None and result.outcomes and policy is not BackfillPolicy.SKIP:
-        line_stdout.print(f"function logs and metrics: {log}")
-    failing = [key for key, outcome in result.outcomes.items() if outcome == OUTCOME_PARTITIONS_FAILING]
+        print_function_log(log)
+    failing = [
+        key
+        for key, outcome in result.outcomes.items()
+        if outcome in (OUTCOME_PARTITIONS_FAILING, OUTCOME_STILL_FAILING)
+    ]
     if failing:
         line_stderr.print(
-            f"error: {len(failing)} replayed tick(s) were claimed and fanned out and their partitions are failing "
+            f"error: {len(failing)} tick(s) were claimed and fanned out and their partitions are failing "
             f"({', '.join(failing)}); `clockless status` shows each partition"
         )
         raise typer.Exit(code=EXIT_PARTITIONS_FAILING)
@@ -370,10 +257,18 @@ def run_now_command(
         str | None,
         typer.Option(
             "--at",
-            help="Scheduled time (ISO-8601 with Z or an offset; used in UTC); default now, to the minute. "
-            "E.g. --at 2026-11-29T12:30:00Z",
+            help="A scheduled time of the job's schedule (ISO-8601 with Z or an offset; used in UTC); default the "
+            "latest at or before now. E.g. --at 2026-11-29T12:00:00Z",
         ),
     ] = None,
+    off_schedule: Annotated[
+        bool,
+        typer.Option(
+            "--off-schedule",
+            help="Run at --at (default now, to the minute) though it is not a scheduled time; the ledger records "
+            "trigger off-schedule.",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     log_file: LogOption = RUN_NOW_LOG,
     as_json: JsonOption = False,
@@ -387,8 +282,8 @@ def run_now_command(
 ) -> None:
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran and what it did.
 
-    Exit 2 when it was refused or its function failed, 3 when it was claimed and fanned out and its
-    partitions are failing."""
+    Exit 2 when it was refused (an instant that is not a scheduled time, without --off-schedule) or its
+    function failed, 3 when it was claimed and fanned out and its partitions are failing (now or before)."""
     when = None if at is None else parse_time(at, "--at")
     tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
@@ -397,18 +292,25 @@ def run_now_command(
     logs_at = f"; function logs: {log}" if log else ""
     try:
         with acting_on(target), function_output(log_path):
-            result = run_now(target, tpl, job, at=when)
+            result = run_now(target, tpl, job, at=when, off_schedule=off_schedule)
+            progress = None
+            if result.get("outcome") == OUTCOME_DUPLICATE:
+                tick = parse_scheduled_time(str(result.get("scheduled_time")))
+                progress = failing_progress(tpl, target, job, tick, now=datetime.now(UTC))
             did = what_it_did(target, job, result)
     except PartitionsFailing as failing:
         line_stderr.print(escape(f"error: {failing_line(job, failing)}{logs_at}"))
         raise typer.Exit(code=EXIT_PARTITIONS_FAILING) from None
     except typer.Exit:
         if log:
-            line_stderr.print(f"function logs: {log}")
+            print_function_log(log)
         raise
+    if progress is not None:
+        line_stderr.print(escape(f"error: {still_failing_line(job, progress)}{logs_at}"))
+        raise typer.Exit(code=EXIT_PARTITIONS_FAILING)
     if as_json:
         print(json.dumps({**result, "did": did, "function_log": log}, indent=2))
         return
     line_stdout.print(escape(f"{job} @ {result.get('scheduled_time')} {verdict(result)}: {did}"))
     if log:
-        line_stdout.print(f"function logs and metrics: {log}")
+        print_function_log(log)

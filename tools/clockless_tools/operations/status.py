@@ -206,6 +206,15 @@ def _fanned_out(
     return fanned_out_ticks(ledger, job, start, end, now_ms=now_ms, dead_lettered=dead)
 
 
+def failing_progress(
+    template: Template, target: JobTarget, job: str, scheduled_time: datetime, *, now: datetime
+) -> TickProgress | None:
+    """The tick's progress when it fanned out and its partitions are failing (retrying or
+    dead-lettered), read as `status` reads it; None otherwise."""
+    ticks = _fanned_out(template, target, job, scheduled_time, scheduled_time + timedelta(seconds=1), now=now)
+    return next((tick for tick in ticks if tick.failing), None)
+
+
 def _dead_lettered_partitions(template: Template, target: JobTarget, job: str) -> set[tuple[str, str]]:
     try:
         letters = show(target, template, job).dead_letters
