@@ -345,10 +345,9 @@ def test_cli_run_now_on_a_tick_whose_partitions_fail_prints_one_line_and_exits_3
     assert "delivering it again runs nothing" in line
     assert f"`clockless work redrive {JOB}`" in line
 
+    the_tick = ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T00:01:00Z"]
     backfilled = CliRunner().invoke(
-        app,
-        ["backfill", JOB, "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T00:01:00Z"]
-        + ["--endpoint", dynamodb_endpoint, "--log", str(log)],
+        app, ["backfill", JOB, *the_tick, "--endpoint", dynamodb_endpoint, "--log", str(log)]
     )
 
     assert backfilled.exit_code == 3, backfilled.output

@@ -31,6 +31,7 @@ def service_logger(service: str) -> Logger:
     """The Powertools logger of a function or job, its times in ISO-8601 UTC (`LOG_TIME_FORMAT`)."""
     return Logger(service=service, datefmt=LOG_TIME_FORMAT, use_datetime_directive=True, utc=True)
 
+
 # Set by Lambda for provisioned concurrency: its initialisation happens before any request.
 _INITIALIZATION_TYPE: Final = "AWS_LAMBDA_INITIALIZATION_TYPE"
 
