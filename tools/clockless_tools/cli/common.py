@@ -17,7 +17,8 @@ from typing import Annotated, TextIO
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer._click.exceptions import NoSuchOption  # Typer (0.29) parses with its own copy of click
+from typer import rich_utils
+from typer._click.exceptions import ClickException, NoSuchOption  # Typer (0.29) parses with its own click
 from typer.core import TyperOption
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
@@ -184,3 +185,18 @@ def _no_such_option(self: NoSuchOption) -> str:
 # tests/unit/test_cli_help.py notices if a Typer upgrade moves the class or its message.
 _click_no_such_option = NoSuchOption.format_message
 NoSuchOption.format_message = _no_such_option  # type: ignore[method-assign]
+
+
+def _one_line_usage_error(self: ClickException) -> None:
+    """A usage error as every other error: `error: <what was wrong>; see `<command> --help``, one line
+    on stderr, in a pipe and on a terminal alike (Typer draws a 6-7 line box around it)."""
+    if self.__class__.__name__ == "NoArgsIsHelpError":
+        return  # the help was printed: nothing was wrong
+    ctx = getattr(self, "ctx", None)
+    message = " ".join(self.format_message().split()).rstrip(".")
+    see = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+    line_stderr.print(f"error: {escape(message)}{escape(see)}")
+
+
+# tests/unit/test_cli_help.py notices if a Typer upgrade moves or renames it.
+rich_utils.rich_format_error = _one_line_usage_error
