@@ -26,7 +26,12 @@ from job_trigger.logic import (
     Unauthorized,
     trigger_tick,
 )
-from job_trigger.repository import DynamoTickLedger, LambdaJobInvoker, SecretsManagerTriggerSecret
+from job_trigger.repository import (
+    DynamoRequestRecords,
+    DynamoTickLedger,
+    LambdaJobInvoker,
+    SecretsManagerTriggerSecret,
+)
 from job_trigger.settings import JobTriggerSettings
 
 ROUTE: Final = "POST /jobs/{job}/ticks"
@@ -42,6 +47,7 @@ class Dependencies:
     settings: JobTriggerSettings
     secret: SecretsManagerTriggerSecret
     ledger: DynamoTickLedger
+    requests: DynamoRequestRecords
     invoker: LambdaJobInvoker
 
 
@@ -53,6 +59,7 @@ def dependencies() -> Dependencies:
         settings=settings,
         secret=SecretsManagerTriggerSecret(settings.secret_id, max_age_seconds=settings.secret_max_age_seconds),
         ledger=DynamoTickLedger(settings.ledger_table),
+        requests=DynamoRequestRecords(settings.requests_table),
         invoker=LambdaJobInvoker(),
     )
 
@@ -87,6 +94,7 @@ def post_tick(job: str, event: Mapping[str, Any]) -> dict[str, Any]:
             window=deps.settings.window,
             ledger=deps.ledger,
             invoker=deps.invoker,
+            requests=deps.requests,
         )
     except Unauthorized as rejected:
         source_ip = (context.get("http") or {}).get("sourceIp")
