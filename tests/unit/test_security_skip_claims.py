@@ -65,9 +65,7 @@ def test_the_secrets_reason_names_every_role_allowed_to_read_it() -> None:
     readers = {
         logical_id: statement.get("Resource")
         for logical_id, statement in _statements(template)
-        for action in (
-            statement.get("Action") if isinstance(statement.get("Action"), list) else [statement.get("Action")]
-        )
+        for action in _actions(statement)
         if isinstance(action, str) and action.lower() in ("secretsmanager:getsecretvalue", "secretsmanager:*", "*")
     }
     other_policies = [
