@@ -33,7 +33,8 @@ ARTIFACTS = PROJECT_ROOT / ".clockless" / "test-artifacts"
 BROWSER = shutil.which("chromium-headless-shell") or shutil.which("chromium")
 
 
-def _record(tables: Any, hour: int, status: str) -> None:
+def record_tick(tables: Any, hour: int, status: str, **extra: Any) -> None:
+    """The hourly job's 2026-11-29 tick at `hour` in the ledger with `status` (and `extra` attributes)."""
     tables.put_item(
         TableName="LedgerTable",
         Item={
@@ -43,6 +44,7 @@ def _record(tables: Any, hour: int, status: str) -> None:
             "attempts": {"N": "1"},
             # as the kit writes a success: the sparse index `last success` reads
             **({"succeeded_job": {"S": JOB}} if status == "succeeded" else {}),
+            **extra,
         },
     )
 
@@ -52,11 +54,11 @@ def grid(tables: Any, template: Template, dynamodb_endpoint: str) -> Grid:
     create_schedules(template, dynamodb_endpoint)
     target = LocalTarget(template, dynamodb_endpoint)
     for hour in (0, 1, 2, 3, 10):
-        _record(tables, hour, "succeeded")
-    _record(tables, 4, "failed")
-    _record(tables, 5, "skipped")
-    _record(tables, 9, "buffered")  # held back by the overlap policy until the tick before it settles
-    _record(tables, 12, "started")
+        record_tick(tables, hour, "succeeded")
+    record_tick(tables, 4, "failed")
+    record_tick(tables, 5, "skipped")
+    record_tick(tables, 9, "buffered")  # held back by the overlap policy until the tick before it settles
+    record_tick(tables, 12, "started")
     set_paused(target, template, JOB, paused=True, reason="maintenance", now=DAY + timedelta(hours=5, minutes=30))
     set_paused(target, template, JOB, paused=False, reason="done", now=DAY + timedelta(hours=8, minutes=30))
     return job_grid(template, target, JOB, now=NOW, window=timedelta(hours=12, minutes=30))

@@ -23,25 +23,10 @@ from clockless_tools.operations.pause import set_paused
 from clockless_tools.operations.status import COLUMNS, job_status
 from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.template.model import Template
-from tests.jobs import HOUR, job_where
+from tests.integration.test_status_grid import JOB, record_tick
 
-JOB = job_where(period=HOUR).name
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 NOW = DAY + timedelta(hours=6, minutes=30)
-
-
-def _record(tables: Any, hour: int, status: str, **extra: Any) -> None:
-    tables.put_item(
-        TableName="LedgerTable",
-        Item={
-            "job": {"S": JOB},
-            "scheduled_time": {"S": f"2026-11-29T{hour:02d}:00:00Z"},
-            "status": {"S": status},
-            "attempts": {"N": "1"},
-            **({"succeeded_job": {"S": JOB}} if status == "succeeded" else {}),
-            **extra,
-        },
-    )
 
 
 @pytest.fixture
@@ -49,10 +34,10 @@ def bad_night(tables: Any, template: Template, dynamodb_endpoint: str) -> LocalT
     """00-02 succeeded, 03 failed, 04 buffered, 05 missed, 06 running."""
     create_schedules(template, dynamodb_endpoint)
     for hour in (0, 1, 2):
-        _record(tables, hour, "succeeded")
-    _record(tables, 3, "failed", error={"S": "ValueError: bad row"})
-    _record(tables, 4, "buffered")
-    _record(tables, 6, "started")
+        record_tick(tables, hour, "succeeded")
+    record_tick(tables, 3, "failed", error={"S": "ValueError: bad row"})
+    record_tick(tables, 4, "buffered")
+    record_tick(tables, 6, "started")
     return LocalTarget(template, dynamodb_endpoint)
 
 
@@ -98,8 +83,11 @@ def test_json_says_when_it_was_generated_and_a_paused_job_has_no_next_ticks(
 ) -> None:
     set_paused(bad_night, template, JOB, paused=True, reason="INC-7", now=datetime.now(UTC) - timedelta(minutes=1))
     before = datetime.now(UTC).replace(microsecond=0)
-
-    result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--json"])
+    try:
+        result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--json"])
+    finally:
+        # The embedded scheduler outlives the test's tables: the schedule must not stay DISABLED.
+        set_paused(bad_night, template, JOB, paused=False, reason="INC-7 done", now=datetime.now(UTC))
 
     document = json.loads(result.stdout)
     generated = datetime.fromisoformat(document["generated_at"])
