@@ -115,6 +115,21 @@ def test_at_80_columns_every_header_and_time_is_whole(
     assert any("2026-11-29T03:00:00Z failed" in line for line in lines)
 
 
+def test_at_80_columns_the_hourly_grid_keeps_one_line_per_day(bad_night: LocalTarget, template: Template) -> None:
+    grid = job_grid(template, bad_night, JOB, now=NOW, window=timedelta(hours=7))
+    out = io.StringIO()
+
+    Console(file=out, width=80, force_terminal=True, color_system="truecolor").print(
+        render_text(grid, colour=True, max_width=80)
+    )
+
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()).splitlines()
+    row = next(line for line in lines if line.startswith("11-29 "))
+    assert len(row) <= 80
+    assert row.split()[1:8] == list("SSSFBMR")
+    assert render_text(grid, colour=False).splitlines()[2].startswith("2026-11-29 ")  # wide enough: the year
+
+
 def test_a_wide_terminal_keeps_the_table(
     bad_night: LocalTarget, template: Template, monkeypatch: pytest.MonkeyPatch
 ) -> None:

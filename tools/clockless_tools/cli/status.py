@@ -123,7 +123,8 @@ def status(
                 line_stdout.print(escape(line))
         colour = stdout.is_terminal and stdout.color_system is not None and not stdout.no_color
         for grid in grids:
-            (stdout if colour else line_stdout).print(render_text(grid, colour=colour), highlight=False)
+            text = render_text(grid, colour=colour, max_width=stdout.width)
+            (stdout if colour else line_stdout).print(text, highlight=False)
     if page_error is not None:
         raise fail(page_error, code=EXIT_NOT_WRITTEN)
     if html_file is not None:

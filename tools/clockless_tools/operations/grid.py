@@ -184,13 +184,18 @@ def _tip(slot_start: datetime, ticks: list[tuple[datetime, TickState]]) -> str:
     return "; ".join(f"{format_scheduled_time(t)}: {s.value}" for t, s in shown)
 
 
-def render_text(grid: Grid, *, colour: bool) -> str:
+def render_text(grid: Grid, *, colour: bool, max_width: int | None = None) -> str:
     """The grid with a letter in every cell and a legend, as rich markup: with `colour`, each letter
-    on its state's colour as well (a console without colour prints the same letters)."""
-    width = max(len(r) for r in grid.rows) if grid.rows else 10
+    on its state's colour as well (a console without colour prints the same letters). Rows wider than
+    `max_width` (an 80-column terminal) are labelled by month and day, so none wraps."""
+    cells = 3 * len(grid.columns) - 1
+    labels = grid.rows
+    if max_width is not None and labels and max(len(r) for r in labels) + 2 + cells > max_width:
+        labels = [label[5:] if len(label) == 10 else label for label in labels]  # 2026-11-29 -> 11-29
+    width = max(len(r) for r in labels) if labels else 10
     lines = [f"{grid.job}  ({grid.header})"]
     lines.append(" " * width + "  " + " ".join(c[:2].rjust(2) for c in grid.columns))
-    for label, row in zip(grid.rows, grid.cells, strict=True):
+    for label, row in zip(labels, grid.cells, strict=True):
         lines.append(label.ljust(width) + " " + " ".join(_mark(state, colour=colour) for state in row))
     legend = [f"{_mark(state, colour=colour).strip()} {state.value}" for state in SEVERITY[:-1]]
     lines.append("legend: " + ", ".join(legend))
