@@ -2,9 +2,9 @@
 line, as Powertools' `inject_lambda_context` adds it, and a `ColdStart` metric.
 
 Tracing is off on purpose (template.yaml sets no `Tracing`: Lambda's default passes traces on).
-Powertools' `Tracer` needs the AWS X-Ray SDK in the layer: measured, it adds 1.9 MB to a 6.9 MB layer and about 0.36x
-`import boto3` to every cold start (the jobs would go from ~1.3x to ~1.66x, past the 1.5x
-target), and the X-Ray SDK has been in maintenance mode since 2026-02-25 (end of support
+Powertools' `Tracer` needs the AWS X-Ray SDK in the layer: measured, it adds 1.9 MB to a 6.9 MB
+layer and about 0.36x `import boto3` to every cold start (the jobs would go from ~1.3x to ~1.66x,
+past the 1.5x target), and the X-Ray SDK has been in maintenance mode since 2026-02-25 (end of support
 2027-02-25; AWS points to OpenTelemetry). A tick's path is one claim, a few queries and one
 transaction, whose latency the ledger already records (`duration_ms`) and whose requests the
 bench counts; the tick is the correlation id on every log line, so one tick's lines are one query
