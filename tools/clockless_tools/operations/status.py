@@ -251,10 +251,10 @@ def _when(entry: LedgerEntry | None) -> str:
 def shown_missing(s: JobStatus, limit: int = MAX_MISSING_SHOWN) -> tuple[list[datetime], int]:
     """The missing ticks a table has room for, in time order, and how many it leaves out: every
     failed or failing tick, then the newest of the others (the oldest are the ones left out)."""
-    urgent = [t for t in s.missing if s.missing_states.get(t) in _NEEDS_A_PERSON]
-    others = [t for t in s.missing if t not in set(urgent)]
+    urgent = {t for t in s.missing if s.missing_states.get(t) in _NEEDS_A_PERSON}
+    others = [t for t in s.missing if t not in urgent]
     room = max(0, limit - len(urgent))
-    kept = set(urgent) | set(others[len(others) - room :] if room else [])
+    kept = urgent | set(others[len(others) - room :] if room else [])
     return [t for t in s.missing if t in kept], len(s.missing) - len(kept)
 
 
