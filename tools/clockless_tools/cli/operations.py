@@ -290,6 +290,7 @@ def run_now_command(
     log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
     log = None if log_path is None else shown(log_path)
     logs_at = f"; function logs: {log}" if log else ""
+    logged_before = _size(log_path)
     try:
         with acting_on(target), function_output(log_path):
             result = run_now(target, tpl, job, at=when, off_schedule=off_schedule)
@@ -302,7 +303,7 @@ def run_now_command(
         line_stderr.print(escape(f"error: {failing_line(job, failing)}{logs_at}"))
         raise typer.Exit(code=EXIT_PARTITIONS_FAILING) from None
     except typer.Exit:
-        if log:
+        if log and _size(log_path) != logged_before:  # a function ran and wrote; a refusal wrote nothing
             print_function_log(log)
         raise
     if progress is not None:
@@ -314,3 +315,11 @@ def run_now_command(
     line_stdout.print(escape(f"{job} @ {result.get('scheduled_time')} {verdict(result)}: {did}"))
     if log:
         print_function_log(log)
+
+
+def _size(path: Path | None) -> int:
+    """How much the log holds (0: none yet), to tell whether a function wrote to it."""
+    try:
+        return 0 if path is None else path.stat().st_size
+    except FileNotFoundError:
+        return 0
