@@ -20,35 +20,23 @@ from clockless_tools.cli.common import (
     EXIT_NOT_WRITTEN,
     OPERATE,
     JsonOption,
-    TemplateOption,
     fail,
     line_stderr,
     line_stdout,
     stdout,
 )
-from clockless_tools.cli.operations import (
-    ConfigEnvOption,
-    ConfigFileOption,
-    EndpointOption,
-    ProfileOption,
-    RegionOption,
-    StackOption,
-    acting_on,
-    target_from_options,
-)
-from clockless_tools.operations.connection import DEFAULT_CONFIG_ENV
+from clockless_tools.cli.target import TargetOptions, acting_on, target_options
 from clockless_tools.operations.grid import job_grid, render_text
 from clockless_tools.operations.page import StatusPage, render_page
 from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import COLUMNS, JobStatus, fanned_out_lines, job_status, table_cells
-from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer()
 
 
 @app.command("status", rich_help_panel=OPERATE)
+@target_options
 def status(
-    template: TemplateOption = DEFAULT_TEMPLATE,
     window_days: Annotated[
         float, typer.Option("--window-days", min=0.01, help="How far back to look, in days. E.g. --window-days 2")
     ] = 7,
@@ -61,19 +49,15 @@ def status(
             "to an incident. E.g. --html status.html",
         ),
     ] = None,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded.
 
     Exit 1 when a tick is missing, 2 when the target cannot be read, 4 when the --html page cannot
     be written (the table is printed all the same).
     """
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     now = datetime.now(UTC)
     window = timedelta(days=window_days)
     with acting_on(target):
