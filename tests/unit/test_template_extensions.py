@@ -189,6 +189,10 @@ def _normalised(document: dict[str, Any]) -> dict[str, Any]:
                 properties.pop("Timeout")
             policies = properties.get("Policies") or []
             statements = [s for policy in policies if isinstance(policy, dict) for s in policy.get("Statement", [])]
+            for statement in statements:
+                # Rule least-privilege since: ConditionCheckItem only where code checks (the kit, on the ledger).
+                if "LedgerTable" not in str(statement.get("Resource")) and isinstance(statement.get("Action"), list):
+                    statement["Action"] = [a for a in statement["Action"] if a != "dynamodb:ConditionCheckItem"]
             properties["Policies"] = sorted(statements, key=lambda statement: str(statement.get("Sid")))
             clockless = (resource.get("Metadata") or {}).get("clockless") or {}
             clockless.pop("tables", None)

@@ -13,7 +13,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, flag, shown, stderr, stdout
+from clockless_tools.cli.common import (
+    RUN_LOCALLY,
+    TemplateOption,
+    fail,
+    flag,
+    print_function_log,
+    shown,
+    stderr,
+    stdout,
+)
 from clockless_tools.cli.progress import StepProgress
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.simulate.report import JobReport, SimulationReport
@@ -145,7 +154,7 @@ def simulate(
         print(json.dumps({**report.as_dict(), "seconds": round(elapsed, 2), "function_log": log}, indent=2))
     else:
         render_report(report)
-        stdout.print(f"function logs and metrics: {log}   ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
+        print_function_log(log, note=f"   ({elapsed:.1f} s)")
     if report.ok:
         if not as_json:
             stdout.print(report.proved(), highlight=False, soft_wrap=True)
