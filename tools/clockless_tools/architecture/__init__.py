@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clockless_tools.architecture.conditional_writes import CONDITIONAL_WRITES_RULE
 from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
@@ -54,6 +55,7 @@ RULES: tuple[Rule, ...] = (
     LEDGER_QUEUES_RETAINED_RULE,
     NO_CLOCK_IN_APP_RULE,
     NO_WALL_CLOCK_RULE,
+    CONDITIONAL_WRITES_RULE,
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
