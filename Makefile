@@ -152,8 +152,9 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<LogicalId> EVENT=<event file>" >&2; exit 2; }
 	$(CLOCKLESS_FOR_MAKE) invoke "$(FN)" -e "$(EVENT)"
 
-local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables
-	$(CLOCKLESS) local up
+PORT ?=
+local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables (PORT=8766 for another port)
+	$(CLOCKLESS) local up$(if $(PORT), --port "$(PORT)")
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down
