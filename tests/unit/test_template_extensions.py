@@ -175,6 +175,9 @@ def _normalised(document: dict[str, Any]) -> dict[str, Any]:
                 properties["Events"] = {"Schedule": next(iter(events.values()))}
             variables = (properties.get("Environment") or {}).get("Variables") or {}
             for name in list(variables):
+                if name in globals_env and variables[name] == globals_env[name]:
+                    del variables[name]  # Globals' value restated (a job's zones, defaulting to the stack's)
+                    continue
                 if name in globals_env or logical_id == "JobTriggerFunction":
                     continue
                 if (

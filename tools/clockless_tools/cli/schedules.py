@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich import box
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 from clockless_tools.architecture.alarm_table import render_table as render_alarm_timing
@@ -269,6 +270,8 @@ def _print_schedule(check: ScheduleCheck) -> None:
         if not check.suggested_hours:
             example = ": no daily UTC hour keeps this rule in every zone all year"
         _emit(f"     UTC hours that keep the rule in every zone all year: [bold]{hours}[/]{example}")
+        if check.no_hour_advice:
+            _emit(f"     what to do: {escape(check.no_hour_advice)}")
 
 
 def _groups_table(groups: list[ViolationGroup], zones: Sequence[str]) -> Table:
