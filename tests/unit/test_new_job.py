@@ -9,16 +9,21 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems
+from clockless_tools.architecture.job_bounds import read_bounds
+from clockless_tools.architecture.latest_success import latest_success
 from clockless_tools.cli.app import app
 from clockless_tools.scaffold.declaration import TABLES_POLICY
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.scaffold.wiring import TABLE
 from clockless_tools.template.model import Template
+from clockless_tools.timezones.check import check_template
 from tests.conftest import PROJECT_ROOT
 from tests.jobs import jobs
 
@@ -227,3 +232,72 @@ def _numstat(before: list[str], after: list[str]) -> tuple[int, int]:
     lines_in = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
     lines_out = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
     return lines_in, lines_out
+
+
+def test_a_schedule_given_writes_the_numbers_the_rules_ask_for(project: Path) -> None:
+    # When a fanned-out job is made every 15 minutes
+    code, out, _ = new(project, FANNED.job, "--fan-out", "--schedule", "cron(0/15 * * * ? *)")
+
+    # Then its declaration holds the schedule and the numbers derived from it
+    assert code == 0, out
+    text = (project / "template.yaml").read_text(encoding="utf-8")
+    block = text[text.index(f"    {FANNED.stem}:\n") :].split("\n\n", 1)[0]
+    for line in (
+        "Schedule: cron(0/15 * * * ? *)",
+        "SchedulerMaxEventAgeSeconds: 180",
+        "LambdaMaxEventAgeSeconds: 420",
+        "GraceMinutes: 20",
+        "DeadManPeriodSeconds: 300",
+        "DeadManPeriods: 7",
+        "TickPeriodSeconds: 900",
+    ):
+        assert f"      {line}\n" in block + "\n", line
+    # And the rules that read those numbers hold for it
+    template = Template.load(project / "template.yaml")
+    schedule = template.jobs[FANNED.job]
+    lateness = latest_success(template, schedule)
+    grace = read_bounds(template.function(schedule.function_id)).grace
+    assert lateness.minimum_grace_minutes <= grace.total_seconds() // 60
+    assert lateness.precision + lateness.window + lateness.scheduler_retries < 900
+    assert [p for p in dead_man_alarm_problems(template) if p.job == FANNED.job] == []
+
+
+def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(project: Path) -> None:
+    code, out, _ = new(
+        project, PLAIN.job, "--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin",
+        "--local-time", "not_before=06:00,same_local_date",
+    )  # fmt: skip
+
+    assert code == 0, out
+    template = Template.load(project / "template.yaml")
+    found = next(c for c in check_template(template, start=date(2027, 1, 1)).schedules if c.job == PLAIN.job)
+    assert found.ok
+    assert found.declaration is not None
+    assert found.declaration.zones == ("Europe/Berlin",)
+    assert found.ticks_checked == 365
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["--schedule", "cron(0 8 * * ? *)", "--zones", "Europe/Berlin",
+          "--local-time", "not_before=09:00,not_after=09:59"], "no one UTC hour keeps it all year"),
+        (["--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin", "--local-time", "not_before=09:00"],
+         "UTC hours that keep it all year: 08:00-"),
+        (["--schedule", "rate(15 minutes)"], "write the schedule as a cron"),
+        (["--schedule", "cron(0 25 * * ? *)"], "--schedule 'cron(0 25 * * ? *)'"),
+        (["--zones", "Europe/Atlantis"], "'Europe/Atlantis' is not an IANA time zone"),
+        (["--local-time", "not_before=06:00"], "--local-time needs --zones"),
+        (["--schedule", "cron(* * * * ? *)"], "no room for Scheduler's retries"),
+    ],
+)  # fmt: skip
+def test_options_that_cannot_be_used_are_refused_and_nothing_is_written(
+    project: Path, options: list[str], complaint: str
+) -> None:
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+
+    code, _, err = new(project, PLAIN.job, *options)
+
+    assert code == 2
+    assert complaint in " ".join(err.split())
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
