@@ -101,14 +101,10 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, is_condition_failure, shard_for
+from clockless.dynamo import bind_table, is_condition_failure__SHARD_FOR__
 __FANOUT_IMPORT__from __PACKAGE__.logic import Item
 
-# Due items are spread over this many partitions of the sparse index: each GSI partition key takes
-# about 1,000 WCU/s__SHARD_DOC__.
-DUE_INDEX_SHARDS: Final = 16
-DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
-APPLIED: Final = "APPLIED"
+__DUE_KEYS__APPLIED: Final = "APPLIED"
 
 
 class DueIndex(GlobalSecondaryIndex["ItemModel"]):
@@ -144,10 +140,7 @@ class DynamoItemStore:
         bind_table(ItemModel, items_table)
 
     def find_due(self, *, as_of: datetime) -> Iterator[Item]:
-        for shard in DUE_PARTITIONS:
-            for found in ItemModel.due_index.query(shard, ItemModel.due_at <= format_scheduled_time(as_of)):
-                yield _item_of(found)
-
+__FIND_DUE__
     def apply(self, item: Item, *, tick_key: str) -> bool:
         try:
             _ref(item).update(actions=_applied(tick_key), condition=_STILL_DUE)
@@ -166,7 +159,7 @@ class DynamoItemStore:
                         item.tenant_id,
                         item.item_id,
                         due_at=format_scheduled_time(item.due_at),
-                        due_shard=shard_for(item_key(item), DUE_INDEX_SHARDS),
+                        due_shard=__DUE_SHARD_OF_ITEM__,
                     )
                 )
 __WORK__
@@ -352,14 +345,44 @@ def seed(*, environ: Mapping[str, str], tenants: int, rng: random.Random, start:
 '''
 
 
+# How the due index is keyed: over 16 shards when the job fans out (each shard one partition of a
+# tick), one constant partition when it does its work in one invocation (placeholder -> (fan-out, not)).
+_DUE_INDEX: Final = {
+    "__DUE_KEYS__": (
+        """# Due items are spread over this many partitions of the sparse index: each GSI partition key takes
+# about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
+DUE_INDEX_SHARDS: Final = 16
+DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
+""",
+        """# Every waiting item is in one partition of the sparse index (its `due_shard` is this): the job
+# applies a tick's items in one invocation. When they outgrow it, shard them (`clockless.dynamo.shard_for`)
+# and fan the job out (docs/adding-a-job.md, "A job whose tick outgrows one invocation").
+DUE: Final = "due"
+""",
+    ),
+    "__FIND_DUE__": (
+        """        for shard in DUE_PARTITIONS:
+            for found in ItemModel.due_index.query(shard, ItemModel.due_at <= format_scheduled_time(as_of)):
+                yield _item_of(found)
+""",
+        """        for found in ItemModel.due_index.query(DUE, ItemModel.due_at <= format_scheduled_time(as_of)):
+            yield _item_of(found)
+""",
+    ),
+    "__DUE_SHARD_OF_ITEM__": ("shard_for(item_key(item), DUE_INDEX_SHARDS)", "DUE"),
+    "__SHARD_FOR__": (", shard_for", ""),
+}
+
+
 def package_files(*, fan_out: bool) -> dict[str, str]:
     """File name (in the package) -> text with placeholders."""
     repository = (
         REPOSITORY.replace("__FANOUT_IMPORT__", "from clockless.fanout import Page\n" if fan_out else "")
         .replace("__WORK__", PARTITION_WORK if fan_out else "")
         .replace("__WORK_DOC__", ",\nand the `DuePartitionWork` its workers apply" if fan_out else "")
-        .replace("__SHARD_DOC__", ", and each shard is one partition of a fanned-out tick" if fan_out else "")
     )
+    for placeholder, (fanned_out, single) in _DUE_INDEX.items():
+        repository = repository.replace(placeholder, fanned_out if fan_out else single)
     files = {
         "__init__.py": INIT,
         "logic.py": LOGIC,
