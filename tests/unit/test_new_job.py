@@ -81,7 +81,7 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
     assert ("DuePartitionWork" in repository) is fan_out
     # And only a fanned-out job's due index is sharded (each shard a partition of its ticks)
     assert ("DUE_INDEX_SHARDS" in repository) is fan_out
-    assert ("shard_for" in repository) is fan_out
+    assert ("shard_for(" in repository) is fan_out
     # And pyproject.toml is left alone: the package is found there, not listed (setup.py, ruff, mypy, contracts)
     assert (project / "pyproject.toml").read_bytes() == (PROJECT_ROOT / "pyproject.toml").read_bytes()
     # And the template gains its table, with the sparse index, and still loads
