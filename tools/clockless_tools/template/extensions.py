@@ -18,11 +18,8 @@ What is expanded (AWS CloudFormation Template Reference):
 - `Ref` and `Fn::GetAtt` whose arguments are intrinsics that resolve to literals (the transform page:
   "you can use intrinsic functions as a parameter to Ref and Fn::GetAtt").
 
-Then normalisations that change no meaning: an `Fn::Sub` whose variables are now literal strings
-has them written into its text, an `Fn::Sub` left without `${...}` is its text, and an `Fn::Join`
-of literal strings is the joined text (a job's own `OperatingTimeZones` list joined into its
-`OPERATING_TIME_ZONES`: checkov, merging Globals' `!Join [",", !Ref ...]` into the function's value,
-crashes on a list where Globals has a `Ref`). So
+Then one normalisation that changes no meaning: an `Fn::Sub` whose variables are now literal strings
+has them written into its text, and an `Fn::Sub` left without `${...}` is its text. So
 `!Sub ["/aws/lambda/${AWS::StackName}/${Name}", {Name: window-generation}]` reads as
 `!Sub "/aws/lambda/${AWS::StackName}/window-generation"`, as a resource written out by hand would.
 Intrinsics that depend on the deployment (`Ref` to a parameter or resource, `GetAtt`) stay as they are.
@@ -251,20 +248,7 @@ def _as_string(value: Any) -> str:
 
 
 # What the transform computes once its arguments are literal; the rest is the deployment's.
-def _join(argument: Any, original: Any) -> Any:
-    if (
-        isinstance(argument, list)
-        and len(argument) == 2
-        and isinstance(argument[0], str)
-        and isinstance(argument[1], list)
-        and all(isinstance(item, str) for item in argument[1])
-    ):
-        return argument[0].join(argument[1])
-    return original
-
-
 _SIMPLIFIERS: Final[dict[str, Callable[[Any, Any], Any]]] = {
-    "Fn::Join": _join,
     "Fn::Length": _length,
     "Fn::ToJsonString": _to_json_string,
     "Fn::Sub": _normalise_sub,
