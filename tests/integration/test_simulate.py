@@ -223,7 +223,7 @@ def test_a_job_deciding_from_the_wall_clock_fails_exactly_once_where_the_same_jo
         simulated, on_time = difference["attributes"]["as_of"]
         assert on_time == difference["key"]["scheduled_time"]
         assert simulated > on_time
-    assert "not exactly once: on-the-clock" in report["proved"]
+    assert "effects differ: on-the-clock" in report["proved"]
 
 
 def test_the_simulation_can_run_on_a_running_dynamodb_whose_tables_stay_for_inspection(
