@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from clockless_tools.architecture.conditional_writes import CONDITIONAL_WRITES_RULE
 from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
+from clockless_tools.architecture.declared_keys import in_declaration_terms
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
 from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
@@ -88,7 +89,8 @@ def check(project: Project, rules: Iterable[Rule] = RULES) -> list[Violation]:
             violations.append(
                 Violation(rule.name, project.template_file, "-", f"cannot be checked: {error}", "fix what it names")
             )
-    return list(dict.fromkeys(violations))
+    # A declared job's fix names the Mappings key the user edits (declared_keys.py), not only the property.
+    return [in_declaration_terms(violation, project.template) for violation in dict.fromkeys(violations)]
 
 
 __all__ = ["RULES", "Project", "ProjectError", "Rule", "Violation", "check"]
