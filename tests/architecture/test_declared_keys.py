@@ -65,7 +65,7 @@ def _named(fixes: set[str]) -> dict[str, int]:
 
 
 def test_a_resource_belongs_to_the_longest_declared_id_it_starts_with() -> None:
-    jobs = {"Order": {}, "OrderSweep": {}}
+    jobs: dict[str, object] = {"Order": {}, "OrderSweep": {}}
 
     assert declared_job_of("OrderSweepDeadManAlarm", jobs) == "OrderSweep"
     assert declared_job_of("OrderFunction", jobs) == "Order"

@@ -169,7 +169,9 @@ def _callers(function: str, sources: Sequence[SourceFile]) -> list[str]:
     found = []
     for source in sources:
         for node, scope in with_scopes(source.tree):
-            named = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+            if not isinstance(node, ast.Attribute | ast.Name):
+                continue
+            named = node.attr if isinstance(node, ast.Attribute) else node.id
             if named == function and (not scope or scope[-1] != function):
                 found.append(f"{source.module}:{node.lineno}")
     return found

@@ -41,15 +41,14 @@ def declaration_problems(path: Path) -> list[str]:
     for job, keys in jobs.items() if isinstance(jobs, Mapping) else ():
         for key, value in keys.items() if isinstance(keys, Mapping) else ():
             if not _literal(value):
-                line = _line_of(lines, job, key)
+                where = f"{path.name}:{_line_of(lines, job, key)}: Mappings.{_JOBS_MAPPING}.{job}.{key}"
                 problems.append(
-                    f"{path.name}:{line}: Mappings.{_JOBS_MAPPING}.{job}.{key} is {value!r}: a declaration value must "
-                    "be a literal string, number or list of strings (CloudFormation's Mappings hold no intrinsics, "
-                    "and the security scan cannot read one)"
+                    f"{where} is {value!r}: a declaration value must be a literal string, number or list of strings "
+                    "(CloudFormation's Mappings hold no intrinsics, and the security scan cannot read one)"
                 )
     parameters = set(document.get("Parameters") or {})
-    for number, line in enumerate(lines, 1):
-        for found in _DEFAULT_VALUE.finditer(line.split(" #", 1)[0]):
+    for number, text_line in enumerate(lines, 1):
+        for found in _DEFAULT_VALUE.finditer(text_line.split(" #", 1)[0]):
             value = found["value"].strip()
             ref = _REF_TO.match(value)
             if ref is None or ref["name"] not in parameters:
