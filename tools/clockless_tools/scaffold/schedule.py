@@ -45,6 +45,7 @@ DEFAULTS: Final = {
 }
 TIMEOUT_SECONDS: Final = 120  # the loops' function Timeout
 FAN_OUT_SECONDS: Final = 285  # the loop's worker expected_duration_seconds
+ALARM_RANGE_LIMIT: Final = 7 * 86400  # CloudWatch: Period x EvaluationPeriods
 
 
 class ScheduleOptionError(ValueError):
@@ -106,6 +107,12 @@ def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
     daily_default = period >= 86400 and needed_grace <= DEFAULTS["GraceMinutes"]
     grace = DEFAULTS["GraceMinutes"] if daily_default else 5 * math.ceil(needed_grace / 5)
     alarm_period, alarm_periods = expected_alarm_shape(spec, timedelta(minutes=grace))
+    if alarm_period * alarm_periods > ALARM_RANGE_LIMIT:
+        raise ScheduleOptionError(
+            f"--schedule: ticks up to {spec.longest_gap()} apart plus a {grace} min grace exceed the 7 days a "
+            "CloudWatch alarm can look back (Period x EvaluationPeriods), so no dead-man alarm can watch it "
+            "(rule dead-man-alarm): schedule it at least every 6 days"
+        )
     values = {
         "SchedulerMaxEventAgeSeconds": scheduler_age,
         "LambdaMaxEventAgeSeconds": lambda_age,
