@@ -292,7 +292,6 @@ def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(pro
         (["--schedule", "cron(0 25 * * ? *)"], "--schedule 'cron(0 25 * * ? *)'"),
         (["--zones", "Europe/Atlantis"], "'Europe/Atlantis' is not an IANA time zone"),
         (["--local-time", "not_before=06:00"], "--local-time needs --zones"),
-        (["--schedule", "cron(* * * * ? *)"], "no room for Scheduler's retries"),
         (["--schedule", "cron(0 6 ? * MON *)"], "exceed the 7 days a CloudWatch alarm can look back"),
     ],
 )  # fmt: skip
