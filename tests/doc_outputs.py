@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from clockless_tools.cli.docs import documents
+from clockless_tools.cli.generated import documents
 from clockless_tools.template.loader import PROJECT_ROOT
 
 MARKER: Final = re.compile(r"^<!-- output: (?P<kind>checked by|illustrative:) (?P<detail>.+?) -->$")

@@ -3,6 +3,9 @@ from __future__ import annotations
 import pytest
 
 from clockless import ConfigurationError, KitSettings
+from clockless.config import ledger_retention_seconds, metrics_namespace
+from clockless.fanout.settings import WorkerSettings
+from job_trigger.settings import JobTriggerSettings
 from session_cleanup.settings import SessionCleanupSettings
 from window_generation.settings import WindowGenerationSettings
 
@@ -38,3 +41,43 @@ def test_zones_are_a_comma_separated_list() -> None:
         }
     )
     assert settings.operating_time_zones == ("America/New_York", "Pacific/Honolulu")
+
+
+# The variables every settings object shares are parsed once, in clockless.config: the kit's, the
+# fan-out worker's and the trigger's settings read them alike.
+SHARED = {
+    "IDEMPOTENCY_TABLE_NAME": "IdempotencyTable",
+    "IDEMPOTENCY_EXPIRY_SECONDS": "3600",
+    "LEDGER_TABLE_NAME": " LedgerTable ",
+    "LEDGER_RETENTION_DAYS": "45",
+    "POWERTOOLS_METRICS_NAMESPACE": "Ops",
+    "WORK_QUEUE_URL": "https://sqs/work",
+    "WORK_DEAD_LETTER_QUEUE_URL": "https://sqs/dlq",
+    "JOB_FUNCTIONS": '{"nightly": "arn:aws:lambda:eu-west-1:123456789012:function:nightly"}',
+    "TRIGGER_SECRET_ID": "secret",
+    "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
+    "TRIGGER_WINDOW_MINUTES": "10",
+}
+
+
+def test_the_ledger_and_the_metrics_namespace_read_alike_in_every_settings_object() -> None:
+    kit = KitSettings.from_env(SHARED)
+    worker = WorkerSettings.from_env(SHARED)
+    trigger = JobTriggerSettings.from_env(SHARED)
+
+    assert kit.ledger_table == worker.ledger_table == trigger.ledger_table == "LedgerTable"
+    assert kit.ledger_retention_seconds == worker.ledger_retention_seconds == 45 * 86400
+    assert kit.metrics_namespace == worker.metrics_namespace == metrics_namespace(SHARED) == "Ops"
+
+
+def test_the_metrics_namespace_defaults_to_clockless_when_unset_or_blank() -> None:
+    assert metrics_namespace({}) == metrics_namespace({"POWERTOOLS_METRICS_NAMESPACE": "  "}) == "Clockless"
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [("0", "LEDGER_RETENTION_DAYS must be >= 1, got 0"), ("a month", "must be an integer, got 'a month'")],
+)
+def test_a_ledger_retention_below_a_day_or_not_a_number_is_refused(value: str, complaint: str) -> None:
+    with pytest.raises(ConfigurationError, match=complaint):
+        ledger_retention_seconds({"LEDGER_RETENTION_DAYS": value})

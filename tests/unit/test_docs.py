@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 import typer.main
+from typer.testing import CliRunner
 
-from clockless_tools.bench.measure import COMMANDS, MEASURED, stale
+from clockless_tools.bench.measure import COMMANDS, MEASURED, count_test_functions, markdown_table, readme_sentence
+from clockless_tools.cli import docs as docs_command
 from clockless_tools.cli.app import app
-from clockless_tools.cli.docs import BEGIN, END, Block, DocsError, blocks, documents, regenerate
+from clockless_tools.cli.generated import BEGIN, END, Block, DocsError, blocks, command_runner, documents, regenerate
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
 from tests.doc_outputs import CHECKED_BY, all_output_blocks, differences, output_blocks
@@ -191,6 +193,7 @@ def path_problems(path: Path) -> list[str]:
 
 
 ROOT_COMMAND = typer.main.get_command(app)
+RUN = command_runner(app)
 
 
 def test_the_pages_are_found() -> None:
@@ -249,7 +252,7 @@ def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index(index: str
 def test_every_template_parameter_and_output_is_described_in_the_deploying_page(section: str) -> None:
     template = Template.load(PROJECT_ROOT / "template.yaml")
     names = template.document.get(section, {})
-    text = (PROJECT_ROOT / "docs" / "stack.md").read_text(encoding="utf-8")
+    text = (PROJECT_ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
     # A job's own (its <Id>ScheduleState, its loops' outputs) is described once, as `<Id>...`.
     ids = sorted(template.document.get("Mappings", {}).get("Jobs", {}), key=len, reverse=True)
 
@@ -262,9 +265,19 @@ def test_every_template_parameter_and_output_is_described_in_the_deploying_page(
 
 
 def test_every_generated_table_is_current() -> None:
-    stale = [f"{b.path.relative_to(PROJECT_ROOT)}:{b.line} `{b.command}`" for p in DOCS for b in regenerate(p)[1]]
+    # `clockless docs --check` as make test runs it: each block's command run on the CLI it runs in
+    done = CliRunner().invoke(app, ["docs", "--check"])
 
-    assert stale == [], "run `make docs` and commit the result"
+    assert done.exit_code == 0, f"run `make docs` and commit the result:\n{done.stdout}{done.stderr}"
+    assert done.stdout == "every generated table is current\n"
+
+
+def test_the_docs_command_outside_the_clockless_cli_says_so() -> None:
+    # Given the docs command on its own, without the CLI whose commands its blocks name
+    done = CliRunner().invoke(docs_command.app, ["--check"])
+
+    assert done.exit_code == 2
+    assert done.stderr == "error: the blocks' commands run on the `clockless` CLI: run this command through it\n"
 
 
 def test_the_generated_tables_are_there() -> None:
@@ -409,28 +422,67 @@ def test_output_blocks_are_found_and_compared_as_documented(tmp_path: Path) -> N
     assert differences(('{"finished_at": "2026-12-01T03:51:25Z"}',), ['{"finished_at": "2027-01-01T00:00:00Z"}']) == []
 
 
-def test_the_timing_figures_were_measured_for_the_suite_as_it_is() -> None:
+def test_the_measured_timings_are_of_the_commands_the_docs_name() -> None:
     document = json.loads(MEASURED.read_text(encoding="utf-8"))
 
-    assert stale(document) is None
     assert document["timings"], "bench/measured.json holds no timing: run `make measure`"
     assert set(document["timings"]) <= set(COMMANDS)
 
 
-def test_timing_figures_go_stale_when_the_suite_grows_past_them(tmp_path: Path) -> None:
-    # Given figures measured for a suite of 100 test functions, and a suite of 104, then of 120
+MEASURED_SAMPLE: dict[str, Any] = {
+    "measured_at": "2026-12-01T19:53:04Z",
+    "commit": "9e4d843",
+    "cores": 2,
+    "python": "3.13.0",
+    "test_functions": 1801,
+    "timings": {
+        "run": {
+            "command": "make run",
+            "wall_seconds": 15.5,
+            "cpu_seconds": 26.4,
+            "load_before": 1.64,
+            "load_after": 1.72,
+            "tests": {},
+        },
+        "test": {
+            "command": "make test",
+            "wall_seconds": 150.1,
+            "cpu_seconds": 257.9,
+            "load_before": 1.72,
+            "load_after": 1.95,
+            "tests": {"passed": 1562, "skipped": 3},
+        },
+    },
+}
+
+
+def test_the_timing_figures_are_written_from_the_measurement() -> None:
+    # Given what `make measure` wrote, When the docs' figures are generated from it
+    sentence, table = readme_sentence(MEASURED_SAMPLE), markdown_table(MEASURED_SAMPLE)
+
+    # Then they state its figures, and when, where and on how large a suite they were measured
+    assert sentence == (
+        "Measured by `make measure` on 2026-12-01 (commit 9e4d843, 2 cores, load average 1.64 to 1.95): "
+        "`make run` 16 s (26 s CPU), `make test` 150 s (258 s CPU) for 1,565 tests and the linters."
+    )
+    assert table.splitlines()[2:4] == [
+        "| `make run` | 16 s | 26 s | 1.64, 1.72 | - |",
+        "| `make test` | 150 s | 258 s | 1.72, 1.95 | 1,562 passed, 3 skipped |",
+    ]
+    assert table.endswith(
+        "(Python 3.13.0), with 1,801 test functions in tests/; "
+        "`make measure` writes `bench/measured.json`, `make docs` this table."
+    )
+
+
+def test_the_suites_size_is_counted_in_test_functions(tmp_path: Path) -> None:
+    # Given a suite of two test functions, one parametrized, beside a helper and a non-test module
     (tmp_path / "tests").mkdir()
-    suite = tmp_path / "tests" / "test_some.py"
-    measured = {"test_functions": 100}
+    (tmp_path / "tests" / "test_some.py").write_text(
+        "import pytest\n\n@pytest.mark.parametrize('n', [1, 2, 3])\ndef test_a(n: int) -> None: ...\n\n"
+        "def test_b() -> None: ...\n\ndef helper() -> None: ...\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "tests" / "support.py").write_text("def test_like_but_not_collected() -> None: ...\n")
 
-    suite.write_text("".join(f"def test_{n}() -> None: ...\n" for n in range(104)), encoding="utf-8")
-    grown_a_little = stale(measured, tmp_path)
-    suite.write_text("".join(f"def test_{n}() -> None: ...\n" for n in range(120)), encoding="utf-8")
-    grown_a_lot = stale(measured, tmp_path)
-
-    # Then a few more tests leave them current, a new suite makes them stale, naming the fix
-    assert grown_a_little is None
-    assert grown_a_lot is not None
-    assert "100 test functions" in grown_a_lot
-    assert "120 now" in grown_a_lot
-    assert "make measure" in grown_a_lot
+    assert count_test_functions(tmp_path) == 2

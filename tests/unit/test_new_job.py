@@ -19,9 +19,7 @@ from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems
 from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.architecture.latest_success import latest_success
 from clockless_tools.cli.app import app
-from clockless_tools.scaffold.declaration import TABLES_POLICY
 from clockless_tools.scaffold.names import JobNames
-from clockless_tools.scaffold.wiring import TABLE
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import check_template
 from tests.conftest import PROJECT_ROOT
@@ -121,19 +119,10 @@ def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -
     for names in (PLAIN, SECOND_PLAIN):
         assert template.function_for_job(names.job).logical_id == names.function_id
         assert not template.workers_of(names.function_id)
-    # And docs/decisions.md states the lines each added, counted as `git diff --numstat` counts (the
-    # first one's loops only when they came with it: on a project that has such a job, both are seconds)
-    (in_1, out_1), (in_2, out_2) = _numstat(before, first), _numstat(first, text.splitlines())
-    doc = " ".join((PROJECT_ROOT / "docs" / "decisions.md").read_text(encoding="utf-8").split())
-    second = f"a second {in_2 - out_2} new lines and {out_2} changed"
-    assert second in doc
-    if already:
-        assert (in_1, out_1) == (in_2, out_2)
-    else:
-        assert (
-            f"the first adds {in_1 - out_1} new lines and changes {out_1} (`git diff --numstat`: {in_1} in, "
-            f"{out_1} out), {second}"
-        ) in doc
+    # And the second only joined the loops the first brought in: it writes out no resource but its
+    # table and tables policy (what it adds is measured by `clockless new measure`:
+    # tests/unit/test_new_job_measure.py)
+    assert _types_written_out(first, text.splitlines()) == ["AWS::DynamoDB::Table", "AWS::IAM::ManagedPolicy"]
 
 
 def _plain_loop_list(lines: list[str]) -> list[str]:
@@ -201,24 +190,17 @@ def test_a_name_whose_resources_the_template_has_is_refused(project: Path) -> No
     assert f"template.yaml already has {FIRST.function_id}" in err
 
 
-def test_the_template_lines_a_new_job_adds_are_the_ones_the_docs_state(project: Path) -> None:
+def test_a_new_job_writes_out_only_its_table_and_tables_policy(project: Path) -> None:
     # When a fanned-out job is made
     before = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
     assert new(project, FANNED.job, "--fan-out")[0] == 0
     after = (project / "template.yaml").read_text(encoding="utf-8").splitlines()
 
-    # Then docs/adding-a-job.md states what it added, counted as `git diff --numstat` counts
-    lines_in, lines_out = _numstat(before, after)
-    table = len(FANNED.fill(TABLE).splitlines())
-    policy = len(FANNED.fill(TABLES_POLICY).splitlines())
-    stated = (
-        f"{lines_in - lines_out} new lines and {lines_out} changed (`git diff --numstat template.yaml`: "
-        f"{lines_in} in, {lines_out} out), {table} of them the table and {policy} its tables policy"
-    )
-    doc = " ".join((PROJECT_ROOT / "docs" / "adding-a-job.md").read_text(encoding="utf-8").split())
-    assert stated in doc
-    # And the declaration beside the table and its policy stays within a quarter of the 358 lines of old
-    assert lines_in - table - policy <= 358 // 4
+    # Then the only resources written into template.yaml are its table and its tables policy: its
+    # functions, schedule, queues, alarms and dashboard page are the loop's, declared once
+    assert _types_written_out(before, after) == ["AWS::DynamoDB::Table", "AWS::IAM::ManagedPolicy"]
+    template = Template.load(project / "template.yaml")
+    assert template.function_for_job(FANNED.job).logical_id == FANNED.function_id
 
 
 def test_the_local_trigger_can_press_the_new_job(project: Path) -> None:
@@ -230,12 +212,10 @@ def test_the_local_trigger_can_press_the_new_job(project: Path) -> None:
     assert env[PLAIN.function_id] == {}
 
 
-def _numstat(before: list[str], after: list[str]) -> tuple[int, int]:
-    """Lines in and out, as `git diff --numstat` counts them."""
-    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))
-    lines_in = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
-    lines_out = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-    return lines_in, lines_out
+def _types_written_out(before: list[str], after: list[str]) -> list[str]:
+    """The resource types of the lines added between two versions of template.yaml."""
+    added = [line[1:] for line in difflib.unified_diff(before, after, lineterm="", n=0) if line.startswith("+")]
+    return sorted(line.split("Type:", 1)[1].strip() for line in added if line.strip().startswith("Type: AWS::"))
 
 
 def test_a_schedule_given_writes_the_numbers_the_rules_ask_for(project: Path) -> None:

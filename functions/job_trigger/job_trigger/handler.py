@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -17,6 +16,7 @@ from typing import Any, Final
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
+from clockless.config import metrics_namespace
 from clockless.observability import Observability
 from clockless.tick import utc_now
 from job_trigger.logic import (
@@ -31,7 +31,6 @@ from job_trigger.repository import DynamoTickLedger, LambdaJobInvoker, SecretsMa
 from job_trigger.settings import JobTriggerSettings
 
 ROUTE: Final = "POST /jobs/{job}/ticks"
-DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
 
 # Never log the event: its headers carry the secret.
 logger = Logger(service="job-trigger")
@@ -105,8 +104,7 @@ def post_tick(job: str, event: Mapping[str, Any]) -> dict[str, Any]:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_METRICS_NAMESPACE
-    observability.count_cold_start(context, metrics_namespace=namespace)
+    observability.count_cold_start(context, metrics_namespace=metrics_namespace())
     job = (event.get("pathParameters") or {}).get("job")
     if event.get("routeKey") != ROUTE or not job:
         # Only a misconfigured API sends anything else here.

@@ -189,27 +189,61 @@ def trigger_tick(
     # First, so a caller without the secret learns nothing, not even which jobs exist.
     if not secret.load().accepts(request.presented_secret):
         raise Unauthorized
+    return _answer(request, job_functions=job_functions, window=window, ledger=ledger, invoker=invoker)
+
+
+def _answer(
+    request: TickRequest,
+    *,
+    job_functions: Mapping[str, str],
+    window: timedelta,
+    ledger: TickLedger,
+    invoker: JobInvoker,
+) -> TriggerResponse:
+    """The tick the request names: answered from the ledger if it succeeded before, else handed to
+    its job's function."""
     function_arn = job_functions.get(request.job)
     if function_arn is None:
         raise UnknownJob(request.job, list(job_functions))
     text = request_body(request.body, base64_encoded=request.body_base64_encoded)
     scheduled_time = scheduled_time_from_body(text, now=request.now, window=window)
-    identity = {"job": request.job, "scheduled_time": format_scheduled_time(scheduled_time)}
     entry = ledger.entry(request.job, scheduled_time)
     if entry is not None and entry.status == STATUS_SUCCEEDED:
-        return TriggerResponse(
-            200,
-            {
-                **identity,
-                "status": STATUS_SUCCEEDED,
-                "invoked": False,
-                "ledger_key": identity,
-                "attempts": entry.attempts,
-                "trigger": entry.trigger,
-                "finished_at": entry.finished_at,
-                "summary": entry.summary,
-            },
-        )
+        return _succeeded_before(request.job, scheduled_time, entry)
+    return _handed_over(request, scheduled_time, entry, function_arn, invoker)
+
+
+def _identity(job: str, scheduled_time: datetime) -> dict[str, str]:
+    """The tick's identity, which is also its ledger key."""
+    return {"job": job, "scheduled_time": format_scheduled_time(scheduled_time)}
+
+
+def _succeeded_before(job: str, scheduled_time: datetime, entry: LedgerEntry) -> TriggerResponse:
+    """200: the ledger's record of the tick's success; nothing is invoked."""
+    identity = _identity(job, scheduled_time)
+    return TriggerResponse(
+        200,
+        {
+            **identity,
+            "status": STATUS_SUCCEEDED,
+            "invoked": False,
+            "ledger_key": identity,
+            "attempts": entry.attempts,
+            "trigger": entry.trigger,
+            "finished_at": entry.finished_at,
+            "summary": entry.summary,
+        },
+    )
+
+
+def _handed_over(
+    request: TickRequest,
+    scheduled_time: datetime,
+    entry: LedgerEntry | None,
+    function_arn: str,
+    invoker: JobInvoker,
+) -> TriggerResponse:
+    """202: the tick, as the scheduler would deliver it, handed to its job's function."""
     tick = Tick(
         job=request.job,
         scheduled_time=scheduled_time,
@@ -223,6 +257,7 @@ def trigger_tick(
     # A started, failed or skipped tick is delivered again: the job's own idempotency makes a
     # delivery that finds it still running do nothing, and a stuck or failed tick needs this press.
     invoker.invoke_async(function_arn, payload)
+    identity = _identity(request.job, scheduled_time)
     accepted: dict[str, Any] = {
         **identity,
         "status": STATUS_ACCEPTED,

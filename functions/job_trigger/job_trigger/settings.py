@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from clockless.config import ConfigurationError, env_int, env_str
+from clockless.config import ConfigurationError, env_int, env_str, ledger_table_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +23,7 @@ class JobTriggerSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> JobTriggerSettings:
         return cls(
             job_functions=_job_functions(env_str("JOB_FUNCTIONS", environ)),
-            ledger_table=env_str("LEDGER_TABLE_NAME", environ),
+            ledger_table=ledger_table_name(environ),
             secret_id=env_str("TRIGGER_SECRET_ID", environ),
             secret_max_age_seconds=env_int("TRIGGER_SECRET_MAX_AGE_SECONDS", environ, minimum=0),
             window=timedelta(minutes=env_int("TRIGGER_WINDOW_MINUTES", environ, minimum=1)),

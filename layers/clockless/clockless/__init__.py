@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from clockless.config import ConfigurationError as ConfigurationError
+    from clockless.errors import ClocklessError as ClocklessError
     from clockless.job import OUTCOME_DUPLICATE as OUTCOME_DUPLICATE
     from clockless.job import OUTCOME_EXECUTED as OUTCOME_EXECUTED
     from clockless.job import OUTCOME_IN_PROGRESS as OUTCOME_IN_PROGRESS
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "ConfigurationError": "clockless.config",
+    "ClocklessError": "clockless.errors",
     "OUTCOME_DUPLICATE": "clockless.job",
     "OUTCOME_EXECUTED": "clockless.job",
     "OUTCOME_IN_PROGRESS": "clockless.job",
@@ -43,6 +45,7 @@ __all__ = [
     "OUTCOME_DUPLICATE",
     "OUTCOME_EXECUTED",
     "OUTCOME_IN_PROGRESS",
+    "ClocklessError",
     "ConfigurationError",
     "JobRun",
     "KitSettings",

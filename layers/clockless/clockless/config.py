@@ -1,4 +1,10 @@
-"""Reading the environment the template sets, once, with errors that name the variable."""
+"""Reading the environment the template (and Lambda) sets, with errors that name the variable.
+
+The one module of the kit that reads the process environment: the settings objects (the kit's,
+the fan-out's, each function's) read it through these functions, each variable the kit shares
+(`LEDGER_*`, `POWERTOOLS_METRICS_NAMESPACE`) is parsed here once, and the rule `layering` refuses
+an environment read anywhere else in deployed code. Each function takes `environ` for tests; None
+is the process's environment."""
 
 from __future__ import annotations
 
@@ -7,13 +13,30 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from clockless.errors import ClocklessError
 
-class ConfigurationError(RuntimeError):
+
+class ConfigurationError(ClocklessError, RuntimeError):
     """The function's environment does not match what template.yaml declares."""
 
 
+# Where the kit's metrics go when the template sets no POWERTOOLS_METRICS_NAMESPACE.
+DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
+_DAY_SECONDS: Final = 86400
+
+
+def environment(environ: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    """`environ`, or the process's environment when None."""
+    return os.environ if environ is None else environ
+
+
+def env_optional(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """A variable that may be unset: its value (stripped), or None when unset or blank."""
+    return environment(environ).get(name, "").strip() or None
+
+
 def env_str(name: str, environ: Mapping[str, str] | None = None) -> str:
-    value = (os.environ if environ is None else environ).get(name, "").strip()
+    value = environment(environ).get(name, "").strip()
     if not value:
         raise ConfigurationError(f"environment variable {name} is not set (template.yaml sets it)")
     return value
@@ -36,6 +59,22 @@ def env_list(name: str, environ: Mapping[str, str] | None = None) -> tuple[str, 
     if not items:
         raise ConfigurationError(f"environment variable {name} must list at least one value")
     return items
+
+
+def metrics_namespace(environ: Mapping[str, str] | None = None) -> str:
+    """The CloudWatch namespace of the kit's metrics: POWERTOOLS_METRICS_NAMESPACE, as Powertools
+    reads it, or Clockless."""
+    return env_optional("POWERTOOLS_METRICS_NAMESPACE", environ) or DEFAULT_METRICS_NAMESPACE
+
+
+def ledger_table_name(environ: Mapping[str, str] | None = None) -> str:
+    """LEDGER_TABLE_NAME: the run ledger every job, worker and the trigger write to."""
+    return env_str("LEDGER_TABLE_NAME", environ)
+
+
+def ledger_retention_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """LEDGER_RETENTION_DAYS (at least 1), in seconds: how long a ledger entry is kept."""
+    return env_int("LEDGER_RETENTION_DAYS", environ, minimum=1) * _DAY_SECONDS
 
 
 # What decides where a client connects: botocore reads these when it makes one.

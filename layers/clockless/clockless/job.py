@@ -8,7 +8,6 @@ with the Lambda context registered before the claim so an attempt that times out
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,7 +20,14 @@ from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idemp
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from clockless.config import PerEnvironment, env_int, env_str
+from clockless.config import (
+    PerEnvironment,
+    env_int,
+    env_str,
+    ledger_retention_seconds,
+    ledger_table_name,
+    metrics_namespace,
+)
 from clockless.ledger import SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
 from clockless.observability import Observability
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
@@ -31,7 +37,6 @@ from clockless.tick import Tick, format_scheduled_time, utc_now
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
 IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
-DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
 
 METRIC_SUCCEEDED: Final = "TickSucceeded"
 # A fan-out coordinator handed its tick's partitions out; the tick succeeds later (TickSucceeded,
@@ -103,13 +108,12 @@ class KitSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KitSettings:
-        namespace = (os.environ if environ is None else environ).get("POWERTOOLS_METRICS_NAMESPACE", "")
         return cls(
             idempotency_table=env_str("IDEMPOTENCY_TABLE_NAME", environ),
             idempotency_expiry_seconds=env_int("IDEMPOTENCY_EXPIRY_SECONDS", environ, minimum=60),
-            ledger_table=env_str("LEDGER_TABLE_NAME", environ),
-            ledger_retention_seconds=env_int("LEDGER_RETENTION_DAYS", environ, minimum=1) * 86400,
-            metrics_namespace=namespace or DEFAULT_METRICS_NAMESPACE,
+            ledger_table=ledger_table_name(environ),
+            ledger_retention_seconds=ledger_retention_seconds(environ),
+            metrics_namespace=metrics_namespace(environ),
         )
 
 
@@ -185,36 +189,12 @@ class ScheduledJob:
         return lambda_handler
 
     def deliver(self, tick: Tick, fn: JobFunction, context: LambdaContextLike | None) -> dict[str, Any]:
+        """One delivery of a tick: held back by the job's overlap policy, or run at most once
+        (claimed, executed, completed in the ledger), and reported in metrics and logs."""
         settings = self.settings()
-        metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=self.name)
-        metrics.add_dimension(name="job", value=self.name)
-        # Dead-man alarms watch trigger=schedule only: a manual run must not hide a silent schedule.
-        metrics.add_dimension(name="trigger", value=tick.trigger.value)
-        self.observability.invocation(context, metrics_namespace=settings.metrics_namespace)
-        self.logger.thread_safe_append_keys(
-            correlation_id=tick.key,
-            job=tick.job,
-            scheduled_time=tick.identity["scheduled_time"],
-            attempt=tick.attempt,
-            trigger=tick.trigger.value,
-            execution_id=tick.execution_id,
-        )
-        config = IdempotencyConfig(
-            event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,
-            raise_on_no_idempotency_key=True,
-            expires_after_seconds=settings.idempotency_expiry_seconds,
-            # Registered before the claim: the in-progress record then expires with this attempt.
-            lambda_context=context,  # type: ignore[arg-type]
-            response_hook=_mark_duplicate,
-        )
+        metrics = self._tick_metrics(tick, settings)
+        self._observe(tick, context, settings)
         store = self.persistence_store()
-        run_once = idempotent_function(
-            self._execute,
-            data_keyword_argument="tick_identity",
-            persistence_store=store,
-            config=config,
-            key_prefix=self.idempotency_key_prefix,
-        )
         delivery = Delivery(
             tick,
             request_id=getattr(context, "aws_request_id", None),
@@ -227,37 +207,92 @@ class ScheduledJob:
                 self.logger.info("tick held back by overlap", extra={"held": held.status, "reason": held.reason})
                 metrics.add_metric(name=METRIC_HELD, unit=MetricUnit.Count, value=1)
                 return held.result(tick)
-            with store.delivering(delivery):
-                try:
-                    result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
-                except IdempotencyAlreadyInProgressError:
-                    # Another delivery of this tick holds the claim, and it is alive: a failed
-                    # attempt releases its claim, a timed-out one's claim expires with it, and
-                    # Lambda's retry of either takes it over. Failing here would set off retries
-                    # and end in the DLQ for a tick that is being handled.
-                    self.logger.info("tick already in progress elsewhere; this delivery does nothing")
-                    metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
-                    return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
-                except Exception as error:
-                    result = self._settle_failure(store, delivery, error, metrics)
-            if result["outcome"] == OUTCOME_DUPLICATE:
-                self.logger.info("duplicate delivery; returning the first delivery's result")
-                metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
-                if self.partitions_total is None and delivery.retries_its_holder:
-                    # The attempt that completed the tick died after it, perhaps before its
-                    # TickSucceeded was out: Lambda's retry of it reports the success (again, at
-                    # most once per retry Lambda makes; docs/observability.md).
-                    self.logger.info("retry of the attempt that completed the tick: reporting its success")
-                    metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
-                return result
-            # Last step of a successful run, so a failure can never be counted as a success. A
-            # coordinator's tick is not done yet: its finisher emits TickSucceeded.
-            done = METRIC_SUCCEEDED if self.partitions_total is None else METRIC_FANNED_OUT
-            metrics.add_metric(name=done, unit=MetricUnit.Count, value=1)
+            result = self._run_once(delivery, fn, context, store, metrics)
+            self._report(result, delivery, metrics)
             return result
         finally:
             metrics.flush_metrics()
             self.logger.thread_safe_clear_keys()
+
+    def _tick_metrics(self, tick: Tick, settings: KitSettings) -> EphemeralMetrics:
+        """The delivery's metrics, by job and by trigger."""
+        metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=self.name)
+        metrics.add_dimension(name="job", value=self.name)
+        # Dead-man alarms watch trigger=schedule only: a manual run must not hide a silent schedule.
+        metrics.add_dimension(name="trigger", value=tick.trigger.value)
+        return metrics
+
+    def _observe(self, tick: Tick, context: LambdaContextLike | None, settings: KitSettings) -> None:
+        """The Lambda context and the tick on every log line of the delivery; a cold start counted."""
+        self.observability.invocation(context, metrics_namespace=settings.metrics_namespace)
+        self.logger.thread_safe_append_keys(
+            correlation_id=tick.key,
+            job=tick.job,
+            scheduled_time=tick.identity["scheduled_time"],
+            attempt=tick.attempt,
+            trigger=tick.trigger.value,
+            execution_id=tick.execution_id,
+        )
+
+    def _run_once(
+        self,
+        delivery: Delivery,
+        fn: JobFunction,
+        context: LambdaContextLike | None,
+        store: LedgeredPersistenceLayer,
+        metrics: EphemeralMetrics,
+    ) -> dict[str, Any]:
+        """The tick claimed, run and completed through Powertools' idempotency (the first delivery),
+        or the first delivery's result (a duplicate), or in progress elsewhere; a failure settled."""
+        tick = delivery.tick
+        config = IdempotencyConfig(
+            event_key_jmespath=IDEMPOTENCY_KEY_JMESPATH,
+            raise_on_no_idempotency_key=True,
+            expires_after_seconds=self.settings().idempotency_expiry_seconds,
+            # Registered before the claim: the in-progress record then expires with this attempt.
+            lambda_context=context,  # type: ignore[arg-type]
+            response_hook=_mark_duplicate,
+        )
+        run_once = idempotent_function(
+            self._execute,
+            data_keyword_argument="tick_identity",
+            persistence_store=store,
+            config=config,
+            key_prefix=self.idempotency_key_prefix,
+        )
+        with store.delivering(delivery):
+            try:
+                result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
+            except IdempotencyAlreadyInProgressError:
+                # Another delivery of this tick holds the claim, and it is alive: a failed
+                # attempt releases its claim, a timed-out one's claim expires with it, and
+                # Lambda's retry of either takes it over. Failing here would set off retries
+                # and end in the DLQ for a tick that is being handled.
+                return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
+            except Exception as error:
+                result = self._settle_failure(store, delivery, error, metrics)
+        return result
+
+    def _report(self, result: Mapping[str, Any], delivery: Delivery, metrics: EphemeralMetrics) -> None:
+        """What the delivery did, as a metric and a log line."""
+        if result["outcome"] == OUTCOME_IN_PROGRESS:
+            self.logger.info("tick already in progress elsewhere; this delivery does nothing")
+            metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+            return
+        if result["outcome"] == OUTCOME_DUPLICATE:
+            self.logger.info("duplicate delivery; returning the first delivery's result")
+            metrics.add_metric(name=METRIC_DUPLICATE, unit=MetricUnit.Count, value=1)
+            if self.partitions_total is None and delivery.retries_its_holder:
+                # The attempt that completed the tick died after it, perhaps before its
+                # TickSucceeded was out: Lambda's retry of it reports the success (again, at
+                # most once per retry Lambda makes; docs/observability.md).
+                self.logger.info("retry of the attempt that completed the tick: reporting its success")
+                metrics.add_metric(name=METRIC_SUCCEEDED, unit=MetricUnit.Count, value=1)
+            return
+        # Last step of a successful run, so a failure can never be counted as a success. A
+        # coordinator's tick is not done yet: its finisher emits TickSucceeded.
+        done = METRIC_SUCCEEDED if self.partitions_total is None else METRIC_FANNED_OUT
+        metrics.add_metric(name=done, unit=MetricUnit.Count, value=1)
 
     def _held_by_overlap(self, tick: Tick, store: LedgeredPersistenceLayer) -> Held | None:
         """Skipped or buffered behind an earlier tick still running, as the job declared; None:

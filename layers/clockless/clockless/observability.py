@@ -13,12 +13,13 @@ in CloudWatch Logs Insights. docs/observability.md says how to turn tracing on i
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from clockless.config import env_optional
 
 METRIC_COLD_START: Final = "ColdStart"
 # Set by Lambda for provisioned concurrency: its initialisation happens before any request.
@@ -45,7 +46,7 @@ class ColdStart:
     """
 
     def __init__(self) -> None:
-        self._cold = os.environ.get(_INITIALIZATION_TYPE) != "provisioned-concurrency"
+        self._cold = env_optional(_INITIALIZATION_TYPE) != "provisioned-concurrency"
         self._lock = threading.Lock()
 
     def take(self) -> bool:
@@ -85,7 +86,7 @@ class Observability:
         return cold
 
     def _emit_cold_start(self, function_name: str | None, metrics_namespace: str) -> None:
-        name = function_name or os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or self.service
+        name = function_name or env_optional("AWS_LAMBDA_FUNCTION_NAME") or self.service
         with single_metric(
             name=METRIC_COLD_START, unit=MetricUnit.Count, value=1, namespace=metrics_namespace
         ) as metric:

@@ -29,6 +29,8 @@ from typing import Any, Final, Protocol
 
 from botocore.exceptions import ClientError
 
+from clockless.errors import ClocklessError
+
 # Whole-request refusals for capacity: DynamoDB's error codes, and SQS's (`RequestThrottled`: the
 # queue's or the account's request rate; `KmsThrottled`: the queue's KMS key), both of which
 # botocore's standard retries resend and then give up on.
@@ -156,7 +158,7 @@ def client_request_token(transact_items: list[dict[str, Any]]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:TOKEN_LENGTH]
 
 
-class BudgetSpent(RuntimeError):
+class BudgetSpent(ClocklessError, RuntimeError):
     """Still throttled when the attempt's budget ran out. Not a failure: the caller hands the
     rest of the work on to a later attempt."""
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from clockless.errors import ClocklessError
+
 # ids and ARNs: a schedule ARN is at most ~200 characters (64-character group and name), an
 # execution id or API request id a few dozen. Far above both, and far below DynamoDB's limits.
 MAX_ID_LENGTH: Final = 256
@@ -46,7 +48,7 @@ _JSON_KINDS: Final[tuple[tuple[Any, str], ...]] = (
 )
 
 
-class MalformedTickError(ValueError):
+class MalformedTickError(ClocklessError, ValueError):
     """The payload cannot be a tick of this job. Raised before anything is claimed or written."""
 
     def __init__(self, field: str, problem: str) -> None:

@@ -17,8 +17,10 @@ from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.declared_keys import in_declaration_terms
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
+from clockless_tools.architecture.environment_in_config import ENVIRONMENT_IN_CONFIG_RULE
 from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
+from clockless_tools.architecture.import_graph import IMPORT_GRAPH_RULE
 from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
@@ -60,6 +62,8 @@ RULES: tuple[Rule, ...] = (
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
+    IMPORT_GRAPH_RULE,
+    ENVIRONMENT_IN_CONFIG_RULE,
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
     DEAD_MAN_ALARM_RULE,

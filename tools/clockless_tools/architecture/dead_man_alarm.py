@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from clockless.config import DEFAULT_METRICS_NAMESPACE
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, Timing, simulate
 from clockless_tools.architecture.job_bounds import DURATION_KEY, GRACE_KEY, METADATA_KEY, JobBounds, read_bounds
 from clockless_tools.architecture.latest_success import latest_success
@@ -158,7 +159,7 @@ def _alarm_problems(
     namespace = (
         template.function_globals.get("Environment", {})
         .get("Variables", {})
-        .get("POWERTOOLS_METRICS_NAMESPACE", "Clockless")
+        .get("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
     )
     period, evaluations = expected_alarm_shape(spec, bounds.grace)
     queries = _success_queries(props)

@@ -12,7 +12,6 @@ missing from the contracts (a contract that lost `{functions}`), so no job is si
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 import io
@@ -23,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from clockless_tools.architecture.code import module_imports, qualified_name
-from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
+from clockless_tools.architecture.code import environment_reads
+from clockless_tools.architecture.project import TOOLS_DIR, Project, Rule, SourceFile, Violation
 
 LAYERING: Final = "layering"
 
@@ -34,8 +33,6 @@ PLAIN_LOGIC: Final = "plain-logic"
 KIT_INDEPENDENT: Final = "kit-independent-of-jobs"
 JOBS_INDEPENDENT: Final = "jobs-independent"
 TOOLS_LAYERS: Final = "tools-layers"
-# The developer tools: never deployed, but their import direction is a contract too.
-TOOLS_DIR: Final = "tools"
 # What the contracts in pyproject.toml write for "every function's package" (see the docstring).
 FUNCTIONS: Final = "{functions}"
 
@@ -47,7 +44,6 @@ _FIXES: Final = {
     JOBS_INDEPENDENT: "Lambda ships each CodeUri alone: move shared code into the layer",
     TOOLS_LAYERS: "cli > simulate/operations/bench/architecture/timezones > local > template: import downwards",
 }
-_ENVIRONMENT_READS: Final = {"os.environ", "os.environb", "os.getenv", "os.getenvb"}
 
 
 def check_layering(project: Project) -> Iterator[Violation]:
@@ -70,8 +66,7 @@ def _logic_sources(project: Project) -> Iterator[SourceFile]:
 
 def _check_logic_reads_no_environment(project: Project) -> Iterator[Violation]:
     for source in _logic_sources(project):
-        imports = module_imports(source.tree)
-        lines = {line for node in ast.walk(source.tree) if (line := _environment_read(node, imports)) is not None}
+        lines = environment_reads(source.tree)
         for line in sorted(lines):
             yield Violation(
                 LAYERING,
@@ -81,19 +76,6 @@ def _check_logic_reads_no_environment(project: Project) -> Iterator[Violation]:
                 _FIXES["logic-reads-no-environment"],
                 line=line,
             )
-
-
-def _environment_read(node: ast.AST, imports: dict[str, str]) -> int | None:
-    """The line of `node` if it reads the process environment (os.environ, os.getenv, ...)."""
-    if isinstance(node, ast.Name | ast.Attribute) and qualified_name(node, imports) in _ENVIRONMENT_READS:
-        return node.lineno
-    if (
-        isinstance(node, ast.ImportFrom)
-        and node.module == "os"
-        and any(f"os.{alias.name}" in _ENVIRONMENT_READS for alias in node.names)
-    ):
-        return node.lineno
-    return None
 
 
 # ---------------------------------------------------------------------------------------------- contracts

@@ -7,6 +7,7 @@ and over a copy in a temporary directory with a violation planted in it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -21,6 +22,8 @@ from clockless_tools.template.queues import literal_int
 
 # The kit's package, as handlers import it.
 KIT_PACKAGE = "clockless"
+# The developer tools' directory: never deployed, read by the rules about code layout.
+TOOLS_DIR = "tools"
 
 _SKIPPED_DIRS = {"__pycache__", "node_modules"}
 _SUB_TOKEN = re.compile(r"\$\{([^}!]+)\}")
@@ -196,6 +199,18 @@ class Project:
                 if resolved not in seen:
                     seen[resolved] = self._source(path)
         return list(seen.values())
+
+    @cached_property
+    def tool_sources(self) -> list[SourceFile]:
+        """Every Python file of the developer tools (tools/: never deployed), each parsed and named
+        as the tools import it (`clockless_tools.cli.app`), owned by `tools`."""
+        tools = self.root / TOOLS_DIR
+        if not tools.is_dir():
+            return []
+        return [
+            dataclasses.replace(self._source(path), module=_module_name(path.relative_to(tools)), owner=TOOLS_DIR)
+            for path in sorted(_python_files(tools))
+        ]
 
     def source(self, path: Path) -> SourceFile:
         for candidate in self.sources:

@@ -6,7 +6,7 @@ time, and its CPU time (user + system of it and every process it waited for, fro
 recorded with the machine's core count and load average before and after, since a shared machine's
 load moves every figure. Its output passes through to stderr, so the measurement speaks as it goes.
 The test count comes from pytest's closing line; the count of test functions in tests/ is kept
-beside it, so the docs check can tell when the suite has grown past the figures (`stale`).
+beside it and shown with the figures, so a reader can tell how far the suite has moved since.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ MEASURED: Final = PROJECT_ROOT / "bench" / "measured.json"
 COMMANDS: Final = {"run": ("make", "run"), "test": ("make", "test")}
 # pytest's closing line: "1,180 passed, 3 skipped, 66 deselected in 170.02s"
 _OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)\b")
-# The suite may grow this much (in test functions) before the figures measured for it are stale.
-STALE_GROWTH: Final = 0.05
 
 
 class MeasureError(RuntimeError):
@@ -118,19 +116,6 @@ def write(document: dict[str, Any], path: Path = MEASURED) -> None:
     path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
 
 
-def stale(document: dict[str, Any], root: Path = PROJECT_ROOT) -> str | None:
-    """Why the figures no longer describe the code, or None: the suite has grown or shrunk past
-    STALE_GROWTH in test functions since they were measured."""
-    measured = int(document.get("test_functions", 0))
-    now = count_test_functions(root)
-    if measured and abs(now - measured) <= STALE_GROWTH * measured:
-        return None
-    return (
-        f"the timing figures were measured with {measured} test functions in tests/, there are {now} now: "
-        "run `make measure` (on a quiet machine) and commit bench/measured.json, then `make docs`"
-    )
-
-
 def _seconds(value: float) -> str:
     return f"{value:,.0f} s"
 
@@ -175,6 +160,7 @@ def markdown_table(document: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         f"Measured {document['measured_at']} at commit {document['commit']} on {document['cores']} cores "
-        f"(Python {document['python']}); `make measure` writes `bench/measured.json`, `make docs` this table."
+        f"(Python {document['python']}), with {document['test_functions']:,} test functions in tests/; "
+        "`make measure` writes `bench/measured.json`, `make docs` this table."
     )
     return "\n".join(lines)

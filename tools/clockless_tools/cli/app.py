@@ -52,12 +52,16 @@ def _print_version(asked: bool) -> None:
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     _version: Annotated[
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
     """Scheduled jobs on AWS Lambda that take effect exactly once per tick."""
+    # The commands that run other commands (`docs`, `new job`: generated.running_cli) find the CLI
+    # here, where importing this module would close a circle.
+    ctx.obj = app
 
 
 app.add_typer(simulate.app)

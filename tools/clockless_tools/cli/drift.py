@@ -6,38 +6,23 @@ import json
 
 import typer
 
-from clockless_tools.cli.common import OPERATE, JsonOption, TemplateOption, line_stdout
-from clockless_tools.cli.operations import (
-    ConfigEnvOption,
-    ConfigFileOption,
-    EndpointOption,
-    ProfileOption,
-    RegionOption,
-    StackOption,
-    acting_on,
-    target_from_options,
-)
-from clockless_tools.operations.connection import DEFAULT_CONFIG_ENV
+from clockless_tools.cli.common import OPERATE, JsonOption, line_stdout
+from clockless_tools.cli.target import TargetOptions, acting_on, target_options
 from clockless_tools.operations.drift import describe, schedule_drift
-from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer()
 
 
 @app.command("drift", rich_help_panel=OPERATE)
+@target_options
 def drift(
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Compare each deployed schedule with template.yaml (expression, zone, state, flexible window, retry policy,
     DLQ, target ARN, Input exactly); exit 1 naming each field that differs."""
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     with acting_on(target):
         drifts = [schedule_drift(target, tpl, job) for job in sorted(tpl.jobs)]
     if as_json:

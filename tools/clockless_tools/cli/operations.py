@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
@@ -23,9 +21,6 @@ from clockless_tools.cli.common import (
     EXIT_PARTITIONS_FAILING,
     OPERATE,
     JsonOption,
-    TemplateOption,
-    fail,
-    flag,
     function_log,
     function_output,
     line_stderr,
@@ -35,54 +30,18 @@ from clockless_tools.cli.common import (
     stdout,
     utc,
 )
-from clockless_tools.local.server import running_endpoint
+from clockless_tools.cli.target import TargetOptions, acting_on, target_options
 from clockless_tools.operations.backfill import OUTCOME_PARTITIONS_FAILING, BackfillPolicy, backfill
-from clockless_tools.operations.connection import (
-    DEFAULT_CONFIG_ENV,
-    open_stack,
-    reported,
-    require_endpoint,
-    resolve_connection,
-)
 from clockless_tools.operations.grid import job_grid, render_text
 from clockless_tools.operations.page import StatusPage, render_page
 from clockless_tools.operations.report import failing_line, verdict, what_it_did
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.spans import format_span
 from clockless_tools.operations.status import COLUMNS, fanned_out_lines, job_status, table_cells
-from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, PartitionsFailing
-from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
-from clockless_tools.template.model import Template
+from clockless_tools.operations.targets import LocalTarget, PartitionsFailing
 
 app = typer.Typer()
 
-StackOption = Annotated[
-    str | None,
-    typer.Option(
-        "--stack",
-        help="A deployed stack, reached with samconfig.toml's region and profile (default: the local runtime). "
-        "E.g. --stack clockless-dev",
-    ),
-]
-RegionOption = Annotated[
-    str | None,
-    typer.Option(
-        "--region", help="AWS region of --stack; overrides AWS_REGION and samconfig.toml. E.g. --region eu-west-1"
-    ),
-]
-ProfileOption = Annotated[
-    str | None,
-    typer.Option(
-        "--profile", help="AWS profile for --stack; overrides AWS_PROFILE and samconfig.toml. E.g. --profile ops"
-    ),
-]
-ConfigEnvOption = Annotated[
-    str,
-    typer.Option(
-        "--config-env",
-        help="samconfig.toml environment to read region and profile from, as sam does. E.g. --config-env prod",
-    ),
-]
 VerboseOption = Annotated[
     bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
 ]
@@ -94,68 +53,11 @@ BACKFILL_LOG, RUN_NOW_LOG = function_log("backfill"), function_log("run-now")
 
 
 JobArgument = Annotated[str, typer.Argument(help='The job name (the schedule Input\'s "job"). E.g. session-cleanup')]
-ConfigFileOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config-file",
-        help="The samconfig.toml to read (default: the one beside --template), as sam. E.g. --config-file ops.toml",
-    ),
-]
-EndpointOption = Annotated[
-    str | None,
-    typer.Option(
-        "--endpoint",
-        help="Local DynamoDB endpoint (default: the running `local up`). E.g. --endpoint http://127.0.0.1:8765",
-    ),
-]
-
-
-def target_from_options(
-    template_path: Path,
-    stack: str | None,
-    region: str | None,
-    profile: str | None,
-    endpoint: str | None,
-    config_env: str = DEFAULT_CONFIG_ENV,
-    config_file: Path | None = None,
-) -> tuple[Template, JobTarget]:
-    """The template and where to act, or one line saying why not (exit 2)."""
-    try:
-        template = Template.load(template_path)
-        if stack is not None:
-            connection = resolve_connection(
-                stack,
-                region=region,
-                profile=profile,
-                samconfig=config_file or template_path.resolve().parent / "samconfig.toml",
-                config_env=config_env,
-            )
-            return template, open_stack(template, connection)
-        if endpoint is None:
-            endpoint = running_endpoint()
-            if endpoint is None:
-                raise fail(f"no embedded DynamoDB is running: start it with `make local-up`, or pass {flag('--stack')}")
-        return template, LocalTarget(template, require_endpoint(endpoint))
-    except (TemplateError, OperationError) as error:
-        raise fail(str(error)) from None
-
-
-@contextlib.contextmanager
-def acting_on(target: JobTarget) -> Iterator[None]:
-    """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2. A tick whose
-    partitions fail is the command's to report (exit 3)."""
-    try:
-        with reported(target.description):
-            yield
-    except PartitionsFailing:
-        raise
-    except (OperationError, TemplateError) as error:
-        raise fail(str(error)) from None
 
 
 @app.command("status", rich_help_panel=OPERATE)
+@target_options
 def status(
-    template: TemplateOption = DEFAULT_TEMPLATE,
     window_days: Annotated[
         float, typer.Option("--window-days", min=0.01, help="How far back to look, in days. E.g. --window-days 2")
     ] = 7,
@@ -168,18 +70,14 @@ def status(
             "to an incident. E.g. --html status.html",
         ),
     ] = None,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Per job: last success, last failure, next ticks, and expected ticks the ledger does not show as succeeded.
 
     Exit 1 when a tick is missing, 2 when the target cannot be read.
     """
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     now = datetime.now(UTC)
     window = timedelta(days=window_days)
     with acting_on(target):
@@ -234,6 +132,7 @@ def status(
 
 
 @app.command("backfill", rich_help_panel=OPERATE)
+@target_options
 def backfill_command(
     job: JobArgument,
     from_: Annotated[
@@ -260,17 +159,12 @@ def backfill_command(
     verbose: VerboseOption = False,
     log_file: LogOption = BACKFILL_LOG,
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Replay each tick in [--from, --to) that never succeeded, with the scheduler's payload (trigger backfill)."""
     start, end = parse_time(from_, "--from"), parse_time(to, "--to")
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
     log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
     with (
@@ -325,6 +219,7 @@ def backfill_command(
 
 
 @app.command("run-now", rich_help_panel=OPERATE)
+@target_options
 def run_now_command(
     job: JobArgument,
     at: Annotated[
@@ -338,20 +233,15 @@ def run_now_command(
     verbose: VerboseOption = False,
     log_file: LogOption = RUN_NOW_LOG,
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran and what it did.
 
     Exit 2 when it was refused or its function failed, 3 when it was claimed and fanned out and its
     partitions are failing."""
     when = None if at is None else parse_time(at, "--at")
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
     log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
     log = None if log_path is None else shown(log_path)

@@ -9,21 +9,10 @@ from typing import Annotated
 
 import typer
 
-from clockless_tools.cli.common import OPERATE, JsonOption, TemplateOption, line_stdout
-from clockless_tools.cli.operations import (
-    ConfigEnvOption,
-    ConfigFileOption,
-    EndpointOption,
-    JobArgument,
-    ProfileOption,
-    RegionOption,
-    StackOption,
-    acting_on,
-    target_from_options,
-)
-from clockless_tools.operations.connection import DEFAULT_CONFIG_ENV
+from clockless_tools.cli.common import OPERATE, JsonOption, line_stdout
+from clockless_tools.cli.operations import JobArgument
+from clockless_tools.cli.target import TargetOptions, acting_on, target_options
 from clockless_tools.operations.pause import PauseResult, set_paused
-from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer()
 
@@ -41,45 +30,37 @@ def _report(result: PauseResult, as_json: bool, target: str) -> None:
 
 
 @app.command("pause", rich_help_panel=OPERATE)
+@target_options
 def pause(
     job: JobArgument,
     reason: Annotated[
         str, typer.Option("--reason", help="Why, recorded in the ledger. E.g. --reason 'vendor API down, INC-1234'")
     ],
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Pause a job: its schedule's State set to DISABLED (nothing else changed); status stops counting its ticks."""
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     with acting_on(target):
         result = set_paused(target, tpl, job, paused=True, reason=reason, now=datetime.now(UTC))
     _report(result, as_json, target.description)
 
 
 @app.command("resume", rich_help_panel=OPERATE)
+@target_options
 def resume(
     job: JobArgument,
     reason: Annotated[
         str, typer.Option("--reason", help="Why, recorded in the ledger. E.g. --reason 'INC-1234 fixed'")
     ] = "",
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Resume a paused job: its schedule's State set to ENABLED. Ticks missed while paused stay unreported;
     replay them with `clockless backfill` if the job needs them."""
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     with acting_on(target):
         result = set_paused(target, tpl, job, paused=False, reason=reason, now=datetime.now(UTC))
     _report(result, as_json, target.description)

@@ -9,21 +9,10 @@ from datetime import UTC, datetime
 import typer
 from rich.table import Table
 
-from clockless_tools.cli.common import JsonOption, TemplateOption, line_stdout, stdout
-from clockless_tools.cli.operations import (
-    ConfigEnvOption,
-    ConfigFileOption,
-    EndpointOption,
-    JobArgument,
-    ProfileOption,
-    RegionOption,
-    StackOption,
-    acting_on,
-    target_from_options,
-)
-from clockless_tools.operations.connection import DEFAULT_CONFIG_ENV
+from clockless_tools.cli.common import JsonOption, line_stdout, stdout
+from clockless_tools.cli.operations import JobArgument
+from clockless_tools.cli.target import TargetOptions, acting_on, target_options
 from clockless_tools.operations.work import DeadLetter, redrive, show
-from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
 
@@ -33,21 +22,17 @@ def _sent(letter: DeadLetter) -> str:
 
 
 @app.command("show")
+@target_options
 def work_show(
     job: JobArgument,
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """The job's work queue depth and every message in its dead-letter queue (read, left in place).
 
     Exit 1 when the dead-letter queue holds messages: items that were not applied."""
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     with acting_on(target):
         found = show(target, tpl, job)
     if as_json:
@@ -80,21 +65,17 @@ def work_show(
 
 
 @app.command("redrive")
+@target_options
 def work_redrive(
     job: JobArgument,
     as_json: JsonOption = False,
-    template: TemplateOption = DEFAULT_TEMPLATE,
-    stack: StackOption = None,
-    region: RegionOption = None,
-    profile: ProfileOption = None,
-    config_env: ConfigEnvOption = DEFAULT_CONFIG_ENV,
-    config_file: ConfigFileOption = None,
-    endpoint: EndpointOption = None,
+    *,
+    where: TargetOptions,
 ) -> None:
     """Move every message of the job's work dead-letter queue back to its work queue, to be applied once.
 
     On the local runtime the workers then run at once, as Lambda's poller would run them."""
-    tpl, target = target_from_options(template, stack, region, profile, endpoint, config_env, config_file)
+    tpl, target = where.open()
     with acting_on(target):
         result = redrive(target, tpl, job)
         drained = target.drain() if result.moved else []

@@ -372,11 +372,11 @@ def _canonical(value: Any) -> str:
 
 
 def _arn(resource: str) -> str:
-    from clockless_tools.local.dynamodb import LOCAL_REGION
     from clockless_tools.template.intrinsics import LocalNames
 
+    names = LocalNames()
     table, _, index = resource.partition("/")
-    arn = f"arn:aws:dynamodb:{LOCAL_REGION}:{LocalNames().account_id}:table/{table}"
+    arn = f"arn:aws:dynamodb:{names.region}:{names.account_id}:table/{table}"
     return f"{arn}/index/{index}" if index else arn
 
 

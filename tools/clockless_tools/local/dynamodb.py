@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -17,7 +17,8 @@ from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, S
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 
-LOCAL_REGION = "us-east-1"
+# The region of every local resource: the one LocalNames puts in their ARNs.
+LOCAL_REGION: Final = LocalNames.region
 # Credentials the local server accepts. Setting them also means a local run can never sign a
 # request with a developer's real credentials.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "clockless-local", "AWS_SECRET_ACCESS_KEY": "clockless-local"}

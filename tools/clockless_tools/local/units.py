@@ -120,10 +120,10 @@ def moto_dynamodb_backend() -> Any:
     """moto's DynamoDB state in this process, which the embedded server serves."""
     from moto.backends import get_backend
 
-    from clockless_tools.local.dynamodb import LOCAL_REGION
     from clockless_tools.template.intrinsics import LocalNames
 
-    return get_backend("dynamodb")[LocalNames().account_id][LOCAL_REGION]
+    names = LocalNames()
+    return get_backend("dynamodb")[names.account_id][names.region]
 
 
 class MotoTables:

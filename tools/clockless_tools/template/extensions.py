@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from clockless_tools.template.loader import TemplateError
+from clockless_tools.template.errors import TemplateError
 
 TRANSFORM: Final = "AWS::LanguageExtensions"
 FOREACH_PREFIX: Final = "Fn::ForEach::"

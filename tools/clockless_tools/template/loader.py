@@ -11,6 +11,12 @@ from typing import Any
 
 import yaml
 
+from clockless_tools.template.errors import TemplateError
+from clockless_tools.template.extensions import expand
+
+# TemplateError lives in errors.py (extensions.py raises it too); the tools import it from here.
+__all__ = ["DEFAULT_TEMPLATE", "PROJECT_ROOT", "TemplateError", "load_yaml"]
+
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TEMPLATE = PROJECT_ROOT / "template.yaml"
 
@@ -19,10 +25,6 @@ _SHORT_FORMS = {
     "Condition": "Condition",
     "GetAtt": "Fn::GetAtt",
 }
-
-
-class TemplateError(ValueError):
-    """template.yaml is unreadable or lacks something the tools rely on; the message says where."""
 
 
 # libyaml's parser where PyYAML was built with it (its wheels are): the same documents and errors,
@@ -67,7 +69,4 @@ def _expanded(text: str, source: str) -> bytes:
         raise TemplateError(f"{source}: not valid YAML: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
         raise TemplateError(f"{source}: has no Resources mapping")
-    # Imported here: extensions raises this module's TemplateError.
-    from clockless_tools.template.extensions import expand
-
     return pickle.dumps(expand(document, source=source), protocol=pickle.HIGHEST_PROTOCOL)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from clockless.errors import ClocklessError
 from clockless.tick import MalformedTickError, Trigger, describe, format_scheduled_time, parse_tick_time
 
 KIND_PARTITION: Final = "partition"
@@ -23,7 +24,7 @@ MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
 
 
-class MalformedMessageError(ValueError):
+class MalformedMessageError(ClocklessError, ValueError):
     """A work queue message this worker cannot run; nothing was written."""
 
     def __init__(self, field: str, problem: str) -> None:

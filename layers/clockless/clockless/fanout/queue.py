@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from clockless.errors import ClocklessError
 from clockless.fanout.messages import WorkMessage
 from clockless.throttle import Budget, BudgetSpent, backoff_seconds, retry_throttled
 
@@ -21,7 +22,7 @@ SQS_BATCH: Final = 10
 MAX_BODY_BYTES: Final = 200 * 1024
 
 
-class QueueSendError(RuntimeError):
+class QueueSendError(ClocklessError, RuntimeError):
     """Some messages could not be sent; the caller fails, and its retry sends them all again."""
 
 

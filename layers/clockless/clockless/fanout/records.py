@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from clockless.errors import ClocklessError
 from clockless.throttle import cancellation_reasons
 
 STATUS_RUNNING: Final = "running"
@@ -57,7 +58,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class LeaseLost(RuntimeError):
+class LeaseLost(ClocklessError, RuntimeError):
     """Another worker holds the partition now: this one's lease ran out."""
 
 

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from clockless.config import ConfigurationError, env_int, env_str
+from clockless.config import (
+    ConfigurationError,
+    env_int,
+    env_str,
+    environment,
+    ledger_retention_seconds,
+    ledger_table_name,
+    metrics_namespace,
+)
 from clockless.fanout.pacing import PacingSettings
 
 DEFAULT_PAGE_SIZE: Final = 490
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIME_BUDGET_SECONDS: Final = 30
-DEFAULT_METRICS_NAMESPACE: Final = "Clockless"
 # Pacing (docs/fan-out.md, "Pacing"). DynamoDB holds every partition of a table or index to 1,000
 # write units per second ("Best practices for designing and using partition keys effectively",
 # https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html):
@@ -46,7 +52,7 @@ class CoordinatorSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CoordinatorSettings:
-        return cls(work_queue_url=env_str("WORK_QUEUE_URL", os.environ if environ is None else environ))
+        return cls(work_queue_url=env_str("WORK_QUEUE_URL", environ))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +79,17 @@ class WorkerSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
-        env = os.environ if environ is None else environ
+        env = environment(environ)
         return cls(
             work_queue_url=env_str("WORK_QUEUE_URL", env),
             dead_letter_queue_url=env_str("WORK_DEAD_LETTER_QUEUE_URL", env),
-            ledger_table=env_str("LEDGER_TABLE_NAME", env),
-            ledger_retention_seconds=env_int("LEDGER_RETENTION_DAYS", env, minimum=1) * 86400,
+            ledger_table=ledger_table_name(env),
+            ledger_retention_seconds=ledger_retention_seconds(env),
             page_size=_optional_int("WORK_PAGE_SIZE", DEFAULT_PAGE_SIZE, env, minimum=1, maximum=MAX_PAGE_SIZE),
             concurrency=_optional_int("WORK_CONCURRENCY", DEFAULT_CONCURRENCY, env, minimum=1, maximum=MAX_CONCURRENCY),
             time_budget_ms=1000
             * _optional_int("WORK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, env, minimum=1, maximum=900),
-            metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "") or DEFAULT_METRICS_NAMESPACE,
+            metrics_namespace=metrics_namespace(env),
             **_pacing_from_env(env),
         )
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from clockless.errors import ClocklessError
 from clockless.tick import MalformedTickError, reject_future, utc_now
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from clockless.fanout.records import PartitionRecords
 
 
-class UntrustedMessageError(ValueError):
+class UntrustedMessageError(ClocklessError, ValueError):
     """A well-formed work message the ledger or the clock does not back; nothing was written."""
 
     def __init__(self, tick_key: str, partition: str, reason: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 from botocore.exceptions import ClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from clockless.errors import ClocklessError
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.records import Counters
 from clockless.throttle import (
@@ -82,12 +83,12 @@ class Accounting(Protocol):
 FailureSink = Callable[[list[Entry], str], None]
 
 
-class WorkRetriesSpent(RuntimeError):
+class WorkRetriesSpent(ClocklessError, RuntimeError):
     """A transaction stayed in conflict (or DynamoDB unavailable) through every attempt; the
     message is redelivered. Throttles never end here: they end in `BudgetSpent`."""
 
 
-class AccountingConflict(RuntimeError):
+class AccountingConflict(ClocklessError, RuntimeError):
     """The accounting action's condition failed: the counted state is not what this writer read."""
 
 

@@ -1,0 +1,314 @@
+"""Rule `import-graph`: the kit's and the tools' modules import one another without a circle, and no
+module uses another module's private names.
+
+The graph counts every import statement wherever it stands: at the top, inside a function (a lazy
+import) or under `if TYPE_CHECKING:`. A lazy import hides a circle from Python, not from a reader:
+the two modules still need each other, and neither can be read, tested or moved alone. A circle
+is broken by a module both sides import (the shared type, error or constant moved down), never by
+making one of its imports lazy. `import-linter`'s layers (rule `layering`) order the packages; this
+rule orders the modules inside them.
+
+A private name (`_records`, one leading underscore) is its module's own business. Another module
+that imports it (`from a import _x`), reaches it through the module (`a._x`) or calls it on an
+object of that module's types (`worker._records(...)`, `_records` being defined only elsewhere)
+depends on what its owner may change at will: make it public or move it to the one that uses it.
+
+Read: every package the template's layers ship (the kit, `clockless`) and every package under
+tools/. An import edge goes to the module named (`from a import b` to `a.b` when that is a module,
+else to `a`); ancestor packages are not edges, as Python has them in `sys.modules` first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
+
+IMPORT_GRAPH: Final = "import-graph"
+
+# Known until issue #32's item 1 cuts the fan-out kit along its seams: inside these packages, the
+# circles (buffer -> coordinator -> worker -> buffer, worker <-> replay) and the private calls
+# (replay calling the worker's `_records`, `_handoff`, `_finish_or_continue`, `_dead_letters`) are
+# allowed, and only there: a circle or a private use reaching out of them is reported. Item 1
+# empties this tuple.
+KNOWN_UNTIL_SPLIT: Final = ("clockless.fanout",)
+
+_CIRCLE_FIX: Final = (
+    "move what both modules need into a module both import; a lazy import hides the circle, not breaks it"
+)
+_PRIVATE_FIX: Final = "make the name public (no leading underscore) or move it into the module that uses it"
+# Expressions through which a module reaches its own private names.
+_OWN: Final = frozenset({"self", "cls"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Edge:
+    target: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Import:
+    """One name an import statement reads: `from base import name` (name "" for `import base`)."""
+
+    base: str
+    name: str
+    bound: str | None  # the local name it binds to, when it binds one the file can reach it by
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Reach:
+    """`<expr>._name` in the file: through a name (`worker`), or `self`/`cls`/`super()` (own=True)."""
+
+    through: str | None
+    own: bool
+    name: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What one walk of a file's tree finds: its imports, the private names it defines and reaches."""
+
+    imports: tuple[_Import, ...]
+    defines: frozenset[str]
+    reaches: tuple[_Reach, ...]
+
+
+def check_import_graph(project: Project) -> Iterator[Violation]:
+    sources = {source.module: source for source in _checked_sources(project)}
+    readings = {module: _read(source)[0] for module, source in sources.items()}
+    graph = {module: _edges(module, readings[module], sources) for module in sources}
+    for circle in _circles(graph):
+        if not _known(*circle):
+            yield _circle_violation(circle, graph, sources)
+    defined: dict[str, set[str]] = {}
+    for module, reading in readings.items():
+        for name in reading.defines:
+            defined.setdefault(name, set()).add(module)
+    for module, source in sources.items():
+        for owners, name, line in _private_uses(module, readings[module], sources, defined):
+            if not any(_known(owner, module) for owner in owners):
+                yield Violation(
+                    IMPORT_GRAPH,
+                    source.relative,
+                    module,
+                    f"{module} uses {' or '.join(owners)}'s private name {name}",
+                    _PRIVATE_FIX,
+                    line=line,
+                )
+
+
+def _checked_sources(project: Project) -> Iterator[SourceFile]:
+    kit = {package for packages in project.layer_packages.values() for package in packages}
+    for source in project.sources:
+        if source.owner in project.layer_dirs and source.module.split(".", 1)[0] in kit:
+            yield source
+    yield from project.tool_sources
+
+
+def _known(*modules: str) -> bool:
+    return all(any(m == p or m.startswith(f"{p}.") for p in KNOWN_UNTIL_SPLIT) for m in modules)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+@per_file
+def _read(source: SourceFile) -> Iterator[_Reading]:
+    """One walk of the tree (remembered per tree, so a planted copy reads only the file it changed)."""
+    imports: list[_Import] = []
+    reaches: list[_Reach] = []
+    defines = {name for name in _defined_in(source.tree) if _private(name)}
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.Import):
+            imports += [_Import(alias.name, "", alias.asname, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, source)
+            imports += [_Import(base, alias.name, alias.asname or alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            if isinstance(node.ctx, ast.Store):
+                defines.add(node.attr)
+            elif not isinstance(node.ctx, ast.Del):
+                through = node.value.id if isinstance(node.value, ast.Name) else None
+                reaches.append(_Reach(through, _own_object(node.value), node.attr, node.lineno))
+    yield _Reading(tuple(imports), frozenset(defines), tuple(reaches))
+
+
+def _absolute(node: ast.ImportFrom, source: SourceFile) -> str:
+    """The module a `from ... import` reads, relative imports resolved against `source`."""
+    if not node.level:
+        return node.module or ""
+    package = source.module.split(".")
+    if source.path.name != "__init__.py":
+        package.pop()
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+def _defined_in(tree: ast.Module) -> Iterator[str]:
+    """The names a module defines at its top level or in its classes' bodies."""
+    bodies: list[list[ast.stmt]] = [tree.body]
+    while bodies:
+        for statement in bodies.pop():
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                yield statement.name
+                if isinstance(statement, ast.ClassDef):
+                    bodies.append(statement.body)
+            elif isinstance(statement, ast.Assign | ast.AnnAssign):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                yield from (node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__") and name != "_"
+
+
+def _own_object(node: ast.expr) -> bool:
+    """`self`, `cls` or `super()`: an object reaching its own (or its base class's) private names."""
+    if isinstance(node, ast.Name):
+        return node.id in _OWN
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+# ---------------------------------------------------------------------------------------------- edges
+def _edges(module: str, reading: _Reading, modules: Mapping[str, SourceFile]) -> list[_Edge]:
+    """Each module of `modules` that `module` imports, anywhere in its tree, with the first line."""
+    first: dict[str, int] = {}
+    for imported in reading.imports:
+        target = _target(imported, modules)
+        if target is not None and target != module:
+            first[target] = min(first.get(target, imported.line), imported.line)
+    return [_Edge(target, line) for target, line in first.items()]
+
+
+def _target(imported: _Import, modules: Mapping[str, SourceFile]) -> str | None:
+    """The module of `modules` an import loads: `base.name` when that is one, else `base` (or the
+    nearest package above it)."""
+    if imported.name and f"{imported.base}.{imported.name}" in modules:
+        return f"{imported.base}.{imported.name}"
+    name = imported.base
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+# ---------------------------------------------------------------------------------------------- circles
+def _circles(graph: Mapping[str, list[_Edge]]) -> Iterator[list[str]]:
+    """The strongly connected parts of the graph with more than one module (Tarjan's, iteratively):
+    each holds at least one circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[_Edge]]] = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, edges = work[-1]
+            edge = next(edges, None)
+            if edge is not None:
+                target = edge.target
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(graph.get(target, []))))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[module])
+            if low[module] == index[module]:
+                part: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    part.append(member)
+                    if member == module:
+                        break
+                if len(part) > 1:
+                    yield sorted(part)
+
+
+def _circle_violation(
+    part: list[str], graph: Mapping[str, list[_Edge]], sources: Mapping[str, SourceFile]
+) -> Violation:
+    """One circle of the part, from its first module outside the known packages (the one that
+    closed a circle through them) or else its first module; the part's other modules named too."""
+    start = next((module for module in part if not _known(module)), part[0])
+    path = _path_back(start, set(part), graph)
+    steps = [start] + [f"{edge.target} (line {edge.line})" for edge in path]
+    others = sorted(set(part) - {start} - {edge.target for edge in path})
+    also = f"; in circles with these too: {', '.join(others)}" if others else ""
+    source = sources[start]
+    return Violation(
+        IMPORT_GRAPH,
+        source.relative,
+        start,
+        f"import circle: {' -> '.join(steps)}{also}",
+        _CIRCLE_FIX,
+        line=path[0].line,
+    )
+
+
+def _path_back(start: str, part: set[str], graph: Mapping[str, list[_Edge]]) -> list[_Edge]:
+    """The shortest walk of imports from `start` back to it, inside its strongly connected part."""
+    came: dict[str, tuple[str, _Edge]] = {}
+    frontier = [start]
+    while frontier:
+        following: list[str] = []
+        for module in frontier:
+            for edge in sorted(graph[module], key=lambda e: e.target):
+                if edge.target not in part or edge.target in came:
+                    continue
+                came[edge.target] = (module, edge)
+                if edge.target == start:
+                    walk: list[_Edge] = []
+                    at = start
+                    while True:
+                        at, step = came[at][0], came[at][1]
+                        walk.append(step)
+                        if at == start:
+                            return walk[::-1]
+                following.append(edge.target)
+        frontier = following
+    raise AssertionError(f"{start} is in a strongly connected part but no walk returns to it")
+
+
+# ---------------------------------------------------------------------------------------------- private names
+def _private_uses(
+    module: str, reading: _Reading, modules: Mapping[str, SourceFile], defined: Mapping[str, set[str]]
+) -> Iterator[tuple[list[str], str, int]]:
+    """(the other modules it may belong to, private name, line) of each private name of another
+    module that `module` imports, reaches through that module, or calls on one of its objects."""
+    aliases: dict[str, str] = {}
+    for imported in reading.imports:
+        whole = f"{imported.base}.{imported.name}" if imported.name else imported.base
+        if whole in modules and imported.bound is not None:
+            aliases[imported.bound] = whole
+        elif imported.name and _private(imported.name) and imported.base in modules:
+            yield [imported.base], imported.name, imported.line
+    for reach in reading.reaches:
+        if reach.through in aliases:
+            yield [aliases[reach.through]], reach.name, reach.line
+        elif not reach.own and reach.name not in reading.defines:
+            owners = sorted(defined.get(reach.name, set()) - {module})
+            if owners:
+                yield owners, reach.name, reach.line
+
+
+IMPORT_GRAPH_RULE = Rule(
+    IMPORT_GRAPH,
+    "the kit and the tools: no import circle (lazy and TYPE_CHECKING imports count); no module uses another's "
+    "private names",
+    check_import_graph,
+)
