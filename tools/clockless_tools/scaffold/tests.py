@@ -92,6 +92,7 @@ from typing import Any
 
 import pytest
 
+from clockless.dynamo import bucketed_key
 from clockless_tools.template.model import Template
 from __PACKAGE__.logic import Item
 from __PACKAGE__.repository import __REPOSITORY_NAMES__
@@ -125,13 +126,14 @@ def test_only_items_due_by_the_tick_are_found_and_each_is_applied_once(store: Dy
     assert store.apply(due, tick_key=TICK_KEY) is True
     assert store.apply(due, tick_key=TICK_KEY) is False
     assert list(store.due_rows(as_of=TICK)) == []
-    assert ItemModel.get("t", "due").applied_by == TICK_KEY
+    assert ItemModel.get(bucketed_key("t", "due", TENANT_BUCKETS), "due").applied_by == TICK_KEY
 
 
 def test_a_bad_row_is_named_by_its_table_key_and_field(store: DynamoItemStore) -> None:
     store.save_items([Item("t", "bad", TICK - timedelta(hours=1))])
     # Due by the index's order (it compares text), but not an instant.
-    ItemModel("t", "bad").update(actions=[ItemModel.due_at.set("2026-11-31T25:00:00Z")])
+    bad = ItemModel(bucketed_key("t", "bad", TENANT_BUCKETS), "bad")
+    bad.update(actions=[ItemModel.due_at.set("2026-11-31T25:00:00Z")])
 
     (row,) = store.due_rows(as_of=TICK)
     with pytest.raises(ValueError, match="row __STEM__Table t#bad: field 'due_at' ") as raised:
@@ -162,10 +164,12 @@ def test_the_partition_work_reads_each_shard_and_its_writes_apply_an_item_once(
 
 def test_files(names_package: str, *, fan_out: bool) -> dict[str, str]:
     """Path (from the project root) -> text with placeholders."""
-    repository_names = "DUE_PARTITIONS, DuePartitionWork, DynamoItemStore, ItemModel, tick_params"
+    names = ("DUE_PARTITIONS", "TENANT_BUCKETS", "DuePartitionWork", "DynamoItemStore", "ItemModel", "tick_params")
+    # One name a line (a trailing comma keeps it so): a long package name must not push it past 120.
+    repository_names = "(\n" + "".join(f"    {name},\n" for name in names) + ")"
     repository_test = (
         REPOSITORY_TEST.replace("__WORK_TESTS__", PARTITION_WORK_TESTS if fan_out else "")
-        .replace("__REPOSITORY_NAMES__", repository_names if fan_out else "DynamoItemStore, ItemModel")
+        .replace("__REPOSITORY_NAMES__", repository_names if fan_out else "TENANT_BUCKETS, DynamoItemStore, ItemModel")
         .replace("__SUPPORT_NAMES__", "apply, moto_tables, read_all" if fan_out else "moto_tables")
     )
     return {
