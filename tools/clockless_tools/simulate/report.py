@@ -4,7 +4,7 @@ duplicates and failures, and the effects in each table against the reference rep
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,7 @@ from clockless_tools.simulate.engine import (
     TOOK_EFFECT,
     DeliveryRecord,
 )
+from clockless_tools.simulate.bad_rows import BadRowsReport, dead_letter_keys, job_entries, judge_bad_rows
 from clockless_tools.simulate.fanout import WorkerReport, worker_report
 from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
@@ -86,6 +87,8 @@ class JobReport:
     overlap_problems: list[str] = field(default_factory=list)
     overlap_skipped_times: set[str] = field(default_factory=set)
     started_from_buffer: set[str] = field(default_factory=set)
+    # A night with bad rows: what became of the rows its demo planted (None: not such a night)
+    bad_rows: BadRowsReport | None = None
 
     @property
     def no_work(self) -> bool:
@@ -132,6 +135,7 @@ class JobReport:
             and not self.reference_failures
             and not self.workers.ledger_differences
             and not self.overlap_problems
+            and not (self.bad_rows is not None and self.bad_rows.problems)
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -162,6 +166,7 @@ class JobReport:
             "ticks_buffered": self.ticks_buffered,
             "ticks_started_from_buffer": sorted(self.started_from_buffer),
             "overlap_problems": self.overlap_problems,
+            "bad_rows": None if self.bad_rows is None else self.bad_rows.as_dict(),
             "no_work": self.no_work,
             "exactly_once": self.exactly_once,
         }
@@ -193,6 +198,12 @@ class SimulationReport:
         lost = sum(job.items_lost for job in jobs) + sum(1 for d in self.differences if d.kind == "missing")
         faults = sum(job.faults_injected for job in jobs)
         counts = f"{applied} items applied, {twice} twice, {lost} lost, under {faults} injected faults"
+        judged = [job.bad_rows for job in jobs if job.bad_rows is not None]
+        if judged:
+            named = sum(len(rows.in_ledger) for rows in judged)
+            planted = sum(len(rows.planted or []) for rows in judged)
+            settled = sum(rows.ticks_failed + rows.ticks_tolerated for rows in judged)
+            counts += f"; {named} of {planted} bad rows reported, {settled} ticks that met them settled"
         of = f"{ticks} ticks of {len(jobs)} job{'s' if len(jobs) != 1 else ''}"
         if self.ok:
             return f"{of} took effect exactly once: {counts}"
@@ -233,6 +244,8 @@ def build_report(
     dead_letters: Mapping[str, int] | None = None,
     reference_dead_letters: Mapping[str, int] | None = None,
     overlap: Mapping[str, str] | None = None,
+    bad_rows: Mapping[str, Sequence[str] | None] | None = None,
+    dead_letter_bodies: Sequence[str] = (),
 ) -> SimulationReport:
     """Counters per job from the deliveries; effects and differences from the tables."""
     template = request.template
@@ -277,6 +290,15 @@ def build_report(
             report.effects[table] = effects_between(before.get(name, []), after.get(name, []), keys)
             report.reference_effects[table] = effects_between(before.get(name, []), reference_after.get(name, []), keys)
             report.differences.extend(differences[table])
+        if bad_rows is not None:
+            report.bad_rows = judge_bad_rows(
+                job,
+                bad_rows.get(job),
+                job_entries(after, template, job),
+                dead_letter_keys(dead_letter_bodies, job),
+                fans_out=bool(worker_functions(template, schedule.function_id)),
+                ticks_delivered=report.ticks_delivered,
+            )
         jobs.append(report)
     unowned = [d for table in compared if table not in owned for d in differences[table]]
     return SimulationReport(

@@ -118,6 +118,7 @@ def run_simulation(
                 "before_path": str(workdir / "before.json"),
                 "plans": [plan.as_dict() for plan in plans],
                 "slow_night": _slow_night_spec(request, ticks),
+                "bad_rows": request.bad_rows,
             },
             workdir,
         )
@@ -182,6 +183,8 @@ def run_simulation(
         dead_letters=simulated["dead_letters"],
         reference_dead_letters=referenced["dead_letters"],
         overlap=simulated["overlap"],
+        bad_rows=simulated["bad_rows"],
+        dead_letter_bodies=[body for bodies in simulated["dead_letter_bodies"].values() for body in bodies],
     )
 
 
