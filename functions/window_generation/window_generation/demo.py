@@ -50,7 +50,10 @@ def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> l
     settings = WindowGenerationSettings.from_env(environ)
     store = DynamoProgramStore(settings.programs_table, settings.windows_table)
     due = start.date() - timedelta(days=1)
-    missing, zero = Program("tenant-bad", "program-no-length", 7, due), Program("tenant-bad", "program-zero-days", 7, due)
+    missing, zero = (
+        Program("tenant-bad", "program-no-length", 7, due),
+        Program("tenant-bad", "program-zero-days", 7, due),
+    )
     store.save_programs([missing, zero])
     ProgramModel(missing.tenant_id, missing.program_id).update(actions=[ProgramModel.window_length_days.remove()])
     ProgramModel(zero.tenant_id, zero.program_id).update(actions=[ProgramModel.window_length_days.set(0)])

@@ -280,7 +280,10 @@ def _bad_row_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> Non
         "  in the work DLQ",
         lambda j: counted(lambda r: len(r.in_dead_letters))(j) if j.bad_rows and j.bad_rows.fans_out else "-",
     )
-    row("  ticks failed (tolerated)", lambda j: "-" if j.bad_rows is None else f"{j.bad_rows.ticks_failed} ({j.bad_rows.ticks_tolerated})")
+    row(
+        "  ticks failed (tolerated)",
+        lambda j: "-" if j.bad_rows is None else f"{j.bad_rows.ticks_failed} ({j.bad_rows.ticks_tolerated})",
+    )
     row("  ticks left started", lambda j: "-" if j.bad_rows is None else str(len(j.bad_rows.ticks_started)))
     row("  reported, settled", lambda j: "-" if j.bad_rows is None else _yes(not j.bad_rows.problems))
 

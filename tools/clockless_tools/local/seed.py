@@ -105,7 +105,9 @@ def plant_bad_rows(runtime: LocalLambdaRuntime, *, start: datetime, end: datetim
             continue
         with runtime.function_environment(schedule.function_id):
             hook: DemoBadRows | None = getattr(importlib.import_module(module), BAD_ROWS_HOOK, None)
-            planted[job] = None if hook is None else list(
-                hook(environ=runtime.environment(schedule.function_id), start=start, end=end)
+            planted[job] = (
+                None
+                if hook is None
+                else list(hook(environ=runtime.environment(schedule.function_id), start=start, end=end))
             )
     return planted

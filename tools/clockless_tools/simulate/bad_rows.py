@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from clockless import format_scheduled_time
 from clockless.fanout.messages import KIND_ITEMS
+from clockless.items import ItemsFailedError
 from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
 from clockless_tools.simulate.snapshot import Snapshot
 from clockless_tools.template.intrinsics import LocalNames
@@ -113,6 +114,22 @@ def judge_bad_rows(
         elif entry.failed_items:
             report.problems.append(f"{when}: {entry.failed_items} items failed, yet the tick is {entry.status}")
     return report
+
+
+def settled_on_failed_items(entries: Iterable[LedgerEntry], job: str) -> set[str]:
+    """Tick keys (`job@time`) the ledger records `failed` because items failed: a job without fan-out
+    answers those deliveries with ItemsFailedError, its good items applied. On a night with bad rows
+    that tick took effect as far as it can; the judge above says whether it named the right rows."""
+    return {
+        f"{job}@{format_scheduled_time(entry.scheduled_time)}"
+        for entry in entries
+        if entry.status == STATUS_FAILED and entry.failures
+    }
+
+
+def refused_for_items(error: str | None) -> bool:
+    """A delivery that failed because its tick's items failed (not a fault of the run itself)."""
+    return (error or "").startswith(f"{ItemsFailedError.__name__}:")
 
 
 def planted_summary(planted: Mapping[str, Sequence[str] | None]) -> str:

@@ -216,9 +216,7 @@ def dead_letter_messages(poller: SqsPoller) -> dict[str, list[str]]:
 
 
 def _plant(runtime: LocalLambdaRuntime, seed: Mapping[str, Any]) -> dict[str, list[str] | None]:
-    return plant_bad_rows(
-        runtime, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"])
-    )
+    return plant_bad_rows(runtime, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"]))
 
 
 def _seed(runtime: LocalLambdaRuntime, seed: Mapping[str, Any] | None) -> tuple[str | None, list[str]]:

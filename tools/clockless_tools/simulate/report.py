@@ -12,6 +12,14 @@ from typing import Any
 from clockless import OUTCOME_EXECUTED, format_scheduled_time
 from clockless.overlap import OUTCOME_BUFFERED, OUTCOME_SKIPPED
 from clockless_tools.local.event_sources import worker_functions
+from clockless_tools.simulate.bad_rows import (
+    BadRowsReport,
+    dead_letter_keys,
+    job_entries,
+    judge_bad_rows,
+    refused_for_items,
+    settled_on_failed_items,
+)
 from clockless_tools.simulate.engine import (
     KINDS,
     OUTCOME_FAILED,
@@ -19,7 +27,6 @@ from clockless_tools.simulate.engine import (
     TOOK_EFFECT,
     DeliveryRecord,
 )
-from clockless_tools.simulate.bad_rows import BadRowsReport, dead_letter_keys, job_entries, judge_bad_rows
 from clockless_tools.simulate.fanout import WorkerReport, worker_report
 from clockless_tools.simulate.plan import TickPlan
 from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
@@ -271,6 +278,8 @@ def build_report(
         # Held back by the overlap policy is not missed: skipped on the record, or run from the buffer.
         took_effect |= {f"{job}@{t}" for t in report.ticks_skipped if t in report.overlap_skipped_times}
         took_effect |= {f"{job}@{t}" for t in report.started_from_buffer}
+        if bad_rows is not None:
+            took_effect |= settled_on_failed_items(job_entries(after, template, job), job)
         report.ticks_missed = [plan.key for plan in plans if plan.job == job and plan.key not in took_effect]
         report.overlap = (overlap or {}).get(job)
         report.workers = worker_report(
@@ -283,7 +292,11 @@ def build_report(
             reference_dead_letters=reference_dead_letters or {},
         )
         report.reference_failures = [
-            f"{r.tick_key}: {r.error}" for r in reference_records if r.job == job and r.outcome == OUTCOME_FAILED
+            f"{r.tick_key}: {r.error}"
+            for r in reference_records
+            if r.job == job
+            and r.outcome == OUTCOME_FAILED
+            and not (bad_rows is not None and refused_for_items(r.error))
         ]
         for table in tables:
             keys, name = key_attributes(template, table), names.table_name(table)
