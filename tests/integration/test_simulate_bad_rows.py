@@ -18,7 +18,7 @@ from clockless import format_scheduled_time
 from clockless.items import FailedItem
 from clockless.ledger import LedgerEntry
 from clockless_tools.local.event_sources import worker_functions
-from clockless_tools.simulate.bad_rows import dead_letter_keys, judge_bad_rows
+from clockless_tools.simulate.bad_rows import dead_letter_keys, distinct_letters, judge_bad_rows
 from clockless_tools.simulate.request import SimulationInputError, SimulationRequest, expected_ticks
 from clockless_tools.template.model import Template
 from tests.integration.test_simulate import DAY, FROM, TO, jobs, simulate
@@ -119,3 +119,15 @@ def test_bad_rows_on_a_running_dynamodb_is_refused_before_anything_runs() -> Non
 
     with pytest.raises(SimulationInputError, match="--bad-rows plants rows"):
         request.validate()
+
+
+def test_a_letter_sent_twice_counts_once_and_anything_else_as_it_is() -> None:
+    letter = (
+        '{"kind":"items","job":"job","scheduled_time":"T","partition":"3",'
+        '"items":[{"key":"t#a","failure":{"attempts":%d}}]}'
+    )
+    other_tick = letter.replace('"T"', '"U"') % 1
+
+    counts = distinct_letters({"Queue": [letter % 1, letter % 2, other_tick, '{"kind":"partition"}', "not json"]})
+
+    assert counts == {"Queue": 4}

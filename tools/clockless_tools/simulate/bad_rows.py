@@ -116,6 +116,29 @@ def judge_bad_rows(
     return report
 
 
+def distinct_letters(bodies: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    """Per work queue, the distinct letters in its dead-letter queue. A worker that crashed after
+    sending a partition's failed items, or a message handed out twice, sends the same letter again
+    (the same tick, partition and keys; only its attempts differ): replaying it twice changes
+    nothing, so a copy is not a letter of its own. Anything else that is not a work message counts
+    as it is."""
+    counts: dict[str, int] = {}
+    for queue, found in bodies.items():
+        letters: set[object] = set()
+        for index, body in enumerate(found):
+            try:
+                data = json.loads(body)
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and data.get("kind") == KIND_ITEMS:
+                keys = sorted({str(item.get("key")) for item in data.get("items") or [] if isinstance(item, dict)})
+                letters.add((data.get("job"), data.get("scheduled_time"), data.get("partition"), tuple(keys)))
+            else:
+                letters.add(index)
+        counts[queue] = len(letters)
+    return counts
+
+
 def settled_on_failed_items(entries: Iterable[LedgerEntry], job: str) -> set[str]:
     """Tick keys (`job@time`) the ledger records `failed` because items failed: a job without fan-out
     answers those deliveries with ItemsFailedError, its good items applied. On a night with bad rows

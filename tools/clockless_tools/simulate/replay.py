@@ -155,7 +155,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             server.enforce(None)  # type: ignore[union-attr]
         after = dump_tables(client, tables)
         dead_letters = dead_letter_depths(workers.poller)
-        dead_letter_bodies = dead_letter_messages(workers.poller) if bad_rows is not None else {}
+        dead_letter_bodies = dead_letter_messages(workers.poller) if spec.get("bad_rows") else {}
     return {
         "endpoint": endpoint,
         "seeded": seeded,
