@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from clockless import format_scheduled_time
@@ -42,16 +42,7 @@ class BadRowsReport:
     problems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "planted": self.planted,
-            "fans_out": self.fans_out,
-            "in_ledger": self.in_ledger,
-            "in_dead_letters": self.in_dead_letters,
-            "ticks_failed": self.ticks_failed,
-            "ticks_tolerated": self.ticks_tolerated,
-            "ticks_started": self.ticks_started,
-            "problems": self.problems,
-        }
+        return asdict(self)
 
 
 def job_entries(snapshot: Snapshot, template: Template, job: str) -> list[LedgerEntry]:
