@@ -142,9 +142,12 @@ events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 
 NAME    ?=
 FAN_OUT ?=
-new-job: $(STAMP) ## Start a job: make new-job NAME=<job-name> [FAN_OUT=1] (package, tests, demo seed, table, wiring)
-	@test -n "$(NAME)" || { echo "usage: make new-job NAME=<job-name, e.g. subscription-expiry> [FAN_OUT=1]" >&2; exit 2; }
-	$(CLOCKLESS) new job "$(NAME)" $(if $(FAN_OUT),--fan-out)
+SCHEDULE ?=
+ZONES   ?=
+LOCAL_TIME ?=
+new-job: $(STAMP) ## Start a job: make new-job NAME=<job-name> [FAN_OUT=1] [SCHEDULE='cron(...)' ZONES=... LOCAL_TIME=...] (package, tests, demo seed, table, wiring)
+	@test -n "$(NAME)" || { echo "usage: make new-job NAME=<job-name, e.g. subscription-expiry> [FAN_OUT=1] [SCHEDULE='cron(0 5 * * ? *)'] [ZONES=Europe/Berlin] [LOCAL_TIME=not_before=06:00]" >&2; exit 2; }
+	$(CLOCKLESS) new job "$(NAME)" $(if $(FAN_OUT),--fan-out) $(if $(SCHEDULE),--schedule "$(SCHEDULE)") $(if $(ZONES),--zones "$(ZONES)") $(if $(LOCAL_TIME),--local-time "$(LOCAL_TIME)")
 
 FN    ?=
 EVENT ?=
@@ -152,8 +155,9 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<LogicalId> EVENT=<event file>" >&2; exit 2; }
 	$(CLOCKLESS_FOR_MAKE) invoke "$(FN)" -e "$(EVENT)"
 
-local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables
-	$(CLOCKLESS) local up
+PORT ?=
+local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables (PORT=8766 for another port)
+	$(CLOCKLESS) local up$(if $(PORT), --port "$(PORT)")
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down

@@ -182,3 +182,58 @@ def test_a_worker_allowed_on_the_other_jobs_work_queue_is_caught(planted: Plante
     found(
         violations, file=TEMPLATE, resource=f"{HOURLY_JOB.stem}WorkerFunction", containing=f"names {DAILY_JOB.stem}Work"
     )
+
+
+# ---------------------------------------------------------------------------------------------- what the code calls
+TRIGGER = "  JobTriggerFunction:\n"
+
+
+def test_tracing_on_a_function_whose_code_sends_no_traces_is_caught(planted: PlantedCopy) -> None:
+    # Given the trigger with Tracing: PassThrough, for which SAM attaches AWSXrayWriteOnlyAccess
+    planted.replace(TEMPLATE, "      Policies:\n", "      Tracing: PassThrough\n      Policies:\n", after=TRIGGER)
+
+    violations = planted.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="JobTriggerFunction", containing="Tracing: PassThrough makes SAM attach")
+
+
+def test_an_xray_managed_policy_the_code_does_not_use_is_caught(planted: PlantedCopy) -> None:
+    planted.replace(TEMPLATE, "      Policies:\n", "      Policies:\n        - AWSXrayWriteOnlyAccess\n", after=TRIGGER)
+
+    violations = planted.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource="JobTriggerFunction", containing="attaches AWSXrayWriteOnlyAccess")
+
+
+CREATE_WINDOWS = "Action: [dynamodb:PutItem]"
+
+
+def test_condition_check_item_on_a_table_no_code_checks_is_caught_and_allowed_once_the_code_checks(
+    planted: PlantedCopy,
+) -> None:
+    # Given the daily job's worker allowed ConditionCheckItem on its windows table, which its code only puts to
+    planted.replace(
+        TEMPLATE,
+        CREATE_WINDOWS,
+        "Action: [dynamodb:PutItem, dynamodb:ConditionCheckItem]",
+        resource=f"{DAILY_JOB.stem}TablesPolicy",
+    )
+
+    violation = found(
+        planted.violations("least-privilege"),
+        file=TEMPLATE,
+        resource=f"{DAILY_JOB.stem}WorkerFunction",
+        containing="allows dynamodb:ConditionCheckItem on WindowsTable, and no code the function runs checks it",
+    )
+    assert "(CreateWindows)" in violation.message
+
+    # When its code does check an item in a transaction, the same grant is what it uses
+    repository = f"functions/{DAILY_JOB.package}/{DAILY_JOB.package}/repository.py"
+    planted.write(
+        repository,
+        (planted.root / repository).read_text(encoding="utf-8")
+        + "\n\ndef _check(transaction: TransactWrite, item: Any) -> None:\n"
+        "    transaction.condition_check(type(item), item.get_hash_key(), condition=None)\n",
+    )
+
+    assert not [v for v in planted.violations("least-privilege") if "ConditionCheckItem" in v.message]

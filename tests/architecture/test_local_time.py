@@ -20,6 +20,8 @@ from typer.testing import CliRunner
 
 from clockless import format_scheduled_time
 from clockless_tools.cli.app import app
+from clockless_tools.template.intrinsics import resolve
+from clockless_tools.template.loader import load_yaml
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import TimeZoneReport, check_template
 from clockless_tools.timezones.rule import DECLARED, NOT_BEFORE, SAME_LOCAL_DATE, UTC_SCHEDULE, ZONES_MATCH_ENVIRONMENT
@@ -96,9 +98,18 @@ def test_every_scheduled_function_declares_its_zones_as_the_parameter_its_enviro
     report = check_template(template, start=FROM_2027)
 
     assert {(c.function_id, c.event_id) for c in report.schedules} >= {NIGHTLY, HOURLY}
+    own_zones = {
+        entry["Name"]: entry.get("OperatingTimeZones") for entry in template.document["Mappings"]["Jobs"].values()
+    }
     for schedule in report.schedules:
         assert schedule.declaration is not None, schedule.function_id
-        assert schedule.declaration.zones_parameter == "OperatingTimeZones"
+        # A job's own zones (Mappings.Jobs.<Id>.OperatingTimeZones), else the stack's parameter
+        if own_zones.get(schedule.job):
+            assert schedule.declaration.zones == tuple(own_zones[schedule.job]), schedule.job
+        else:
+            assert schedule.declaration.zones_parameter == "OperatingTimeZones", schedule.job
+    # And each function's environment reads the zones it declares (rule zones_match_environment)
+    assert not [v for v in report.violations if v.rule == ZONES_MATCH_ENVIRONMENT]
     assert nightly(report).ticks_checked == 365
 
 
@@ -319,3 +330,36 @@ def test_schedules_show_refuses_an_unknown_job() -> None:
 
     assert result.exit_code == 2
     assert "unknown job 'nope'" in result.output
+
+
+def test_a_job_declaring_its_own_zones_is_checked_in_them_and_its_function_reads_them() -> None:
+    # Given the nightly job declaring its own zone and a local hour in it (Mappings.Jobs.<Id>)
+    text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
+    block = f"  Jobs:\n    {NIGHTLY_JOB.stem}:\n"
+    assert block in text
+    own = "      OperatingTimeZones: [Europe/Berlin]\n      LocalTimeRule: not_before=09:00,not_after=09:59\n"
+    text = _without_key_after(text.replace(block, block + own), block + own, "      LocalTimeRule:")
+    template = Template(path=PROJECT_ROOT / "template.yaml", document=load_yaml(text))
+
+    report = check_template(template, start=FROM_2027)
+
+    # Then its ticks are checked in Berlin, its function's environment says Berlin, the others keep the stack's
+    found = nightly(report)
+    assert found.declaration is not None
+    assert (found.declaration.zones, found.declaration.zones_parameter) == (("Europe/Berlin",), None)
+    function = template.function(NIGHTLY[0])
+    assert resolve(function.environment["OPERATING_TIME_ZONES"], template) == "Europe/Berlin"
+    assert not [v for v in report.violations if v.rule == ZONES_MATCH_ENVIRONMENT]
+    hourly = next(c for c in report.schedules if (c.function_id, c.event_id) == HOURLY)
+    assert hourly.declaration is not None
+    assert hourly.declaration.zones_parameter == "OperatingTimeZones"
+    # And no one UTC hour keeps 09:00 Berlin all year: the check says what to do instead
+    assert found.suggested_hours == ()
+    assert "two schedules" in (found.no_hour_advice or "")
+
+
+def _without_key_after(text: str, block: str, line_start: str) -> str:
+    """`text` without the first line starting with `line_start` after `block`."""
+    at = text.index(block) + len(block)
+    start = text.index(line_start, at)
+    return text[:start] + text[text.index("\n", start) + 1 :]

@@ -26,17 +26,23 @@ from tests.conftest import load_event
 
 
 @pytest.fixture(scope="session")
-def dynamodb_endpoint() -> Iterator[str]:
+def dynamodb_server() -> Iterator[EmbeddedDynamoDB]:
     # The server as `make run` uses it: this process's requests reach it without a socket (the same
     # request and answer bytes; other processes, such as the CLI run as users run it, still come
     # over HTTP), and its transactions copy only the items they name, not every table they touch
-    # (the same answers: tests/integration/test_in_process.py and test_bench.py).
+    # (the same answers: tests/integration/test_in_process.py and test_bench.py). Unlimited, as
+    # moto is, unless a test enforces DynamoDB's throughput on it (`EmbeddedDynamoDB.enforce`).
     with (
         EmbeddedDynamoDB(port=0) as server,
         served_in_process(server.endpoint, server.app),
         transactions_snapshot_touched_items(),
     ):
-        yield server.endpoint
+        yield server
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint(dynamodb_server: EmbeddedDynamoDB) -> str:
+    return dynamodb_server.endpoint
 
 
 @pytest.fixture(scope="session")

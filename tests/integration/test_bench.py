@@ -327,9 +327,10 @@ def test_results_are_written_under_stable_keys_and_shown_as_markdown(
 def test_in_process_seeding_that_drifts_from_the_repositories_is_refused(
     template: Template, dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given an in-process seed that writes sessions unlike the repository does (no empty-index shard)
+    # Given an in-process seed that writes sessions unlike the repository does (counted, so out of
+    # the empty index)
     harness = Harness(template, dynamodb_endpoint)
-    monkeypatch.setattr(bench, "empty_session_item", lambda session: workloads.session_in_use_item(session, 0))
+    monkeypatch.setattr(bench, "empty_session_item", lambda session: workloads.session_in_use_item(session, 1))
 
     # Then the bench refuses to measure anything on such data
     with pytest.raises(BenchError, match="in-process seeding writes different items"):
@@ -350,7 +351,7 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the
     tables: Any, patched: bool
 ) -> None:
     # Given programs, and a transaction that creates a window, moves a program, then fails a check
-    key, other = ({"tenant_id": {"S": "t"}, "program_id": {"S": name}} for name in ("p", "q"))
+    key, other = ({"tenant_key": {"S": "t#0"}, "program_id": {"S": name}} for name in ("p", "q"))
     for program in (key, other):
         tables.put_item(TableName="ProgramsTable", Item={**program, "current_window_end": {"S": "2026-01-01"}})
     window = {"program_key": {"S": "t#p"}, "start_date": {"S": "2026-01-01"}}
@@ -368,7 +369,7 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_with_or_without_the
             "ConditionCheck": {
                 "TableName": "ProgramsTable",
                 "Key": other,
-                "ConditionExpression": "attribute_not_exists(tenant_id)",
+                "ConditionExpression": "attribute_not_exists(tenant_key)",
             }
         },
     ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,9 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 
+from clockless_tools.local.capacity import CapacitySettings, Start
+from clockless_tools.local.dynamodb import EmbeddedDynamoDB
+from clockless_tools.simulate.clock import SimulatedClock
 from clockless_tools.simulate.faults import MODEL_KINDS, FaultKind
 from clockless_tools.simulate.responses import made_up_response, operation_of
 from tests.fault_sweep import SWEEPS, aimed_at, kinds
@@ -292,4 +296,40 @@ def test_a_throttled_continuation_send_is_waited_out_without_a_visibility_timeou
     assert hit.requests[send - 1].fault is FaultKind.THROTTLED
     assert hit.ended == "ok", hit.ended  # its message reported processed, not left to come back
     assert tick.stalls == 0
+    assert problems(tick.state(), reference) == []
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        FaultKind.DIES_AFTER,
+        # CI's: a couple of seconds each on top of make test's budget
+        pytest.param(FaultKind.REFUSED, marks=pytest.mark.slow),
+        pytest.param(FaultKind.LOST_RESPONSE, marks=pytest.mark.slow),
+    ],
+    ids=str,
+)
+def test_the_fault_model_holds_on_the_capacity_emulator(
+    tick: FannedOutTick, dynamodb_server: EmbeddedDynamoDB, kind: FaultKind
+) -> None:
+    """A fault on the partition run's first item transaction while DynamoDB's limits, by physical
+    partition and scaled down, throttle the run around it: the tick ends as the clean run."""
+    reference = reference_run(tick)
+    first_transaction = 1 + next(
+        i
+        for i, r in enumerate(reference.last_requests)
+        if r.operation == "TransactWriteItems" and i > 0  # after the lease
+    )
+    clock = SimulatedClock(tick.clock)  # the kit's waits move time-machine's time, which the emulator reads
+    tick.worker.clockless_runner.clock = clock
+    tick.job.clock = clock
+    tick.reset()
+    capacity = dynamodb_server.enforce(CapacitySettings(start=Start.COLD, scale=500))
+    assert capacity is not None
+    capacity.clock = time.time
+    try:
+        tick.run(Aim(reference.last_partition, first_transaction, kind))
+    finally:
+        dynamodb_server.enforce(None)
+    assert sum(capacity.stats.throttled.values()) > 0
     assert problems(tick.state(), reference) == []

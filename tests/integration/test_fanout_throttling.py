@@ -9,11 +9,15 @@ message shown again after a visibility timeout and nothing in the work DLQ.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from clockless.fanout.records import tick_key
+from clockless_tools.local.capacity import CapacitySettings, Start
+from clockless_tools.local.dynamodb import EmbeddedDynamoDB
+from clockless_tools.local.partitions import Throughput
 from clockless_tools.simulate.clock import SimulatedClock
 from clockless_tools.simulate.faults import FaultKind
 from tests.integration.fanned_out_tick import (
@@ -191,3 +195,42 @@ def test_a_worker_paces_its_writes_to_its_shard_key_rate(
         assert [d.ended for d in deliveries] == ["ok"]
         assert clock.waited == pytest.approx(7.0)
         assert tick.state()["summary"]["applied"] == 5
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        # a new table's 4 partitions at 1,000 / 500 = 2 write units a second each
+        CapacitySettings(start=Start.COLD, scale=500),
+        # one partition per table and index (the least a table has), hot partitions split for heat (CI's)
+        pytest.param(
+            CapacitySettings(
+                start=Start.COLD, scale=500, new_on_demand=Throughput(1_000, 3_000), split_after_seconds=5
+            ),
+            marks=pytest.mark.slow,
+        ),
+    ],
+    ids=["cold partitions", "one partition, split for heat"],
+)
+def test_a_tick_on_the_capacity_emulator_is_slower_never_stalled_nor_dead_lettered(
+    tick: FannedOutTick, dynamodb_server: EmbeddedDynamoDB, settings: CapacitySettings
+) -> None:
+    # Given DynamoDB's limits enforced by physical partition, scaled down so the toy's partition
+    # run meets them: its lease, its item transactions and its cursor land on partitions that
+    # hold a couple of write units a second, in simulated time
+    reference = reference_run(tick)
+    tick.reset()
+    capacity = dynamodb_server.enforce(settings)
+    assert capacity is not None
+    capacity.clock = time.time  # time-machine's: the kit's waits move it
+    try:
+        # When the tick runs
+        deliveries = tick.run()
+    finally:
+        dynamodb_server.enforce(None)
+    # Then DynamoDB refused writes for capacity, and the tick still ended as the clean run did:
+    # every run ended ok (hand-ons after a delay, never a visibility timeout), nothing dead-lettered
+    assert sum(capacity.stats.throttled.values()) > 0
+    assert [d.ended for d in deliveries] == ["ok"] * len(deliveries)
+    assert tick.stalls == 0
+    assert problems(tick.state(), reference) == []

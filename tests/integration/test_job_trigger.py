@@ -7,6 +7,7 @@ import copy
 import io
 import json
 import logging
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -71,8 +72,11 @@ class TriggerApi:
         body: str | None = "{}",
         secret: str | None = LOCAL_SECRET_VALUE,
         headers: dict[str, str] | None = None,
+        request_id: str | None = None,
     ) -> tuple[int, dict[str, Any]]:
+        """One request, with a request id of its own (as API Gateway gives each) unless `request_id`."""
         event = copy.deepcopy(load_event("job_trigger/now.json"))
+        event["requestContext"]["requestId"] = request_id or f"req-{uuid.uuid4().hex[:16]}"
         event["rawPath"] = event["requestContext"]["http"]["path"] = f"/jobs/{job}/ticks"
         event["pathParameters"] = {"job": job}
         event["body"] = body
@@ -371,3 +375,34 @@ def test_no_secret_reaches_the_logs(api: TriggerApi) -> None:
     assert logs.count('"trigger refused: no valid secret"') == 1
     for value in ("rotated-value-2", LOCAL_SECRET_VALUE, "rotated-value-3"):
         assert value not in logs
+
+
+# ---------------------------------------------------------------------------------------------- replay
+def test_a_request_id_seen_in_the_window_gets_the_first_answer_and_invokes_nothing(api: TriggerApi) -> None:
+    # Given a press answered 202
+    with at(NOW):
+        first = api.press(JOB, body=None, request_id="replayed-1")
+    assert first[0] == 202
+    assert len(api.invocations) == 1
+
+    # When the same request (its request id) arrives again in the window, a minute later
+    with at(NOW + timedelta(minutes=1)):
+        again = api.press(JOB, body=None, request_id="replayed-1")
+        other = api.press(JOB, body=None, request_id="another-2")
+
+    # Then it gets the first answer, word for word, and nothing is invoked for it
+    assert again == first
+    assert len(api.invocations) == 2  # the other request id's press only
+    assert other[1]["scheduled_time"] == "2026-11-29T14:08:00Z"
+
+
+def test_a_request_id_after_the_window_is_answered_afresh(api: TriggerApi) -> None:
+    with at(NOW):
+        api.press(JOB, body=None, request_id="replayed-1")
+
+    with at(NOW + timedelta(minutes=16)):
+        status, body = api.press(JOB, body=None, request_id="replayed-1")
+
+    assert status == 202
+    assert body["scheduled_time"] == "2026-11-29T14:23:00Z"
+    assert len(api.invocations) == 2

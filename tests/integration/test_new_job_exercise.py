@@ -1,6 +1,9 @@
 """The exercise a new user does, as a test: in a copy of the project, `clockless new job` makes a
 third job, a small domain is filled in, and the rules, the job's own tests, its types and a short
 simulation of it are all green. Fails when a step the command should do (or the docs say) is missing.
+And the exercise of a team adding two jobs at once (one without fan-out in its own zone at a local
+hour, one fanned out every 15 minutes): in a copy of the whole project, `make docs` and then every
+suite, linter and check `make test` runs pass with no edit to the project's own tests or docs.
 
 Slow (a project copy, mypy, pytest and a simulation in subprocesses): `pytest -m slow`. The copy
 is not installed (`make setup` would build a venv); the new package goes on PYTHONPATH instead,
@@ -150,3 +153,55 @@ def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
     # And a short simulation over its 03:00 tick applies its seeded items exactly once
     simulates_its_tick_exactly_once(project, "nightly-digest")
     reports_its_bad_row_and_settles(project, "nightly-digest", fans_out=False)
+
+
+def _whole_copy(tmp_path: Path) -> Path:
+    """Every file git tracks, copied: the suites read the docs, the Makefile and the bench results too."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    root = tmp_path / "whole"
+    for relative in filter(None, listed):
+        source = PROJECT_ROOT / relative
+        if source.is_file():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / relative)
+    return root
+
+
+def run_in_copy(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """As `make setup` would install the copy: its tools, kit and every function package first on the path."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT_URL", "PYTEST_"))}
+    paths = [root / "tools", root / "layers" / "clockless", *sorted((root / "functions").iterdir()), root]
+    env = {**inherited, "PYTHONPATH": os.pathsep.join(str(path) for path in paths)}
+    return subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def test_two_new_jobs_of_either_kind_leave_the_whole_suite_green(tmp_path: Path) -> None:
+    root = _whole_copy(tmp_path)
+    cli = [sys.executable, "-m", "clockless_tools.cli"]
+    # Given two jobs made by the command: one at 06:00 or later in Berlin, one fanned out every 15 minutes
+    for args in (
+        ["nightly-digest", "--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin",
+         "--local-time", "not_before=06:00,same_local_date"],
+        ["order-sweep", "--fan-out", "--schedule", "cron(0/15 * * * ? *)"],
+    ):  # fmt: skip
+        made = run_in_copy(root, *cli, "new", "job", *args, "--project", str(root))
+        assert made.returncode == 0, made.stdout + made.stderr
+    # And `make docs`, as the command says to
+    docs = run_in_copy(root, *cli, "docs")
+    assert docs.returncode == 0, docs.stdout + docs.stderr
+
+    # Then every suite and check `make test` runs passes in the copy, the project's tests and docs unedited
+    for command in (
+        [*cli, "arch", "-t", str(root / "template.yaml")],
+        [*cli, "schedules", "check"],
+        [*cli, "docs", "--check"],
+        [str(BIN / "ruff"), "check", "--no-cache", "."],
+        [str(BIN / "ruff"), "format", "--check", "--no-cache", "."],
+        [str(BIN / "mypy"), "--cache-dir", str(root / ".mypy_cache")],
+        [str(BIN / "cfn-lint"), "--append-rules", "cfn_lint_serverless.rules", "--", "template.yaml"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-m", "not slow", "tests"],
+    ):
+        done = run_in_copy(root, *command)
+        assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"

@@ -191,15 +191,43 @@ def test_a_range_over_the_limit_is_refused_unless_forced(target: LocalTarget, te
 
 def test_run_now_twice_in_one_minute_has_one_effect(target: LocalTarget, template: Template, tables: Any) -> None:
     _seed_sessions()
-    at = DAY + timedelta(hours=12, minutes=5, seconds=42)
+    at = DAY + timedelta(hours=12, seconds=42)
 
     first = run_now(target, template, JOB, at=at)
     second = run_now(target, template, JOB, at=at + timedelta(seconds=10))
 
     assert (first["outcome"], second["outcome"]) == ("executed", "duplicate")
-    assert first["scheduled_time"] == second["scheduled_time"] == "2026-11-29T12:05:00Z"
-    entry = _ledger(tables)["2026-11-29T12:05:00Z"]
+    assert first["scheduled_time"] == second["scheduled_time"] == "2026-11-29T12:00:00Z"
+    entry = _ledger(tables)["2026-11-29T12:00:00Z"]
     assert (entry["trigger"]["S"], entry["attempts"]["N"]) == ("manual", "1")
+
+
+def test_run_now_refuses_an_instant_off_the_schedule_unless_asked_and_records_it_so(
+    target: LocalTarget, template: Template, tables: Any
+) -> None:
+    _seed_sessions()
+    off = DAY + timedelta(hours=21, minutes=30)
+
+    with pytest.raises(OperationError) as refused:
+        run_now(target, template, JOB, at=off, now=off + timedelta(hours=1))
+
+    assert str(refused.value) == (
+        f"--at 2026-11-29T21:30:00Z is not a tick of {JOB}'s schedule cron(0 * * * ? *) (scheduled times: before it "
+        "2026-11-29T21:00:00Z, after it 2026-11-29T22:00:00Z); name one of them, or pass --off-schedule to run at "
+        "this instant anyway (recorded with trigger off-schedule)"
+    )
+    assert "2026-11-29T21:30:00Z" not in _ledger(tables)
+
+    ran = run_now(target, template, JOB, at=off, now=off + timedelta(hours=1), off_schedule=True)
+
+    assert ran["outcome"] == "executed"
+    assert _ledger(tables)["2026-11-29T21:30:00Z"]["trigger"]["S"] == "off-schedule"
+
+
+def test_run_now_without_at_runs_the_latest_scheduled_tick(target: LocalTarget, template: Template) -> None:
+    ran = run_now(target, template, JOB, now=DAY + timedelta(hours=12, minutes=37, seconds=5))
+
+    assert ran["scheduled_time"] == "2026-11-29T12:00:00Z"
 
 
 def test_cli_status_backfill_and_run_now(
@@ -225,9 +253,13 @@ def test_cli_status_backfill_and_run_now(
     assert bad.exit_code == 2
     assert "--from" in bad.output
 
-    manual = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
+    off = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
+    assert off.exit_code == 2
+    (refused,) = off.stderr.splitlines()  # nothing ran: no function log to point at
+    assert refused.startswith("error: --at 2026-11-29T12:30:00Z is not a tick of ")
+    manual = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:00:00Z", "--endpoint", dynamodb_endpoint])
     assert "ran" in manual.output
-    duplicate = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:30:00Z", "--endpoint", dynamodb_endpoint])
+    duplicate = runner.invoke(app, ["run-now", JOB, "--at", "2026-11-29T12:00:00Z", "--endpoint", dynamodb_endpoint])
     assert "was already done" in duplicate.output
     assert "duplicate (duplicate)" not in duplicate.output
 
@@ -237,8 +269,8 @@ def test_cli_run_now_says_what_the_tick_did_in_utc_with_its_logs_in_a_file(
 ) -> None:
     _seed_sessions()
     log = tmp_path / "run-now.log"
-    # 13:30 at +01:00 is 12:30 UTC: converted, and echoed in UTC.
-    command = ["run-now", JOB, "--at", "2026-11-29T13:30:00+01:00", "--endpoint", dynamodb_endpoint, "--log", str(log)]
+    # 13:00 at +01:00 is 12:00 UTC: converted, and echoed in UTC.
+    command = ["run-now", JOB, "--at", "2026-11-29T13:00:00+01:00", "--endpoint", dynamodb_endpoint, "--log", str(log)]
 
     # A process of its own, as a user runs it: the functions' loggers write to its real stdout/stderr.
     first = subprocess.run(
@@ -251,16 +283,20 @@ def test_cli_run_now_says_what_the_tick_did_in_utc_with_its_logs_in_a_file(
     again = CliRunner().invoke(app, command)
 
     assert first.returncode == 0, first.stderr
-    ran, where = first.stdout.splitlines()
     # What the ledger says the fanned-out tick did once its workers finished: its counters.
-    assert ran == (
-        f"{JOB} @ 2026-11-29T12:30:00Z ran: succeeded: found 12, applied 12, already done 0, failed 0, partitions 16"
+    assert first.stdout == (
+        f"{JOB} @ 2026-11-29T12:00:00Z ran: succeeded: found 12, applied 12, already done 0, failed 0, partitions 16\n"
     )
-    assert where == f"function logs and metrics: {log}"
-    assert first.stderr == ""  # no function log line on the terminal
-    assert '"message":"tick executed"' in log.read_text(encoding="utf-8")
+    # Where the logs went, on stderr as every command that runs functions says it; no function log line.
+    assert first.stderr == f"function logs and metrics: {log}\n"
+    written = log.read_text(encoding="utf-8")
+    assert '"message":"tick executed"' in written
+    # The log lines' times read as every other time: ISO-8601 UTC with Z.
+    stamps = re.findall(r'"timestamp":"([^"]+)"', written)
+    assert stamps
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp) for stamp in stamps), stamps[:3]
     assert again.exit_code == 0, again.output
-    assert again.stdout.splitlines()[0].startswith(f"{JOB} @ 2026-11-29T12:30:00Z was already done (finished ")
+    assert again.stdout.splitlines()[0].startswith(f"{JOB} @ 2026-11-29T12:00:00Z was already done (finished ")
     assert "duplicate" not in again.stdout
 
 
@@ -297,6 +333,27 @@ def test_cli_run_now_on_a_tick_whose_partitions_fail_prints_one_line_and_exits_3
     )
     assert "sessions index unreachable while reading the first page" in line
     assert line.endswith(f"; function logs: {log}")
+
+    # Delivered again while its partitions still fail: not "already done", and exit 3 again.
+    again = CliRunner().invoke(
+        app, ["run-now", JOB, "--at", "2026-11-29T00:00:00Z", "--endpoint", dynamodb_endpoint, "--log", str(log)]
+    )
+
+    assert again.exit_code == 3, again.output
+    assert "was already done" not in again.output
+    (line,) = again.stderr.splitlines()
+    assert line.startswith(f"error: {JOB} @ 2026-11-29T00:00:00Z is failing, not done: its coordinator fanned it out")
+    assert "delivering it again runs nothing" in line
+    assert f"`clockless work redrive {JOB}`" in line
+
+    the_tick = ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T00:01:00Z"]
+    backfilled = CliRunner().invoke(
+        app, ["backfill", JOB, *the_tick, "--endpoint", dynamodb_endpoint, "--log", str(log)]
+    )
+
+    assert backfilled.exit_code == 3, backfilled.output
+    assert "replayed: 0" in backfilled.stdout
+    assert "2026-11-29T00:00:00Z  " + f"{JOB} @ 2026-11-29T00:00:00Z is failing, not done" in backfilled.stdout
 
 
 def test_a_failing_tick_is_reported_in_one_line_and_recorded_as_failed(
@@ -348,9 +405,9 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
         "  2026-11-29T03:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
         "  2026-11-29T07:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
         "replayed: 2",
-        f"function logs and metrics: {log}",
     ]
-    assert ran.stderr == ""  # no JSON log line, no EMF line on the terminal
+    # Where the logs went, on stderr; no JSON log line, no EMF line on the terminal.
+    assert ran.stderr == f"function logs and metrics: {log}\n"
     written = log.read_text(encoding="utf-8")
     assert written.count('"message":"tick executed"') == 2
     # At least once per tick: two workers finishing at once may both report it (docs/alarms.md).

@@ -28,12 +28,13 @@ TICK: Final = datetime(2026, 11, 27, 14, tzinfo=DAY.tzinfo)
 
 
 def _shortest_window() -> tuple[str, str]:
-    """The first hour of DAY in which every job of the template ticks (14:00 for the examples)."""
-    for hour in range(24):
-        start = DAY + timedelta(hours=hour)
-        if all(expected_ticks(TEMPLATE, start, start + timedelta(hours=1)).values()):
-            return format_scheduled_time(start), format_scheduled_time(start + timedelta(hours=1))
-    raise AssertionError(f"no hour of {DAY:%Y-%m-%d} in which every job of the template ticks")
+    """The shortest span of whole hours on DAY in which every job of the template ticks, the earliest
+    of them (14:00 to 15:00 for the examples)."""
+    for hours in range(1, 25):
+        for start in (DAY + timedelta(hours=h) for h in range(0, 25 - hours)):
+            if all(expected_ticks(TEMPLATE, start, start + timedelta(hours=hours)).values()):
+                return format_scheduled_time(start), format_scheduled_time(start + timedelta(hours=hours))
+    raise AssertionError(f"some job of the template does not tick on {DAY:%Y-%m-%d}")
 
 
 def _fans_out(job: str) -> bool:

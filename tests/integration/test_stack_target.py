@@ -102,14 +102,14 @@ def test_stack_target_resolves_the_ledger_and_invokes_the_physical_function(stac
     fake = FakeLambda()
     target._lambda = fake
 
-    result = run_now(target, template, JOB, at=DAY + timedelta(hours=5, minutes=17, seconds=3))
+    result = run_now(target, template, JOB, at=DAY + timedelta(hours=5, seconds=3))
 
     (call,) = fake.calls
     assert call["FunctionName"] == target.physical[f"{STEM}Function"]
     assert call["InvocationType"] == "RequestResponse"
     sent = Tick.from_event(json.loads(call["Payload"]), expected_job=JOB)
     assert sent.trigger is Trigger.MANUAL
-    assert result["scheduled_time"] == "2026-11-29T05:17:00Z"
+    assert result["scheduled_time"] == "2026-11-29T05:00:00Z"
 
 
 def test_status_and_backfill_read_the_stack_ledger(stack: Any, template: Template) -> None:

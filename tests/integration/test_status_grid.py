@@ -19,7 +19,7 @@ from clockless_tools.local.services import create_schedules
 from clockless_tools.operations.grid import STYLE, Grid, TickState, job_grid, render_text
 from clockless_tools.operations.page import StatusPage, render_page
 from clockless_tools.operations.pause import set_paused
-from clockless_tools.operations.status import job_status
+from clockless_tools.operations.status import JobStatus, job_status
 from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.template.loader import PROJECT_ROOT
 from clockless_tools.template.model import Template
@@ -33,7 +33,8 @@ ARTIFACTS = PROJECT_ROOT / ".clockless" / "test-artifacts"
 BROWSER = shutil.which("chromium-headless-shell") or shutil.which("chromium")
 
 
-def _record(tables: Any, hour: int, status: str) -> None:
+def record_tick(tables: Any, hour: int, status: str, **extra: Any) -> None:
+    """The hourly job's 2026-11-29 tick at `hour` in the ledger with `status` (and `extra` attributes)."""
     tables.put_item(
         TableName="LedgerTable",
         Item={
@@ -43,6 +44,7 @@ def _record(tables: Any, hour: int, status: str) -> None:
             "attempts": {"N": "1"},
             # as the kit writes a success: the sparse index `last success` reads
             **({"succeeded_job": {"S": JOB}} if status == "succeeded" else {}),
+            **extra,
         },
     )
 
@@ -52,11 +54,11 @@ def grid(tables: Any, template: Template, dynamodb_endpoint: str) -> Grid:
     create_schedules(template, dynamodb_endpoint)
     target = LocalTarget(template, dynamodb_endpoint)
     for hour in (0, 1, 2, 3, 10):
-        _record(tables, hour, "succeeded")
-    _record(tables, 4, "failed")
-    _record(tables, 5, "skipped")
-    _record(tables, 9, "buffered")  # held back by the overlap policy until the tick before it settles
-    _record(tables, 12, "started")
+        record_tick(tables, hour, "succeeded")
+    record_tick(tables, 4, "failed")
+    record_tick(tables, 5, "skipped")
+    record_tick(tables, 9, "buffered")  # held back by the overlap policy until the tick before it settles
+    record_tick(tables, 12, "started")
     set_paused(target, template, JOB, paused=True, reason="maintenance", now=DAY + timedelta(hours=5, minutes=30))
     set_paused(target, template, JOB, paused=False, reason="done", now=DAY + timedelta(hours=8, minutes=30))
     return job_grid(template, target, JOB, now=NOW, window=timedelta(hours=12, minutes=30))
@@ -110,7 +112,7 @@ def _fan_out_failing(tables: Any) -> None:
         )
 
 
-def _render_in_chromium(page: str, tmp_path: Path, name: str) -> dict[str, Any]:
+def _render_in_chromium(page: str, tmp_path: Path, name: str, *, width: int = 1280) -> dict[str, Any]:
     """What a real browser laid out: each cell's state, letter, size, colours and title; the texts."""
     assert BROWSER is not None, "CLOCKLESS_REQUIRE_BROWSER=1 but no chromium-headless-shell on PATH"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -119,7 +121,8 @@ def _render_in_chromium(page: str, tmp_path: Path, name: str) -> dict[str, Any]:
         "<script>document.body.setAttribute('data-rendered', JSON.stringify({"
         "cells: [...document.querySelectorAll('table.grid td.cell')].map(c => {const r = c.getBoundingClientRect();"
         "return {job: c.closest('table').dataset.job, state: c.dataset.state, letter: c.innerText,"
-        "width: r.width, height: r.height, background: getComputedStyle(c).backgroundColor,"
+        "width: r.width, height: r.height, left: r.left, right: r.right,"
+        "background: getComputedStyle(c).backgroundColor,"
         "ink: getComputedStyle(c).color, title: c.title}}),"
         "rows: [...document.querySelectorAll('table.grid tr')].slice(1).map(r => r.querySelectorAll('td').length),"
         "emptyRows: [...document.querySelectorAll('table.grid tr')].filter(r => r.querySelector('td')"
@@ -127,11 +130,15 @@ def _render_in_chromium(page: str, tmp_path: Path, name: str) -> dict[str, Any]:
         "headings: [...document.querySelectorAll('section h2')].map(h => h.innerText),"
         "status: Object.fromEntries([...document.querySelectorAll('table.status tr[data-job]')].map(r =>"
         " [r.dataset.job, Object.fromEntries([...r.cells].map(c => [c.dataset.column, c.innerText]))])),"
-        "text: document.body.innerText}));</script>"
+        "text: document.body.innerText, viewport: window.innerWidth,"
+        "pageWidth: document.documentElement.scrollWidth,"
+        "boxes: [...document.querySelectorAll('table')].map(t => {const box = t.parentElement;"
+        "return {scrolls: getComputedStyle(box).overflowX, width: box.clientWidth, content: box.scrollWidth}})"
+        "}));</script>"
     )
     probed = tmp_path / "probed.html"
     probed.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
-    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,1400"]
+    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1400"]
     dumped = subprocess.run(
         [*flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=60, check=True
     )
@@ -155,23 +162,36 @@ def _rgb(colour: str) -> str:
     BROWSER is None and os.environ.get("CLOCKLESS_REQUIRE_BROWSER") != "1",
     reason="needs Debian's chromium-headless-shell (.ci/run installs it)",
 )
-def test_the_incident_page_in_a_real_browser(
-    grid: Grid, tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
-) -> None:
-    target = LocalTarget(template, dynamodb_endpoint)
+def _incident_page(template: Template, target: LocalTarget, tables: Any) -> tuple[str, list[JobStatus], str]:
+    """The bad night's page: the hourly job's 12:00 tick failing, a weekly job paused; and that job."""
     _fan_out_failing(tables)
     weekly = _weekly_job(template, target)
     set_paused(target, template, weekly, paused=True, reason="vendor API down, INC-42", now=NOW - timedelta(hours=1))
     window = timedelta(days=9)
     statuses = [job_status(template, target, job, now=NOW, window=window) for job in (JOB, weekly)]
-    failing = {s.job: [t.scheduled_time for t in s.fanned_out if t.failing] for s in statuses}
-    grids = [job_grid(template, target, j, now=NOW, window=window, failing=failing[j]) for j in (JOB, weekly)]
+    grids = [job_grid(template, target, s.job, now=NOW, window=window, failing=s.failing) for s in statuses]
     page = render_page(
         StatusPage("clockless status: local", "local", NOW, NOW - window, NOW, statuses=statuses, grids=grids)
     )
     assert not re.search(r"(src|href)=|https?://|<script", page)  # self-contained: nothing to fetch, no script
+    return page, statuses, weekly
 
-    shown = _render_in_chromium(page, tmp_path, "status-page")
+
+needs_browser = pytest.mark.skipif(
+    BROWSER is None and os.environ.get("CLOCKLESS_REQUIRE_BROWSER") != "1",
+    reason="needs Debian's chromium-headless-shell (.ci/run installs it)",
+)
+
+
+@needs_browser
+def test_the_incident_page_in_a_real_browser(
+    grid: Grid, tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    target = LocalTarget(template, dynamodb_endpoint)
+    page, statuses, weekly = _incident_page(template, target, tables)
+    window = timedelta(days=9)
+
+    shown = _render_in_chromium(page, tmp_path, "status-page", width=1280)
 
     text = shown["text"]
     assert "generated at 2026-11-29T12:30:00Z (UTC)" in text
@@ -181,8 +201,14 @@ def test_the_incident_page_in_a_real_browser(
     # The terminal's table: last success, last failure, missing, who paused and why, fanned-out progress.
     hourly_row, weekly_row = shown["status"][JOB], shown["status"][weekly]
     assert hourly_row["last success"] == "2026-11-29T10:00:00Z"
-    assert hourly_row["last failure"] == "2026-11-29T04:00:00Z"
-    assert hourly_row["missing"].splitlines()[:2] == [str(len(statuses[0].missing)), "2026-11-20T13:00:00Z"]
+    # The 12:00 tick is failing (its partitions retry): the newest failure, though no entry says failed yet.
+    assert hourly_row["last failure"].splitlines()[0] == "2026-11-29T12:00:00Z failing"
+    missing = hourly_row["missing"].splitlines()
+    assert missing[0] == str(len(statuses[0].missing))
+    # More than fit: the oldest are left out, never the failed or failing ticks.
+    assert missing[1] == f"… {len(statuses[0].missing) - 20} older not shown (--json lists all)"
+    assert "2026-11-29T12:00:00Z failing" in missing
+    assert "2026-11-29T04:00:00Z failed" in missing
     assert "paused since 2026-11-29T11:30:00Z" in weekly_row["job"]
     assert "vendor API down, INC-42" in weekly_row["job"]
     assert weekly_row["next ticks"] == "none: paused"
@@ -191,7 +217,7 @@ def test_the_incident_page_in_a_real_browser(
     cells = shown["cells"]
     # A letter in each cell as well as its colour (the letter's colour readable on it).
     for cell in cells:
-        _, letter, background, ink = STYLE[TickState(cell["state"])]
+        letter, background, ink = STYLE[TickState(cell["state"])]
         assert (cell["letter"], cell["background"], cell["ink"]) == (letter.strip(), _rgb(background), _rgb(ink))
     hourly = [c for c in cells if c["job"] == JOB]
     assert [c["state"] for c in hourly[-24:]] == [*EXPECTED_DAY[:12], "failing", *EXPECTED_DAY[13:]]
@@ -203,6 +229,29 @@ def test_the_incident_page_in_a_real_browser(
     weekly_tips = [c["title"] for c in cells if c["job"] == weekly and c["state"] not in ("no tick", "paused")]
     assert weekly_tips
     assert all(any(hour in tip for hour in tick_hours) for tip in weekly_tips), weekly_tips
+
+
+@needs_browser
+def test_the_incident_page_at_a_phones_width(
+    grid: Grid, tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    """At 400 px nothing is cut off: the page is no wider than the window, a table wider than it
+    scrolls in its own box, and the failing cell is on the screen."""
+    page, _, _ = _incident_page(template, LocalTarget(template, dynamodb_endpoint), tables)
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+
+    shown = _render_in_chromium(page, tmp_path, "status-page-400px", width=400)
+
+    assert shown["viewport"] == 400
+    assert shown["pageWidth"] <= shown["viewport"]
+    for box in shown["boxes"]:
+        assert box["content"] <= box["width"] or box["scrolls"] == "auto", box
+    [failing] = [c for c in shown["cells"] if c["state"] == "failing"]
+    assert failing["letter"] == "X"
+    assert failing["left"] >= 0, failing
+    assert failing["right"] <= shown["viewport"], failing
+    assert failing["width"] >= 14
+    assert "2026-11-29T12:00:00Z failing" in shown["status"][JOB]["last failure"]
 
 
 def test_cli_status_writes_the_html_page(

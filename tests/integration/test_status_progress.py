@@ -9,7 +9,7 @@ from typing import Any
 
 from clockless.ledger import RunLedger
 from clockless_tools.operations.progress import fanned_out_ticks
-from clockless_tools.operations.status import job_status
+from clockless_tools.operations.status import fanned_out_lines, job_status, table_cells
 from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.operations.work import work_queues
 from clockless_tools.template.model import Template
@@ -176,3 +176,36 @@ def test_status_lists_the_running_tick_and_the_latest_one(
         RunLedger("LedgerTable", tables, retention_seconds=86400), JOB, NOW - timedelta(hours=3), NOW, now_ms=NOW_MS
     )
     assert next((t.status, t.applied, t.already_done) for t in finished) == ("succeeded", 11, 1)
+
+
+def test_a_coordinator_that_raised_before_fanning_out_is_not_shown_fanned_out(
+    tables: Any, template: Template, dynamodb_endpoint: str
+) -> None:
+    """The claim wrote partitions_total, then the coordinator raised: no partition record exists."""
+    put(
+        tables,
+        job=JOB,
+        scheduled_time=FAILING,
+        status="failed",
+        attempts=3,
+        partitions_total=16,
+        error="ConnectionError: programs index unreachable",
+    )
+
+    status = job_status(template, LocalTarget(template, dynamodb_endpoint), JOB, now=NOW, window=timedelta(hours=1))
+
+    assert fanned_out_lines(status) == [
+        f"{JOB} @ {FAILING} failed before fanning out: its coordinator raised "
+        "(ConnectionError: programs index unreachable); none of its 16 partition(s) started"
+    ]
+    assert table_cells(status)[2] == [f"{FAILING} failed", "ConnectionError: programs index unreachable"]
+
+
+def test_a_failing_tick_is_the_last_failure(tables: Any, template: Template, dynamodb_endpoint: str) -> None:
+    seed_failing_tick(tables)
+
+    status = job_status(template, LocalTarget(template, dynamodb_endpoint), JOB, now=NOW, window=timedelta(hours=1))
+
+    assert status.failing == [datetime(2026, 11, 29, 10, 15, tzinfo=UTC)]
+    assert status.as_dict()["failing"] == [FAILING]
+    assert table_cells(status)[2] == [f"{FAILING} failing", "partitions failing: see below"]

@@ -118,7 +118,7 @@ def test_run_now_at_a_future_time_is_refused_in_one_line(tables: Any, dynamodb_e
 
     assert result.exit_code == 2
     # One error line; besides it only where the function's logs went (run-now's log file).
-    [line] = [text for text in result.stderr.strip().splitlines() if not text.startswith("function logs: ")]
+    [line] = [text for text in result.stderr.strip().splitlines() if not text.startswith("function logs and metrics: ")]
     assert "--at 2030-01-01T00:00:00Z is" in line
     assert "in the future" in line
     _nothing_written(tables, seeded)

@@ -16,14 +16,21 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
-from clockless.dynamo import shard_for
+from clockless.dynamo import shard_for, tenant_keys
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.conftest import load_event
 from tests.integration.conftest import delivery, scan_all
 from tests.integration.work_queues import WorkQueues
 from window_generation.logic import Program
-from window_generation.repository import DUE_INDEX_SHARDS, DynamoProgramStore, WindowPartitionWork, program_key
+from window_generation.repository import (
+    DUE_INDEX_SHARDS,
+    TENANT_BUCKETS,
+    DynamoProgramStore,
+    WindowPartitionWork,
+    program_key,
+    programs_partition_key,
+)
 
 TICK_SAMPLE = "window_generation/tick.json"
 FN = "WindowGenerationFunction"
@@ -281,3 +288,16 @@ def test_due_programs_of_a_shard_are_rolled_49_to_a_transaction(
     assert workers.of("TransactWriteItems") == 2 * DUE_INDEX_SHARDS + 2
     assert len(_windows(tables)) == 50
     assert json.loads(_tick_entry(tables)["summary"]["S"]) == SETTLED | {"found": 50, "applied": 50}
+
+
+def test_a_tenants_programs_are_spread_over_its_buckets_and_read_back_by_tenant(tables: Any) -> None:
+    # Given one tenant's programs (a whale: more programs than its key has buckets)
+    store = DynamoProgramStore("ProgramsTable", "WindowsTable")
+    whale = [Program("whale", f"p-{n:03d}", 7, BUSINESS_DATE) for n in range(64)]
+    store.save_programs([*whale, Program("minnow", "p-000", 7, BUSINESS_DATE)])
+    # Then they are under as many partition key values as the table declares, each `whale#<bucket>`
+    keys = {item["tenant_key"]["S"] for item in scan_all(tables, "ProgramsTable")}
+    assert keys - {programs_partition_key("minnow", "p-000")} == set(tenant_keys("whale", TENANT_BUCKETS))
+    assert {programs_partition_key("whale", p.program_id) for p in whale} == set(tenant_keys("whale", TENANT_BUCKETS))
+    # and a read by tenant goes over the buckets and finds them all, and only them
+    assert sorted(store.programs_of("whale"), key=lambda p: p.program_id) == whale

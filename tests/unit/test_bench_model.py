@@ -1,23 +1,26 @@
-"""bench/model.py and bench/cost.py: a night on DynamoDB from its per-key, per-table and Lambda
-limits and measured costs; what it costs."""
+"""bench/model.py and bench/cost.py: a night on DynamoDB from its physical partitions, its tables'
+ceilings and Lambda, over placements of its keys; what it costs."""
 
 from __future__ import annotations
 
 import pytest
 
-from clockless_tools.bench.cost import WRU_PER_MILLION, fanned_out_cost, loop_cost
+from clockless_tools.bench.cost import RRU_PER_MILLION, WRU_PER_MILLION, fanned_out_cost, loop_cost
 from clockless_tools.bench.model import (
     GROWTH_SECONDS,
-    KEY_WCU,
     MILLION,
     NEW_WCU,
+    PARTITION_WCU,
     ItemCost,
     Night,
+    Placement,
     declared_for,
+    over_placements,
     predict,
     slowest_partition,
     worker_supply,
 )
+from clockless_tools.bench.night import night_figure, one_key_warning
 
 # A window: its Put and its program's Update, transactional (2 units each), the program's due-index
 # entry moved on its shard key (a delete and a put), a counter action per 49 programs.
@@ -29,42 +32,92 @@ WINDOW = ItemCost(
     cpu_seconds=0.0003,
 )
 ANY_SUPPLY = 1e9
+SHARDS_RATE = 16 * PARTITION_WCU / 2  # every worker at its own shard key: 500 items/s each
+WARM = declared_for(WINDOW, SHARDS_RATE)  # 16,000 write units/s on each: 16 partitions
 
 
-def test_one_tenant_is_held_to_its_partition_key() -> None:
-    prediction = predict(WINDOW, Night(MILLION, workers=16, tenants=1, supply=ANY_SUPPLY))
-
-    assert prediction.bound == "tenant partition keys"
-    assert prediction.fleet_bounds["tenant partition keys"] == KEY_WCU / 2  # 500 programs/s on one key
-    assert prediction.seconds == pytest.approx(MILLION / 500)
+def _apart(keys: int) -> tuple[float, ...]:
+    """`keys` places each on a partition of its own among 16 (and among 4: four to each)."""
+    return tuple((i + 0.5) / keys for i in range(keys))
 
 
-def test_a_new_table_holds_a_spread_night_to_4000_write_units_until_it_has_doubled() -> None:
-    cold = predict(WINDOW, Night(MILLION, workers=16, tenants=16, supply=ANY_SUPPLY))
+def test_one_tenant_is_held_to_the_partition_its_key_is_on() -> None:
+    prediction = predict(WINDOW, Night(MILLION, workers=16, tenants=1, warm=WARM, supply=ANY_SUPPLY))
 
-    # 2 units per item on each table and on the index: each new one takes 2,000 items/s
-    assert cold.bound in {"windows on-demand", "programs on-demand", "programs/due on-demand"}
-    assert cold.seconds == pytest.approx(MILLION / (NEW_WCU / 2))
-    assert cold.growth_steps == 0  # 500 s: no 30 minutes held at the ceiling
-
-    ten = predict(WINDOW, Night(10 * MILLION, workers=16, tenants=16, supply=ANY_SUPPLY))
-    first_window = GROWTH_SECONDS * NEW_WCU / 2  # items done before the ceilings may double
-    assert ten.growth_steps >= 1
-    assert ten.seconds == pytest.approx(GROWTH_SECONDS + (10 * MILLION - first_window) / (2 * NEW_WCU / 2))
+    assert prediction.kind == "tenant keys"
+    assert prediction.bound == "tenant keys: 1 of 1 on one programs partition (of 16)"
+    assert prediction.seconds == pytest.approx(MILLION / 500)  # 1,000 / 2 units: 500 programs/s
 
 
-def test_warm_tables_leave_the_shard_keys_and_the_slowest_partition_to_set_the_time() -> None:
-    shards = 16 * KEY_WCU / 2  # each worker's own shard key: 500 items/s
-    warm = declared_for(WINDOW, shards)
-    assert warm["programs/due"] == 16_000
+def test_tenant_keys_hashed_onto_one_partition_share_its_1000_write_units() -> None:
+    # GIVEN 16 tenant keys on tables warmed to 16 partitions, three of them on partition 0
+    crowded = Placement((0.01, 0.02, 0.03, *_apart(16)[3:]), _apart(16))
+    night = Night(MILLION, workers=16, tenants=16, warm=WARM, supply=ANY_SUPPLY)
 
-    prediction = predict(WINDOW, Night(MILLION, workers=16, tenants=16, warm=warm, supply=ANY_SUPPLY))
+    even = predict(WINDOW, night)
+    prediction = predict(WINDOW, night, crowded)
 
-    assert prediction.worker_rate == 500
-    # the largest of 16 hash partitions of 1M is above 1M / 16: the tick waits for it
-    assert prediction.slowest_partition == slowest_partition(MILLION, 16) > MILLION / 16
-    assert prediction.bound == "the slowest partition"
-    assert prediction.seconds == pytest.approx(prediction.slowest_partition / 500)
+    # THEN the busiest partition takes 3/16 of the items at 2 units each: 1,000 / (2 x 3/16) items/s
+    assert prediction.bound == "tenant keys: 3 of 16 on one programs partition (of 16)"
+    assert prediction.seconds == pytest.approx(
+        MILLION / (PARTITION_WCU / (2 * 3 / 16)), rel=0.01
+    )  # 375 s, the issue's figure
+    assert even.seconds < prediction.seconds
+    assert even.kind != "tenant keys"
+
+
+def test_shard_keys_hashed_onto_one_index_partition_slow_their_workers() -> None:
+    # GIVEN the tenants apart, and shard keys 0 and 1 on one partition of the due index
+    shards = (0.01, 0.02, *_apart(16)[2:])
+    night = Night(MILLION, workers=16, tenants=64, warm=WARM, supply=ANY_SUPPLY)
+
+    prediction = predict(WINDOW, night, Placement(_apart(64), shards))
+
+    # THEN those two workers share 1,000 units: 250 items/s each, for their shard's items
+    assert prediction.bound == "GSI shard keys: 2 of 16 on one programs/due partition (of 16)"
+    largest = slowest_partition(MILLION, 16)
+    assert prediction.seconds == pytest.approx(largest / 250, rel=0.02)
+
+
+def test_a_new_table_has_four_partitions_and_its_4000_write_units_until_it_has_doubled() -> None:
+    night = Night(MILLION, workers=16, tenants=16, supply=ANY_SUPPLY)
+    cold = predict(WINDOW, night, Placement(_apart(16), _apart(16)))
+
+    # four keys on each of four partitions: the partitions hold it to the table's own 2,000 items/s
+    assert cold.fleet_bounds["on-demand: programs"] == NEW_WCU / 2
+    assert cold.fleet_bounds["tenant keys: 4 of 16 on one programs partition (of 4)"] == NEW_WCU / 2
+    assert cold.seconds == pytest.approx(MILLION / (NEW_WCU / 2), rel=0.01)
+    assert cold.growth_steps == 0  # 500 s: no 30 minutes held
+
+    ten = predict(
+        WINDOW, Night(10 * MILLION, workers=16, tenants=16, supply=ANY_SUPPLY), Placement(_apart(16), _apart(16))
+    )
+    assert ten.growth_steps >= 1  # the peak doubled after 30 minutes, and the partitions with it
+    assert ten.seconds < 10 * MILLION / (NEW_WCU / 2)
+    assert ten.seconds > GROWTH_SECONDS
+
+
+def test_over_placements_the_p95_is_above_the_expected_time_and_names_what_binds() -> None:
+    night = Night(MILLION, workers=16, tenants=16, warm=WARM, supply=ANY_SUPPLY)
+
+    spread = over_placements(WINDOW, night, samples=200)
+
+    assert predict(WINDOW, night).seconds < spread.expected < spread.p95
+    assert spread.at_p95.seconds == spread.p95
+    assert spread.at_p95.kind in {"tenant keys", "GSI shard keys"}
+    assert sum(spread.kinds.values()) == pytest.approx(1)
+    assert over_placements(WINDOW, night, samples=200) == spread  # a fixed seed: the same figures
+
+
+def test_spreading_one_tenant_over_buckets_takes_it_past_one_partition() -> None:
+    bucketed = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", 0.0003, tenant_buckets=16)
+    night = Night(MILLION, workers=16, tenants=1, warm=WARM, supply=ANY_SUPPLY)
+
+    one_key = over_placements(WINDOW, night, samples=100)
+    buckets = over_placements(bucketed, night, samples=100)
+
+    assert one_key.p95 == pytest.approx(MILLION / 500)
+    assert buckets.p95 < one_key.p95 / 3
 
 
 def test_lambda_supply_is_the_cpu_share_of_the_memory() -> None:
@@ -72,10 +125,10 @@ def test_lambda_supply_is_the_cpu_share_of_the_memory() -> None:
     assert worker_supply(WINDOW, 3_538) == pytest.approx(1 / 0.0003)  # one thread: one vCPU at most
     slow = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", cpu_seconds=0.01)
 
-    prediction = predict(slow, Night(MILLION, workers=16, tenants=16, memory_mb=512))
+    prediction = predict(slow, Night(MILLION, workers=16, tenants=16, memory_mb=512, warm=WARM))
 
     per_worker = (512 / 1_769) / 0.01  # 29 items/s: below its shard key's 500
-    assert min(prediction.fleet_bounds, key=lambda n: prediction.fleet_bounds[n]) == "Lambda supply"
+    assert prediction.bound == "Lambda supply: each worker's CPU"
     assert prediction.worker_rate == pytest.approx(per_worker)
     assert prediction.seconds == pytest.approx(prediction.slowest_partition / per_worker)
 
@@ -94,11 +147,13 @@ def test_a_night_without_items_or_workers_is_refused() -> None:
         Night(MILLION, workers=0)
 
 
-def test_a_night_costs_its_write_units_its_workers_time_and_its_messages() -> None:
-    fanned = fanned_out_cost(MILLION, 6.0, seconds=540, workers=16, memory_mb=512, run_seconds=270)
-    loop = loop_cost(MILLION, 6.0, seconds_per_item=0.02, memory_mb=512)
+def test_a_night_costs_its_write_and_read_units_its_workers_time_and_its_messages() -> None:
+    fanned = fanned_out_cost(MILLION, 6.0, seconds=540, workers=16, memory_mb=512, run_seconds=270, rcu_per_item=0.5)
+    loop = loop_cost(MILLION, 6.0, seconds_per_item=0.02, memory_mb=512, rcu_per_item=1.0)
 
     assert fanned.write_units == pytest.approx(6 * WRU_PER_MILLION) == loop.write_units
+    assert fanned.read_units == pytest.approx(0.5 * RRU_PER_MILLION)
+    assert loop.read_units == pytest.approx(RRU_PER_MILLION)
     assert fanned.lambda_compute == pytest.approx(16 * 540 * 0.5 * 0.0000133334)
     assert fanned.sqs_requests == pytest.approx(16 * 2 * 3 / 1e6 * 0.40)  # two runs per partition
     assert loop.lambda_compute == pytest.approx(MILLION * 0.02 * 0.5 * 0.0000133334)
@@ -108,15 +163,41 @@ def test_a_night_costs_its_write_units_its_workers_time_and_its_messages() -> No
 def test_the_work_records_key_every_worker_shares_bounds_a_fleet_past_its_1000_units() -> None:
     # 0.08 units per item on `<job>#work` (window-generation's, metered at 2,000 items)
     shared = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", 0.0003, work_key_wcu=0.08)
-    shards = 16 * KEY_WCU / 2
-    warm = declared_for(shared, 2 * shards)
+    warm = declared_for(shared, 2 * SHARDS_RATE)
 
     sixteen = predict(shared, Night(MILLION, workers=16, tenants=16, warm=warm, supply=ANY_SUPPLY))
-    forty = predict(shared, Night(MILLION, workers=40, tenants=40, warm=warm, supply=ANY_SUPPLY))
+    many = predict(shared, Night(MILLION, workers=32, tenants=64, warm=warm, supply=ANY_SUPPLY))
 
     # 16 workers at 500 items/s offer the key 640 units/s: under its 1,000, not the bound
-    assert sixteen.fleet_bounds["work records key"] == pytest.approx(KEY_WCU / 0.08)
-    assert sixteen.bound != "work records key"
-    # 40 would offer 1,600: the key holds the fleet to 12,500 items/s
-    assert forty.bound == "work records key"
-    assert forty.seconds == pytest.approx(MILLION / (KEY_WCU / 0.08))
+    assert sixteen.fleet_bounds["ledger key: the job's work records"] == pytest.approx(PARTITION_WCU / 0.08)
+    assert sixteen.kind != "ledger key"
+    # 32 would offer 1,280: the key holds the fleet to 12,500 items/s
+    assert many.bound == "ledger key: the job's work records"
+    assert many.seconds == pytest.approx(MILLION / (PARTITION_WCU / 0.08), rel=0.02)  # + the largest shard
+
+
+def test_the_model_warns_when_a_tables_tenants_are_each_one_key() -> None:
+    # Given a job whose tenant-keyed table puts a tenant under one key, and one that spreads it
+    bucketed = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", 0.0003, tenant_buckets=16)
+    night = Night(MILLION, workers=16, tenants=1, warm=WARM, supply=ANY_SUPPLY)
+
+    # When the one-tenant night is modelled
+    one_key, spread = (
+        night_figure(
+            "job",
+            "1m.one_tenant.warm",
+            night,
+            over_placements(cost, night, samples=20),
+            loop_seconds=0.0,
+            warning=one_key_warning(cost),
+        )
+        for cost in (WINDOW, bucketed)
+    )
+
+    # Then the one-key table misses the 10-minute target and says why and what to do
+    assert one_key.met is False
+    assert "tenant keys: 1 of 1 on one programs partition" in one_key.label
+    assert "WARNING: programs keys each tenant by one value" in one_key.label
+    assert "docs/fan-out.md#a-whale-tenant" in one_key.label
+    assert spread.met is True
+    assert "WARNING" not in spread.label

@@ -4,8 +4,12 @@ command's options, an error under `make` names the make variable, a time error c
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
@@ -16,8 +20,32 @@ from clockless_tools.operations.targets import one_line
 def _error(args: list[str]) -> str:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
-    # Typer draws the message in a box: its lines, without the frame, joined.
-    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", line).strip() for line in result.stderr.splitlines()).split("Error")[-1]
+    (line,) = result.stderr.splitlines()  # one line, not Typer's box
+    assert line.startswith("error: ")
+    return line
+
+
+def _commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    if isinstance(group, TyperGroup):
+        for name, command in group.commands.items():
+            yield from _commands(command, (*path, name))
+    else:
+        yield path
+
+
+def test_every_usage_error_of_every_command_is_one_line() -> None:
+    """A misspelt option, a missing argument, a bad value, an unknown command: `error: ...; see
+    `<command> --help`` on one line, as every other error (Typer boxes them in 6-7 lines)."""
+    commands = list(_commands(typer.main.get_command(app)))
+    assert len(commands) > 20
+
+    for path in commands:
+        line = _error([*path, "--no-such-option-anywhere"])
+        assert line.startswith("error: No such option: --no-such-option-anywhere"), line
+        assert line.endswith(f"{' '.join(path)} --help`"), line
+    assert _error(["run-now"]).startswith("error: Missing argument 'job'; see `")
+    assert _error(["status", "--window-days", "x"]).startswith("error: Invalid value for '--window-days': ")
+    assert _error(["no-such-command"]).startswith("error: No such command 'no-such-command'; see `")
 
 
 def test_a_misspelt_option_gets_the_nearest_real_one() -> None:

@@ -357,6 +357,7 @@ def test_settings_read_the_templates_variables() -> None:
         {
             "JOB_FUNCTIONS": json.dumps(JOBS),
             "LEDGER_TABLE_NAME": "ledger",
+            "IDEMPOTENCY_TABLE_NAME": "idempotency",
             "TRIGGER_SECRET_ID": "arn:aws:secretsmanager:us-east-1:123456789012:secret:trigger",
             "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
             "TRIGGER_WINDOW_MINUTES": "15",
@@ -364,6 +365,7 @@ def test_settings_read_the_templates_variables() -> None:
     )
 
     assert settings.job_functions == JOBS
+    assert settings.requests_table == "idempotency"
     assert settings.window == timedelta(minutes=15)
     assert settings.secret_max_age_seconds == 300
 

@@ -9,14 +9,19 @@ import json
 import shutil
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems
+from clockless_tools.architecture.job_bounds import read_bounds
+from clockless_tools.architecture.latest_success import latest_success
 from clockless_tools.cli.app import app
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.template.model import Template
+from clockless_tools.timezones.check import check_template
 from tests.conftest import PROJECT_ROOT
 from tests.jobs import jobs
 
@@ -70,7 +75,11 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
     assert {p.name for p in package.iterdir()} == expected | ({"worker.py"} if fan_out else set())
     assert (project / "tests" / "unit" / f"test_{FANNED.package}_logic.py").is_file()
     assert (project / "tests" / "unit" / f"test_{FANNED.package}_repository.py").is_file()
-    assert ("DuePartitionWork" in (package / "repository.py").read_text(encoding="utf-8")) is fan_out
+    repository = (package / "repository.py").read_text(encoding="utf-8")
+    assert ("DuePartitionWork" in repository) is fan_out
+    # And only a fanned-out job's due index is sharded (each shard a partition of its ticks)
+    assert ("DUE_INDEX_SHARDS" in repository) is fan_out
+    assert ("shard_for(" in repository) is fan_out
     # And pyproject.toml is left alone: the package is found there, not listed (setup.py, ruff, mypy, contracts)
     assert (project / "pyproject.toml").read_bytes() == (PROJECT_ROOT / "pyproject.toml").read_bytes()
     # And the template gains its table, with the sparse index, and still loads
@@ -91,18 +100,21 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
 
 
 def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -> None:
-    # Given a job without fan-out, which brought in the loop of such jobs
+    # Given a job without fan-out, which brought in the loop of such jobs (or joined the loop a job
+    # the project already has brought in)
     template_path = project / "template.yaml"
+    before = template_path.read_text(encoding="utf-8").splitlines()
+    already = _plain_loop_list(before)
     assert new(project, PLAIN.job)[0] == 0
     first = template_path.read_text(encoding="utf-8").splitlines()
     # When another is made
     code, out, _ = new(project, SECOND_PLAIN.job)
 
-    # Then both are in the one loop, each written out with its own function and no worker
+    # Then both are in the one loop, after any there already, each written out with its own function and no worker
     assert code == 0, out
     text = template_path.read_text(encoding="utf-8")
     assert text.count("Fn::ForEach::JobsWithoutFanOut:") == 1
-    assert f"    - [{PLAIN.stem}, {SECOND_PLAIN.stem}]\n" in text
+    assert _plain_loop_list(text.splitlines()) == [*already, PLAIN.stem, SECOND_PLAIN.stem]
     template = Template.load(template_path)
     for names in (PLAIN, SECOND_PLAIN):
         assert template.function_for_job(names.job).logical_id == names.function_id
@@ -111,6 +123,16 @@ def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -
     # table and tables policy (what it adds is measured by `clockless new measure`:
     # tests/unit/test_new_job_measure.py)
     assert _types_written_out(first, text.splitlines()) == ["AWS::DynamoDB::Table", "AWS::IAM::ManagedPolicy"]
+
+
+def _plain_loop_list(lines: list[str]) -> list[str]:
+    """The ids in Fn::ForEach::JobsWithoutFanOut's list; [] while the template has no such loop."""
+    if "  Fn::ForEach::JobsWithoutFanOut:" not in lines:
+        return []
+    listed = lines[lines.index("  Fn::ForEach::JobsWithoutFanOut:") + 2].strip()
+    assert listed.startswith("- ["), listed
+    assert listed.endswith("]"), listed
+    return [stem.strip() for stem in listed[3:-1].split(",") if stem.strip()]
 
 
 # Names sorting before, between and after the kit's packages: isort puts the job's imports among them.
@@ -194,3 +216,72 @@ def _types_written_out(before: list[str], after: list[str]) -> list[str]:
     """The resource types of the lines added between two versions of template.yaml."""
     added = [line[1:] for line in difflib.unified_diff(before, after, lineterm="", n=0) if line.startswith("+")]
     return sorted(line.split("Type:", 1)[1].strip() for line in added if line.strip().startswith("Type: AWS::"))
+
+
+def test_a_schedule_given_writes_the_numbers_the_rules_ask_for(project: Path) -> None:
+    # When a fanned-out job is made every 15 minutes
+    code, out, _ = new(project, FANNED.job, "--fan-out", "--schedule", "cron(0/15 * * * ? *)")
+
+    # Then its declaration holds the schedule and the numbers derived from it
+    assert code == 0, out
+    text = (project / "template.yaml").read_text(encoding="utf-8")
+    block = text[text.index(f"    {FANNED.stem}:\n") :].split("\n\n", 1)[0]
+    for line in (
+        "Schedule: cron(0/15 * * * ? *)",
+        "SchedulerMaxEventAgeSeconds: 180",
+        "LambdaMaxEventAgeSeconds: 420",
+        "GraceMinutes: 20",
+        "DeadManPeriodSeconds: 300",
+        "DeadManPeriods: 7",
+        "TickPeriodSeconds: 900",
+    ):
+        assert f"      {line}\n" in block + "\n", line
+    # And the rules that read those numbers hold for it
+    template = Template.load(project / "template.yaml")
+    schedule = template.jobs[FANNED.job]
+    lateness = latest_success(template, schedule)
+    grace = read_bounds(template.function(schedule.function_id)).grace
+    assert lateness.minimum_grace_minutes <= grace.total_seconds() // 60
+    assert lateness.precision + lateness.window + lateness.scheduler_retries < 900
+    assert [p for p in dead_man_alarm_problems(template) if p.job == FANNED.job] == []
+
+
+def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(project: Path) -> None:
+    code, out, _ = new(
+        project, PLAIN.job, "--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin",
+        "--local-time", "not_before=06:00,same_local_date",
+    )  # fmt: skip
+
+    assert code == 0, out
+    template = Template.load(project / "template.yaml")
+    found = next(c for c in check_template(template, start=date(2027, 1, 1)).schedules if c.job == PLAIN.job)
+    assert found.ok
+    assert found.declaration is not None
+    assert found.declaration.zones == ("Europe/Berlin",)
+    assert found.ticks_checked == 365
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["--schedule", "cron(0 8 * * ? *)", "--zones", "Europe/Berlin",
+          "--local-time", "not_before=09:00,not_after=09:59"], "no one UTC hour keeps it all year"),
+        (["--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin", "--local-time", "not_before=09:00"],
+         "UTC hours that keep it all year: 08:00-"),
+        (["--schedule", "rate(15 minutes)"], "write the schedule as a cron"),
+        (["--schedule", "cron(0 25 * * ? *)"], "--schedule 'cron(0 25 * * ? *)'"),
+        (["--zones", "Europe/Atlantis"], "'Europe/Atlantis' is not an IANA time zone"),
+        (["--local-time", "not_before=06:00"], "--local-time needs --zones"),
+        (["--schedule", "cron(0 6 ? * MON *)"], "exceed the 7 days a CloudWatch alarm can look back"),
+    ],
+)  # fmt: skip
+def test_options_that_cannot_be_used_are_refused_and_nothing_is_written(
+    project: Path, options: list[str], complaint: str
+) -> None:
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+
+    code, _, err = new(project, PLAIN.job, *options)
+
+    assert code == 2
+    assert complaint in " ".join(err.split())
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before

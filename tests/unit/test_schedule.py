@@ -279,3 +279,22 @@ def test_each_existing_local_match_fires_once_and_nothing_else_fires(
             expected.add(first)
     assert ticks == sorted(expected)
     assert len(set(ticks)) == len(ticks)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["cron(0 0 31 2 ? *)", "cron(0 0 30 2 ? *)", "cron(0 0 31 4,6,9,11 ? *)", "cron(0 0 29 2 ? 2027)"],
+)
+def test_a_cron_that_never_fires_is_refused(expression: str) -> None:
+    with pytest.raises(ScheduleExpressionError, match=r"never fires: no date of its years .* has the day it names"):
+        ScheduleSpec(expression).next_ticks(utc(2026, 1, 1), 1)
+
+
+def test_lw_is_refused_with_what_the_reference_does_define() -> None:
+    with pytest.raises(ScheduleExpressionError) as refused:
+        ScheduleSpec("cron(0 12 LW * ? *)").next_ticks(utc(2026, 1, 1), 1)
+
+    assert "28W" not in str(refused.value)
+    assert "use L (the last day, weekends too), or ? here and 6L in day-of-week (the last Friday)" in str(refused.value)
+    # and what it suggests is accepted and means what it says: the last Friday of February 2027 is the 26th
+    assert ScheduleSpec("cron(0 12 ? * 6L *)").next_ticks(utc(2027, 2, 1), 1) == [utc(2027, 2, 26, 12)]

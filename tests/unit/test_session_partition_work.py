@@ -15,11 +15,13 @@ from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef, cleanup_range
 from session_cleanup.repository import (
     EMPTY_INDEX_PARTITIONS,
+    TENANT_BUCKETS,
     DynamoSessionStore,
     SessionModel,
     SessionPartitionWork,
     cleanup_params,
     session_key,
+    sessions_partition_key,
 )
 from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 
@@ -173,7 +175,9 @@ def test_the_delete_is_a_pynamodb_condition_serialized_the_low_level_way(work: S
     (action,) = work.writes(SessionRef("t", "s", CUTOFF), _params(), TICK_KEY)
 
     assert action["Delete"]["TableName"] == "SessionsTable"
-    assert action["Delete"]["Key"] == {"tenant_id": {"S": "t"}, "session_id": {"S": "s"}}
+    # the tenant's bucket of the session: one key of TENANT_BUCKETS, from the session id
+    assert action["Delete"]["Key"] == {"tenant_key": {"S": sessions_partition_key("t", "s")}, "session_id": {"S": "s"}}
+    assert sessions_partition_key("t", "s") == f"t#{shard_for('s', TENANT_BUCKETS)}"
     assert action["Delete"]["ConditionExpression"] == "#0 = :0"
     assert action["Delete"]["ExpressionAttributeNames"] == {"#0": "exercise_count"}
     assert action["Delete"]["ExpressionAttributeValues"] == {":0": {"N": "0"}}
@@ -228,7 +232,7 @@ def test_a_session_row_whose_start_is_not_an_instant_fails_alone_named_by_its_ro
     store.start_sessions([*good, bad])
     tables.update_item(
         TableName="SessionsTable",
-        Key={"tenant_id": {"S": "t"}, "session_id": {"S": "bad"}},
+        Key={"tenant_key": {"S": sessions_partition_key("t", "bad")}, "session_id": {"S": "bad"}},
         UpdateExpression="SET started_at = :start",
         ExpressionAttributeValues={":start": {"S": f"{CUTOFF:%Y-%m-%d}T00:00:00+25:00"}},
     )

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from clockless_tools.simulate.plan import TickPlan, plan_deliveries
 from clockless_tools.simulate.request import expected_ticks
 from clockless_tools.template.model import Template
-from tests.jobs import DAY, HOUR, job_where
+from tests.jobs import DAY, HOUR, job_where, jobs
 
 # The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
 # and its first hourly fanned-out job.
@@ -36,8 +36,9 @@ def test_every_job_has_a_tick_that_gets_every_kind_of_delivery(template: Templat
 
 
 def test_deliveries_fall_where_production_puts_them(template: Template) -> None:
+    periods = {job.name: job.period for job in jobs(template)}
     for plan in _plans(template, 2):
-        period = timedelta(days=1) if plan.job == DAILY_JOB.name else timedelta(hours=1)
+        period = periods[plan.job]
         # Scheduler fires within the tick's minute.
         assert timedelta(0) <= plan.first_at - plan.scheduled_time < timedelta(minutes=1)
         # A late delivery arrives after the job's next tick.

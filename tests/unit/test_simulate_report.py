@@ -55,7 +55,7 @@ def test_a_job_with_ticks_and_no_effect_gets_no_verdict_and_fails_the_run() -> N
     assert idle.no_work
     assert not report.ok
     assert idle.no_work_reason == (
-        "no work seeded for subscription-expiry: 2 ticks delivered, no effect (its package has no demo.py)"
+        "no work seeded for subscription-expiry: 2 ticks delivered, no effect (its package has no demo.py: no data)"
     )
     assert "NOT proved (no work seeded for subscription-expiry)" in report.proved()
 
@@ -72,5 +72,35 @@ def test_items_done_twice_or_lost_are_counted_in_the_sentence() -> None:
 
     assert not report.ok
     assert report.proved().endswith(
-        "NOT proved (not exactly once: a): 5 items applied, 2 twice, 1 lost, under 3 injected faults"
+        "NOT proved (effects differ: a): 5 items applied, 2 twice, 1 lost, under 3 injected faults"
+    )
+
+
+def test_no_work_says_whether_the_data_or_the_logic_was_empty() -> None:
+    empty = _job("a", ticks=2, effects=0)
+    idle = _job("b", ticks=2, effects=0)
+    idle.seeded_items = 40
+
+    assert "(the data is empty: its demo.py wrote no item to T)" in empty.no_work_reason
+    assert "(the logic did nothing: its demo.py seeded 40 items in T and no tick changed one" in idle.no_work_reason
+
+
+def test_counts_moved_to_other_ticks_are_told_apart_from_effects_that_differ() -> None:
+    # Given a fanned-out job whose tables match the reference item by item and whose ledger counters
+    # differ per tick with the same totals (an item due to two ticks, applied by the other one)
+    moved = _job("sweep", ticks=4, effects=8)
+    moved.workers.ledger_differences = ["sweep@2026-11-27T00:15:00Z: applied 3 vs 2 (simulation vs reference)"]
+    moved.workers.counters_only = True
+    # And one whose ledger differs otherwise
+    wrong = _job("other", ticks=2, effects=5)
+    wrong.workers.ledger_differences = ["other@2026-11-27T01:00:00Z: status 'failed' vs 'succeeded'"]
+
+    report = _report(moved, wrong)
+
+    assert moved.counts_elsewhere
+    assert not wrong.counts_elsewhere
+    assert not report.ok
+    assert (
+        "NOT proved (effects differ: other; effects identical item by item, counts attributed to other ticks: sweep)"
+        in report.proved()
     )

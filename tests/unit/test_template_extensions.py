@@ -173,22 +173,17 @@ def _normalised(document: dict[str, Any]) -> dict[str, Any]:
             events = properties.get("Events") or {}
             if len(events) == 1 and next(iter(events)) in ("Nightly", "Hourly", "Schedule"):
                 properties["Events"] = {"Schedule": next(iter(events.values()))}
-            variables = (properties.get("Environment") or {}).get("Variables") or {}
-            for name in list(variables):
-                if name in globals_env or logical_id == "JobTriggerFunction":
-                    continue
-                if (
-                    name.endswith("_TABLE_NAME")
-                    or name in ("OPERATING_TIME_ZONES", "WORK_MAX_RECEIVES")
-                    or name.startswith("EMPTY_SESSION")
-                ):
-                    del variables[name]
+            _drop_declared_variables(logical_id, properties, globals_env)
             for name in ("Runtime", "MemorySize"):
                 properties.pop(name, None)
             if properties.get("Timeout") == 120:
                 properties.pop("Timeout")
             policies = properties.get("Policies") or []
             statements = [s for policy in policies if isinstance(policy, dict) for s in policy.get("Statement", [])]
+            for statement in statements:
+                # Rule least-privilege since: ConditionCheckItem only where code checks (the kit, on the ledger).
+                if "LedgerTable" not in str(statement.get("Resource")) and isinstance(statement.get("Action"), list):
+                    statement["Action"] = [a for a in statement["Action"] if a != "dynamodb:ConditionCheckItem"]
             properties["Policies"] = sorted(statements, key=lambda statement: str(statement.get("Sid")))
             clockless = (resource.get("Metadata") or {}).get("clockless") or {}
             clockless.pop("tables", None)
@@ -198,6 +193,23 @@ def _normalised(document: dict[str, Any]) -> dict[str, Any]:
             properties["Threshold"] = int(properties["Threshold"])
         _undo_failed_partition_backoff(logical_id, resource)
     return resources
+
+
+def _drop_declared_variables(logical_id: str, properties: dict[str, Any], globals_env: dict[str, Any]) -> None:
+    """The variables the declaration writes per function that the fixture did not have."""
+    variables = (properties.get("Environment") or {}).get("Variables") or {}
+    for name in list(variables):
+        if name in globals_env and variables[name] == globals_env[name]:
+            del variables[name]  # Globals' value restated (a job's zones, defaulting to the stack's)
+            continue
+        if name in globals_env or logical_id == "JobTriggerFunction":
+            continue
+        if (
+            name.endswith("_TABLE_NAME")
+            or name in ("OPERATING_TIME_ZONES", "WORK_MAX_RECEIVES")
+            or name.startswith("EMPTY_SESSION")
+        ):
+            del variables[name]
 
 
 def _undo_failed_partition_backoff(logical_id: str, resource: dict[str, Any]) -> None:

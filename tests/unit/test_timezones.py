@@ -16,7 +16,7 @@ import pytest
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import LocalTimeViolation, ScheduleCheck, one_year_from
-from clockless_tools.timezones.declaration import read_declaration, with_parameter_overrides
+from clockless_tools.timezones.declaration import TimeDeclaration, read_declaration, with_parameter_overrides
 from clockless_tools.timezones.event import utc_offset
 from clockless_tools.timezones.rule import (
     NOT_AFTER,
@@ -27,7 +27,14 @@ from clockless_tools.timezones.rule import (
     breaches,
     local_times,
 )
-from clockless_tools.timezones.suggest import describe_hours, fixed_minute, hour_runs, offset_changes, suggest_utc_hours
+from clockless_tools.timezones.suggest import (
+    describe_hours,
+    fixed_minute,
+    hour_runs,
+    offset_changes,
+    seasons,
+    suggest_utc_hours,
+)
 from window_generation.logic import business_date_of
 
 NY, CHICAGO, DENVER, PHOENIX, LA, ANCHORAGE, HONOLULU = ZONES = (
@@ -41,6 +48,7 @@ NY, CHICAGO, DENVER, PHOENIX, LA, ANCHORAGE, HONOLULU = ZONES = (
 )
 NIGHTLY_RULE = LocalTimeRule(not_before=time(4, 0), same_local_date=True)
 YEAR_2027 = one_year_from(date(2027, 1, 1))
+BERLIN = "Europe/Berlin"
 
 
 def utc(text: str) -> datetime:
@@ -210,6 +218,41 @@ def test_no_hour_is_suggested_when_the_rule_cannot_hold_in_every_zone() -> None:
     rule = LocalTimeRule(not_before=time(4), not_after=time(6))
 
     assert suggest_utc_hours(rule, ("Asia/Tokyo", NY), *YEAR_2027) == ()
+
+
+def test_between_berlins_offset_changes_09_00_local_is_one_utc_hour_each_and_the_advice_says_two_schedules() -> None:
+    # Given 09:00 local in Berlin: 08:00Z in winter (CET), 07:00Z in summer (CEST)
+    rule = LocalTimeRule(not_before=time(9), not_after=time(9, 59))
+    assert suggest_utc_hours(rule, (BERLIN,), *YEAR_2027) == ()
+
+    found = seasons(rule, (BERLIN,), *YEAR_2027)
+
+    assert [(s.start, s.end, s.hours) for s in found] == [
+        (YEAR_2027[0], utc("2027-03-28T01:00:00Z"), (8,)),
+        (utc("2027-03-28T01:00:00Z"), utc("2027-10-31T01:00:00Z"), (7,)),
+        (utc("2027-10-31T01:00:00Z"), YEAR_2027[1], (8,)),
+    ]
+    check = ScheduleCheck(
+        job="digest", function_id="Fn", event_id="Tick", expression="cron(0 8 * * ? *)", timezone="UTC",
+        declaration=TimeDeclaration("Fn", (BERLIN,), None, rule), ticks_checked=365, violations=(),
+        not_expanded=None, suggested_hours=(), suggestion_minute=0, seasons=tuple(found),
+    )  # fmt: skip
+    advice = check.no_hour_advice or ""
+    assert "two schedules, each bounded by StartDate/EndDate" in advice
+    assert "cron(0 7 * * ? *) from 2027-03-28T01:00:00Z to 2027-10-31T01:00:00Z" in advice
+    assert "ScheduleExpressionTimezone: Europe/Berlin" in advice
+
+
+def test_a_rule_no_hour_keeps_even_between_offset_changes_is_advised_to_be_widened() -> None:
+    rule = LocalTimeRule(not_before=time(4), not_after=time(6))
+    found = seasons(rule, ("Asia/Tokyo", NY), *YEAR_2027)
+    check = ScheduleCheck(
+        job="digest", function_id="Fn", event_id="Tick", expression="cron(0 8 * * ? *)", timezone="UTC",
+        declaration=TimeDeclaration("Fn", ("Asia/Tokyo", NY), None, rule), ticks_checked=365, violations=(),
+        not_expanded=None, suggested_hours=(), suggestion_minute=0, seasons=tuple(found),
+    )  # fmt: skip
+
+    assert "widen the rule (LocalTimeRule) or serve fewer zones (OperatingTimeZones)" in (check.no_hour_advice or "")
 
 
 @pytest.mark.parametrize(

@@ -18,11 +18,13 @@ from window_generation.logic import Program
 from window_generation.repository import (
     DUE_INDEX_PARTITIONS,
     MAX_WINDOWS_PER_ITEM,
+    TENANT_BUCKETS,
     DynamoProgramStore,
     ProgramModel,
     WindowModel,
     WindowPartitionWork,
     program_key,
+    programs_partition_key,
 )
 
 BUSINESS_DATE = date(2026, 12, 1)
@@ -213,7 +215,9 @@ def test_conditions_are_pynamodb_expressions_serialized_the_low_level_way(work: 
     assert put["Put"]["Item"]["program_key"] == {"S": "t#p"}
     assert put["Put"]["ConditionExpression"] == "attribute_not_exists (#0)"
     assert put["Put"]["ExpressionAttributeNames"] == {"#0": "program_key"}
-    assert update["Update"]["Key"] == {"tenant_id": {"S": "t"}, "program_id": {"S": "p"}}
+    # the tenant's bucket of the program: one key of TENANT_BUCKETS, from the program id
+    assert update["Update"]["Key"] == {"tenant_key": {"S": programs_partition_key("t", "p")}, "program_id": {"S": "p"}}
+    assert programs_partition_key("t", "p") == f"t#{shard_for('p', TENANT_BUCKETS)}"
     values = update["Update"]["ExpressionAttributeValues"]
     assert {"S": BUSINESS_DATE.isoformat()} in values.values()
     assert {"S": "ACTIVE"} in values.values()
@@ -292,7 +296,7 @@ def test_a_bad_program_row_fails_alone_named_by_table_key_and_field(
     update = "REMOVE window_length_days" if length is None else "SET window_length_days = :length"
     tables.update_item(
         TableName="ProgramsTable",
-        Key={"tenant_id": {"S": "t"}, "program_id": {"S": "bad"}},
+        Key={"tenant_key": {"S": programs_partition_key("t", "bad")}, "program_id": {"S": "bad"}},
         UpdateExpression=update,
         **({} if length is None else {"ExpressionAttributeValues": {":length": length}}),
     )

@@ -13,11 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
 from clockless.config import metrics_namespace
-from clockless.observability import Observability
+from clockless.observability import Observability, service_logger
 from clockless.tick import utc_now
 from job_trigger.logic import (
     SECRET_HEADER,
@@ -27,13 +26,18 @@ from job_trigger.logic import (
     Unauthorized,
     trigger_tick,
 )
-from job_trigger.repository import DynamoTickLedger, LambdaJobInvoker, SecretsManagerTriggerSecret
+from job_trigger.repository import (
+    DynamoRequestRecords,
+    DynamoTickLedger,
+    LambdaJobInvoker,
+    SecretsManagerTriggerSecret,
+)
 from job_trigger.settings import JobTriggerSettings
 
 ROUTE: Final = "POST /jobs/{job}/ticks"
 
 # Never log the event: its headers carry the secret.
-logger = Logger(service="job-trigger")
+logger = service_logger("job-trigger")
 observability = Observability(logger, service="job-trigger")
 
 
@@ -42,6 +46,7 @@ class Dependencies:
     settings: JobTriggerSettings
     secret: SecretsManagerTriggerSecret
     ledger: DynamoTickLedger
+    requests: DynamoRequestRecords
     invoker: LambdaJobInvoker
 
 
@@ -53,6 +58,7 @@ def dependencies() -> Dependencies:
         settings=settings,
         secret=SecretsManagerTriggerSecret(settings.secret_id, max_age_seconds=settings.secret_max_age_seconds),
         ledger=DynamoTickLedger(settings.ledger_table),
+        requests=DynamoRequestRecords(settings.requests_table),
         invoker=LambdaJobInvoker(),
     )
 
@@ -87,6 +93,7 @@ def post_tick(job: str, event: Mapping[str, Any]) -> dict[str, Any]:
             window=deps.settings.window,
             ledger=deps.ledger,
             invoker=deps.invoker,
+            requests=deps.requests,
         )
     except Unauthorized as rejected:
         source_ip = (context.get("http") or {}).get("sourceIp")

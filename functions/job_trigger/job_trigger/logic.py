@@ -147,6 +147,18 @@ class TickLedger(Protocol):
         ...
 
 
+class RequestRecords(Protocol):
+    """The answers given to request ids, kept for the replay window."""
+
+    def first_answer(self, request_id: str, *, now: datetime) -> TriggerResponse | None:
+        """The answer recorded for this request id, or None if none is (or it expired)."""
+        ...
+
+    def record(self, request_id: str, response: TriggerResponse, *, now: datetime, until: datetime) -> TriggerResponse:
+        """Record the answer unless one is recorded already; return the one that stands (the first)."""
+        ...
+
+
 class JobInvoker(Protocol):
     def invoke_async(self, function_arn: str, payload: Mapping[str, str]) -> None:
         """Hand the payload to the function's asynchronous queue, as EventBridge Scheduler does."""
@@ -179,17 +191,29 @@ def trigger_tick(
     window: timedelta,
     ledger: TickLedger,
     invoker: JobInvoker,
+    requests: RequestRecords | None = None,
 ) -> TriggerResponse:
     """Authenticate, name the tick, and run it unless the ledger says it already succeeded.
 
     202: the tick was handed to its job's function (which runs it at most once, like any
     delivery). 200: it had succeeded before; its recorded outcome, nothing invoked. Raises
     `TriggerRejected` (401, 404, 400) before anything is read or invoked.
+
+    A request id seen within `window` (a replayed or resent request) gets the answer its first
+    request got, and nothing is invoked again (`requests`).
     """
     # First, so a caller without the secret learns nothing, not even which jobs exist.
     if not secret.load().accepts(request.presented_secret):
         raise Unauthorized
-    return _answer(request, job_functions=job_functions, window=window, ledger=ledger, invoker=invoker)
+    request_id = request.request_id or None
+    if requests is not None and request_id is not None:
+        first = requests.first_answer(request_id, now=request.now)
+        if first is not None:
+            return first
+    response = _answer(request, job_functions=job_functions, window=window, ledger=ledger, invoker=invoker)
+    if requests is not None and request_id is not None:
+        return requests.record(request_id, response, now=request.now, until=request.now + window)
+    return response
 
 
 def _answer(

@@ -1,5 +1,6 @@
 """The AWS the trigger touches: its secret (Secrets Manager through Powertools parameters, cached),
-the run ledger (one consistent GetItem) and the jobs' functions (asynchronous Lambda invoke)."""
+the run ledger (one consistent GetItem), the answers given to request ids (the idempotency table)
+and the jobs' functions (asynchronous Lambda invoke)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from clockless.ledger import LedgerEntry, RunLedger
 from clockless.tick import format_scheduled_time
-from job_trigger.logic import TriggerSecret
+from job_trigger.logic import TriggerResponse, TriggerSecret
 
 
 class SecretsManagerTriggerSecret:
@@ -75,6 +76,49 @@ class DynamoTickLedger(_ServiceClient):
         )
         item = response.get("Item")
         return None if item is None else LedgerEntry.from_item(item)
+
+
+class DynamoRequestRecords(_ServiceClient):
+    """Each request id's first answer, in the idempotency table beside the jobs' records (its `id`
+    prefixed so no job's key can match; `expiration` is the table's TTL attribute). An expired
+    record is treated as absent, as Powertools does: DynamoDB deletes it some time later."""
+
+    service = "dynamodb"
+    PREFIX = "job-trigger#request#"
+
+    def __init__(self, table_name: str, client: Any | None = None) -> None:
+        super().__init__(client)
+        self.table_name = table_name
+
+    def _key(self, request_id: str) -> dict[str, Any]:
+        return {"id": {"S": f"{self.PREFIX}{request_id}"}}
+
+    def first_answer(self, request_id: str, *, now: datetime) -> TriggerResponse | None:
+        item = self.client.get_item(TableName=self.table_name, Key=self._key(request_id), ConsistentRead=True).get(
+            "Item"
+        )
+        if item is None or int(item["expiration"]["N"]) <= int(now.timestamp()):
+            return None
+        answer = json.loads(item["data"]["S"])
+        return TriggerResponse(int(answer["status_code"]), dict(answer["body"]))
+
+    def record(self, request_id: str, response: TriggerResponse, *, now: datetime, until: datetime) -> TriggerResponse:
+        answer = json.dumps({"status_code": response.status_code, "body": response.body}, sort_keys=True)
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    **self._key(request_id),
+                    "expiration": {"N": str(int(until.timestamp()))},
+                    "data": {"S": answer},
+                },
+                ConditionExpression="attribute_not_exists(id) OR expiration <= :now",
+                ExpressionAttributeValues={":now": {"N": str(int(now.timestamp()))}},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            # The same request id answered at the same time: its answer stands.
+            return self.first_answer(request_id, now=now) or response
+        return response
 
 
 class JobInvokeError(RuntimeError):

@@ -15,6 +15,8 @@ class JobTriggerSettings:
     # Job name -> ARN of the function that runs its ticks; template.yaml is the source of truth.
     job_functions: Mapping[str, str]
     ledger_table: str
+    # Where each request id's first answer is kept for the window (the idempotency table).
+    requests_table: str
     secret_id: str
     secret_max_age_seconds: int
     window: timedelta
@@ -24,6 +26,7 @@ class JobTriggerSettings:
         return cls(
             job_functions=_job_functions(env_str("JOB_FUNCTIONS", environ)),
             ledger_table=ledger_table_name(environ),
+            requests_table=env_str("IDEMPOTENCY_TABLE_NAME", environ),
             secret_id=env_str("TRIGGER_SECRET_ID", environ),
             secret_max_age_seconds=env_int("TRIGGER_SECRET_MAX_AGE_SECONDS", environ, minimum=0),
             window=timedelta(minutes=env_int("TRIGGER_WINDOW_MINUTES", environ, minimum=1)),

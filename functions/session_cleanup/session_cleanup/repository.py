@@ -14,7 +14,16 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_page, row_key_text, shard_for
+from clockless.dynamo import (
+    bind_table,
+    bucketed_key,
+    bucketed_row_key,
+    decode_row,
+    is_condition_failure,
+    raw_page,
+    shard_for,
+    tenant_of,
+)
 from clockless.fanout import Page
 from clockless.items import FieldError
 from session_cleanup.logic import CleanupRange, SessionRef
@@ -23,6 +32,16 @@ from session_cleanup.logic import CleanupRange, SessionRef
 # key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
 EMPTY_INDEX_SHARDS: Final = 16
 EMPTY_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(EMPTY_INDEX_SHARDS))
+# One tenant's sessions are spread over this many partition key values (`<tenant>#<bucket>`, the
+# bucket from the session id), so the biggest tenant is not held to one key's 1,000 write units
+# per second (docs/fan-out.md#a-whale-tenant). Changing it moves every session to another key:
+# that is a migration, not an edit.
+TENANT_BUCKETS: Final = 16
+
+
+def sessions_partition_key(tenant_id: str, session_id: str) -> str:
+    """The sessions table's partition key value of a session: its tenant's bucket."""
+    return bucketed_key(tenant_id, session_id, TENANT_BUCKETS)
 
 
 class EmptySessionIndex(GlobalSecondaryIndex["SessionModel"]):
@@ -40,7 +59,7 @@ class SessionModel(Model):
     class Meta:
         table_name = "sessions-table-not-bound"
 
-    tenant_id = UnicodeAttribute(hash_key=True)
+    tenant_key = UnicodeAttribute(hash_key=True)  # sessions_partition_key
     session_id = UnicodeAttribute(range_key=True)
     started_at = UnicodeAttribute()
     exercise_count = NumberAttribute(default=0)
@@ -73,20 +92,12 @@ class DynamoSessionStore:
     def start_sessions(self, sessions: Iterable[SessionRef]) -> None:
         with SessionModel.batch_write() as batch:
             for session in sessions:
-                batch.save(
-                    SessionModel(
-                        session.tenant_id,
-                        session.session_id,
-                        started_at=format_scheduled_time(session.started_at),
-                        exercise_count=0,
-                        empty_shard=shard_for(session_key(session), EMPTY_INDEX_SHARDS),
-                    )
-                )
+                batch.save(session_item(session))
 
     def log_exercise(self, tenant_id: str, session_id: str) -> None:
         """Count one exercise; the session leaves the empty index with its first one."""
         try:
-            SessionModel(tenant_id, session_id).update(
+            SessionModel(sessions_partition_key(tenant_id, session_id), session_id).update(
                 actions=[SessionModel.exercise_count.add(1), SessionModel.empty_shard.remove()],
                 condition=SessionModel.session_id.exists(),
             )
@@ -124,7 +135,7 @@ class SessionPartitionWork:
         return str(SessionModel.Meta.table_name)
 
     def row_key(self, row: Mapping[str, Any]) -> str:
-        return row_key_text(row, "tenant_id", "session_id")
+        return bucketed_row_key(row, "tenant_key", "session_id")
 
     def item_of(self, row: Mapping[str, Any]) -> SessionRef:
         return decode_row(SessionModel, row, self.row_key(row), _session_of)
@@ -148,6 +159,17 @@ class SessionPartitionWork:
             session_id=_text(data, "session_id"),
             started_at=_instant(data, "started_at", "session item"),
         )
+
+
+def session_item(session: SessionRef, exercises: int = 0) -> SessionModel:
+    """A session as the platform writes it: empty (in the empty index) until its first exercise."""
+    return SessionModel(
+        sessions_partition_key(session.tenant_id, session.session_id),
+        session.session_id,
+        started_at=format_scheduled_time(session.started_at),
+        exercise_count=exercises,
+        empty_shard=None if exercises else shard_for(session_key(session), EMPTY_INDEX_SHARDS),
+    )
 
 
 def session_key(session: SessionRef) -> str:
@@ -181,7 +203,7 @@ def _started_in(due: CleanupRange) -> Condition:
 
 
 def _session_ref(session: SessionRef) -> SessionModel:
-    return SessionModel(session.tenant_id, session.session_id)
+    return SessionModel(sessions_partition_key(session.tenant_id, session.session_id), session.session_id)
 
 
 def _session_of(item: SessionModel) -> SessionRef:
@@ -189,7 +211,7 @@ def _session_of(item: SessionModel) -> SessionRef:
         started_at = parse_scheduled_time(item.started_at, field="started_at")
     except MalformedTickError as error:  # a row is not a tick: name the field, not a "malformed tick"
         raise FieldError("started_at", error.problem) from None
-    return SessionRef(tenant_id=item.tenant_id, session_id=item.session_id, started_at=started_at)
+    return SessionRef(tenant_id=tenant_of(item.tenant_key), session_id=item.session_id, started_at=started_at)
 
 
 def _shard(partition: str) -> str:

@@ -15,7 +15,17 @@ from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_page, row_key_text, shard_for
+from clockless.dynamo import (
+    bind_table,
+    bucketed_key,
+    bucketed_row_key,
+    decode_row,
+    is_condition_failure,
+    raw_page,
+    shard_for,
+    tenant_keys,
+    tenant_of,
+)
 from clockless.fanout import Page
 from clockless.items import FieldError
 from window_generation.logic import Program, Window, windows_due
@@ -31,10 +41,20 @@ DUE_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHAR
 # further behind is rolled 98 windows and stays due; a later page of its partition or the next
 # tick takes up the rest.
 MAX_WINDOWS_PER_ITEM: Final = 98
+# One tenant's programs are spread over this many partition key values (`<tenant>#<bucket>`, the
+# bucket from the program id), so the biggest tenant is not held to one key's 1,000 write units
+# per second (docs/fan-out.md#a-whale-tenant). Changing it moves every program to another key:
+# that is a migration, not an edit.
+TENANT_BUCKETS: Final = 16
 
 
 def program_key(tenant_id: str, program_id: str) -> str:
     return f"{tenant_id}#{program_id}"
+
+
+def programs_partition_key(tenant_id: str, program_id: str) -> str:
+    """The programs table's partition key value of a program: its tenant's bucket."""
+    return bucketed_key(tenant_id, program_id, TENANT_BUCKETS)
 
 
 class ProgramDueIndex(GlobalSecondaryIndex["ProgramModel"]):
@@ -52,7 +72,7 @@ class ProgramModel(Model):
     class Meta:
         table_name = "programs-table-not-bound"
 
-    tenant_id = UnicodeAttribute(hash_key=True)
+    tenant_key = UnicodeAttribute(hash_key=True)  # programs_partition_key
     program_id = UnicodeAttribute(range_key=True)
     status = UnicodeAttribute()
     window_length_days = NumberAttribute()
@@ -100,6 +120,12 @@ class DynamoProgramStore:
             raise
         return True
 
+    def programs_of(self, tenant_id: str) -> Iterator[Program]:
+        """Every program of one tenant, active or ended: one Query per bucket of its key."""
+        for key in tenant_keys(tenant_id, TENANT_BUCKETS):
+            for item in ProgramModel.query(key):
+                yield _program_of(item)
+
     # The platform's own write path, used by seeding and tests.
     def save_programs(self, programs: Iterable[Program], *, active: bool = True) -> None:
         with ProgramModel.batch_write() as batch:
@@ -136,7 +162,7 @@ class WindowPartitionWork:
         return str(ProgramModel.Meta.table_name)
 
     def row_key(self, row: Mapping[str, Any]) -> str:
-        return row_key_text(row, "tenant_id", "program_id")
+        return bucketed_row_key(row, "tenant_key", "program_id")
 
     def item_of(self, row: Mapping[str, Any]) -> Program:
         return decode_row(ProgramModel, row, self.row_key(row), _program_of)
@@ -198,7 +224,7 @@ def _program_of(item: ProgramModel) -> Program:
     except (TypeError, ValueError):
         raise FieldError("current_window_end", f"must be a date YYYY-MM-DD, got {item.current_window_end!r}") from None
     return Program(
-        tenant_id=item.tenant_id,
+        tenant_id=tenant_of(item.tenant_key),
         program_id=item.program_id,
         window_length_days=int(length),
         current_window_end=current_window_end,
@@ -224,7 +250,7 @@ def _date(data: Mapping[str, Any], name: str, where: str) -> date:
 
 def _program_item(program: Program, *, active: bool) -> ProgramModel:
     return ProgramModel(
-        program.tenant_id,
+        programs_partition_key(program.tenant_id, program.program_id),
         program.program_id,
         status=STATUS_ACTIVE if active else STATUS_ENDED,
         window_length_days=program.window_length_days,
@@ -249,7 +275,7 @@ def _window_item(window: Window, tick_key: str) -> WindowModel:
 
 
 def _program_ref(program: Program) -> ProgramModel:
-    return ProgramModel(program.tenant_id, program.program_id)
+    return ProgramModel(programs_partition_key(program.tenant_id, program.program_id), program.program_id)
 
 
 def _still_as_read(program: Program) -> Condition:

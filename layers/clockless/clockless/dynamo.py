@@ -32,6 +32,37 @@ def shard_for(key: str, shards: int) -> str:
     return str(zlib.crc32(key.encode("utf-8")) % shards)
 
 
+def bucketed_key(tenant_id: str, item_id: str, buckets: int) -> str:
+    """A tenant's partition key value spread over `buckets` values, `<tenant>#<bucket>`, the bucket
+    from the item's own id: one tenant's writes land on that many keys (so on as many physical
+    partitions as the hash gives them) instead of one key's 1,000 write units per second, and a
+    lookup by (tenant, item) still names its one key (docs/fan-out.md#a-whale-tenant)."""
+    if buckets < 1:
+        raise ValueError(f"a tenant's key needs at least one bucket, got {buckets}")
+    return f"{tenant_id}#{shard_for(item_id, buckets)}"
+
+
+def tenant_keys(tenant_id: str, buckets: int) -> tuple[str, ...]:
+    """Every partition key value one tenant's items are under: a read by tenant queries each."""
+    if buckets < 1:
+        raise ValueError(f"a tenant's key needs at least one bucket, got {buckets}")
+    return tuple(f"{tenant_id}#{bucket}" for bucket in range(buckets))
+
+
+def tenant_of(key: str) -> str:
+    """The tenant a `bucketed_key` names."""
+    tenant, separator, _ = key.rpartition("#")
+    if not separator or not tenant:
+        raise ValueError(f"a bucketed tenant key is <tenant>#<bucket>, got {key!r}")
+    return tenant
+
+
+def bucketed_row_key(row: Mapping[str, Any], tenant_key: str, item_id: str) -> str:
+    """A raw row's item key, `<tenant>#<item>`, read from its bucketed tenant key and its item id:
+    the key an operator knows the item by, whichever bucket holds it."""
+    return f"{tenant_of(row_key_text(row, tenant_key))}#{row_key_text(row, item_id)}"
+
+
 def is_condition_failure(error: Any) -> bool:
     """True when a PynamoDB write or transaction failed only because a condition did not hold."""
     cause = getattr(error, "cause_response_code", None)

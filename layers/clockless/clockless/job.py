@@ -39,7 +39,7 @@ from clockless.items import (
     parse_tolerance,
 )
 from clockless.ledger import FAILURES, SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
-from clockless.observability import Observability
+from clockless.observability import Observability, service_logger
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
 from clockless.throttle import SYSTEM_CLOCK, Budget, Clock
@@ -179,7 +179,7 @@ class ScheduledJob:
         self.running_at_most = running_at_most
         # The job's function, once `@job.handler` made it one (a buffered tick's start runs it).
         self.function: JobFunction | None = None
-        self.logger = Logger(service=name)
+        self.logger = service_logger(name)
         self.observability = Observability(self.logger, service=name)
         self._injected_store = persistence_store
         self._store = PerEnvironment(self._make_store)

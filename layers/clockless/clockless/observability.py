@@ -1,10 +1,10 @@
 """What every invocation tells the operator besides its result: the Lambda context on each log
 line, as Powertools' `inject_lambda_context` adds it, and a `ColdStart` metric.
 
-Tracing is off on purpose (template.yaml: `Tracing: PassThrough`). Powertools' `Tracer` needs
-the AWS X-Ray SDK in the layer: measured, it adds 1.9 MB to a 6.9 MB layer and about 0.36x
-`import boto3` to every cold start (the jobs would go from ~1.3x to ~1.66x, past the 1.5x
-target), and the X-Ray SDK has been in maintenance mode since 2026-02-25 (end of support
+Tracing is off on purpose (template.yaml sets no `Tracing`: Lambda's default passes traces on).
+Powertools' `Tracer` needs the AWS X-Ray SDK in the layer: measured, it adds 1.9 MB to a 6.9 MB
+layer and about 0.36x `import boto3` to every cold start (the jobs would go from ~1.3x to ~1.66x,
+past the 1.5x target), and the X-Ray SDK has been in maintenance mode since 2026-02-25 (end of support
 2027-02-25; AWS points to OpenTelemetry). A tick's path is one claim, a few queries and one
 transaction, whose latency the ledger already records (`duration_ms`) and whose requests the
 bench counts; the tick is the correlation id on every log line, so one tick's lines are one query
@@ -22,6 +22,17 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from clockless.config import env_optional
 
 METRIC_COLD_START: Final = "ColdStart"
+# Every log line's time as every other time of clockless reads: ISO-8601 in UTC with `Z`, to the
+# millisecond (`2026-12-01T22:40:04.123Z`); Powertools' default is `2026-12-01 22:40:04,123+0000`.
+# `%F` is Powertools' milliseconds directive.
+LOG_TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%FZ"
+
+
+def service_logger(service: str) -> Logger:
+    """The Powertools logger of a function or job, its times in ISO-8601 UTC (`LOG_TIME_FORMAT`)."""
+    return Logger(service=service, datefmt=LOG_TIME_FORMAT, use_datetime_directive=True, utc=True)
+
+
 # Set by Lambda for provisioned concurrency: its initialisation happens before any request.
 _INITIALIZATION_TYPE: Final = "AWS_LAMBDA_INITIALIZATION_TYPE"
 

@@ -64,6 +64,9 @@ class Trigger(enum.StrEnum):
     BACKFILL = "backfill"
     MANUAL = "manual"
     HTTP = "http"
+    # An operator's explicit run at an instant that is not one of the schedule's ticks
+    # (`clockless run-now --at ... --off-schedule`): recorded as such in the ledger.
+    OFF_SCHEDULE = "off-schedule"
 
 
 def utc_now() -> datetime:

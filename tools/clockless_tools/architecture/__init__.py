@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clockless_tools.architecture.conditional_writes import CONDITIONAL_WRITES_RULE
 from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
+from clockless_tools.architecture.declared_keys import in_declaration_terms
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
 from clockless_tools.architecture.environment_in_config import ENVIRONMENT_IN_CONFIG_RULE
@@ -56,6 +58,7 @@ RULES: tuple[Rule, ...] = (
     LEDGER_QUEUES_RETAINED_RULE,
     NO_CLOCK_IN_APP_RULE,
     NO_WALL_CLOCK_RULE,
+    CONDITIONAL_WRITES_RULE,
     EVENT_SAMPLES_RULE,
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
@@ -90,7 +93,8 @@ def check(project: Project, rules: Iterable[Rule] = RULES) -> list[Violation]:
             violations.append(
                 Violation(rule.name, project.template_file, "-", f"cannot be checked: {error}", "fix what it names")
             )
-    return list(dict.fromkeys(violations))
+    # A declared job's fix names the Mappings key the user edits (declared_keys.py), not only the property.
+    return [in_declaration_terms(violation, project.template) for violation in dict.fromkeys(violations)]
 
 
 __all__ = ["RULES", "Project", "ProjectError", "Rule", "Violation", "check"]

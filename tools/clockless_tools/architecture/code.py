@@ -162,3 +162,14 @@ def made_by(binding: ast.stmt, method: str) -> list[str]:
         for candidate in candidates
         if isinstance(candidate, ast.Attribute) and candidate.attr == method and isinstance(candidate.value, ast.Name)
     ]
+
+
+def with_scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, list[str]]]:
+    """Every node, with the names of the classes and functions it sits in (outermost first)."""
+    scopes = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    stack: list[tuple[ast.AST, list[str]]] = [(tree, [])]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        inner = [*scope, node.name] if isinstance(node, scopes) else scope
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS
-from clockless_tools.architecture.job_bounds import read_expected_duration, read_expected_hops
+from clockless_tools.architecture.job_bounds import read_bounds, read_expected_duration, read_expected_hops
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Schedule, Template
 from clockless_tools.template.queues import literal_int
@@ -118,3 +118,26 @@ def latest_success(template: Template, schedule: Schedule) -> Lateness:
         continuations=max((duration * (count - 1) for duration, count in hops), default=0),
         redelivery=max((worker.timeout + FIRST_BACKOFF_SECONDS for worker in workers), default=0),
     )
+
+
+def render_table(template: Template) -> str:
+    """docs/alarms.md's table of each job's sum and the grace it declares (`clockless schedules
+    latest-success`; `make docs` writes it in, so a new job's line is there without a hand edit)."""
+    lines = [
+        "| job | precision + window + Scheduler's retries + Lambda's retries + last run + fan-out"
+        " + continuations + a failed partition's redelivery | "
+        "grace (the least that covers it) |",
+        "| --- | --- | --- |",
+    ]
+    for job, schedule in sorted(template.jobs.items()):
+        lateness = latest_success(template, schedule)
+        grace = int(read_bounds(template.function(schedule.function_id)).grace.total_seconds()) // 60
+        terms = (
+            lateness.precision, lateness.window, lateness.scheduler_retries, lateness.lambda_retries,
+            lateness.last_run, lateness.fan_out, lateness.continuations, lateness.redelivery,
+        )  # fmt: skip
+        lines.append(
+            f"| {job} | {' + '.join(f'{term:,}' for term in terms)} = {lateness.total:,} s | "
+            f"{grace} min ({lateness.minimum_grace_minutes} min) |"
+        )
+    return "\n".join(lines)

@@ -10,15 +10,24 @@ on the queues an event source mapping polls for the function, so a coordinator t
 a worker on its dead-letter queue, cannot consume them. SAM's `Events: Type: SQS` attaches the
 managed AWSLambdaSQSQueueExecutionRole (every queue of the account): workers are fed by an explicit
 `AWS::Lambda::EventSourceMapping` and their own statement on their queue instead.
+
+Least privilege also means what the code calls. An action whose use shows in the code is granted
+only where it does: `dynamodb:ConditionCheckItem` (a `ConditionCheck` in a transaction) on a table
+of the job only when the function's own code builds one, on the kit's tables (ledger, idempotency)
+only when the kit's layer does. X-Ray's write access (SAM attaches AWSXrayWriteOnlyAccess, on every
+resource, to a function with any `Tracing`, PassThrough included; or a policy that names it) only
+when the code sends traces (Powertools' `Tracer` or the X-Ray SDK).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Final
 
-from clockless_tools.architecture.project import Project, Rule, Violation, sub_text
+from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file, sub_text
 from clockless_tools.template.model import Function
 
 LEAST_PRIVILEGE: Final = "least-privilege"
@@ -43,24 +52,111 @@ _CONSUME_ACTIONS: Final = frozenset(
 _KIT_TABLE_KINDS: Final = ("ledger", "idempotency")
 # Policy-template parameters that name a resource (DynamoDBCrudPolicy: {TableName: ...}).
 _NAMING_PARAMETERS: Final = {"TableName", "QueueName"}
+# AWS managed policies that grant X-Ray's write actions: what SAM attaches for `Tracing`.
+_XRAY_MANAGED = re.compile(r"AWSXRay|AWSXray", re.IGNORECASE)
+# What the code shows it uses: a transaction's ConditionCheck; traces sent.
+CONDITION_CHECK: Final = "condition-check"
+TRACING: Final = "tracing"
+_CONDITION_CHECK_ACTION: Final = "dynamodb:conditioncheckitem"
 
 
 def check_least_privilege(project: Project) -> Iterator[Violation]:
+    kit_tables = set(project.template.tables_of_kind(*_KIT_TABLE_KINDS))
     for logical_id, fn in project.template.functions.items():
         used = _used_resources(project, fn)
+        own, layer = code_uses(project, fn)
         yield from _check_sam_queue_events(project, logical_id, fn)
+        yield from _check_tracing(project, logical_id, fn, own | layer)
         policies = fn.prop("Policies")
         if policies is None:
             continue
         for index, policy in enumerate(policies if isinstance(policies, list) else [policies]):
             where = f"Policies[{index}]"
             if isinstance(policy, str):
-                yield from _check_managed(project, logical_id, where, policy)
+                yield from _check_managed(project, logical_id, where, policy, own | layer)
             elif isinstance(policy, Mapping) and "Statement" in policy:
                 yield from _check_document(project, logical_id, where, policy, used)
                 yield from _check_consumers(project, fn, where, policy)
+                # The kit's checks are on its own tables; the job's code checks (only) the job's.
+                checked = kit_tables if CONDITION_CHECK in layer else set()
+                if CONDITION_CHECK in own:
+                    checked = checked | (set(project.template.tables) - kit_tables)
+                yield from _check_condition_checks(project, logical_id, where, policy, checked)
             elif isinstance(policy, Mapping):
                 yield from _check_policy_templates(project, logical_id, where, policy, used)
+
+
+def code_uses(project: Project, fn: Function) -> tuple[set[str], set[str]]:
+    """What the function's own code (its CodeUri) and the code of its layers show they use:
+    `CONDITION_CHECK`, `TRACING`."""
+    code_dir = project.code_dir(fn)
+    layer_dirs = [d.resolve() for d in project.layer_dirs.values()]
+    own: set[str] = set()
+    layer: set[str] = set()
+    for source in project.sources:
+        path = source.path.resolve()
+        if any(_inside(path, d) for d in layer_dirs):
+            layer.update(_uses(source))
+        elif code_dir is not None and _inside(path, code_dir.resolve()):
+            own.update(_uses(source))
+    return own, layer
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path.is_relative_to(directory)
+
+
+@per_file
+def _uses(source: SourceFile) -> Iterator[str]:
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.Constant) and node.value == "ConditionCheck":
+            yield CONDITION_CHECK  # the key of a TransactWriteItems action
+        elif isinstance(node, ast.Attribute) and node.attr == "condition_check":
+            yield CONDITION_CHECK  # PynamoDB's TransactWrite.condition_check
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            if node.module.startswith("aws_xray_sdk") or any(alias.name == "Tracer" for alias in node.names):
+                yield TRACING
+        elif isinstance(node, ast.Import) and any(alias.name.startswith("aws_xray_sdk") for alias in node.names):
+            yield TRACING
+
+
+def _check_tracing(project: Project, logical_id: str, fn: Function, uses: set[str]) -> Iterator[Violation]:
+    tracing = fn.prop("Tracing")
+    if tracing and TRACING not in uses:
+        where = "Tracing" if "Tracing" in fn.properties else "Globals' Tracing"
+        yield _violation(
+            project,
+            logical_id,
+            f"{where}: {tracing} makes SAM attach AWSXrayWriteOnlyAccess (X-Ray writes on every resource), "
+            "and no code of the function sends traces",
+            "leave Tracing out (Lambda's default passes no trace on), or send traces with Powertools' Tracer",
+        )
+
+
+def _check_condition_checks(
+    project: Project, logical_id: str, where: str, document: Mapping[str, Any], checked: set[str]
+) -> Iterator[Violation]:
+    for label, statement in _allow_statements(where, document):
+        actions = statement.get("Action")
+        named = {str(a).lower() for a in (actions if isinstance(actions, list) else [actions]) if isinstance(a, str)}
+        if _CONDITION_CHECK_ACTION not in named:
+            continue
+        for table in sorted(project.ids_of_type(statement.get("Resource"), "AWS::DynamoDB::Table") - checked):
+            yield _violation(
+                project,
+                logical_id,
+                f"{label} allows dynamodb:ConditionCheckItem on {table}, and no code the function runs checks it "
+                "in a transaction (no ConditionCheck)",
+                f"drop dynamodb:ConditionCheckItem from the statement on {table}",
+            )
+
+
+def _allow_statements(where: str, document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    statements = document.get("Statement")
+    for index, statement in enumerate(statements if isinstance(statements, list) else [statements]):
+        if isinstance(statement, Mapping) and statement.get("Effect", "Allow") == "Allow":
+            sid = statement.get("Sid")
+            yield f"{where}.Statement[{index}]" + (f" ({sid})" if sid else ""), statement
 
 
 def _used_resources(project: Project, fn: Function) -> set[str]:
@@ -97,7 +193,14 @@ def _violation(project: Project, logical_id: str, message: str, fix: str) -> Vio
     return Violation(LEAST_PRIVILEGE, project.template_file, logical_id, message, fix)
 
 
-def _check_managed(project: Project, logical_id: str, where: str, policy: str) -> Iterator[Violation]:
+def _check_managed(project: Project, logical_id: str, where: str, policy: str, uses: set[str]) -> Iterator[Violation]:
+    if _XRAY_MANAGED.search(policy) and TRACING not in uses:
+        yield _violation(
+            project,
+            logical_id,
+            f"{where} attaches {policy}, X-Ray writes on every resource, and no code of the function sends traces",
+            f"drop {policy}",
+        )
     if _BROAD_MANAGED.search(policy):
         yield _violation(
             project,
@@ -212,6 +315,7 @@ def _is_wildcard(project: Project, resource: Any) -> bool:
 LEAST_PRIVILEGE_RULE = Rule(
     LEAST_PRIVILEGE,
     "policies name only the tables and queues the function uses; no '*' resource for DynamoDB, SQS or Lambda; "
-    "messages are received and deleted only from the queue an event source mapping polls for the function",
+    "messages are received and deleted only from the queue an event source mapping polls for the function; "
+    "ConditionCheckItem and X-Ray only where the code uses them",
     check_least_privilege,
 )

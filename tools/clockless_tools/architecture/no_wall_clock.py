@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from clockless_tools.architecture.code import module_imports, qualified_name
+from clockless_tools.architecture.code import module_imports, qualified_name, with_scopes
 from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
 
 NO_WALL_CLOCK: Final = "no-wall-clock"
@@ -110,23 +110,12 @@ def _kit_reads(source: SourceFile) -> Iterator[ClockRead]:
 def clock_reads(source: SourceFile, *, kit: bool = False) -> Iterator[ClockRead]:
     """Every reference to a clock reader in the file (called or passed on); in the kit, not its own readers."""
     imports = module_imports(source.tree)
-    for node, scope in _with_scopes(source.tree):
+    for node, scope in with_scopes(source.tree):
         if not isinstance(node, ast.Attribute | ast.Name):
             continue
         name = qualified_name(node, imports)
         if name in CLOCK_READERS and not (kit and name in _KIT_READERS):
             yield ClockRead(".".join([source.module, *scope]), name, node.lineno)
-
-
-def _with_scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, list[str]]]:
-    """Every node, with the names of the classes and functions it sits in (outermost first)."""
-    scopes = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-    stack: list[tuple[ast.AST, list[str]]] = [(tree, [])]
-    while stack:
-        node, scope = stack.pop()
-        yield node, scope
-        inner = [*scope, node.name] if isinstance(node, scopes) else scope
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
 
 
 NO_WALL_CLOCK_RULE = Rule(

@@ -1,13 +1,15 @@
 """7. The night model checked against the capacity-faithful emulator: a fanned-out tick per job
-on the embedded DynamoDB with DynamoDB's write limits divided by `check_scale` (so this machine
-can meet them, and they, not the machine, set the pace), cold and warm
-(`CHECK_WARM_WRITE_UNITS`), spread over 16 tenants and under one, observed against what
-bench/model.py predicts for the same items, limits and workers.
+on the embedded DynamoDB with DynamoDB's limits divided by `check_scale` (so this machine can
+meet them, and they, not the machine, set the pace), observed against what bench/model.py
+predicts for the same items, limits, workers and placement of the keys on partitions. The
+regimes: new tables (cold), tables warmed to `CHECK_WARM_WRITE_UNITS` (the tables' ceilings
+bind), tables warmed to the shards' rate (`keys`: every key at its limit, the partitions bind),
+each spread over 16 tenants; and one tenant, cold and warm.
 
 The model is given this machine's supply (items/s of the same tick with no limits enforced,
-measured just before) in place of Lambda's, the coordinator's time measured in that tick, and the
-partitions' sizes as seeded; everything else
-is the model as it predicts 1M items. A scenario passes when the tick ends `succeeded` with every
+measured just before) in place of Lambda's, the coordinator's time measured in that tick, the
+partitions' sizes as seeded and the places the emulator hashes the tenant and shard keys to;
+everything else is the model as it predicts 1M items. A scenario passes when the tick ends `succeeded` with every
 item applied, nothing in the work dead-letter queue, no run whose message failed (on Lambda: a
 wait for the visibility timeout), and the observed time within 25 % of the prediction.
 """
@@ -26,22 +28,43 @@ from clockless.fanout.settings import (
 )
 from clockless_tools.bench.fanned_out import workload
 from clockless_tools.bench.harness import Harness, partitions_sent
-from clockless_tools.bench.model import ItemCost, Night, predict
-from clockless_tools.bench.night import SPREAD_TENANTS, item_cost
+from clockless_tools.bench.model import (
+    PARTITION_WCU,
+    ItemCost,
+    Night,
+    Placement,
+    declared_for,
+    over_placements,
+    predict,
+)
+from clockless_tools.bench.night import SPREAD_TENANTS, item_cost, tenant_key_counts
 from clockless_tools.bench.results import BenchError, BenchSizes, Figure
 from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency
 from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, Start
+from clockless_tools.local.partitions import canonical, key_place
 
 TOLERANCE: Final = 0.25
+_START_WORDS: Final = {
+    "cold": "new on-demand tables",
+    "warm": "tables warmed to their ceiling",
+    "keys": "tables warmed to the shards' rate (every key at its limit)",
+}
 # Warm, here: every table and index declared at 1.5 x a new one's 4,000 write units per second, so
 # the warm night is faster than the cold one and still well under this machine's own supply
 # (a night the machine cannot keep up with checks the machine, not the model).
 CHECK_WARM_WRITE_UNITS: Final = 6_000.0
-SCENARIOS: Final = (("cold", "spread"), ("warm", "spread"), ("cold", "one_tenant"), ("warm", "one_tenant"))
+SCENARIOS: Final = (
+    ("cold", "spread"),
+    ("warm", "spread"),
+    ("keys", "spread"),
+    ("cold", "one_tenant"),
+    ("warm", "one_tenant"),
+)
 
 
-def _partition_items(harness: Harness, cost: ItemCost) -> list[int]:
-    """The night's items per shard key, counted on the job's shard index."""
+def _partition_items(harness: Harness, cost: ItemCost) -> tuple[list[int], list[float]]:
+    """The night's items per shard key, counted on the job's shard index, largest first, with
+    the place each shard key hashes to."""
     table, _, index = cost.shard_index.partition("/")
     counts: Counter[str] = Counter()
     request: dict[str, Any] = {"TableName": table, "IndexName": index}
@@ -50,9 +73,10 @@ def _partition_items(harness: Harness, cost: ItemCost) -> list[int]:
         for item in page.get("Items") or []:
             shard = next((value for name, value in item.items() if name.endswith("_shard")), None)
             if shard is not None:
-                counts[str(shard)] += 1
+                counts[canonical(shard)] += 1
         if "LastEvaluatedKey" not in page:
-            return sorted(counts.values(), reverse=True)
+            ordered = counts.most_common()
+            return [count for _, count in ordered], [key_place(key) for key, _ in ordered]
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
@@ -110,6 +134,7 @@ def run_tick(
         "dead_lettered": dead,
         "failed_runs": rig.failed_runs,
         "throttled": dict(capacity.stats.throttled) if capacity else {},
+        "partitions": capacity.partitions() if capacity else {},
     }
 
 
@@ -121,15 +146,20 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
     # the workers' own supply: the unlimited tick without its coordinator, whose time the model adds
     supply = sizes.check_items / (free["seconds"] - free["coordinator_seconds"])
     warm = dict.fromkeys((*cost.table_wcu, *cost.index_wcu), CHECK_WARM_WRITE_UNITS)
+    # every worker at its shard key's limit (unscaled): the tables take more than the keys can
+    keys = declared_for(cost, workers * PARTITION_WCU / max(cost.index_wcu[cost.shard_index], 1.0))
     figures: list[Figure] = []
     rows: dict[str, Any] = {"unlimited": {**free, "items_per_second": round(supply, 1)}}
     for start, tenancy in SCENARIOS:
         items = sizes.check_items if tenancy == "spread" else sizes.check_one_tenant_items
         tenants = SPREAD_TENANTS if tenancy == "spread" else 1
-        declared = warm if start == "warm" else None
-        settings = CapacitySettings(start=Start(start), scale=sizes.check_scale, declared=declared or {})
+        declared = {"cold": None, "warm": warm, "keys": keys}[start]
+        settings = CapacitySettings(
+            start=Start.COLD if declared is None else Start.WARM, scale=sizes.check_scale, declared=declared or {}
+        )
         harness.reset_tables()
         harness.seed(replace(workload(job, items), tenants=tenants), in_process=True)
+        shard_items, shard_places = _partition_items(harness, cost)
         night = Night(
             items,
             workers,
@@ -139,10 +169,19 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
             scale=sizes.check_scale,
             supply=supply,
             worker_supply=supply,
-            partition_items=_partition_items(harness, cost),
+            partition_items=shard_items,
             fixed_seconds=free["coordinator_seconds"],
         )
-        prediction = predict(cost, night)
+        # the tenant keys as seeded (tenant#bucket), each with its share of the items
+        counts = tenant_key_counts(harness, cost.tenant_table) if cost.tenant_table else Counter({"": 1})
+        total = sum(counts.values())
+        placement = Placement(
+            tuple(key_place(key) for key in counts),
+            tuple(shard_places),
+            tuple(count / total for count in counts.values()),
+        )
+        prediction = predict(cost, night, placement)
+        placements = over_placements(cost, night, samples=200)
         observed = run_tick(harness, job, items, tenants=tenants, workers=workers, settings=settings)
         ratio = observed["seconds"] / prediction.seconds
         clean = (
@@ -157,7 +196,8 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
             Figure(
                 f"capacity_check.{job}.{name}.seconds",
                 f"{job}: observed seconds on the emulator (limits / {sizes.check_scale:g}), {items:,} items, "
-                f"{tenants} tenant(s), {start} start; against the model's prediction (bound by {prediction.bound})",
+                f"{tenants} tenant(s), {_START_WORDS[start]}; against the model's prediction for the emulator's "
+                f"placement of the keys (bound by {prediction.bound})",
                 "s",
                 observed["seconds"],
                 prediction.seconds,
@@ -171,11 +211,19 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
             "tenants": tenants,
             "predicted_seconds": round(prediction.seconds, 2),
             "predicted_bound": prediction.bound,
+            "expected_seconds_over_placements": round(placements.expected, 2),
+            "p95_seconds_over_placements": round(placements.p95, 2),
             "observed": observed,
             "ratio": round(ratio, 3),
             "met": met,
         }
-    return figures, {"workers": workers, "scale": sizes.check_scale, "declared_warm_write_units": warm, **rows}
+    declared_units = {"warm": warm, "keys": keys}
+    return figures, {
+        "workers": workers,
+        "scale": sizes.check_scale,
+        "declared_warm_write_units": declared_units,
+        **rows,
+    }
 
 
 def measure_capacity_check(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:

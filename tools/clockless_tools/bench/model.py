@@ -4,58 +4,85 @@ what `make bench` measures, and checked against the capacity-faithful emulator
 
 Per job, the inputs are measured: the write units each item costs on each table and index
 (bench/write_units.py), the client CPU one item takes (bench/scaling.py), the worker's memory and
-its shard count (template.yaml). The limits are AWS's, each from its page:
+its shard count (template.yaml). The limits are AWS's, each from its page (`SOURCES`):
 
-- `KEY_WCU`: a partition key value takes 1,000 write units per second, on a table and on each GSI
-  (developer guide, "Understanding DynamoDB warm throughput in different scenarios"; "Key range
-  throughput exceeded"). A worker writes one shard key of the job's index: it can go no faster
-  than 1,000 / (index units per item). A tenant's items share its partition key on the
-  tenant-keyed table: all tenants together go no faster than tenants x 1,000 / (units per item);
-- `NEW_WCU`: a new on-demand table or GSI sustains 4,000 write units per second ("DynamoDB
-  on-demand capacity mode"); a declared WarmThroughput starts it there instead ("Understanding
-  DynamoDB warm throughput"); every table and index of the item bounds the whole fleet;
+- **physical partitions** (`clockless_tools.local.partitions`, the emulator's own placement): a
+  table or index has max(writes / 1,000, reads / 3,000) partitions of its current throughput, and
+  each serves at most 1,000 write units per second. Key values land on them by hash, so distinct
+  keys share one: with 16 tenant keys on 16 partitions the busiest usually holds 2 to 4;
+- `NEW_WCU` / `NEW_RCU`: a new on-demand table or GSI serves 4,000 write and 12,000 read units
+  per second ("DynamoDB on-demand capacity mode"); a declared WarmThroughput starts it there
+  instead ("Understanding DynamoDB warm throughput");
 - `GROWTH_SECONDS`: on-demand serves up to double a previous peak; the peak may double only after
-  30 minutes (re:Post "on-demand table throttling"): the model doubles a ceiling the fleet held
-  for a whole 30 minutes;
-- `TABLE_QUOTA_WCU`: 40,000 write request units per second per on-demand table, the default quota
-  ("DynamoDB on-demand capacity mode", throughput default quotas);
-- `VCPU_MB`: Lambda gives a function CPU in proportion to its memory, one vCPU at 1,769 MB
-  (Lambda developer guide, "Configure Lambda function memory"); a worker's Python is one thread
-  of CPU, so its supply is min(1, memory / 1,769) / (client CPU seconds per item);
-- `ACCOUNT_CONCURRENCY`: 1,000 concurrent executions per Region by default (Lambda quotas): the
-  workers of all jobs at once.
+  30 minutes (re:Post "on-demand table throttling"): every 30 minutes the model raises a ceiling
+  to double the peak the fleet put on it in the 30 minutes before, and halves its partitions with it;
+- `TABLE_QUOTA_WCU`: 40,000 write request units per second per on-demand table (default quota);
+- `VCPU_MB`: Lambda gives a function CPU in proportion to its memory, one vCPU at 1,769 MB; a
+  worker's Python is one thread, so its supply is min(1, memory / 1,769) / (CPU seconds per item);
+- `ACCOUNT_CONCURRENCY`: 1,000 concurrent executions per Region by default (Lambda quotas).
+- Burst capacity (300 s of unused capacity) is left out: AWS says not to count on it, and it
+  never lifts a partition past its own limit, which is what binds a big night.
 
-The night: the fleet's rate is the least of the bounds; each partition's own rate is the least of
-its worker's supply and its shard key; the tick ends with its slowest partition (the largest
-shard: its measured size, or for a hash spread N/S + 3 standard deviations), so
+The night, for one placement of the keys, run forward in time: each shard's worker goes at the
+least of its CPU supply, its own shard key (1,000 / index units per item: the pacing) and its
+share of its index partition (the shards hashed onto one GSI partition share its 1,000 units).
+The fleet as a whole goes at most at the least of the fleet bounds: the busiest tenant partition
+(1,000 / (tenant-table units per item x the share of the tenant keys on it)), the busiest
+partition of every other table (its keys are many: N / partitions + 3 standard deviations of a
+hash spread), the ledger key every worker writes (1,000 / its units per item), each table's and
+index's current ceiling, Lambda's supply. Workers share the fleet's rate fairly (AIMD: water
+filling); when a shard is done the others speed up; every 30 minutes a ceiling grows to double the
+peak of the window before (on-demand's growth, its partitions halved with it). The tick ends
+with its last shard, plus the coordinator's own time when measured. What set the time is the
+limit that bound the longest (`Prediction.bound`).
 
-    time = max(items / fleet rate (integrated as the ceilings grow), slowest partition / worker rate)
-           + the coordinator's own time, when measured
+Over placements (`over_placements`): the same for `PLACEMENTS` random placements of the tenant and
+shard keys: the expected time and the 95th percentile, with the placement at the p95.
 """
 
 from __future__ import annotations
 
 import math
+import random
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-KEY_WCU: Final = 1_000.0
+from clockless_tools.local.partitions import (
+    PARTITION_WRITE_UNITS,
+    HashRanges,
+    busiest,
+    partition_loads,
+    partitions_for,
+)
+
+PARTITION_WCU: Final = PARTITION_WRITE_UNITS
 NEW_WCU: Final = 4_000.0
+NEW_RCU: Final = 12_000.0
 TABLE_QUOTA_WCU: Final = 40_000.0
 GROWTH_SECONDS: Final = 1_800.0
 VCPU_MB: Final = 1_769.0
 ACCOUNT_CONCURRENCY: Final = 1_000
 MILLION: Final = 1_000_000
+PLACEMENTS: Final = 1_000
+PERCENTILE: Final = 0.95
 SOURCES: Final = {
-    "key_wcu": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html",
-    "new_wcu": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html",
+    "partition_limits": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html",
+    "hot_partitions": (
+        "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/"
+        "throttling-key-range-limit-exceeded-mitigation.html"
+    ),
+    "partitions": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html",
+    "burst_adaptive": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/burst-adaptive-capacity.html",
+    "new_on_demand": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html",
     "warm": "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput.html",
     "growth": "https://repost.aws/knowledge-center/on-demand-table-throttling-dynamodb",
     "gsi_back_pressure": "https://repost.aws/knowledge-center/dynamodb-gsi-throttling-table",
     "vcpu": "https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html",
     "concurrency": "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html",
 }
+_DONE: Final = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +91,17 @@ class ItemCost:
 
     table_wcu: Mapping[str, float]  # base table -> write units per item (transactions counted twice)
     index_wcu: Mapping[str, float]  # "table/index" -> write units per item
-    tenant_table: str | None  # the table whose partition key is the tenant
+    tenant_table: str | None  # the table whose partition key is the tenant (or tenant#bucket)
     shard_index: str  # the "table/index" whose shard key each worker writes
     cpu_seconds: float  # client CPU per item
     # on the ledger key every worker of the job writes (`<job>#work`: partition, lane and cursor records)
     work_key_wcu: float = 0.0
+    read_units: float = 0.0  # read units per item, every table and index (for the cost)
+    # the key values one tenant's items spread over on the tenant table (1: the tenant id alone)
+    tenant_buckets: int = 1
+    # the units per item the worker's pacing charges its shard key (WORK_KEY_WRITE_UNITS_PER_ITEM);
+    # 0: the index's own units per item
+    paced_units: float = 0.0
 
     @property
     def total_wcu(self) -> float:
@@ -92,7 +125,7 @@ class Night:
     supply: float | None = None
     # items/s one worker can offer when it is known (this machine); None: Lambda's CPU share
     worker_supply: float | None = None
-    # the items of each partition, when known; None: a hash spread over `workers` shards
+    # the items of each partition (shard), when known; None: a hash spread over `workers` shards
     partition_items: Sequence[int] = field(default_factory=tuple)
     # time outside the writes (the coordinator's claim and fan-out), when measured
     fixed_seconds: float = 0.0
@@ -103,13 +136,40 @@ class Night:
 
 
 @dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the night's keys fall in the hash space [0, 1)."""
+
+    tenant_keys: tuple[float, ...]  # each key value of the tenant table (tenants x buckets)
+    shard_keys: tuple[float, ...]  # each shard key on the shard index, in the order of the shards' items
+    # each tenant key's share of the items, when known (as seeded); empty: equal shares
+    tenant_shares: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Prediction:
     seconds: float
-    bound: str  # what sets the time
-    fleet_bounds: dict[str, float]  # items/s at the start, by limit
-    worker_rate: float  # items/s one partition can go
+    bound: str  # the limit that bound the longest
+    fleet_bounds: dict[str, float]  # items/s at the start, by limit ("shard keys": all workers together)
+    worker_rate: float  # items/s one worker can go on its own shard key
     slowest_partition: int
     growth_steps: int  # times a ceiling doubled during the night
+    binding: dict[str, float]  # seconds each limit bound
+
+    @property
+    def kind(self) -> str:
+        """What kind of limit bound: tenant keys, GSI shard keys, ledger key, on-demand, ..."""
+        return self.bound.split(":")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A night over many placements of its keys."""
+
+    expected: float
+    p95: float
+    at_p95: Prediction
+    samples: int
+    kinds: dict[str, float]  # the share of placements each kind of limit bound
 
 
 def slowest_partition(items: int, shards: int) -> int:
@@ -123,61 +183,181 @@ def worker_supply(cost: ItemCost, memory_mb: int) -> float:
     return min(1.0, memory_mb / VCPU_MB) / cost.cpu_seconds if cost.cpu_seconds > 0 else math.inf
 
 
+def shard_items(night: Night) -> list[float]:
+    """The items of each shard: as measured, or a hash spread with its largest at mean + 3 sd."""
+    if night.partition_items:
+        return [float(n) for n in night.partition_items]
+    shards = min(night.workers, ACCOUNT_CONCURRENCY)
+    largest = slowest_partition(night.items, shards)
+    rest = (night.items - largest) / (shards - 1) if shards > 1 else 0.0
+    return [float(largest), *([rest] * (shards - 1))]
+
+
+def even_placement(cost: ItemCost, night: Night) -> Placement:
+    """Every key on a partition of its own, as far as the partitions go: the best placement."""
+    tenant_keys = night.tenants * cost.tenant_buckets
+    shards = len(shard_items(night))
+    return Placement(
+        tuple((i + 0.5) / tenant_keys for i in range(tenant_keys)), tuple((i + 0.5) / shards for i in range(shards))
+    )
+
+
+def random_placement(cost: ItemCost, night: Night, rng: random.Random) -> Placement:
+    tenant_keys = night.tenants * cost.tenant_buckets
+    shards = len(shard_items(night))
+    return Placement(tuple(rng.random() for _ in range(tenant_keys)), tuple(rng.random() for _ in range(shards)))
+
+
 def _ceilings(cost: ItemCost, night: Night) -> dict[str, float]:
     """Write units/s each table and index serves from the start of the night (scaled)."""
-    resources = [*cost.table_wcu, *cost.index_wcu]
     warm = night.warm or {}
-    return {name: min(TABLE_QUOTA_WCU, max(NEW_WCU, warm.get(name, NEW_WCU))) / night.scale for name in resources}
+    return {
+        name: min(TABLE_QUOTA_WCU, max(NEW_WCU, warm.get(name, NEW_WCU))) / night.scale
+        for name in [*cost.table_wcu, *cost.index_wcu]
+    }
 
 
-def predict(cost: ItemCost, night: Night) -> Prediction:
-    key = KEY_WCU / night.scale
+def _partitions(ceiling: float, scale: float) -> HashRanges:
+    return HashRanges(partitions_for(ceiling * scale, NEW_RCU))
+
+
+def _water_fill(caps: Sequence[float], total: float) -> list[float]:
+    """Fair shares of `total` under each cap (what AIMD workers sharing one limit converge to)."""
+    if sum(caps) <= total:
+        return list(caps)
+    rates = [0.0] * len(caps)
+    left, order = total, sorted(range(len(caps)), key=lambda i: caps[i])
+    for position, i in enumerate(order):
+        share = left / (len(order) - position)
+        rates[i] = min(caps[i], share)
+        left -= rates[i]
+    return rates
+
+
+def _fleet_bounds(
+    cost: ItemCost, night: Night, placement: Placement, ceilings: Mapping[str, float], fixed: Mapping[str, float]
+) -> dict[str, float]:
+    key = PARTITION_WCU / night.scale
+    units = {**cost.table_wcu, **cost.index_wcu}
+    bounds = dict(fixed)
+    for name, ceiling in ceilings.items():
+        if not units[name]:
+            continue
+        bounds[f"on-demand: {name}"] = ceiling / units[name]
+        ranges = _partitions(ceiling, night.scale)
+        if name == cost.tenant_table:
+            keys = {str(i): place for i, place in enumerate(placement.tenant_keys)}
+            given = placement.tenant_shares
+            shares = {k: given[i] if given else 1 / len(keys) for i, k in enumerate(keys)}
+            index, share = busiest(partition_loads(keys, shares, ranges))
+            held = sum(1 for place in keys.values() if ranges.index(place) == index)
+            label = f"tenant keys: {held} of {len(keys)} on one {name} partition (of {len(ranges)})"
+            bounds[label] = key / (units[name] * share)
+        elif name != cost.shard_index and len(ranges) > 1:
+            share = slowest_partition(night.items, len(ranges)) / night.items
+            bounds[f"spread keys: the busiest {name} partition (of {len(ranges)})"] = key / (units[name] * share)
+    return bounds
+
+
+def predict(cost: ItemCost, night: Night, placement: Placement | None = None) -> Prediction:
+    """The night for one placement of its keys (None: the even one), run forward in time."""
+    placement = placement or even_placement(cost, night)
+    key = PARTITION_WCU / night.scale
     per_worker = worker_supply(cost, night.memory_mb) if night.worker_supply is None else night.worker_supply
     shard_wcu = cost.index_wcu.get(cost.shard_index, 0.0)
-    worker_rate = min(per_worker, key / shard_wcu if shard_wcu else math.inf)
-    workers = min(night.workers, ACCOUNT_CONCURRENCY)
-    fixed = {
-        "Lambda supply": workers * per_worker if night.supply is None else night.supply,
-        "index shard keys": workers * worker_rate,
-    }
-    tenant_wcu = cost.table_wcu.get(cost.tenant_table or "", 0.0)
-    if tenant_wcu:
-        fixed["tenant partition keys"] = night.tenants * key / tenant_wcu
+    paced = cost.paced_units or shard_wcu
+    own = min(per_worker, key / paced if paced else math.inf)
+    own_name = "Lambda supply: each worker's CPU" if per_worker <= own else "GSI shard key: each worker's own"
+    remaining = shard_items(night)
+    workers = min(len(remaining), ACCOUNT_CONCURRENCY)
+    fixed = {"Lambda supply": workers * per_worker if night.supply is None else night.supply}
     if cost.work_key_wcu:
-        # one key for the whole fleet: partitions, lanes and cursors of every worker of the job
-        fixed["work records key"] = key / cost.work_key_wcu
+        fixed["ledger key: the job's work records"] = key / cost.work_key_wcu
     ceilings = _ceilings(cost, night)
     units = {**cost.table_wcu, **cost.index_wcu}
+    binding: defaultdict[str, float] = defaultdict(float)
+    start_bounds: dict[str, float] = {}
+    now, steps, window_end = 0.0, 0, GROWTH_SECONDS
+    peaks = dict.fromkeys(ceilings, 0.0)  # the highest write units/s on each, this window
+    while any(left > _DONE for left in remaining):
+        fleet = _fleet_bounds(cost, night, placement, ceilings, fixed)
+        fleet_name = min(fleet, key=lambda n: fleet[n])
+        active = [i for i, left in enumerate(remaining) if left > _DONE]
+        caps, cap_names = _shard_caps(cost, night, placement, ceilings, active, own=own, own_name=own_name)
+        rates = _water_fill(caps, fleet[fleet_name])
+        if not start_bounds:
+            start_bounds = {**fleet, "shard keys": sum(caps)}
+        finish = [remaining[i] / rate for i, rate in zip(active, rates, strict=True) if rate > 0]
+        step = min(min(finish, default=math.inf), window_end - now)
+        fleet_limited = sum(rates) < sum(caps) * (1 - 1e-9)
+        last = max(range(len(active)), key=lambda j: remaining[active[j]] / rates[j] if rates[j] > 0 else math.inf)
+        binding[fleet_name if fleet_limited else cap_names[last]] += step
+        for i, rate in zip(active, rates, strict=True):
+            remaining[i] = max(0.0, remaining[i] - rate * step)
+        for name in ceilings:
+            peaks[name] = max(peaks[name], sum(rates) * units[name])
+        now += step
+        if now >= window_end - 1e-9:
+            grown = False
+            for name, ceiling in ceilings.items():
+                ceilings[name] = max(ceiling, min(TABLE_QUOTA_WCU / night.scale, 2 * peaks[name]))
+                grown = grown or ceilings[name] > ceiling * (1 + 1e-9)
+            steps += grown
+            window_end += GROWTH_SECONDS
+    bound = max(binding, key=lambda n: binding[n])
+    largest = int(max(shard_items(night)))
+    return Prediction(now + night.fixed_seconds, bound, start_bounds, own, largest, steps, dict(binding))
 
-    def fleet(now: dict[str, float]) -> tuple[float, str, dict[str, float]]:
-        bounds = dict(fixed)
-        for name, ceiling in now.items():
-            if units[name]:
-                bounds[f"{name} on-demand"] = ceiling / units[name]
-        name = min(bounds, key=lambda n: bounds[n])
-        return bounds[name], name, bounds
 
-    remaining, seconds, steps = float(night.items), 0.0, 0
-    rate, bound, start_bounds = fleet(ceilings)
-    while True:
-        rate, _, _ = fleet(ceilings)
-        if remaining <= rate * GROWTH_SECONDS:
-            seconds += remaining / rate
-            break
-        remaining -= rate * GROWTH_SECONDS
-        seconds += GROWTH_SECONDS
-        # a ceiling the fleet held for the whole window may double (up to the table quota)
-        grown = False
-        for name, ceiling in ceilings.items():
-            if units[name] and rate * units[name] >= ceiling * 0.999:
-                ceilings[name] = min(TABLE_QUOTA_WCU / night.scale, 2 * ceiling)
-                grown = grown or ceilings[name] > ceiling
-        steps += grown
-    largest = max(night.partition_items) if night.partition_items else slowest_partition(night.items, night.workers)
-    partition_seconds = largest / worker_rate
-    if partition_seconds > seconds:
-        seconds, bound = partition_seconds, "the slowest partition"
-    return Prediction(seconds + night.fixed_seconds, bound, start_bounds, worker_rate, largest, steps)
+def _shard_caps(
+    cost: ItemCost,
+    night: Night,
+    placement: Placement,
+    ceilings: Mapping[str, float],
+    active: Sequence[int],
+    *,
+    own: float,
+    own_name: str,
+) -> tuple[list[float], list[str]]:
+    """Each active shard's own limit: its worker, and its share of its index partition."""
+    shard_wcu = cost.index_wcu.get(cost.shard_index, 0.0)
+    if not shard_wcu or cost.shard_index not in ceilings:
+        return [own] * len(active), [own_name] * len(active)
+    ranges = _partitions(ceilings[cost.shard_index], night.scale)
+    where = [ranges.index(placement.shard_keys[i]) for i in active]
+    sharing = {q: where.count(q) for q in set(where)}
+    caps, names = [], []
+    for q in where:
+        share = PARTITION_WCU / night.scale / (shard_wcu * sharing[q])
+        if share < own:
+            caps.append(share)
+            names.append(
+                f"GSI shard keys: {sharing[q]} of {len(placement.shard_keys)} on one {cost.shard_index} "
+                f"partition (of {len(ranges)})"
+            )
+        else:
+            caps.append(own)
+            names.append(own_name)
+    return caps, names
+
+
+def over_placements(cost: ItemCost, night: Night, samples: int = PLACEMENTS, seed: int = 0) -> Spread:
+    """The night over `samples` random placements of its keys: expected time, p95, what binds."""
+    rng = random.Random(seed)  # noqa: S311 - a reproducible sample of placements, not a secret
+    predictions = sorted(
+        (predict(cost, night, random_placement(cost, night, rng)) for _ in range(samples)), key=lambda p: p.seconds
+    )
+    at_p95 = predictions[max(0, math.ceil(PERCENTILE * samples) - 1)]
+    kinds: defaultdict[str, float] = defaultdict(float)
+    for prediction in predictions:
+        kinds[prediction.kind] += 1 / samples
+    return Spread(
+        expected=sum(p.seconds for p in predictions) / samples,
+        p95=at_p95.seconds,
+        at_p95=at_p95,
+        samples=samples,
+        kinds=dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+    )
 
 
 def declared_for(cost: ItemCost, items_per_second: float) -> dict[str, float]:

@@ -1,35 +1,56 @@
 """6. A night on DynamoDB, modelled (bench/model.py) from what is measured here: 1M and 10M due
 items per job, one tenant and spread, on cold tables and on tables warmed to the rate the shards
-allow; and what a night costs (bench/cost.py) per million items, against the sequential loop.
+allow, each as the expected time and the 95th percentile over placements of its keys on physical
+partitions, naming the partition that binds; and what a night costs (bench/cost.py) per million
+items, write and read units included, against the sequential loop.
 
 Measured per job, on the embedded server: a fanned-out tick of `batching_items` items run by one
-worker with one lane (so all the worker's client work is on one thread): its write units per
-item on each table and index (metered, in a second run: metering reads moto's state) and its
+worker with one lane (so all the worker's client work is on one thread): its write and read units
+per item on each table and index (metered, in a second run: metering reads moto's state) and its
 client CPU per item; the sequential loop's time per item with the bench's added latency.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.records import work_job
+from clockless.fanout.settings import DEFAULT_KEY_WRITE_UNITS_PER_ITEM
 from clockless_tools.bench.cost import PRICES_READ_ON, fanned_out_cost, loop_cost
 from clockless_tools.bench.fanned_out import workload
 from clockless_tools.bench.harness import Harness, effect_of, partitions_sent
 from clockless_tools.bench.latency import added_latency
 from clockless_tools.bench.meter import measure
-from clockless_tools.bench.model import MILLION, SOURCES, ItemCost, Night, declared_for, predict
+from clockless_tools.bench.model import (
+    MILLION,
+    PLACEMENTS,
+    SOURCES,
+    ItemCost,
+    Night,
+    Spread,
+    declared_for,
+    over_placements,
+    predict,
+)
 from clockless_tools.bench.results import BenchError, BenchSizes, Figure
 from clockless_tools.bench.rig import FanOutRig, counters_of, worker_concurrency, worker_function
+from clockless_tools.local.partitions import canonical
 from clockless_tools.local.units import MotoTables, moto_dynamodb_backend
 
 SIZES: Final = (MILLION, 10 * MILLION)
 SPREAD_TENANTS: Final = 16
 TENANT_KEY_HINT: Final = "tenant"  # the partition key attribute that names a tenant
 SHARD_KEY_HINT: Final = "_shard"  # the index partition key attribute that names a shard
-TARGETS: Final = {MILLION: 600.0, 10 * MILLION: 3_600.0}  # issue 20: warm, spread
+# (items, tenancy, start) -> seconds the p95 placement must stay under (issues 20 and 30)
+TARGETS: Final = {
+    (MILLION, "spread", "warm"): 600.0,
+    (10 * MILLION, "spread", "warm"): 3_600.0,
+    (MILLION, "spread", "cold"): 600.0,
+    (MILLION, "one_tenant", "warm"): 600.0,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +58,7 @@ class JobMeasure:
     cost: ItemCost
     loop_seconds_per_item: float
     loop_wcu_per_item: float
+    loop_rcu_per_item: float
     workers: int
     memory_mb: int
     run_seconds: float  # a worker run's length before it hands on (Timeout - time budget)
@@ -46,9 +68,12 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     """Write units per item by table and index (metered), and client CPU per item (unmetered)."""
     tables = MotoTables(moto_dynamodb_backend())
     runs = {}
+    keys: Counter[str] = Counter()
     for metered in (True, False):
         harness.reset_tables()
         harness.seed(workload(job, items), in_process=True)
+        # the workload is one tenant's: the key values its items are under are its buckets
+        keys = keys or _tenant_table_keys(harness, tables)
         rig = FanOutRig(harness, job, concurrency=1)
         try:
             with rig.active():
@@ -64,6 +89,7 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         if ledger["status"] != "succeeded":
             raise BenchError(f"{job}: the measured tick ended {ledger}")
         runs[metered] = (measured, rig.client_cpu_seconds)
+    read_units = runs[True][0].read_units
     writes = runs[True][0].writes
     assert writes is not None
     table_wcu = {table: units / items for table, units in writes.by_table.items()}
@@ -76,10 +102,49 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     )
     if not shard_index:
         raise BenchError(f"{job}: no index keyed by a shard ({SHARD_KEY_HINT}) took the items' writes: {index_wcu}")
+    worker = harness.template.function(worker_function(harness.template, job))
+    paced = float(str(worker.environment.get("WORK_KEY_WRITE_UNITS_PER_ITEM", DEFAULT_KEY_WRITE_UNITS_PER_ITEM)))
     work_key = max(
         (units for key, units in writes.by_partition_key.items() if key.endswith(f"|{work_job(job)}")), default=0.0
     )
-    return ItemCost(table_wcu, index_wcu, tenant_table, shard_index, runs[False][1] / items, work_key / items)
+    return ItemCost(
+        table_wcu,
+        index_wcu,
+        tenant_table,
+        shard_index,
+        runs[False][1] / items,
+        work_key / items,
+        read_units=read_units / items,
+        tenant_buckets=max(1, len(keys)) if tenant_table else 1,
+        paced_units=paced,
+    )
+
+
+def _tenant_table_keys(harness: Harness, tables: MotoTables) -> Counter[str]:
+    """The key values of the first table keyed by tenant that holds items (empty: none)."""
+    for table in harness.client.list_tables()["TableNames"]:
+        if tables.shape(table)[0][0].startswith(TENANT_KEY_HINT):
+            counts = tenant_key_counts(harness, table)
+            if counts:
+                return counts
+    return Counter()
+
+
+def tenant_key_counts(harness: Harness, table: str) -> Counter[str]:
+    """The items under each partition key value of a tenant-keyed table (canonical wire values)."""
+    partition_key = MotoTables(moto_dynamodb_backend()).shape(table)[0][0]
+    counts: Counter[str] = Counter()
+    request: dict[str, Any] = {
+        "TableName": table,
+        "ProjectionExpression": "#k",
+        "ExpressionAttributeNames": {"#k": partition_key},
+    }
+    while True:
+        page = harness.client.scan(**request)
+        counts.update(canonical(item[partition_key]) for item in page.get("Items") or [])
+        if "LastEvaluatedKey" not in page:
+            return counts
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def _index_partition_key(tables: MotoTables, name: str) -> str:
@@ -87,9 +152,9 @@ def _index_partition_key(tables: MotoTables, name: str) -> str:
     return next(shape.keys[0] for shape in tables.shape(table)[1] if shape.name == index)
 
 
-def loop_per_item(harness: Harness, job: str, items: int, latency_ms: float) -> tuple[float, float]:
-    """The sequential loop's (seconds, write units) per item: timed with the added latency, then
-    metered in a second run (metering reads moto's state)."""
+def loop_per_item(harness: Harness, job: str, items: int, latency_ms: float) -> tuple[float, float, float]:
+    """The sequential loop's (seconds, write units, read units) per item: timed with the added
+    latency, then metered in a second run (metering reads moto's state)."""
     measured = []
     for metered in (False, True):
         harness.reset_tables()
@@ -99,27 +164,33 @@ def loop_per_item(harness: Harness, job: str, items: int, latency_ms: float) -> 
         if effect_of(job, loop.result) != items:
             raise BenchError(f"{job}: the sequential loop did {loop.result}")
         measured.append(loop)
-    return measured[0].seconds / items, measured[1].write_units / items
+    return measured[0].seconds / items, measured[1].write_units / items, measured[1].read_units / items
 
 
 def job_measure(harness: Harness, job: str, sizes: BenchSizes) -> JobMeasure:
     worker = harness.template.function(worker_function(harness.template, job))
     budget = float(str(worker.environment.get("WORK_TIME_BUDGET_SECONDS", 30)))
-    loop_seconds, loop_wcu = loop_per_item(harness, job, sizes.night_loop_items, sizes.added_latency_ms)
+    loop_seconds, loop_wcu, loop_rcu = loop_per_item(harness, job, sizes.night_loop_items, sizes.added_latency_ms)
     return JobMeasure(
         cost=item_cost(harness, job, sizes.batching_items),
         loop_seconds_per_item=loop_seconds,
         loop_wcu_per_item=loop_wcu,
+        loop_rcu_per_item=loop_rcu,
         workers=worker_concurrency(harness.template, job),
         memory_mb=worker.memory_size,
         run_seconds=worker.timeout - budget,
     )
 
 
+def warm_for_shards(measured: JobMeasure) -> dict[str, float]:
+    """The WarmThroughput per table and index that lets every worker go at its shard key's rate."""
+    cost = measured.cost
+    return declared_for(cost, measured.workers * predict(cost, Night(1, measured.workers)).worker_rate)
+
+
 def scenarios(measured: JobMeasure) -> Iterator[tuple[str, Night]]:
     """Each size, one tenant and spread, cold and warmed to what the shards allow."""
-    shards_rate = measured.workers * predict(measured.cost, Night(1, measured.workers)).worker_rate
-    warm = declared_for(measured.cost, shards_rate)
+    warm = warm_for_shards(measured)
     for items in SIZES:
         for tenancy, tenants in (("one_tenant", 1), ("spread", SPREAD_TENANTS)):
             for start, declared in (("cold", None), ("warm", warm)):
@@ -127,62 +198,88 @@ def scenarios(measured: JobMeasure) -> Iterator[tuple[str, Night]]:
                 yield f"{items // MILLION}m.{tenancy}.{start}", night
 
 
+def one_key_warning(cost: ItemCost) -> str:
+    """What to say when a job's tenant-keyed table puts each tenant under one key ("" if not)."""
+    if cost.tenant_table is None or cost.tenant_buckets > 1:
+        return ""
+    return (
+        f"; WARNING: {cost.tenant_table} keys each tenant by one value, so one tenant is one partition's "
+        "1,000 write units a second: spread its key (docs/fan-out.md#a-whale-tenant)"
+    )
+
+
+def night_figure(
+    job: str, name: str, night: Night, spread: Spread, *, loop_seconds: float, warning: str = ""
+) -> Figure:
+    """One modelled night: the p95 over placements against the expected time, and what binds."""
+    _, tenancy, start = name.split(".")
+    target = TARGETS.get((night.items, tenancy, start))
+    return Figure(
+        f"night.{job}.{name}.seconds",
+        f"{job}: modelled seconds for {night.items:,} due items on DynamoDB, {night.tenants} tenant(s), "
+        f"{'tables warmed to the shards rate' if night.warm else 'new on-demand tables'}, {night.workers} workers: "
+        f"the 95th percentile over {spread.samples:,} placements of the keys on partitions (the loop: "
+        f"{loop_seconds:,.0f} s); at it, bound by {spread.at_p95.bound}{warning}",
+        "s",
+        spread.p95,
+        spread.expected,
+        "the expected time over the placements",
+        target="" if target is None else f"p95 < {target:,.0f} s",
+        met=None if target is None else spread.p95 < target,
+    )
+
+
 def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], dict[str, Any]]:
     figures: list[Figure] = []
-    details: dict[str, Any] = {"sources": SOURCES, "prices_read_on": PRICES_READ_ON}
+    details: dict[str, Any] = {"sources": SOURCES, "prices_read_on": PRICES_READ_ON, "placements": PLACEMENTS}
     for job in harness.functions:
         measured = job_measure(harness, job, sizes)
         cost = measured.cost
-        warm = declared_for(cost, measured.workers * predict(cost, Night(1, measured.workers)).worker_rate)
+        warm = warm_for_shards(measured)
         rows: dict[str, Any] = {}
         for name, night in scenarios(measured):
-            prediction = predict(cost, night)
+            spread = over_placements(cost, night)
             loop_seconds = night.items * measured.loop_seconds_per_item
-            target = TARGETS.get(night.items) if name.endswith("spread.warm") else None
-            figures.append(
-                Figure(
-                    f"night.{job}.{name}.seconds",
-                    f"{job}: modelled seconds for {night.items:,} due items on DynamoDB, {night.tenants} tenant(s), "
-                    f"{'tables warmed to the shards rate' if night.warm else 'new on-demand tables'}, "
-                    f"{night.workers} workers; bound by {prediction.bound}",
-                    "s",
-                    prediction.seconds,
-                    loop_seconds,
-                    "one sequential loop at its measured time per item",
-                    target="" if target is None else f"< {target:,.0f} s",
-                    met=None if target is None else prediction.seconds < target,
-                )
-            )
+            warning = one_key_warning(cost) if night.tenants == 1 else ""
+            figures.append(night_figure(job, name, night, spread, loop_seconds=loop_seconds, warning=warning))
+            at = spread.at_p95
             rows[name] = {
                 "items": night.items,
                 "tenants": night.tenants,
-                "seconds": round(prediction.seconds, 1),
-                "bound_by": prediction.bound,
-                "fleet_bounds_items_per_second": {k: round(v, 1) for k, v in prediction.fleet_bounds.items()},
-                "worker_items_per_second": round(prediction.worker_rate, 1),
-                "slowest_partition_items": prediction.slowest_partition,
-                "ceiling_doublings": prediction.growth_steps,
+                "expected_seconds": round(spread.expected, 1),
+                "p95_seconds": round(spread.p95, 1),
+                "even_placement_seconds": round(predict(cost, night).seconds, 1),
+                "loop_seconds": round(loop_seconds),
+                "bound_at_p95": at.bound,
+                "bound_kinds_over_placements": {k: round(v, 3) for k, v in spread.kinds.items()},
+                "seconds_bound_at_p95": {k: round(v, 1) for k, v in at.binding.items()},
+                "fleet_bounds_items_per_second": {k: round(v, 1) for k, v in at.fleet_bounds.items()},
+                "worker_items_per_second": round(at.worker_rate, 1),
+                "slowest_partition_items": at.slowest_partition,
+                "ceiling_doublings": at.growth_steps,
             }
-        spread = predict(cost, Night(MILLION, measured.workers, SPREAD_TENANTS, measured.memory_mb, warm=warm))
+        spread = over_placements(cost, Night(MILLION, measured.workers, SPREAD_TENANTS, measured.memory_mb, warm=warm))
         fanned = fanned_out_cost(
             MILLION,
             cost.total_wcu,
-            seconds=spread.seconds,
+            seconds=spread.p95,
             workers=measured.workers,
             memory_mb=measured.memory_mb,
             run_seconds=measured.run_seconds,
+            rcu_per_item=cost.read_units,
         )
         loop = loop_cost(
             MILLION,
             measured.loop_wcu_per_item,
             seconds_per_item=measured.loop_seconds_per_item,
             memory_mb=measured.memory_mb,
+            rcu_per_item=measured.loop_rcu_per_item,
         )
         figures.append(
             Figure(
                 f"night.{job}.cost_per_1m_items",
-                f"{job}: dollars per 1M items at on-demand prices ({PRICES_READ_ON}, us-east-1): write units, "
-                "Lambda GB-seconds and requests, SQS requests; fanned out, warm, spread",
+                f"{job}: dollars per 1M items at on-demand prices ({PRICES_READ_ON}, us-east-1): write and read "
+                "units, Lambda GB-seconds and requests, SQS requests; fanned out, warm, spread, p95 placement",
                 "USD",
                 fanned.total,
                 loop.total,
@@ -194,11 +291,14 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
                 "wcu_per_item_by_table": {k: round(v, 3) for k, v in cost.table_wcu.items()},
                 "wcu_per_item_by_index": {k: round(v, 3) for k, v in cost.index_wcu.items()},
                 "wcu_per_item_on_work_key": round(cost.work_key_wcu, 4),
+                "rcu_per_item": round(cost.read_units, 4),
                 "tenant_table": cost.tenant_table,
+                "tenant_buckets": cost.tenant_buckets,
                 "shard_index": cost.shard_index,
                 "client_cpu_ms_per_item": round(cost.cpu_seconds * 1000, 4),
                 "loop_ms_per_item": round(measured.loop_seconds_per_item * 1000, 3),
                 "loop_wcu_per_item": round(measured.loop_wcu_per_item, 3),
+                "loop_rcu_per_item": round(measured.loop_rcu_per_item, 3),
                 "workers": measured.workers,
                 "memory_mb": measured.memory_mb,
                 "declared_warm_write_units": warm,

@@ -13,6 +13,7 @@ from datetime import date, timedelta
 from typing import Any, Final
 
 from clockless import format_scheduled_time
+from clockless.dynamo import tenant_of
 from clockless.fanout import Page
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.results import WINDOW_JOB
@@ -76,13 +77,13 @@ class RawWork:
         if self.job != WINDOW_JOB:
             delete = {
                 "TableName": self.harness.cleanup_settings.sessions_table,
-                "Key": {"tenant_id": item["tenant_id"], "session_id": item["session_id"]},
+                "Key": {"tenant_key": item["tenant_key"], "session_id": item["session_id"]},
                 "ConditionExpression": "exercise_count = :zero",
                 "ExpressionAttributeValues": {":zero": {"N": "0"}},
             }
             return [{"Delete": delete}]
         settings = self.harness.window_settings
-        tenant, program_id = item["tenant_id"]["S"], item["program_id"]["S"]
+        tenant, program_id = tenant_of(item["tenant_key"]["S"]), item["program_id"]["S"]
         start = item["current_window_end"]["S"]
         end = (date.fromisoformat(start) + timedelta(days=int(item["window_length_days"]["N"]))).isoformat()
         window = {
@@ -100,7 +101,7 @@ class RawWork:
         }
         roll = {
             "TableName": settings.programs_table,
-            "Key": {"tenant_id": item["tenant_id"], "program_id": item["program_id"]},
+            "Key": {"tenant_key": item["tenant_key"], "program_id": item["program_id"]},
             "UpdateExpression": "SET current_window_end = :end",
             "ConditionExpression": "current_window_end = :read AND #status = :active",
             "ExpressionAttributeNames": {"#status": "status"},
@@ -120,7 +121,7 @@ class RawWork:
 
     def item_key(self, item: Item) -> str:
         second = "program_id" if self.job == WINDOW_JOB else "session_id"
-        return f"{item['tenant_id']['S']}#{item[second]['S']}"
+        return f"{tenant_of(item['tenant_key']['S'])}#{item[second]['S']}"
 
     def encode(self, item: Item) -> dict[str, Any]:
         return dict(item)

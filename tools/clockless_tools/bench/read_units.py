@@ -4,36 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from clockless_tools.local.botocore_hooks import after_each_exchange
+from clockless_tools.local.reads import read_units
 from clockless_tools.local.units import attribute_size, item_size
 
 __all__ = ["DynamoMeter", "attribute_size", "item_size", "meter_dynamodb", "read_units", "tables_named"]
-
-
-def read_units(operation: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> float:
-    """Read capacity units a request consumes, computed from what it returned.
-
-    A Query or Scan sums the sizes of the items it read and rounds up to 4 KB once; a GetItem
-    rounds its one item; a miss still costs one unit. Eventually consistent reads (every read on a
-    GSI) cost half. A Scan's filter runs after the read, so for a filtered Scan this is a floor.
-    """
-    factor = 1.0 if request.get("ConsistentRead") else 0.5
-    if operation in ("Query", "Scan"):
-        size = sum(item_size(item) for item in response.get("Items") or [])
-        return max(1, math.ceil(size / 4096)) * factor
-    if operation == "GetItem":
-        item = response.get("Item")
-        return max(1, math.ceil((item_size(item) if item else 0) / 4096)) * factor
-    if operation == "BatchGetItem":
-        items = [item for found in (response.get("Responses") or {}).values() for item in found]
-        return sum(max(1, math.ceil(item_size(item) / 4096)) * factor for item in items)
-    return 0.0
 
 
 def tables_named(request: Mapping[str, Any]) -> frozenset[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+from clockless.dynamo import tenant_of
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.meter import measure
 from clockless_tools.bench.results import WINDOW_JOB, BenchError, BenchSizes, Figure
@@ -28,7 +29,7 @@ def naive_window_generation(
     )
     for page in pages:
         for program in page["Items"]:
-            tenant, program_id = program["tenant_id"]["S"], program["program_id"]["S"]
+            tenant, program_id = tenant_of(program["tenant_key"]["S"]), program["program_id"]["S"]
             length = timedelta(days=int(program["window_length_days"]["N"]))
             end = date.fromisoformat(program["current_window_end"]["S"])
             while end <= business_date:
@@ -46,7 +47,7 @@ def naive_window_generation(
                 end += length
                 client.update_item(
                     TableName=programs_table,
-                    Key={"tenant_id": {"S": tenant}, "program_id": {"S": program_id}},
+                    Key={"tenant_key": program["tenant_key"], "program_id": {"S": program_id}},
                     UpdateExpression="SET current_window_end = :end",
                     ExpressionAttributeValues={":end": {"S": end.isoformat()}},
                 )

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from clockless import format_scheduled_time
-from clockless.dynamo import shard_for
 from clockless_tools.bench.results import TENANT
 from session_cleanup.logic import SessionRef
-from session_cleanup.repository import EMPTY_INDEX_SHARDS, SessionModel
+from session_cleanup.repository import SessionModel, session_item
 from window_generation.logic import Program
 
 
@@ -104,20 +102,9 @@ class Layout:
 
 def empty_session_item(session: SessionRef) -> SessionModel:
     """A session as `DynamoSessionStore.start_sessions` writes it."""
-    return SessionModel(
-        session.tenant_id,
-        session.session_id,
-        started_at=format_scheduled_time(session.started_at),
-        exercise_count=0,
-        empty_shard=shard_for(f"{session.tenant_id}#{session.session_id}", EMPTY_INDEX_SHARDS),
-    )
+    return session_item(session)
 
 
 def session_in_use_item(session: SessionRef, exercises: int) -> SessionModel:
     """A session after `DynamoSessionStore.log_exercise`: counted, and out of the empty index."""
-    return SessionModel(
-        session.tenant_id,
-        session.session_id,
-        started_at=format_scheduled_time(session.started_at),
-        exercise_count=exercises,
-    )
+    return session_item(session, exercises)

@@ -26,6 +26,7 @@ from clockless_tools.cli import (
     schedules,
     security,
     simulate,
+    status,
     work,
 )
 from clockless_tools.cli.common import CHECK, CREATE, MEASURE, OPERATE, RUN_LOCALLY
@@ -73,6 +74,7 @@ app.add_typer(
     help="The embedded DynamoDB in the background (moto's server on loopback, in memory until `local down`).",
     rich_help_panel=RUN_LOCALLY,
 )
+app.add_typer(status.app)
 app.add_typer(operations.app)
 app.add_typer(pause.app)
 app.add_typer(

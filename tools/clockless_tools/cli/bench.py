@@ -82,7 +82,7 @@ def run(
     ] = None,
     check_scale: Annotated[
         float | None,
-        typer.Option(min=1, help="Its divisor of every DynamoDB limit (default 200). E.g. --check-scale 50"),
+        typer.Option(min=1, help="Its divisor of every DynamoDB limit (default 100). E.g. --check-scale 50"),
     ] = None,
 ) -> None:
     """Measure kit overhead, cost per tick as tables grow, throughput, cold start and artifact size."""

@@ -17,7 +17,8 @@ from typing import Annotated, TextIO
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer._click.exceptions import NoSuchOption  # Typer (0.29) parses with its own copy of click
+from typer import rich_utils
+from typer._click.exceptions import ClickException, NoSuchOption  # Typer (0.29) parses with its own click
 from typer.core import TyperOption
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
@@ -54,6 +55,7 @@ EXIT_OK = 0
 EXIT_FOUND = 1  # the command ran and found something to act on: a missing tick, a dead letter
 EXIT_REFUSED = 2  # bad input, an unreachable target, a function that failed
 EXIT_PARTITIONS_FAILING = 3  # the tick was claimed and fanned out, and its partitions are failing
+EXIT_NOT_WRITTEN = 4  # the command's result was printed, but a file it was asked to write could not be
 
 # Set by the Makefile on the commands it runs for a target, so errors name what the user typed there.
 UNDER_MAKE = "CLOCKLESS_UNDER_MAKE"
@@ -124,6 +126,13 @@ def function_log(command: str) -> Path:
     return FUNCTION_LOGS / f"{command}-function-output.log"
 
 
+def print_function_log(log: str, *, note: str = "") -> None:
+    """Where the functions' logs and metrics went, by one rule for every command that runs functions
+    (`run-now`, `backfill`, `invoke`, `simulate`): one line on stderr, so stdout is only the
+    command's result (a function's response, a report) and can be piped."""
+    line_stderr.print(f"function logs and metrics: {log}{note}")
+
+
 @contextlib.contextmanager
 def function_output(log_path: Path | None) -> Iterator[TextIO]:
     """Everything the functions run in this process write (Powertools' logs, EMF metrics, warnings),
@@ -176,3 +185,18 @@ def _no_such_option(self: NoSuchOption) -> str:
 # tests/unit/test_cli_help.py notices if a Typer upgrade moves the class or its message.
 _click_no_such_option = NoSuchOption.format_message
 NoSuchOption.format_message = _no_such_option  # type: ignore[method-assign]
+
+
+def _one_line_usage_error(self: ClickException) -> None:
+    """A usage error as every other error: `error: <what was wrong>; see `<command> --help``, one line
+    on stderr, in a pipe and on a terminal alike (Typer draws a 6-7 line box around it)."""
+    if self.__class__.__name__ == "NoArgsIsHelpError":
+        return  # the help was printed: nothing was wrong
+    ctx = getattr(self, "ctx", None)
+    message = " ".join(self.format_message().split()).rstrip(".")
+    see = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+    line_stderr.print(f"error: {escape(message)}{escape(see)}")
+
+
+# tests/unit/test_cli_help.py notices if a Typer upgrade moves or renames it.
+rich_utils.rich_format_error = _one_line_usage_error

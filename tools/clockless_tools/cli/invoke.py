@@ -21,6 +21,7 @@ from clockless_tools.cli.common import (
     function_output,
     line_stderr,
     load_template,
+    print_function_log,
     shown,
 )
 from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
@@ -90,7 +91,7 @@ def invoke(
     for line in run.drained:
         line_stderr.print(f"drained {line}")
     if log_path is not None:
-        line_stderr.print(f"function logs and metrics: {shown(log_path)}")
+        print_function_log(shown(log_path))
     if run.refused is not None:
         raise fail(run.refused)
     if not run.done:

@@ -1,5 +1,6 @@
-"""`clockless new job NAME [--fan-out]`: a new job's package, tests, demo seed, table and wiring;
-`clockless new measure [--fan-out]`: what it adds to template.yaml, measured in a scratch copy."""
+"""`clockless new job NAME [--schedule EXPR] [--zones Z,...] [--local-time RULE] [--fan-out]`: a new job's
+package, tests, demo seed, table and wiring; `clockless new measure [--fan-out]`: what it adds to
+template.yaml, measured in a scratch copy."""
 
 from __future__ import annotations
 
@@ -32,6 +33,26 @@ def job(
     fan_out: Annotated[
         bool, typer.Option("--fan-out", help="Fan each tick out to SQS workers, one per shard of a sparse index.")
     ] = False,
+    schedule: Annotated[
+        str | None,
+        typer.Option(
+            help="Its ScheduleV2 expression, a cron in UTC; the retry ages, grace, dead-man and page numbers are "
+            "derived from it. Default: daily at 03:00 UTC. E.g. --schedule 'cron(0/15 * * * ? *)'"
+        ),
+    ] = None,
+    zones: Annotated[
+        str | None,
+        typer.Option(
+            help="The IANA zones it serves, comma-separated (default: the stack's). E.g. --zones Europe/Berlin"
+        ),
+    ] = None,
+    local_time: Annotated[
+        str | None,
+        typer.Option(
+            help="Its local-time rule in those zones, checked against the schedule over a year. "
+            "E.g. --local-time not_before=06:00,same_local_date"
+        ),
+    ] = None,
     project: Annotated[
         Path, typer.Option(help="The project's root (its template.yaml, functions/ and tests/). E.g. --project .")
     ] = Path(),
@@ -40,7 +61,7 @@ def job(
     its tests, its table and its declaration; print what is left to do."""
     root = project.resolve()
     try:
-        made = new_job(root, name, fan_out=fan_out)
+        made = new_job(root, name, fan_out=fan_out, schedule=schedule, zones=zones, local_time=local_time)
     except NewJobError as error:
         raise fail(str(error)) from None
     if root == PROJECT_ROOT:

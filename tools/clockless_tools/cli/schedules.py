@@ -11,9 +11,11 @@ from typing import Annotated
 import typer
 from rich import box
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 from clockless_tools.architecture.alarm_table import render_table as render_alarm_timing
+from clockless_tools.architecture.latest_success import render_table as render_latest_success
 from clockless_tools.cli.common import TemplateOption, fail, load_template
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
@@ -114,6 +116,15 @@ def show(
 def alarm_timing(template: TemplateOption = DEFAULT_TEMPLATE) -> None:
     """When each job's dead-man alarm fires after a missed tick, simulated from the template (Markdown)."""
     print(render_alarm_timing(load_template(template)))
+
+
+@app.command("latest-success")
+def latest_success_table(template: TemplateOption = DEFAULT_TEMPLATE) -> None:
+    """How late each job's tick can still succeed, term by term, beside the grace it declares (Markdown)."""
+    try:
+        print(render_latest_success(load_template(template)))
+    except TemplateError as error:
+        raise fail(str(error)) from None
 
 
 @app.command("support")
@@ -259,6 +270,8 @@ def _print_schedule(check: ScheduleCheck) -> None:
         if not check.suggested_hours:
             example = ": no daily UTC hour keeps this rule in every zone all year"
         _emit(f"     UTC hours that keep the rule in every zone all year: [bold]{hours}[/]{example}")
+        if check.no_hour_advice:
+            _emit(f"     what to do: {escape(check.no_hour_advice)}")
 
 
 def _groups_table(groups: list[ViolationGroup], zones: Sequence[str]) -> Table:

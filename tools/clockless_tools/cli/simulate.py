@@ -13,7 +13,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, flag, shown, stderr, stdout
+from clockless_tools.cli.common import (
+    RUN_LOCALLY,
+    TemplateOption,
+    fail,
+    flag,
+    print_function_log,
+    shown,
+    stderr,
+    stdout,
+)
 from clockless_tools.cli.progress import StepProgress
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.simulate.bad_rows import BadRowsReport
@@ -75,8 +84,9 @@ def simulate(
     capacity: Annotated[
         str | None,
         typer.Option(
-            help="Enforce DynamoDB's write throughput on the embedded DynamoDB: cold (a new on-demand table, "
-            "4,000 write units/s per table and index) or warm; 1,000 per partition key. E.g. --capacity cold"
+            help="Enforce DynamoDB's throughput on the embedded DynamoDB: cold (a new on-demand table, "
+            "4,000 write and 12,000 read units/s per table and index) or warm; keys hashed onto physical "
+            "partitions of 1,000 write and 3,000 read units/s each. E.g. --capacity cold"
         ),
     ] = None,
     scale: Annotated[
@@ -155,7 +165,7 @@ def simulate(
         print(json.dumps({**report.as_dict(), "seconds": round(elapsed, 2), "function_log": log}, indent=2))
     else:
         render_report(report)
-        stdout.print(f"function logs and metrics: {log}   ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
+        print_function_log(log, note=f"   ({elapsed:.1f} s)")
     if report.ok:
         if not as_json:
             stdout.print(report.proved(), highlight=False, soft_wrap=True)

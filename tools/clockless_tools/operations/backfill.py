@@ -11,14 +11,16 @@ from typing import Any
 
 from clockless import Trigger, format_scheduled_time
 from clockless.tick import utc_now
-from clockless_tools.operations.report import failing_line, verdict, what_it_did
+from clockless_tools.operations.report import OUTCOME_DUPLICATE, failing_line, still_failing_line, verdict, what_it_did
 from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import expected_ticks, missing_ticks
+from clockless_tools.operations.status import expected_ticks, failing_progress, missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, PartitionsFailing, require_job, tick_event
 from clockless_tools.template.model import Template
 
 # The outcome of a replayed tick that was claimed and fanned out and whose partitions fail.
 OUTCOME_PARTITIONS_FAILING = "partitions failing"
+# A tick claimed and fanned out before, whose partitions still fail: delivered again, nothing ran.
+OUTCOME_STILL_FAILING = "still failing"
 DEFAULT_MAX_BACKFILL_TICKS = 200
 DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
 
@@ -118,15 +120,7 @@ def backfill(
             recorded = target.ledger().record_skipped(job, scheduled_time, reason="skipped by clockless backfill")
             outcome = "skipped" if recorded else "already recorded"
         else:
-            try:
-                response = target.invoke(job, tick_event(target, job, scheduled_time, Trigger.BACKFILL))
-            except PartitionsFailing as failing:
-                # Claimed and fanned out: the next ticks are independent of its workers, go on.
-                outcome = OUTCOME_PARTITIONS_FAILING
-                result.did[key] = failing_line(job, failing)
-            else:
-                outcome = str(response.get("outcome"))
-                result.did[key] = f"{verdict(response)}: {what_it_did(target, job, response)}"
+            outcome, result.did[key] = _replay(template, target, job, scheduled_time)
         result.outcomes[key] = outcome
         on_tick(scheduled_time, outcome)
     if planned and result.outcomes.get(format_scheduled_time(planned[-1])) in ("executed", "duplicate"):
@@ -139,3 +133,18 @@ def backfill(
                 "skipped (superseded by the newest)" if recorded else "already recorded"
             )
     return result
+
+
+def _replay(template: Template, target: JobTarget, job: str, scheduled_time: datetime) -> tuple[str, str]:
+    """Deliver the tick (trigger backfill): its outcome, and one line of whether it ran and what it did."""
+    try:
+        response = target.invoke(job, tick_event(target, job, scheduled_time, Trigger.BACKFILL))
+    except PartitionsFailing as failing:
+        # Claimed and fanned out: the next ticks are independent of its workers, go on.
+        return OUTCOME_PARTITIONS_FAILING, failing_line(job, failing)
+    outcome = str(response.get("outcome"))
+    if outcome == OUTCOME_DUPLICATE:
+        progress = failing_progress(template, target, job, scheduled_time, now=utc_now())
+        if progress is not None:
+            return OUTCOME_STILL_FAILING, still_failing_line(job, progress)
+    return outcome, f"{verdict(response)}: {what_it_did(target, job, response)}"

@@ -53,21 +53,30 @@ SEVERITY = [
     TickState.NOT_DUE,
     TickState.NONE,
 ]
-# Terminal colour (rich style), plain-text letter, HTML colour (Okabe-Ito), the letter's colour on it.
-# Failing shares failed's colour (both need a person now); buffered shares running's (both are on
-# their way, nobody needs to act): their letters tell them apart.
+# Plain-text letter, HTML colour (Okabe and Ito's palette, with a grey for buffered), the letter's colour
+# on it. Every state has its own letter and its own colour: the letter alone reads without colour
+# (NO_COLOR, TERM=dumb, a pipe, a printout), the colour is an addition. The terminal draws the same
+# pair (`terminal_style`), so what the page and the terminal show agree.
 STYLE = {
-    TickState.SUCCEEDED: ("green", "S", "#009E73", "#000000"),
-    TickState.FAILED: ("bold red", "F", "#D55E00", "#000000"),
-    TickState.FAILING: ("bold red", "X", "#D55E00", "#000000"),
-    TickState.RUNNING: ("cyan", "R", "#56B4E9", "#000000"),
-    TickState.BUFFERED: ("cyan", "B", "#56B4E9", "#000000"),
-    TickState.MISSED: ("bold magenta", "M", "#CC79A7", "#000000"),
-    TickState.SKIPPED: ("yellow", "K", "#F0E442", "#000000"),
-    TickState.PAUSED: ("blue", "P", "#0072B2", "#ffffff"),
-    TickState.NOT_DUE: ("dim", ".", "#e0e0e0", "#000000"),
-    TickState.NONE: ("", " ", "#ffffff", "#000000"),
+    TickState.SUCCEEDED: ("S", "#009E73", "#000000"),
+    TickState.FAILED: ("F", "#D55E00", "#000000"),
+    TickState.FAILING: ("X", "#E69F00", "#000000"),
+    TickState.RUNNING: ("R", "#56B4E9", "#000000"),
+    TickState.BUFFERED: ("B", "#555555", "#ffffff"),
+    TickState.MISSED: ("M", "#CC79A7", "#000000"),
+    TickState.SKIPPED: ("K", "#F0E442", "#000000"),
+    TickState.PAUSED: ("P", "#0072B2", "#ffffff"),
+    TickState.NOT_DUE: (".", "#e0e0e0", "#000000"),
+    TickState.NONE: (" ", "#ffffff", "#000000"),
 }
+
+
+def terminal_style(state: TickState) -> str:
+    """The cell's rich style: its letter's colour on its own (rich reduces it to what the terminal has)."""
+    _, background, ink = STYLE[state]
+    return "" if state is TickState.NONE else f"bold {ink} on {background}"
+
+
 _LEDGER_STATE = {
     STATUS_SUCCEEDED: TickState.SUCCEEDED,
     STATUS_FAILED: TickState.FAILED,
@@ -180,21 +189,25 @@ def _tip(slot_start: datetime, ticks: list[tuple[datetime, TickState]], notes: M
     )
 
 
-def render_text(grid: Grid, *, colour: bool) -> str:
-    """The grid as rich markup (colour) or plain letters (pipes, CI), with a legend."""
-    width = max(len(r) for r in grid.rows) if grid.rows else 10
+def render_text(grid: Grid, *, colour: bool, max_width: int | None = None) -> str:
+    """The grid with a letter in every cell and a legend, as rich markup: with `colour`, each letter
+    on its state's colour as well (a console without colour prints the same letters). Rows wider than
+    `max_width` (an 80-column terminal) are labelled by month and day, so none wraps."""
+    cells = 3 * len(grid.columns) - 1
+    labels = grid.rows
+    if max_width is not None and labels and max(len(r) for r in labels) + 2 + cells > max_width:
+        labels = [label[5:] if len(label) == 10 else label for label in labels]  # 2026-11-29 -> 11-29
+    width = max(len(r) for r in labels) if labels else 10
     lines = [f"{grid.job}  ({grid.header})"]
     lines.append(" " * width + "  " + " ".join(c[:2].rjust(2) for c in grid.columns))
-    for label, row in zip(grid.rows, grid.cells, strict=True):
-        cells = []
-        for state in row:
-            style, letter, *_ = STYLE[state]
-            mark = "■" if colour and state is not TickState.NONE else letter
-            cells.append(f"[{style}] {mark}[/]" if colour and style else f" {mark}")
-        lines.append(label.ljust(width) + " " + " ".join(cells))
-    legend = []
-    for state in SEVERITY[:-1]:
-        style, letter, *_ = STYLE[state]
-        legend.append(f"[{style}]■[/] {state.value}" if colour else f"{letter} {state.value}")
+    for label, row in zip(labels, grid.cells, strict=True):
+        lines.append(label.ljust(width) + " " + " ".join(_mark(state, colour=colour) for state in row))
+    legend = [f"{_mark(state, colour=colour).strip()} {state.value}" for state in SEVERITY[:-1]]
     lines.append("legend: " + ", ".join(legend))
     return "\n".join(lines)
+
+
+def _mark(state: TickState, *, colour: bool) -> str:
+    letter = STYLE[state][0]
+    style = terminal_style(state)
+    return f"[{style}] {letter}[/]" if colour and style else f" {letter}"

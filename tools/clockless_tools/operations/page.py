@@ -4,7 +4,9 @@ Self-contained (inline CSS, no script, nothing fetched): when it was generated a
 window, the status table as the terminal prints it (last success, last failure with its error,
 next ticks, missing, who paused a job and why, each fanned-out tick's progress and its partitions
 in trouble), then each job's grid in UTC, a letter in every cell beside its colour, every cell the
-same width, and each cell's tooltip at its ticks' own times.
+same width, and each cell's tooltip at its ticks' own times. At a phone's width (a viewport meta,
+narrower cells under 600 px) nothing is cut off: the page is never wider than the window, and a
+table wider than it scrolls in its own box.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from clockless_tools.operations.grid import SEVERITY, STYLE, Grid, TickState
 from clockless_tools.operations.status import COLUMNS, JobStatus, fanned_out_lines, table_cells
 
 _CELL_PX = 22  # every cell, hourly or weekly, the same square
+_NARROW_CELL_PX = 14  # on a phone (under 600 px): a day's first half fits beside its date
 
 _CSS = (
     "body{font-family:system-ui,sans-serif;margin:2em;color:#111}"
@@ -27,7 +30,7 @@ _CSS = (
     "font-size:13px;white-space:pre-line}"
     "pre.progress{font-size:13px;background:#f4f4f4;padding:.5em;white-space:pre-wrap}"
     "table.grid{border-collapse:separate;border-spacing:2px;table-layout:fixed}"
-    "table.grid th{font-weight:normal;font-size:12px;padding:0 4px;text-align:right}"
+    "table.grid th{font-weight:normal;font-size:12px;padding:0 4px;text-align:right;white-space:nowrap}"
     f"table.grid th.col{{width:{_CELL_PX}px;max-width:{_CELL_PX}px;padding:0;text-align:center;overflow:hidden}}"
     f".cell{{box-sizing:border-box;width:{_CELL_PX}px;min-width:{_CELL_PX}px;max-width:{_CELL_PX}px;"
     f"height:{_CELL_PX}px;padding:0;border-radius:3px;text-align:center;font:bold 12px monospace;"
@@ -35,6 +38,18 @@ _CSS = (
     "span.cell{display:inline-block}"
     "ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:1em}"
     "ul.legend li{display:flex;align-items:center;gap:4px}"
+    # Nothing wider than the window: a table too wide for it scrolls inside its own box, the rest wraps.
+    "div.scroll{overflow-x:auto;max-width:100%}"
+    "pre.progress{overflow-wrap:anywhere}"
+    # On a phone the status table is one card per job, each cell under its column's name.
+    "@media (max-width:600px){body{margin:.5em}"
+    "table.status,table.status tbody,table.status tr,table.status td{display:block}"
+    "table.status tr:first-child{display:none}table.status tr{margin-bottom:.5em}"
+    "table.status td::before{content:attr(data-column);display:block;font-weight:bold}"
+    "table.grid{border-spacing:1px}table.grid th{font-size:10px;padding:0 2px}"
+    f"table.grid th.col{{width:{_NARROW_CELL_PX}px;max-width:{_NARROW_CELL_PX}px}}"
+    f".cell{{width:{_NARROW_CELL_PX}px;min-width:{_NARROW_CELL_PX}px;max-width:{_NARROW_CELL_PX}px;"
+    f"height:{_NARROW_CELL_PX}px;line-height:{_NARROW_CELL_PX}px;font-size:10px}}}}"
 )
 
 
@@ -54,7 +69,7 @@ def _lines(lines: list[str]) -> str:
 
 
 def _cell(state: TickState, tip: str, tag: str = "td") -> str:
-    _, letter, background, ink = STYLE[state]
+    letter, background, ink = STYLE[state]
     return (
         f'<{tag} class="cell" data-state="{html.escape(state.value)}" style="background:{background};color:{ink}" '
         f'title="{html.escape(tip)}">{html.escape(letter.strip())}</{tag}>'
@@ -70,7 +85,7 @@ def _status_table(statuses: list[JobStatus]) -> str:
             for column, lines in zip(COLUMNS, table_cells(s), strict=True)
         )
         rows.append(f'<tr data-job="{html.escape(s.job)}">{cells}</tr>')
-    return f'<table class="status"><tr>{head}</tr>{"".join(rows)}</table>'
+    return f'<div class="scroll"><table class="status"><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
 def _grid(grid: Grid) -> str:
@@ -82,8 +97,8 @@ def _grid(grid: Grid) -> str:
         body.append(f"<tr><th>{html.escape(label)}</th>{cells}</tr>")
     return (
         f'<section><h2>{html.escape(grid.job)} <small class="tz">({html.escape(grid.header)})</small></h2>'
-        f'<table class="grid" data-job="{html.escape(grid.job)}">'
-        f'<tr><th class="label">UTC</th>{head}</tr>{"".join(body)}</table></section>'
+        f'<div class="scroll"><table class="grid" data-job="{html.escape(grid.job)}">'
+        f'<tr><th class="label">UTC</th>{head}</tr>{"".join(body)}</table></div></section>'
     )
 
 
@@ -99,6 +114,7 @@ def render_page(page: StatusPage) -> str:
     )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(page.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(page.title)}</h1>"
         f'<p class="meta" id="generated">generated at {format_scheduled_time(page.generated_at)} (UTC)</p>'

@@ -24,7 +24,7 @@ from typing import Any
 from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.fanout.finisher import Finisher
 from clockless.fanout.records import COUNTERS, STATUS_DONE
-from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, RunLedger
+from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, RunLedger
 from clockless_tools.operations.targets import one_line
 
 # What `status` calls a started tick one of whose partitions is retrying or dead-lettered.
@@ -135,6 +135,16 @@ class TickProgress:
         """Started, with a partition whose attempts fail (retrying) or gave up (dead-lettered)."""
         return not self.finished and any(
             p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED) for p in self.partitions
+        )
+
+    @property
+    def never_fanned_out(self) -> bool:
+        """Failed with no partition record: the coordinator claimed the tick and raised before any
+        partition began (its workers write a record as they start)."""
+        return (
+            self.status == STATUS_FAILED
+            and self.partitions_done == 0
+            and all(p.state is PartitionState.NOT_STARTED for p in self.partitions)
         )
 
     @property

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from clockless import parse_scheduled_time
+from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.ledger import LedgerEntry
+from clockless_tools.operations.progress import TickProgress
 from clockless_tools.operations.targets import JobTarget, PartitionsFailing
 
 OUTCOME_EXECUTED = "executed"
@@ -73,4 +74,16 @@ def failing_line(job: str, failing: PartitionsFailing) -> str:
         f"{job} @ {response.get('scheduled_time', '?')} was claimed and fanned out to {partitions} partition(s), "
         f"and its partitions are failing ({failing.function_id} failed on {failing.failed} message(s){why}); "
         "they are retried after the work queue's visibility timeout, `clockless status` shows each partition"
+    )
+
+
+def still_failing_line(job: str, progress: TickProgress) -> str:
+    """One line for a tick delivered again while its partitions fail: nothing ran again, and the
+    ledger's `duplicate` must not read as `already done`."""
+    troubles = "; ".join(progress.troubles())
+    return (
+        f"{job} @ {format_scheduled_time(progress.scheduled_time)} is failing, not done: its coordinator fanned it "
+        f"out and {progress.describe()} ({troubles}); delivering it again runs nothing. Retrying partitions come "
+        f"back after the work queue's visibility timeout; dead-lettered ones: `clockless work redrive {job}` once "
+        "the cause is fixed; `clockless status` shows each partition"
     )

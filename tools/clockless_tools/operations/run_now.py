@@ -1,26 +1,69 @@
-"""`clockless run-now`: one manual tick with exactly a scheduled tick's semantics."""
+"""`clockless run-now`: one manual tick with exactly a scheduled tick's semantics.
+
+A tick is a scheduled time of the job's schedule: `--at` names one (default: the latest at or
+before now). Another instant is refused with the scheduled times around it, unless the operator
+asks for an off-schedule run explicitly, which the ledger records with trigger `off-schedule`.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from clockless import MalformedTickError, Trigger
+from clockless import MalformedTickError, Trigger, format_scheduled_time
 from clockless.tick import reject_future, utc_now
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
+from clockless_tools.template.expressions import ScheduleSpec
 from clockless_tools.template.model import Template
 
 
 def run_now(
-    target: JobTarget, template: Template, job: str, *, at: datetime | None = None, now: datetime | None = None
+    target: JobTarget,
+    template: Template,
+    job: str,
+    *,
+    at: datetime | None = None,
+    now: datetime | None = None,
+    off_schedule: bool = False,
 ) -> dict[str, Any]:
-    """A manual tick with the scheduler's payload contract: at `at`, or now truncated to the minute.
-    A tick from the future is refused before anything is invoked, as the kit would refuse it."""
+    """A manual tick with the scheduler's payload contract: at `at` (truncated to the minute), or the
+    schedule's latest tick at or before now. A tick from the future, or an instant that is not one of
+    the schedule's ticks (unless `off_schedule`), is refused before anything is invoked."""
     require_job(template, job)
     now = utc_now() if now is None else now
+    spec = target.schedule_spec(job)
+    if at is None and not off_schedule:
+        latest = spec.previous_tick(now)
+        if latest is None:
+            raise OperationError(f"{job} has no scheduled tick at or before now ({format_scheduled_time(now)})")
+        at = latest
     scheduled_time = (at or now).astimezone(UTC).replace(second=0, microsecond=0)
     try:
         reject_future(scheduled_time, now=now, field="--at")
     except MalformedTickError as error:
         raise OperationError(f"--at {error.problem}") from None
-    return target.invoke(job, tick_event(target, job, scheduled_time, Trigger.MANUAL))
+    on_schedule = is_scheduled(spec, scheduled_time)
+    if not on_schedule and not off_schedule:
+        raise OperationError(off_schedule_refusal(spec, job, scheduled_time, option="--off-schedule"))
+    trigger = Trigger.MANUAL if on_schedule else Trigger.OFF_SCHEDULE
+    return target.invoke(job, tick_event(target, job, scheduled_time, trigger))
+
+
+def is_scheduled(spec: ScheduleSpec, moment: datetime) -> bool:
+    """Whether `moment` is one of the schedule's ticks."""
+    return moment in spec.ticks_between(moment, moment + timedelta(minutes=1))
+
+
+def off_schedule_refusal(spec: ScheduleSpec, job: str, moment: datetime, *, option: str) -> str:
+    """One line: the instant is not a tick; the scheduled times before and after it; how to insist."""
+    before = spec.previous_tick(moment)
+    after = next(iter(spec.next_ticks(moment, 1)), None)
+    around = ", ".join(
+        f"{side} {'none' if tick is None else format_scheduled_time(tick)}"
+        for side, tick in (("before it", before), ("after it", after))
+    )
+    return (
+        f"--at {format_scheduled_time(moment)} is not a tick of {job}'s schedule {spec.expression} "
+        f"(scheduled times: {around}); name one of them, or pass {option} to run at this instant anyway "
+        "(recorded with trigger off-schedule)"
+    )

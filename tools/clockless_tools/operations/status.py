@@ -9,7 +9,14 @@ from typing import Any
 
 from clockless import format_scheduled_time
 from clockless.fanout.messages import KIND_PARTITION
-from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_SUCCEEDED, LedgerEntry, RunLedger
+from clockless.ledger import (
+    STATUS_FAILED,
+    STATUS_SKIPPED,
+    STATUS_STARTED,
+    STATUS_SUCCEEDED,
+    LedgerEntry,
+    RunLedger,
+)
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
@@ -40,6 +47,21 @@ class JobStatus:
     fanned_out: list[TickProgress] = field(default_factory=list)
     # What a tick arriving while an earlier one runs does (clockless.overlap), as the job's code says.
     overlap: str | None = None
+    # Per missing tick, what the ledger says of it: missed (no entry), failed, failing, running, buffered.
+    missing_states: dict[datetime, str] = field(default_factory=dict)
+
+    @property
+    def failing(self) -> list[datetime]:
+        """Started ticks whose fanned-out partitions fail: a failure under way, not yet recorded."""
+        return [tick.scheduled_time for tick in self.fanned_out if tick.failing]
+
+    @property
+    def latest_failure(self) -> tuple[datetime, str] | None:
+        """The newest failed or failing tick with what went wrong, or None."""
+        found = [(t, "failing") for t in self.failing]
+        if self.last_failure is not None:
+            found.append((self.last_failure.scheduled_time, "failed"))
+        return max(found) if found else None
 
     def as_dict(self) -> dict[str, Any]:
         def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
@@ -69,6 +91,8 @@ class JobStatus:
             "next_ticks": [format_scheduled_time(t) for t in self.next_ticks],
             "expected": self.expected,
             "missing": [format_scheduled_time(t) for t in self.missing],
+            "missing_states": {format_scheduled_time(t): state for t, state in sorted(self.missing_states.items())},
+            "failing": [format_scheduled_time(t) for t in self.failing],
             "skipped": [format_scheduled_time(t) for t in self.skipped],
             "paused": [format_scheduled_time(t) for t in self.paused],
             "paused_since": None if self.paused_since is None else self.paused_since.as_dict(),
@@ -118,6 +142,10 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
     expected = expected_ticks(spec, start, end)
     paused = [t for t in expected if is_paused_at(intervals, t)]
     failures = [e for e in entries.values() if e.status == STATUS_FAILED]
+    fanned_out = _worth_showing(_fanned_out(template, target, job, start, end, now=now))
+    failing = {tick.scheduled_time for tick in fanned_out if tick.failing}
+    missing = _not_accounted_for([t for t in expected if t not in paused], entries)
+    paused_since = history[-1] if intervals and intervals[-1][1] is None else None
     last_success_time = ledger.last_success_before(job, now + timedelta(seconds=1))
     last_success = None
     if last_success_time is not None:
@@ -132,15 +160,25 @@ def job_status(template: Template, target: JobTarget, job: str, *, now: datetime
         window_end=end,
         last_success=last_success,
         last_failure=max(failures, key=lambda e: e.scheduled_time) if failures else None,
-        next_ticks=spec.next_ticks(now, 3),
+        # A paused job has no next tick: its schedule is disabled until someone resumes it.
+        next_ticks=[] if paused_since is not None else spec.next_ticks(now, 3),
         expected=len(expected),
-        missing=_not_accounted_for([t for t in expected if t not in paused], entries),
+        missing=missing,
         skipped=[t for t in expected if t in entries and entries[t].status == STATUS_SKIPPED],
         paused=paused,
-        paused_since=history[-1] if intervals and intervals[-1][1] is None else None,
-        fanned_out=_worth_showing(_fanned_out(template, target, job, start, end, now=now)),
+        paused_since=paused_since,
+        fanned_out=fanned_out,
         overlap=declared_overlap(template, schedule.function_id),
+        missing_states={t: _missing_state(entries.get(t), failing=t in failing) for t in missing},
     )
+
+
+def _missing_state(entry: LedgerEntry | None, *, failing: bool) -> str:
+    if entry is None:
+        return "missed"
+    if failing:
+        return "failing"
+    return "running" if entry.status == STATUS_STARTED else entry.status
 
 
 def declared_overlap(template: Template, function_id: str) -> str | None:
@@ -169,6 +207,15 @@ def _fanned_out(
     if not dead:
         return ticks
     return fanned_out_ticks(ledger, job, start, end, now_ms=now_ms, dead_lettered=dead)
+
+
+def failing_progress(
+    template: Template, target: JobTarget, job: str, scheduled_time: datetime, *, now: datetime
+) -> TickProgress | None:
+    """The tick's progress when it fanned out and its partitions are failing (retrying or
+    dead-lettered), read as `status` reads it; None otherwise."""
+    ticks = _fanned_out(template, target, job, scheduled_time, scheduled_time + timedelta(seconds=1), now=now)
+    return next((tick for tick in ticks if tick.failing), None)
 
 
 def _dead_lettered_partitions(template: Template, target: JobTarget, job: str) -> set[tuple[str, str]]:
@@ -203,22 +250,40 @@ def failed_items_text(entry: LedgerEntry, shown: int = 3) -> str:
     return f"{entry.failed_items} items failed: {', '.join(keys)}{more}"
 
 
+# The states a person must act on: always listed, however many other ticks are missing.
+_NEEDS_A_PERSON = ("failed", "failing")
+
+
 def _when(entry: LedgerEntry | None) -> str:
     return "-" if entry is None else format_scheduled_time(entry.scheduled_time)
 
 
+def shown_missing(s: JobStatus, limit: int = MAX_MISSING_SHOWN) -> tuple[list[datetime], int]:
+    """The missing ticks a table has room for, in time order, and how many it leaves out: every
+    failed or failing tick, then the newest of the others (the oldest are the ones left out)."""
+    urgent = {t for t in s.missing if s.missing_states.get(t) in _NEEDS_A_PERSON}
+    others = [t for t in s.missing if t not in urgent]
+    room = max(0, limit - len(urgent))
+    kept = urgent | set(others[len(others) - room :] if room else [])
+    return [t for t in s.missing if t in kept], len(s.missing) - len(kept)
+
+
 def table_cells(s: JobStatus) -> list[list[str]]:
     """The job's row of the status table: per column, its lines of plain text."""
-    missing = [format_scheduled_time(t) for t in s.missing[:MAX_MISSING_SHOWN]]
-    if len(s.missing) > MAX_MISSING_SHOWN:
-        missing.append(f"… {len(s.missing) - MAX_MISSING_SHOWN} more (--json lists all)")
+    shown, left_out = shown_missing(s)
+    missing = [f"{format_scheduled_time(t)} {s.missing_states.get(t, 'missed')}" for t in shown]
+    if left_out:
+        missing.insert(0, f"… {left_out} older not shown (--json lists all)")
     paused = s.paused_since
     job = [s.job]
     if paused is not None:
         job += [f"paused since {format_scheduled_time(paused.at)}", f"by {paused.by}: {paused.reason}"]
-    failure = [_when(s.last_failure)]
-    if s.last_failure is not None and s.last_failure.error:
+    latest = s.latest_failure
+    failure = ["-"] if latest is None else [f"{format_scheduled_time(latest[0])} {latest[1]}"]
+    if latest is not None and latest[1] == "failed" and s.last_failure is not None and s.last_failure.error:
         failure.append(s.last_failure.error)
+    elif latest is not None and latest[1] == "failing":
+        failure.append("partitions failing: see below")
     for entry in (s.last_failure, s.last_success):
         if entry is not None and entry.failed_items:
             failure.append(f"{_when(entry)}: {failed_items_text(entry)}")
@@ -236,9 +301,14 @@ def fanned_out_lines(s: JobStatus) -> list[str]:
     """Per fanned-out tick worth showing, one line of progress, then one per partition in trouble."""
     lines = []
     for progress in s.fanned_out:
-        lines.append(
-            f"{s.job} @ {format_scheduled_time(progress.scheduled_time)} fanned out, {progress.shown_status}: "
-            f"{progress.describe()}" + (f" ({progress.error})" if progress.error else "")
-        )
+        when = f"{s.job} @ {format_scheduled_time(progress.scheduled_time)}"
+        why = f" ({progress.error})" if progress.error else ""
+        if progress.never_fanned_out:
+            lines.append(
+                f"{when} failed before fanning out: its coordinator raised{why}; "
+                f"none of its {progress.partitions_total} partition(s) started"
+            )
+            continue
+        lines.append(f"{when} fanned out, {progress.shown_status}: {progress.describe()}{why}")
         lines += [f"  {trouble}" for trouble in progress.troubles()]
     return lines

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless_tools.scaffold.names import JobNames
+from clockless_tools.scaffold.schedule import DAILY, ScheduleKeys
 from clockless_tools.scaffold.wiring import WiringError
 from clockless_tools.template.loader import TemplateError, load_yaml
 from clockless_tools.template.model import Template
@@ -41,8 +42,7 @@ DECLARATION: Final = """    __STEM__:
       Name: __JOB__
       CodeUri: functions/__PACKAGE__/
       Package: __PACKAGE__
-      Schedule: cron(0 3 * * ? *)
-      Tables: [__STEM__Table]
+__SCHEDULE_KEYS__      Tables: [__STEM__Table]
 
 """
 
@@ -62,12 +62,15 @@ TABLES_POLICY: Final = """  __STEM__TablesPolicy:
 _TRIGGER_SECTION: Final = "  # ---------------------------------------------------------------- external trigger"
 
 
-def declare(text: str, names: JobNames, *, fan_out: bool) -> str:
-    """template.yaml with the job declared; raises WiringError naming the part that found no place."""
+def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys = DAILY) -> str:
+    """template.yaml with the job declared (its schedule keys from `schedule`); raises WiringError
+    naming the part that found no place."""
     text = _after_last(
         text, r"^  \w+ScheduleState:\n(?:    .*\n)+", names.fill(SCHEDULE_STATE), "ScheduleState parameter"
     )
-    text = _before(text, "\nConditions:\n", names.fill(DECLARATION), "the end of Mappings: Jobs:")
+    keys = "".join(f"      {line}\n" for line in schedule.lines)
+    declaration = names.fill(DECLARATION).replace("__SCHEDULE_KEYS__", keys)
+    text = _before(text, "\nConditions:\n", declaration, "the end of Mappings: Jobs:")
     resources_loop, outputs_loop = FANNED_OUT_LOOPS if fan_out else PLAIN_LOOPS
     if not fan_out and _loop_list(text, resources_loop) is None:
         text = _with_plain_loops(text)

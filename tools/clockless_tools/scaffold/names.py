@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -72,27 +73,43 @@ _FROM_IMPORT: Final = re.compile(r"^from (?P<module>[\w.]+) import .+$")
 
 
 def _sort_first_party(text: str, first_party: set[str]) -> str:
-    """Each run of one-line `from <first party> import ...` lines sorted by module, segment by segment
-    (`clockless` < `clockless.dynamo` < `clockless_tools` < `tests`), as isort sorts one section."""
-    lines = text.split("\n")
+    """Each run of `from <first party> import ...` statements (one line, or parenthesized over
+    several) sorted by module, segment by segment (`clockless` < `clockless.dynamo` <
+    `clockless_tools` < `tests`), as isort sorts one section."""
     out: list[str] = []
     run: list[str] = []
 
     def flush() -> None:
-        out.extend(sorted(run, key=lambda line: _module(line).split(".")))
+        out.extend(sorted(run, key=lambda statement: _module(statement).split(".")))
         run.clear()
 
-    for line in lines:
-        match = _FROM_IMPORT.match(line)
+    for statement in _statements(text.split("\n")):
+        match = _FROM_IMPORT.match(statement.split("\n", 1)[0])
         if match and match["module"].split(".", 1)[0] in first_party:
-            run.append(line)
+            run.append(statement)
         else:
             flush()
-            out.append(line)
+            out.append(statement)
     flush()
     return "\n".join(out)
 
 
-def _module(line: str) -> str:
-    match = _FROM_IMPORT.match(line)
-    return match["module"] if match else line
+def _statements(lines: list[str]) -> Iterator[str]:
+    """The lines, a parenthesized `from ... import (` with its names and `)` joined into one."""
+    pending: list[str] = []
+    for line in lines:
+        if pending:
+            pending.append(line)
+            if line == ")":
+                yield "\n".join(pending)
+                pending = []
+        elif _FROM_IMPORT.match(line) and line.endswith("import ("):
+            pending = [line]
+        else:
+            yield line
+    yield from pending
+
+
+def _module(statement: str) -> str:
+    match = _FROM_IMPORT.match(statement.split("\n", 1)[0])
+    return match["module"] if match else statement

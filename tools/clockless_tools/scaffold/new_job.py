@@ -7,11 +7,13 @@ project as it was."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from clockless_tools.scaffold.declaration import declare, env_local
 from clockless_tools.scaffold.names import JobNameError, JobNames
 from clockless_tools.scaffold.package import package_files
+from clockless_tools.scaffold.schedule import ScheduleOptionError, schedule_keys
 from clockless_tools.scaffold.tests import test_files
 from clockless_tools.scaffold.wiring import WiringError, add_table
 from clockless_tools.template.events import write_events
@@ -29,15 +31,25 @@ class NewJob:
     fan_out: bool
     created: list[str] = field(default_factory=list)
     edited: list[str] = field(default_factory=list)
+    # The declaration's schedule keys as written; None when --schedule was not given (the daily default).
+    schedule_lines: tuple[str, ...] | None = None
 
     def left_to_do(self) -> list[str]:
         """What the command does not do, in the order to do it (docs/adding-a-job.md says each in full)."""
         n = self.names
-        steps = [
+        schedule = (
             f"its schedule: Mappings.Jobs.{n.stem} in template.yaml says daily at 03:00 UTC with no local-time "
-            "rule (the loop's defaults); set Schedule, and where they differ LocalTimeRule, GraceMinutes and the "
+            "rule (the loop's defaults); set Schedule (or make the job with --schedule, --zones and --local-time, "
+            "which derive the rest), and where they differ LocalTimeRule, OperatingTimeZones, GraceMinutes and the "
             "dead-man numbers for your job (`clockless schedules check`, rule dead-man-alarm), and "
-            "TickPeriodSeconds if it is no longer daily (its page's succeeded ticks; tests/unit/test_dashboard.py)",
+            "TickPeriodSeconds if it is no longer daily (its page's succeeded ticks; tests/unit/test_dashboard.py)"
+            if self.schedule_lines is None
+            else f"its schedule: Mappings.Jobs.{n.stem} in template.yaml has {'; '.join(self.schedule_lines)} "
+            "(the numbers the rules ask for, derived from the schedule); `clockless arch` and "
+            "`clockless schedules check` say which key to change if you change one"
+        )
+        steps = [
+            schedule,
             "`make setup` (installs the new package editable)",
             f"the domain: rename Item and write what applying one means in {n.package_dir}/logic.py and "
             f"repository.py, the table's keys and index in template.yaml ({n.table_id}) and its statements in "
@@ -48,10 +60,29 @@ class NewJob:
         return steps
 
 
-def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
+def new_job(
+    root: Path,
+    name: str,
+    *,
+    fan_out: bool,
+    schedule: str | None = None,
+    zones: str | None = None,
+    local_time: str | None = None,
+    checked_from: date | None = None,
+) -> NewJob:
+    """Make the job; `schedule`, `zones` and `local_time` (the CLI's options) set its declaration's
+    schedule keys, the numbers the rules ask for derived from them (scaffold/schedule.py), the
+    local-time rule checked over the year from `checked_from` (default today)."""
     try:
         names = JobNames.of(name)
-    except JobNameError as error:
+        keys = schedule_keys(
+            schedule,
+            fan_out=fan_out,
+            zones=zones,
+            local_time=local_time,
+            checked_from=checked_from or datetime.now(UTC).date(),
+        )
+    except (JobNameError, ScheduleOptionError) as error:
         raise NewJobError(str(error)) from None
     template_path = root / "template.yaml"
     _refuse_existing(root, names, template_path)
@@ -63,7 +94,7 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
     created = sorted(written.relative_to(root).as_posix() for written in writes)
     try:
         template_text = add_table(template_path.read_text(encoding="utf-8"), names)
-        writes[template_path] = declare(template_text, names, fan_out=fan_out)
+        writes[template_path] = declare(template_text, names, fan_out=fan_out, schedule=keys)
         env_path = root / "events" / "env.local.json"
         writes[env_path] = env_local(env_path.read_text(encoding="utf-8"), names, fan_out=fan_out)
     except (WiringError, OSError) as error:
@@ -78,6 +109,7 @@ def new_job(root: Path, name: str, *, fan_out: bool) -> NewJob:
         fan_out,
         created=[*created, *sorted(path.relative_to(root).as_posix() for path in events)],
         edited=["template.yaml", "events/env.local.json"],
+        schedule_lines=None if schedule is None and zones is None and local_time is None else keys.lines,
     )
 
 

@@ -129,15 +129,22 @@ from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
-from clockless.dynamo import bind_table, decode_row, is_condition_failure, raw_rows, row_key_text, shard_for
+from clockless.dynamo import (
+    bind_table,
+    bucketed_key,
+    bucketed_row_key,
+    decode_row,
+    is_condition_failure,
+    raw_rows,
+__SHARD_FOR__    tenant_of,
+)
 __FANOUT_IMPORT__from clockless.items import FieldError
 from __PACKAGE__.logic import Item
 
-# Due items are spread over this many partitions of the sparse index: each GSI partition key takes
-# about 1,000 WCU/s__SHARD_DOC__.
-DUE_INDEX_SHARDS: Final = 16
-DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
-APPLIED: Final = "APPLIED"
+__DUE_KEYS__APPLIED: Final = "APPLIED"
+# One tenant's items are spread over this many partition key values (`<tenant>#<bucket>`), so the
+# biggest tenant is not held to one key's 1,000 write units per second (docs/fan-out.md#a-whale-tenant).
+TENANT_BUCKETS: Final = 16
 
 
 class DueIndex(GlobalSecondaryIndex["ItemModel"]):
@@ -155,7 +162,7 @@ class ItemModel(Model):
     class Meta:
         table_name = "__PACKAGE__-table-not-bound"
 
-    tenant_id = UnicodeAttribute(hash_key=True)
+    tenant_key = UnicodeAttribute(hash_key=True)  # bucketed_key(tenant, item, TENANT_BUCKETS)
     item_id = UnicodeAttribute(range_key=True)
     due_at = UnicodeAttribute()
     status = UnicodeAttribute(null=True)
@@ -178,12 +185,9 @@ class DynamoItemStore:
 
     def due_rows(self, *, as_of: datetime) -> Iterator[dict[str, Any]]:
         """Rows as stored: each is decoded on its own (`item_of`), so a bad one fails alone."""
-        due = ItemModel.due_at <= format_scheduled_time(as_of)
-        for shard in DUE_PARTITIONS:
-            yield from raw_rows(functools.partial(ItemModel.due_index.query, shard, due))
-
+__FIND_DUE__
     def row_key(self, row: Mapping[str, Any]) -> str:
-        return row_key_text(row, "tenant_id", "item_id")
+        return bucketed_row_key(row, "tenant_key", "item_id")
 
     def item_of(self, row: Mapping[str, Any]) -> Item:
         return decode_row(ItemModel, row, self.row_key(row), _item_of)
@@ -203,10 +207,10 @@ class DynamoItemStore:
             for item in items:
                 batch.save(
                     ItemModel(
-                        item.tenant_id,
+                        bucketed_key(item.tenant_id, item.item_id, TENANT_BUCKETS),
                         item.item_id,
                         due_at=format_scheduled_time(item.due_at),
-                        due_shard=shard_for(item_key(item), DUE_INDEX_SHARDS),
+                        due_shard=__DUE_SHARD_OF_ITEM__,
                     )
                 )
 __WORK__
@@ -220,7 +224,7 @@ def _applied(tick_key: str) -> list[Any]:
 
 
 def _ref(item: Item) -> ItemModel:
-    return ItemModel(item.tenant_id, item.item_id)
+    return ItemModel(bucketed_key(item.tenant_id, item.item_id, TENANT_BUCKETS), item.item_id)
 
 
 def _item_of(found: ItemModel) -> Item:
@@ -228,7 +232,7 @@ def _item_of(found: ItemModel) -> Item:
         due_at = parse_scheduled_time(found.due_at, field="due_at")
     except MalformedTickError as error:  # a row is not a tick: name its field
         raise FieldError("due_at", error.problem) from None
-    return Item(found.tenant_id, found.item_id, due_at)
+    return Item(tenant_of(found.tenant_key), found.item_id, due_at)
 
 
 def _text(data: Mapping[str, Any], name: str) -> str:
@@ -421,15 +425,45 @@ def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> l
 '''
 
 
+# How the due index is keyed: over 16 shards when the job fans out (each shard one partition of a
+# tick), one constant partition when it does its work in one invocation (placeholder -> (fan-out, not)).
+_DUE_INDEX: Final = {
+    "__DUE_KEYS__": (
+        """# Due items are spread over this many partitions of the sparse index: each GSI partition key takes
+# about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
+DUE_INDEX_SHARDS: Final = 16
+DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
+""",
+        """# Every waiting item is in one partition of the sparse index (its `due_shard` is this): the job
+# applies a tick's items in one invocation. When they outgrow it, shard them (`clockless.dynamo.shard_for`)
+# and fan the job out (docs/adding-a-job.md, "A job whose tick outgrows one invocation").
+DUE: Final = "due"
+""",
+    ),
+    "__FIND_DUE__": (
+        """        due = ItemModel.due_at <= format_scheduled_time(as_of)
+        for shard in DUE_PARTITIONS:
+            yield from raw_rows(functools.partial(ItemModel.due_index.query, shard, due))
+""",
+        """        due = ItemModel.due_at <= format_scheduled_time(as_of)
+        yield from raw_rows(functools.partial(ItemModel.due_index.query, DUE, due))
+""",
+    ),
+    "__DUE_SHARD_OF_ITEM__": ("shard_for(item_key(item), DUE_INDEX_SHARDS)", "DUE"),
+    "__SHARD_FOR__": ("    shard_for,\n", ""),
+}
+
+
 def package_files(*, fan_out: bool) -> dict[str, str]:
     """File name (in the package) -> text with placeholders."""
     repository = (
         REPOSITORY.replace("__FANOUT_IMPORT__", "from clockless.fanout import Page\n" if fan_out else "")
-        .replace("raw_rows, row_key_text", "raw_page, raw_rows, row_key_text" if fan_out else "raw_rows, row_key_text")
+        .replace("    raw_rows,\n", "    raw_page,\n    raw_rows,\n" if fan_out else "    raw_rows,\n")
         .replace("__WORK__", PARTITION_WORK if fan_out else "")
         .replace("__WORK_DOC__", ",\nand the `DuePartitionWork` its workers apply" if fan_out else "")
-        .replace("__SHARD_DOC__", ", and each shard is one partition of a fanned-out tick" if fan_out else "")
     )
+    for placeholder, (fanned_out, single) in _DUE_INDEX.items():
+        repository = repository.replace(placeholder, fanned_out if fan_out else single)
     files = {
         "__init__.py": INIT,
         "logic.py": LOGIC,

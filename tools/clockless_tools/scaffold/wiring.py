@@ -29,11 +29,11 @@ TABLE: Final = """  __STEM__Table:
     Properties:
       BillingMode: PAY_PER_REQUEST
       AttributeDefinitions:
-        - {AttributeName: tenant_id, AttributeType: S}
+        - {AttributeName: tenant_key, AttributeType: S}
         - {AttributeName: item_id, AttributeType: S}
         - {AttributeName: due_shard, AttributeType: S}
         - {AttributeName: due_at, AttributeType: S}
-      KeySchema: [{AttributeName: tenant_id, KeyType: HASH}, {AttributeName: item_id, KeyType: RANGE}]
+      KeySchema: [{AttributeName: tenant_key, KeyType: HASH}, {AttributeName: item_id, KeyType: RANGE}]
       GlobalSecondaryIndexes:
         # Sparse: an item leaves this index when it is applied.
         - IndexName: due-by-time

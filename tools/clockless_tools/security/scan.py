@@ -14,6 +14,7 @@ one job's resource it is about, not the loop body every job shares.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import tempfile
@@ -23,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from clockless_tools.template.loader import PROJECT_ROOT
+from clockless_tools.security.declaration_values import declaration_problems, fold_literal_joins
+from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
 from clockless_tools.template.model import Template
 from clockless_tools.template.render import render
 
@@ -99,10 +101,17 @@ def load_skips(path: Path = SKIPS) -> list[Skip]:
 
 def run_checkov(template: Path, checkov: Path = CHECKOV) -> dict[str, Any]:
     """checkov's JSON report over one CloudFormation/SAM template."""
+    options = ["--framework", "cloudformation", "--output", "json", "--quiet", "--skip-download", "--compact"]
+    try:
+        problems = declaration_problems(template)
+    except (OSError, TemplateError) as error:
+        raise ScanError(f"{template}: {error}") from None
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ScanError(problems[0] + more)
     if not checkov.exists():
         raise ScanError(f"{checkov} is not installed: `make security` installs it from tools/checkov-requirements.txt")
-    options = ["--framework", "cloudformation", "--output", "json", "--quiet", "--skip-download", "--compact"]
-    expanded = render(Template.load(template).document)
+    expanded = render(fold_literal_joins(copy.deepcopy(dict(Template.load(template).document))))
     with tempfile.TemporaryDirectory(prefix="clockless-security-") as directory:
         scanned = Path(directory) / template.name
         scanned.write_text(expanded, encoding="utf-8")
@@ -117,7 +126,8 @@ def run_checkov(template: Path, checkov: Path = CHECKOV) -> dict[str, Any]:
         report = json.loads(done.stdout)
     except ValueError:
         raise ScanError(
-            f"checkov exited {done.returncode} without a JSON report: {done.stderr.strip()[-500:]}"
+            f"checkov exited {done.returncode} without a JSON report ({_last_line(done.stderr)}): {template.name} "
+            "holds a construct it cannot read that the declaration checks do not know; bisect the last edit"
         ) from None
     # One framework asked for: one report (a list only when several frameworks ran).
     report = report[0] if isinstance(report, list) else report
@@ -160,3 +170,9 @@ def skips_markdown(skips: list[Skip]) -> str:
         scope = ", ".join(f"`{r}`" for r in skip.resources) or "every resource it flags"
         lines.append(f"| `{skip.check}` | {skip.title} | {scope} | {skip.reason} |")
     return "\n".join(lines)
+
+
+def _last_line(text: str) -> str:
+    """The exception a traceback ends with (checkov's own lines say nothing of the template)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"

@@ -38,6 +38,8 @@ SOURCES: Final = {
     ),
 }
 SILENT: Final = "AWS is silent"
+# A row where two of AWS's sentences say different things: it quotes both and says which the engine follows.
+DISAGREE: Final = "AWS's pages disagree"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from clockless_tools.template.conformance import SILENT, Case
+from clockless_tools.template.conformance import DISAGREE, SILENT, Case
 from clockless_tools.template.conformance_quotes import DAY_FIELDS, ONE_HASH, TABLE, L, utc
 
 CASES: Final[tuple[Case, ...]] = (
@@ -66,11 +66,12 @@ CASES: Final[tuple[Case, ...]] = (
         ("2027-01-04T17:45", "2027-01-04T18:05"),
     ),
     Case(
-        "example: hours that wrap past midnight",
+        "example: hours that wrap past midnight (the evening)",
         "cron(0/30 20-2 ? * MON-FRI *)",
         "eb-cron",
         "Run every 30 minutes Monday through Friday between 10:00 pm on the starting day to 2:00 am on the "
-        "following day (UTC)",
+        "following day (UTC). (Only the evening is checked here: the next row is where AWS's words and its "
+        "fields part.)",
         utc(
             "2027-01-01T20:00",
             "2027-01-01T20:30",
@@ -81,15 +82,18 @@ CASES: Final[tuple[Case, ...]] = (
             "2027-01-01T23:00",
             "2027-01-01T23:30",
         ),
-        ("2027-01-01T19:00", "2027-01-02T03:00"),
+        ("2027-01-01T19:00", "2027-01-02T00:00"),
     ),
     Case(
         "wrapped hours: which mornings",
         "cron(0/30 20-2 ? * MON-FRI *)",
         "eb-cron",
-        f"{SILENT} on which day's early hours belong to the range (and its meaning says 'to 2:00 am' where the "
-        "fields give 02:30 too): the engine matches each tick's own date and fields, as every cron does, so Monday "
-        "00:00-02:30 fires and Saturday's does not",
+        f"{DISAGREE}. The example's words: 'between 10:00 pm on the starting day to 2:00 am on the "
+        "following day', i.e. Friday night runs into Saturday 02:00 and Sunday night (not MON-FRI) does not run into "
+        "Monday, and nothing after 02:00. The field table: day-of-week 'MON-FRI' and hours '20-2' are matched "
+        "against each tick's own date and hour, i.e. Monday 00:00-02:30 fires and Saturday's early hours do not. "
+        "The engine follows the fields: they are what Scheduler parses (the same fields in any other example mean "
+        "the tick's own day), and the words also disagree with the fields on 02:30",
         utc(
             "2027-01-04T00:00",
             "2027-01-04T00:30",
@@ -196,8 +200,26 @@ CASES: Final[tuple[Case, ...]] = (
         "LW",
         "cron(0 12 LW * ? *)",
         "eb-cron",
-        f"{SILENT} on L and W together: the table lists them separately, so the engine refuses (clearly)",
+        f"{SILENT} on L and W together (the wildcard text defines L and nW, never LW, the last weekday): the "
+        "engine refuses it, and suggests what the reference does define: L (the last day, weekends too) or 6L in "
+        "day-of-week (the last Friday)",
         refused="not in the cron reference",
+    ),
+    Case(
+        "a date no month has",
+        "cron(0 0 31 2 ? *)",
+        "eb-cron",
+        f"{SILENT} on a cron whose fields match no date (each field is in range): it would never fire, so the "
+        "engine refuses it",
+        refused="never fires",
+    ),
+    Case(
+        "a leap day in a year without one",
+        "cron(0 0 29 2 ? 2027)",
+        "eb-cron",
+        f"{SILENT} on a cron whose fields match no date (each field is in range): it would never fire, so the "
+        "engine refuses it",
+        refused="never fires",
     ),
     Case("minute 60", "cron(60 12 * * ? *)", "eb-cron", TABLE, refused="outside 0-59"),
     Case("day-of-week 0", "cron(0 12 ? * 0 *)", "eb-cron", TABLE, refused="outside 1-7"),

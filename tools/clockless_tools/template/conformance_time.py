@@ -185,10 +185,12 @@ CASES: Final[tuple[Case, ...]] = (
         start_date="2027-01-01T00:00:00Z",
     ),
     Case(
-        "example: rate(5 minutes) from its creation",
+        "rate(5 minutes) from its creation",
         "rate(5 minutes)",
         "sched-types",
-        f"{NO_START} (The documented scheduled-time of such a schedule is 2022-03-22T18:59:43Z, seconds and all.)",
+        f"{NO_START} ('Immediately' is all AWS says: it states no rounding of the creation time. The engine keeps "
+        "its seconds, so the ticks fall at the creation's second; 2022-03-22T18:59:43 is an example value of "
+        "<aws.scheduler.scheduled-time> on the context attributes page, not a rule.)",
         utc("2022-03-22T18:59:43", "2022-03-22T19:04:43", "2022-03-22T19:09:43"),
         ("2022-03-22T18:59:00", "2022-03-22T19:10:00"),
         created="2022-03-22T18:59:43Z",

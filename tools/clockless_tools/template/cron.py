@@ -141,9 +141,19 @@ def parse(text: str) -> Cron:
         days=None,
         weekdays=None,
     )
-    if dom != "?":
-        return _day_of_month(cron, dom, text)
-    return _day_of_week(cron, dow, text)
+    cron = _day_of_month(cron, dom, text) if dom != "?" else _day_of_week(cron, dow, text)
+    if next(cron.walk(date(YEARS.start, 1, 1)), None) is None:
+        raise CronError(
+            f"cron({text}) never fires: no date of its years {_years(cron)} has the day it names in its month(s) "
+            "(as day 30 or 31 in February): it would never invoke the target; name a day the month has (L is its "
+            "last)"
+        )
+    return cron
+
+
+def _years(cron: Cron) -> str:
+    low, high = min(cron.years), max(cron.years)
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def _one_question_mark(fields: list[str]) -> str:
@@ -162,8 +172,8 @@ def _day_of_month(cron: Cron, field: str, text: str) -> Cron:
     if field.startswith("L") or "LW" in field:
         raise CronError(
             f"cron({text}): day-of-month {field!r} is not in the cron reference, which has L (the last day of the "
-            "month) and nW (the weekday nearest day n) but no offsets or LW: use L, or 28W for a weekday near the "
-            "end of the month"
+            "month) and nW (the weekday nearest day n) but no offsets and no last weekday (LW): use L (the last "
+            "day, weekends too), or ? here and 6L in day-of-week (the last Friday)"
         )
     if field.endswith("W"):
         day = _number(field[:-1], 2, text)

@@ -31,7 +31,16 @@ from clockless_tools.timezones.rule import (
     ZONES_MATCH_ENVIRONMENT,
     breaches,
 )
-from clockless_tools.timezones.suggest import OffsetChange, fixed_minute, hour_runs, offset_changes, suggest_utc_hours
+from clockless_tools.timezones.suggest import (
+    OffsetChange,
+    Season,
+    describe_hours,
+    fixed_minute,
+    hour_runs,
+    offset_changes,
+    seasons,
+    suggest_utc_hours,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +114,8 @@ class ScheduleCheck(ScheduledEvent):
     not_expanded: str | None
     suggested_hours: tuple[int, ...] | None
     suggestion_minute: int
+    # When no one hour fits all year: the stretches between the zones' offset changes and their hours.
+    seasons: tuple[Season, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -117,6 +128,36 @@ class ScheduleCheck(ScheduledEvent):
             return None
         longest = max(hour_runs(self.suggested_hours), key=len)
         return f"cron({self.suggestion_minute} {longest[0]} * * ? *)"
+
+    @property
+    def no_hour_advice(self) -> str | None:
+        """What to do when no daily UTC hour keeps the rule all year; None when one does."""
+        if self.suggested_hours != () or not self.seasons or self.declaration is None:
+            return None
+        if any(not season.hours for season in self.seasons):
+            return (
+                "no UTC hour keeps the rule even between the zones' offset changes: a daily tick cannot keep it in "
+                "all of these zones; widen the rule (LocalTimeRule) or serve fewer zones (OperatingTimeZones)"
+            )
+        minute = self.suggestion_minute
+        parts = [
+            f"cron({minute} {max(hour_runs(season.hours), key=len)[0]} * * ? *) from "
+            f"{format_scheduled_time(season.start)} to {format_scheduled_time(season.end)} "
+            f"({describe_hours(season.hours, minute)} fit)"
+            for season in self.seasons
+        ]
+        zones = self.declaration.zones
+        zoned = (
+            f"; or, for its one zone, a schedule written in it (ScheduleExpressionTimezone: {zones[0]}), which "
+            "Scheduler moves with DST but rule utc_schedule refuses today (a local cron skips the spring-forward "
+            "hour's tick and the dead-man gap becomes 23 h or 25 h)"
+            if len(zones) == 1
+            else ""
+        )
+        return (
+            "no one UTC hour keeps the rule all year, because the zones' UTC offsets change: use two schedules, "
+            "each bounded by StartDate/EndDate at the changes: " + "; ".join(parts) + zoned
+        )
 
     def groups(self) -> list[ViolationGroup]:
         grouped: dict[tuple[Any, ...], list[LocalTimeViolation]] = {}
@@ -135,6 +176,7 @@ class ScheduleCheck(ScheduledEvent):
             "ok": self.ok,
             "suggested_utc_hours": None if self.suggested_hours is None else list(self.suggested_hours),
             "suggested_expression": self.suggested_expression,
+            "no_hour_advice": self.no_hour_advice,
             "violations": [v.as_dict() for v in self.violations],
         }
 
@@ -250,6 +292,11 @@ def _check_schedule(
         if declaration is None or rule is None
         else suggest_utc_hours(rule, declaration.zones, begin, end, minute=minute)
     )
+    fitting = (
+        ()
+        if suggested != () or declaration is None or rule is None
+        else tuple(seasons(rule, declaration.zones, begin, end, minute=minute))
+    )
     return ScheduleCheck(
         job=job,
         function_id=function.logical_id,
@@ -262,6 +309,7 @@ def _check_schedule(
         suggested_hours=suggested,
         suggestion_minute=minute,
         not_expanded=not_expanded,
+        seasons=fitting,
     )
 
 

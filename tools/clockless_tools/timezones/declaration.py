@@ -72,7 +72,12 @@ def _read_zones(value: Any, template: Template, where: str) -> tuple[tuple[str, 
         raise DeclarationError(
             f"{where}: expected a list of IANA zones or !Ref to a CommaDelimitedList parameter, got {value!r}"
         )
-    zones = tuple(item.strip() for item in value)
+    return parse_zones([item.strip() for item in value], where), parameter
+
+
+def parse_zones(value: list[str], where: str) -> tuple[str, ...]:
+    """IANA zones, each known and listed once; DeclarationError names `where` and the zone."""
+    zones = tuple(value)
     if not zones or "" in zones:
         raise DeclarationError(f"{where}: names an empty zone in {list(zones)!r}")
     for zone in zones:
@@ -83,7 +88,13 @@ def _read_zones(value: Any, template: Template, where: str) -> tuple[tuple[str, 
     repeated = sorted(zone for zone, count in Counter(zones).items() if count > 1)
     if repeated:
         raise DeclarationError(f"{where}: lists {', '.join(repeated)} more than once")
-    return zones, parameter
+    return zones
+
+
+def parse_rule(value: Any, where: str) -> LocalTimeRule | None:
+    """A local-time rule as the declaration states it (`none`, a mapping, or one string such as
+    `not_before=04:00,same_local_date`); DeclarationError names `where`."""
+    return _read_rule(value, where)
 
 
 def _read_rule(value: Any, where: str) -> LocalTimeRule | None:

@@ -96,3 +96,35 @@ def offset_changes(zone: str, begin: datetime, end: datetime) -> list[OffsetChan
             changes.append(OffsetChange(zone, at, utc_offset(probe.astimezone(tz)), utc_offset(at.astimezone(tz))))
         probe = following
     return changes
+
+
+@dataclass(frozen=True, slots=True)
+class Season:
+    """A stretch of the year in which no operating zone changes its UTC offset, and the UTC hours a
+    daily tick may take in it."""
+
+    start: datetime
+    end: datetime
+    hours: tuple[int, ...]
+
+
+def seasons(
+    rule: LocalTimeRule, zones: tuple[str, ...], begin: datetime, end: datetime, *, minute: int = 0
+) -> list[Season]:
+    """The year cut at every offset change of the zones (DST), each stretch with the UTC hours that keep
+    the rule on every one of its days: what two schedules bounded by StartDate/EndDate would take when
+    no one hour fits all year. Neighbouring stretches with the same hours are one."""
+    cuts = sorted({change.at for zone in zones for change in offset_changes(zone, begin, end)})
+    found: list[Season] = []
+    for start, stop in zip([begin, *cuts], [*cuts, end], strict=True):
+        days = [start.date() + timedelta(days=n) for n in range((stop.date() - start.date()).days + 1)]
+        hours = []
+        for hour in range(24):
+            ticks = [datetime.combine(day, time(hour, minute), UTC) for day in days]
+            if all(not breaches(rule, tick, zones) for tick in ticks if start <= tick < stop):
+                hours.append(hour)
+        if found and found[-1].hours == tuple(hours):
+            found[-1] = Season(found[-1].start, stop, found[-1].hours)
+        else:
+            found.append(Season(start, stop, tuple(hours)))
+    return found

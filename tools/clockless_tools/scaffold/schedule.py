@@ -1,0 +1,163 @@
+"""The schedule keys of a new job's declaration (`clockless new job --schedule/--zones/--local-time`),
+with the numbers the rules ask for derived from the schedule instead of left to the user.
+
+From the schedule's period and longest gap (the tick engine's):
+- `SchedulerMaxEventAgeSeconds`: Scheduler's retries must end before the next tick (rule
+  schedule-delivery: precision 59 s + age < period): a quarter of the period, whole minutes, at
+  least 60 s (Scheduler's minimum), at most the loop's 3600;
+- `LambdaMaxEventAgeSeconds`: half the period, whole minutes, at least 180 s (both of Lambda's
+  asynchronous retries, about 1 and 2 minutes after a failure), at most 3600;
+- `GraceMinutes`: the latest a tick can still succeed (rule dead-man-alarm, `latest_success`: 59 s
+  + both ages + the 120 s Timeout + 285 s of fan-out), rounded up to 5 minutes;
+- `DeadManPeriodSeconds`, `DeadManPeriods`: the alarm shape the rule asks for (5-minute periods while
+  gap + grace fit in a day, else hours);
+- `TickPeriodSeconds`: the period (its page's succeeded ticks, one per period).
+A key whose loop default already passes is not written, so a daily job's block stays five lines.
+`--zones` and `--local-time` are checked as `clockless schedules check` checks them, over the year
+from the given day: a schedule that breaks the rule is refused with the hours that would keep it,
+or what to do when none does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Final
+
+from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
+from clockless_tools.architecture.latest_success import PRECISION_SECONDS
+from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec, expression_kind, utc_spec
+from clockless_tools.timezones.check import one_year_from
+from clockless_tools.timezones.declaration import parse_rule, parse_zones
+from clockless_tools.timezones.rule import DeclarationError, breaches
+from clockless_tools.timezones.suggest import describe_hours, fixed_minute, seasons, suggest_utc_hours
+
+# The loops' defaults (template.yaml, the comment above Mappings: Jobs:).
+DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
+DEFAULTS: Final = {
+    "SchedulerMaxEventAgeSeconds": 3600,
+    "LambdaMaxEventAgeSeconds": 3600,
+    "GraceMinutes": 130,
+    "DeadManPeriodSeconds": 3600,
+    "DeadManPeriods": 27,
+    "TickPeriodSeconds": 86400,
+}
+TIMEOUT_SECONDS: Final = 120  # the loops' function Timeout
+FAN_OUT_SECONDS: Final = 285  # the loop's worker expected_duration_seconds
+ALARM_RANGE_LIMIT: Final = 7 * 86400  # CloudWatch: Period x EvaluationPeriods
+
+
+class ScheduleOptionError(ValueError):
+    """An option of `clockless new job` cannot be used; the message names it and what would do."""
+
+
+@dataclass(frozen=True)
+class ScheduleKeys:
+    """The declaration lines, in order, beside Name, CodeUri, Package and Tables."""
+
+    lines: tuple[str, ...]
+
+
+# What the command writes without --schedule: every other key the loop's default, a daily job's.
+DAILY: Final = ScheduleKeys((f"Schedule: {DEFAULT_SCHEDULE}",))
+
+
+def schedule_keys(
+    expression: str | None,
+    *,
+    fan_out: bool,
+    zones: str | None = None,
+    local_time: str | None = None,
+    checked_from: date,
+) -> ScheduleKeys:
+    schedule = (expression or DEFAULT_SCHEDULE).strip()
+    try:
+        kind = expression_kind(schedule)
+        spec = utc_spec(schedule)
+        spec.validate()
+    except ScheduleExpressionError as error:
+        raise ScheduleOptionError(f"--schedule {schedule!r}: {error}") from None
+    if kind == "at":
+        raise ScheduleOptionError(f"--schedule {schedule!r}: at() is one tick, not a job's schedule; use a cron")
+    if kind == "rate":
+        raise ScheduleOptionError(
+            f"--schedule {schedule!r}: a rate() counts from its StartDate, which rule rate-anchored asks for as a "
+            "parameter; write the schedule as a cron, e.g. cron(0/15 * * * ? *) for every 15 minutes"
+        )
+    lines = [f"Schedule: {schedule}"]
+    lines += _zone_lines(spec, schedule, zones, local_time, checked_from)
+    lines += _derived_lines(spec, fan_out=fan_out)
+    return ScheduleKeys(tuple(lines))
+
+
+def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
+    period = int(spec.nominal_period().total_seconds())
+    scheduler_age = min(3600, max(60, period // 4 // 60 * 60))
+    if PRECISION_SECONDS + scheduler_age >= period:
+        raise ScheduleOptionError(
+            f"--schedule: ticks {period} s apart leave no room for Scheduler's retries (at least 60 s, plus its "
+            f"{PRECISION_SECONDS} s precision, must end before the next tick): schedule at most every 2 minutes"
+        )
+    lambda_age = min(3600, max(180, period // 2 // 60 * 60))
+    latest = PRECISION_SECONDS + scheduler_age + lambda_age + TIMEOUT_SECONDS + (FAN_OUT_SECONDS if fan_out else 0)
+    needed_grace = math.ceil(latest / 60)
+    # A daily job keeps the loop's 130 when it covers the sum; a shorter period gets the sum itself, so its
+    # dead-man alarm fires soon after a missed tick.
+    daily_default = period >= 86400 and needed_grace <= DEFAULTS["GraceMinutes"]
+    grace = DEFAULTS["GraceMinutes"] if daily_default else 5 * math.ceil(needed_grace / 5)
+    alarm_period, alarm_periods = expected_alarm_shape(spec, timedelta(minutes=grace))
+    if alarm_period * alarm_periods > ALARM_RANGE_LIMIT:
+        raise ScheduleOptionError(
+            f"--schedule: ticks up to {spec.longest_gap()} apart plus a {grace} min grace exceed the 7 days a "
+            "CloudWatch alarm can look back (Period x EvaluationPeriods), so no dead-man alarm can watch it "
+            "(rule dead-man-alarm): schedule it at least every 6 days"
+        )
+    values = {
+        "SchedulerMaxEventAgeSeconds": scheduler_age,
+        "LambdaMaxEventAgeSeconds": lambda_age,
+        "GraceMinutes": grace,
+        "DeadManPeriodSeconds": alarm_period,
+        "DeadManPeriods": alarm_periods,
+        "TickPeriodSeconds": period,
+    }
+    return [f"{key}: {value}" for key, value in values.items() if value != DEFAULTS[key]]
+
+
+def _zone_lines(
+    spec: ScheduleSpec, schedule: str, zones: str | None, local_time: str | None, checked_from: date
+) -> list[str]:
+    try:
+        zone_list = None if zones is None else parse_zones([z.strip() for z in zones.split(",")], "--zones")
+        rule = None if local_time is None else parse_rule(local_time.strip(), "--local-time")
+    except DeclarationError as error:
+        raise ScheduleOptionError(str(error)) from None
+    lines = []
+    if zone_list is not None:
+        lines.append(f"OperatingTimeZones: [{', '.join(zone_list)}]")
+    if local_time is not None:
+        lines.append(f"LocalTimeRule: {local_time.strip()}")
+    if rule is None:
+        return lines
+    if zone_list is None:
+        raise ScheduleOptionError(
+            "--local-time needs --zones: the stack's OperatingTimeZones are the examples' zones, not necessarily "
+            "this job's (e.g. --zones Europe/Berlin)"
+        )
+    begin, end = one_year_from(checked_from)
+    broken = [tick for tick in spec.ticks_between(begin, end) if breaches(rule, tick, zone_list)]
+    if not broken:
+        return lines
+    minute = fixed_minute(schedule)
+    hours = suggest_utc_hours(rule, zone_list, begin, end, minute=minute)
+    if hours:
+        instead = f"UTC hours that keep it all year: {describe_hours(hours, minute)}"
+    else:
+        stretches = seasons(rule, zone_list, begin, end, minute=minute)
+        instead = "no one UTC hour keeps it all year (the zones' offsets change); between the changes: " + "; ".join(
+            f"{describe_hours(s.hours, minute)} from {s.start:%Y-%m-%d %H:%MZ}" for s in stretches
+        )
+    raise ScheduleOptionError(
+        f"--schedule {schedule} breaks --local-time {local_time} in {', '.join(zone_list)} on {len(broken)} ticks "
+        f"of the year from {checked_from} (first {broken[0]:%Y-%m-%dT%H:%MZ}); {instead}"
+    )
