@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from session_cleanup.logic import SessionRef
-from session_cleanup.repository import DynamoSessionStore, SessionModel, session_key
+from session_cleanup.repository import DynamoSessionStore, SessionModel, session_key, sessions_partition_key
 from session_cleanup.settings import SessionCleanupSettings
 
 SESSIONS_PER_TENANT = 60
@@ -56,7 +56,9 @@ def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> l
     day = (start - LEAD).date()
     bad = SessionRef("tenant-bad", "session-hour-25", datetime.combine(day, datetime.min.time(), start.tzinfo))
     store.start_sessions([bad])
-    SessionModel(bad.tenant_id, bad.session_id).update(
-        actions=[SessionModel.started_at.set(f"{day:%Y-%m-%d}T00:00:00+25:00")]
+    SessionModel(sessions_partition_key(bad.tenant_id, bad.session_id), bad.session_id).update(
+        # Only the row just written: a key this hook got wrong fails here instead of planting nothing.
+        actions=[SessionModel.started_at.set(f"{day:%Y-%m-%d}T00:00:00+25:00")],
+        condition=SessionModel.session_id.exists(),
     )
     return [session_key(bad)]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 
 from window_generation.logic import Program
-from window_generation.repository import DynamoProgramStore, ProgramModel, program_key
+from window_generation.repository import DynamoProgramStore, ProgramModel, program_key, programs_partition_key
 from window_generation.settings import WindowGenerationSettings
 
 PROGRAMS_PER_TENANT = 40
@@ -55,6 +55,13 @@ def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> l
         Program("tenant-bad", "program-zero-days", 7, due),
     )
     store.save_programs([missing, zero])
-    ProgramModel(missing.tenant_id, missing.program_id).update(actions=[ProgramModel.window_length_days.remove()])
-    ProgramModel(zero.tenant_id, zero.program_id).update(actions=[ProgramModel.window_length_days.set(0)])
+    ProgramModel(programs_partition_key(missing.tenant_id, missing.program_id), missing.program_id).update(
+        # Only the rows just written: a key this hook got wrong fails here instead of planting nothing.
+        actions=[ProgramModel.window_length_days.remove()],
+        condition=ProgramModel.program_id.exists(),
+    )
+    ProgramModel(programs_partition_key(zero.tenant_id, zero.program_id), zero.program_id).update(
+        actions=[ProgramModel.window_length_days.set(0)],
+        condition=ProgramModel.program_id.exists(),
+    )
     return [program_key(p.tenant_id, p.program_id) for p in (missing, zero)]
