@@ -42,7 +42,7 @@ def test_an_intrinsic_in_a_jobs_declaration_is_one_line_naming_its_template_line
 
 
 def test_a_default_value_the_scan_cannot_read_is_refused_and_a_parameters_ref_is_not(tmp_path: Path) -> None:
-    default = "{DefaultValue: 130}"
+    default = "{DefaultValue: 135}"
     deeper = _planted(tmp_path, default, "{DefaultValue: !Select [0, !Ref OperatingTimeZones]}")
     line = TEMPLATE[: TEMPLATE.index(default)].count("\n") + 1
 

@@ -8,7 +8,8 @@ From the schedule's period and longest gap (the tick engine's):
 - `LambdaMaxEventAgeSeconds`: half the period, whole minutes, at least 180 s (both of Lambda's
   asynchronous retries, about 1 and 2 minutes after a failure), at most 3600;
 - `GraceMinutes`: the latest a tick can still succeed (rule dead-man-alarm, `latest_success`: 59 s
-  + both ages + the 120 s Timeout + 285 s of fan-out), rounded up to 5 minutes;
+  + both ages + the 120 s Timeout, and for a fanned-out job 285 s of fan-out and 310 s of a failed
+  partition's redelivery), rounded up to 5 minutes;
 - `DeadManPeriodSeconds`, `DeadManPeriods`: the alarm shape the rule asks for (5-minute periods while
   gap + grace fit in a day, else hours);
 - `TickPeriodSeconds`: the period (its page's succeeded ticks, one per period).
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Final
 
+from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec, expression_kind, utc_spec
@@ -38,13 +40,16 @@ DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
 DEFAULTS: Final = {
     "SchedulerMaxEventAgeSeconds": 3600,
     "LambdaMaxEventAgeSeconds": 3600,
-    "GraceMinutes": 130,
+    "GraceMinutes": 130,  # the plain loop's; the fanned-out loop's is FANNED_OUT_GRACE_MINUTES
     "DeadManPeriodSeconds": 3600,
     "DeadManPeriods": 27,
     "TickPeriodSeconds": 86400,
 }
 TIMEOUT_SECONDS: Final = 120  # the loops' function Timeout
 FAN_OUT_SECONDS: Final = 285  # the loop's worker expected_duration_seconds
+# A failed partition's redelivery: the loop's worker Timeout (300 s) and the kit's first backoff.
+REDELIVERY_SECONDS: Final = 300 + FIRST_BACKOFF_SECONDS
+FANNED_OUT_GRACE_MINUTES: Final = 135  # the fanned-out loop's GraceMinutes default
 ALARM_RANGE_LIMIT: Final = 7 * 86400  # CloudWatch: Period x EvaluationPeriods
 
 
@@ -100,12 +105,14 @@ def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
             f"{PRECISION_SECONDS} s precision, must end before the next tick): schedule at most every 2 minutes"
         )
     lambda_age = min(3600, max(180, period // 2 // 60 * 60))
-    latest = PRECISION_SECONDS + scheduler_age + lambda_age + TIMEOUT_SECONDS + (FAN_OUT_SECONDS if fan_out else 0)
+    fanned_out = FAN_OUT_SECONDS + REDELIVERY_SECONDS if fan_out else 0
+    latest = PRECISION_SECONDS + scheduler_age + lambda_age + TIMEOUT_SECONDS + fanned_out
     needed_grace = math.ceil(latest / 60)
-    # A daily job keeps the loop's 130 when it covers the sum; a shorter period gets the sum itself, so its
-    # dead-man alarm fires soon after a missed tick.
-    daily_default = period >= 86400 and needed_grace <= DEFAULTS["GraceMinutes"]
-    grace = DEFAULTS["GraceMinutes"] if daily_default else 5 * math.ceil(needed_grace / 5)
+    defaults = {**DEFAULTS, "GraceMinutes": FANNED_OUT_GRACE_MINUTES} if fan_out else DEFAULTS
+    # A daily job keeps the loop's grace when it covers the sum; a shorter period gets the sum itself, so
+    # its dead-man alarm fires soon after a missed tick.
+    daily_default = period >= 86400 and needed_grace <= defaults["GraceMinutes"]
+    grace = defaults["GraceMinutes"] if daily_default else 5 * math.ceil(needed_grace / 5)
     alarm_period, alarm_periods = expected_alarm_shape(spec, timedelta(minutes=grace))
     if alarm_period * alarm_periods > ALARM_RANGE_LIMIT:
         raise ScheduleOptionError(
@@ -121,7 +128,7 @@ def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
         "DeadManPeriods": alarm_periods,
         "TickPeriodSeconds": period,
     }
-    return [f"{key}: {value}" for key, value in values.items() if value != DEFAULTS[key]]
+    return [f"{key}: {value}" for key, value in values.items() if value != defaults[key]]
 
 
 def _zone_lines(
