@@ -134,8 +134,8 @@ security: $(CHECKOV_STAMP) ## checkov over template.yaml: fails on a finding too
 FROM ?=
 TO   ?=
 FULL ?=
-run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits; SLOW_NIGHT=1 [OVERLAP=skip|buffer|run-both]: workers lag, ticks overlap); effects checked
-	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE)) $(if $(SLOW_NIGHT),--slow-night) $(if $(OVERLAP),--overlap $(OVERLAP))
+run: $(STAMP) ## Simulate every schedule on an embedded DynamoDB (last 24 h; FULL=1: 48 h; or FROM=... TO=... in UTC; CAPACITY=cold|warm SCALE=N for DynamoDB's write limits; SLOW_NIGHT=1 [OVERLAP=skip|buffer|run-both]: workers lag, ticks overlap; BAD_ROWS=1: bad rows among the good); effects checked
+	$(CLOCKLESS_FOR_MAKE) simulate $(if $(FULL),--full) $(if $(FROM),--from "$(FROM)") $(if $(TO),--to "$(TO)") $(if $(CAPACITY),--capacity $(CAPACITY)) $(if $(SCALE),--scale $(SCALE)) $(if $(SLOW_NIGHT),--slow-night) $(if $(OVERLAP),--overlap $(OVERLAP)) $(if $(BAD_ROWS),--bad-rows)
 
 events: $(STAMP) ## Write events/<function>/*.json from the schedules' Input
 	$(CLOCKLESS) events

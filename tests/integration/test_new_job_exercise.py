@@ -90,6 +90,25 @@ def simulates_its_tick_exactly_once(project: Path, name: str) -> dict[str, Any]:
     return report
 
 
+def reports_its_bad_row_and_settles(project: Path, name: str, *, fans_out: bool) -> None:
+    """The same tick on a night with bad rows (`--bad-rows`): the scaffold's demo plants its bad row,
+    which is named in the ledger (and the work DLQ when it fans out); the tick settles, the good
+    items still take effect exactly once."""
+    names = JobNames.of(name)
+    simulated = clockless(
+        project, names.package, "simulate", "--json", "--template", str(project / "template.yaml"),
+        "--from", "2026-11-27T02:00:00Z", "--to", "2026-11-27T04:00:00Z", "--tenants", "1", "--bad-rows",
+    )  # fmt: skip
+    report: dict[str, Any] = json.loads(simulated.stdout)
+    assert simulated.returncode == 0, report["proved"]
+    (job,) = [job for job in report["jobs"] if job["job"] == name]
+    rows = job["bad_rows"]
+    assert (job["exactly_once"], job["ticks_missed"], rows["problems"]) == (True, [], [])
+    assert rows["planted"] == rows["in_ledger"] == ["tenant-bad#item-hour-25"]
+    assert rows["in_dead_letters"] == (rows["planted"] if fans_out else [])
+    assert rows["ticks_failed"] == 1
+
+
 def test_a_fanned_out_job_made_by_the_command_is_green_and_simulates_exactly_once(project: Path) -> None:
     # Given a new fanned-out job made by the command
     made = clockless(
@@ -111,6 +130,8 @@ def test_a_fanned_out_job_made_by_the_command_is_green_and_simulates_exactly_onc
     # And a short simulation over its 03:00 tick applies its seeded items exactly once
     report = simulates_its_tick_exactly_once(project, "subscription-expiry")
     assert "subscription-expiry: 40 items" in report["seeded"]
+    # And on a night with bad rows its demo plants one, reported where an operator looks
+    reports_its_bad_row_and_settles(project, "subscription-expiry", fans_out=True)
 
 
 def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
@@ -131,6 +152,7 @@ def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
     checks_of_the_job(project, "nightly_digest")
     # And a short simulation over its 03:00 tick applies its seeded items exactly once
     simulates_its_tick_exactly_once(project, "nightly-digest")
+    reports_its_bad_row_and_settles(project, "nightly-digest", fans_out=False)
 
 
 def _whole_copy(tmp_path: Path) -> Path:

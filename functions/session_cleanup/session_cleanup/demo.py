@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from session_cleanup.logic import SessionRef
-from session_cleanup.repository import DynamoSessionStore
+from session_cleanup.repository import DynamoSessionStore, SessionModel, session_key, sessions_partition_key
 from session_cleanup.settings import SessionCleanupSettings
 
 SESSIONS_PER_TENANT = 60
@@ -45,3 +45,20 @@ def seed(*, environ: Mapping[str, str], tenants: int, rng: random.Random, start:
     for tenant_id, session_id in sorted(in_use):
         store.log_exercise(tenant_id, session_id)
     return f"{len(sessions)} sessions"
+
+
+def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> list[str]:
+    """Rows this job cannot use, for `clockless simulate --bad-rows`: an empty session whose start
+    sorts as due but is no instant (hour 25), as a row written by another client would be. Each
+    fails alone; returns their keys as the kit names them in the ledger and the work DLQ."""
+    settings = SessionCleanupSettings.from_env(environ)
+    store = DynamoSessionStore(settings.sessions_table)  # binds the model to the table
+    day = (start - LEAD).date()
+    bad = SessionRef("tenant-bad", "session-hour-25", datetime.combine(day, datetime.min.time(), start.tzinfo))
+    store.start_sessions([bad])
+    SessionModel(sessions_partition_key(bad.tenant_id, bad.session_id), bad.session_id).update(
+        # Only the row just written: a key this hook got wrong fails here instead of planting nothing.
+        actions=[SessionModel.started_at.set(f"{day:%Y-%m-%d}T00:00:00+25:00")],
+        condition=SessionModel.session_id.exists(),
+    )
+    return [session_key(bad)]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 
 from window_generation.logic import Program
-from window_generation.repository import DynamoProgramStore
+from window_generation.repository import DynamoProgramStore, ProgramModel, program_key, programs_partition_key
 from window_generation.settings import WindowGenerationSettings
 
 PROGRAMS_PER_TENANT = 40
@@ -40,3 +40,28 @@ def seed(*, environ: Mapping[str, str], tenants: int, rng: random.Random, start:
     store.save_programs(active, active=True)
     store.save_programs(ended, active=False)
     return f"{len(active) + len(ended)} programs"
+
+
+def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> list[str]:
+    """Rows this job cannot use, for `clockless simulate --bad-rows`: due programs written by
+    another client, one without its window length (does not decode) and one whose length is 0 days
+    (a value the domain refuses). Each fails alone; returns their keys as the kit names them in the
+    ledger and the work DLQ."""
+    settings = WindowGenerationSettings.from_env(environ)
+    store = DynamoProgramStore(settings.programs_table, settings.windows_table)
+    due = start.date() - timedelta(days=1)
+    missing, zero = (
+        Program("tenant-bad", "program-no-length", 7, due),
+        Program("tenant-bad", "program-zero-days", 7, due),
+    )
+    store.save_programs([missing, zero])
+    ProgramModel(programs_partition_key(missing.tenant_id, missing.program_id), missing.program_id).update(
+        # Only the rows just written: a key this hook got wrong fails here instead of planting nothing.
+        actions=[ProgramModel.window_length_days.remove()],
+        condition=ProgramModel.program_id.exists(),
+    )
+    ProgramModel(programs_partition_key(zero.tenant_id, zero.program_id), zero.program_id).update(
+        actions=[ProgramModel.window_length_days.set(0)],
+        condition=ProgramModel.program_id.exists(),
+    )
+    return [program_key(p.tenant_id, p.program_id) for p in (missing, zero)]

@@ -25,6 +25,7 @@ from clockless_tools.cli.common import (
 )
 from clockless_tools.cli.progress import StepProgress
 from clockless_tools.local.seed import SeedPlan
+from clockless_tools.simulate.bad_rows import BadRowsReport
 from clockless_tools.simulate.report import JobReport, SimulationReport
 from clockless_tools.simulate.request import (
     DEFAULT_LOG,
@@ -106,6 +107,15 @@ def simulate(
             "(run-both, skip, buffer; buffer only where workers start it). E.g. --overlap skip"
         ),
     ] = None,
+    bad_rows: Annotated[
+        bool,
+        typer.Option(
+            "--bad-rows",
+            help="Every job's demo plants rows its ticks cannot use (its bad_rows hook) among the good ones; "
+            "judged: good items once, every bad row named in the ledger and the work DLQ, every tick settled "
+            "(`make run BAD_ROWS=1`).",
+        ),
+    ] = False,
     full: Annotated[
         bool, typer.Option("--full", help="Two days instead of one (what CI runs; `make run FULL=1`).")
     ] = False,
@@ -135,6 +145,7 @@ def simulate(
             scale=scale,
             slow_night=slow_night,
             overlap=overlap,
+            bad_rows=bad_rows,
         )
         request.validate()
     except SimulationInputError as error:
@@ -216,6 +227,8 @@ def render_report(report: SimulationReport) -> None:
         _overlap_rows(row)
     if any(job.workers.invocations or job.workers.fanned_out_ticks for job in report.jobs):
         _worker_rows(row)
+    if any(job.bad_rows is not None for job in report.jobs):
+        _bad_row_rows(row)
     row("effects in the tables", lambda j: _effects(j.effects))
     row("  each tick once", lambda j: _effects(j.reference_effects))
     row("  identical, item by item", lambda j: _yes(not j.differences))
@@ -232,6 +245,7 @@ def render_report(report: SimulationReport) -> None:
         _list(f"{job.job}: effects that differ", [d.describe() for d in job.differences])
         _list(f"{job.job}: fanned-out ticks whose ledger differs", job.workers.ledger_differences)
         _list(f"{job.job}: overlap the ledger contradicts", job.overlap_problems)
+        _list(f"{job.job}: bad rows not reported, ticks not settled", job.bad_rows.problems if job.bad_rows else [])
     _list("tables no job names: effects that differ", [d.describe() for d in report.differences])
 
 
@@ -256,6 +270,32 @@ def _worker_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> None
     row("  message handed out twice", lambda j: str(j.workers.faults[FAULT_DUPLICATE]))
     row("  in the dead-letter queue", lambda j: str(j.workers.dead_lettered))
     row("  ledger counters as reference", lambda j: _yes(not j.workers.ledger_differences))
+
+
+def _bad_row_rows(row: Callable[[str, Callable[[JobReport], str]], None]) -> None:
+    """The rows each job's demo planted (clockless_tools.simulate.bad_rows), where they were reported."""
+
+    def counted(found: Callable[[BadRowsReport], int]) -> Callable[[JobReport], str]:
+        def cell(job: JobReport) -> str:
+            rows = job.bad_rows
+            if rows is None or rows.planted is None:
+                return "[bold red]none planted[/]" if rows is not None else "-"
+            return f"{found(rows)}/{len(rows.planted)}"
+
+        return cell
+
+    row("bad rows planted", lambda j: "-" if j.bad_rows is None else str(len(j.bad_rows.planted or [])))
+    row("  named in the ledger", counted(lambda r: len(r.in_ledger)))
+    row(
+        "  in the work DLQ",
+        lambda j: counted(lambda r: len(r.in_dead_letters))(j) if j.bad_rows and j.bad_rows.fans_out else "-",
+    )
+    row(
+        "  ticks failed (tolerated)",
+        lambda j: "-" if j.bad_rows is None else f"{j.bad_rows.ticks_failed} ({j.bad_rows.ticks_tolerated})",
+    )
+    row("  ticks left started", lambda j: "-" if j.bad_rows is None else str(len(j.bad_rows.ticks_started)))
+    row("  reported, settled", lambda j: "-" if j.bad_rows is None else _yes(not j.bad_rows.problems))
 
 
 def _list(title: str, lines: list[str], *, style: str = "bold red") -> None:

@@ -10,6 +10,13 @@ A job's demo module defines
 their table names from it), `rng` is seeded per job so the data is the same every run, and
 `start`..`end` is the range the ticks will cover. It writes through the job's own repository
 and returns what it wrote, e.g. "120 programs".
+
+For `clockless simulate --bad-rows` it may also define
+
+    def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> list[str]
+
+which writes a few rows its ticks will find due but cannot use (a row that does not decode, a value
+the domain refuses), as another client would, and returns their keys as the kit names them.
 """
 
 from __future__ import annotations
@@ -25,12 +32,17 @@ from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 
 DEMO_MODULE: Final = "demo"
+BAD_ROWS_HOOK: Final = "bad_rows"
 
 
 class DemoSeed(Protocol):
     def __call__(
         self, *, environ: Mapping[str, str], tenants: int, rng: random.Random, start: datetime, end: datetime
     ) -> str: ...
+
+
+class DemoBadRows(Protocol):
+    def __call__(self, *, environ: Mapping[str, str], start: datetime, end: datetime) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -80,3 +92,22 @@ def describe(seeded: list[SeededJob], plan: SeedPlan) -> str | None:
     """One line: what each job seeded, or None when no job has a demo module."""
     parts = [f"{s.job}: {s.summary}" for s in seeded if s.summary is not None]
     return f"{'; '.join(parts)} (across {plan.tenants} tenants)" if parts else None
+
+
+def plant_bad_rows(runtime: LocalLambdaRuntime, *, start: datetime, end: datetime) -> dict[str, list[str] | None]:
+    """Every scheduled job's bad rows (its demo's `bad_rows`), by job: the keys planted, or None
+    when its demo module has no such hook (or there is no demo module)."""
+    planted: dict[str, list[str] | None] = {}
+    for job, schedule in runtime.template.jobs.items():
+        module = demo_module(runtime.template, schedule.function_id)
+        if module is None:
+            planted[job] = None
+            continue
+        with runtime.function_environment(schedule.function_id):
+            hook: DemoBadRows | None = getattr(importlib.import_module(module), BAD_ROWS_HOOK, None)
+            planted[job] = (
+                None
+                if hook is None
+                else list(hook(environ=runtime.environment(schedule.function_id), start=start, end=end))
+            )
+    return planted

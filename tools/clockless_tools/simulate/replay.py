@@ -44,7 +44,8 @@ from clockless_tools.local.moto_transactions import transactions_snapshot_touche
 from clockless_tools.local.poller import SqsPoller
 from clockless_tools.local.queues import create_queues, queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.local.seed import SeedPlan, describe, seed_jobs
+from clockless_tools.local.seed import SeedPlan, describe, plant_bad_rows, seed_jobs
+from clockless_tools.simulate.bad_rows import planted_summary
 from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
 from clockless_tools.simulate.plan import TickPlan
@@ -106,6 +107,10 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         seeded, without_demo = _seed(runtime, spec.get("seed"))
         if seeded:
             send(channel, note=f"seeded {seeded}")
+        # Planted before the seeded tables are dumped: the reference meets the very same rows.
+        bad_rows = _plant(runtime, spec["seed"]) if spec.get("bad_rows") and spec.get("seed") else None
+        if bad_rows is not None:
+            send(channel, note=f"bad rows planted: {planted_summary(bad_rows)}")
         before = dump_tables(client, tables)
         if spec.get("before_path"):
             Path(spec["before_path"]).write_text(json.dumps(before), encoding="utf-8")
@@ -150,6 +155,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
             server.enforce(None)  # type: ignore[union-attr]
         after = dump_tables(client, tables)
         dead_letters = dead_letter_depths(workers.poller)
+        dead_letter_bodies = dead_letter_messages(workers.poller) if spec.get("bad_rows") else {}
     return {
         "endpoint": endpoint,
         "seeded": seeded,
@@ -160,6 +166,8 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         "workers": [asdict(record) for record in engine.worker_records],
         "dead_letters": dead_letters,
         "overlap": policies,
+        "bad_rows": bad_rows,
+        "dead_letter_bodies": dead_letter_bodies,
     }
 
 
@@ -188,6 +196,27 @@ def dead_letter_depths(poller: SqsPoller) -> dict[str, int]:
         )["Attributes"]
         depths[source.queue.logical_id] = sum(int(value) for value in attributes.values())
     return depths
+
+
+def dead_letter_messages(poller: SqsPoller) -> dict[str, list[str]]:
+    """The bodies of the messages in each polled queue's dead-letter queue, by the work queue. Read
+    once the night is over: each is received and left to come back (nothing reads them after)."""
+    client = sqs_client(poller.endpoint)
+    bodies: dict[str, list[str]] = {}
+    for source in poller.sources:
+        if source.queue.dead_letter_queue is None:
+            continue
+        url = queue_url(client, source.queue.dead_letter_queue)
+        found = bodies.setdefault(source.queue.logical_id, [])
+        while messages := client.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600, WaitTimeSeconds=0
+        ).get("Messages", []):
+            found.extend(str(message["Body"]) for message in messages)
+    return bodies
+
+
+def _plant(runtime: LocalLambdaRuntime, seed: Mapping[str, Any]) -> dict[str, list[str] | None]:
+    return plant_bad_rows(runtime, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"]))
 
 
 def _seed(runtime: LocalLambdaRuntime, seed: Mapping[str, Any] | None) -> tuple[str | None, list[str]]:

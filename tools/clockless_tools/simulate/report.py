@@ -4,7 +4,7 @@ duplicates and failures, and the effects in each table against the reference rep
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,6 +12,14 @@ from typing import Any
 from clockless import OUTCOME_EXECUTED, format_scheduled_time
 from clockless.overlap import OUTCOME_BUFFERED, OUTCOME_SKIPPED
 from clockless_tools.local.event_sources import worker_functions
+from clockless_tools.simulate.bad_rows import (
+    BadRowsReport,
+    dead_letter_keys,
+    job_entries,
+    judge_bad_rows,
+    refused_for_items,
+    settled_on_failed_items,
+)
 from clockless_tools.simulate.engine import (
     KINDS,
     OUTCOME_FAILED,
@@ -88,6 +96,8 @@ class JobReport:
     overlap_problems: list[str] = field(default_factory=list)
     overlap_skipped_times: set[str] = field(default_factory=set)
     started_from_buffer: set[str] = field(default_factory=set)
+    # A night with bad rows: what became of the rows its demo planted (None: not such a night)
+    bad_rows: BadRowsReport | None = None
 
     @property
     def no_work(self) -> bool:
@@ -155,6 +165,7 @@ class JobReport:
             and not self.reference_failures
             and not self.workers.ledger_differences
             and not self.overlap_problems
+            and not (self.bad_rows is not None and self.bad_rows.problems)
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,6 +196,7 @@ class JobReport:
             "ticks_buffered": self.ticks_buffered,
             "ticks_started_from_buffer": sorted(self.started_from_buffer),
             "overlap_problems": self.overlap_problems,
+            "bad_rows": None if self.bad_rows is None else self.bad_rows.as_dict(),
             "no_work": self.no_work,
             "exactly_once": self.exactly_once,
             "counts_elsewhere": not self.exactly_once and self.counts_elsewhere,
@@ -217,6 +229,12 @@ class SimulationReport:
         lost = sum(job.items_lost for job in jobs) + sum(1 for d in self.differences if d.kind == "missing")
         faults = sum(job.faults_injected for job in jobs)
         counts = f"{applied} items applied, {twice} twice, {lost} lost, under {faults} injected faults"
+        judged = [job.bad_rows for job in jobs if job.bad_rows is not None]
+        if judged:
+            named = sum(len(rows.in_ledger) for rows in judged)
+            planted = sum(len(rows.planted or []) for rows in judged)
+            settled = sum(rows.ticks_failed + rows.ticks_tolerated for rows in judged)
+            counts += f"; {named} of {planted} bad rows reported, {settled} ticks that met them settled"
         of = f"{ticks} ticks of {len(jobs)} job{'s' if len(jobs) != 1 else ''}"
         if self.ok:
             return f"{of} took effect exactly once: {counts}"
@@ -261,6 +279,8 @@ def build_report(
     dead_letters: Mapping[str, int] | None = None,
     reference_dead_letters: Mapping[str, int] | None = None,
     overlap: Mapping[str, str] | None = None,
+    bad_rows: Mapping[str, Sequence[str] | None] | None = None,
+    dead_letter_bodies: Sequence[str] = (),
 ) -> SimulationReport:
     """Counters per job from the deliveries; effects and differences from the tables."""
     template = request.template
@@ -287,6 +307,8 @@ def build_report(
         # Held back by the overlap policy is not missed: skipped on the record, or run from the buffer.
         took_effect |= {f"{job}@{t}" for t in report.ticks_skipped if t in report.overlap_skipped_times}
         took_effect |= {f"{job}@{t}" for t in report.started_from_buffer}
+        if bad_rows is not None:
+            took_effect |= settled_on_failed_items(job_entries(after, template, job), job)
         report.ticks_missed = [plan.key for plan in plans if plan.job == job and plan.key not in took_effect]
         report.overlap = (overlap or {}).get(job)
         report.workers = worker_report(
@@ -299,13 +321,26 @@ def build_report(
             reference_dead_letters=reference_dead_letters or {},
         )
         report.reference_failures = [
-            f"{r.tick_key}: {r.error}" for r in reference_records if r.job == job and r.outcome == OUTCOME_FAILED
+            f"{r.tick_key}: {r.error}"
+            for r in reference_records
+            if r.job == job
+            and r.outcome == OUTCOME_FAILED
+            and not (bad_rows is not None and refused_for_items(r.error))
         ]
         for table in tables:
             keys, name = key_attributes(template, table), names.table_name(table)
             report.effects[table] = effects_between(before.get(name, []), after.get(name, []), keys)
             report.reference_effects[table] = effects_between(before.get(name, []), reference_after.get(name, []), keys)
             report.differences.extend(differences[table])
+        if bad_rows is not None:
+            report.bad_rows = judge_bad_rows(
+                job,
+                bad_rows.get(job),
+                job_entries(after, template, job),
+                dead_letter_keys(dead_letter_bodies, job),
+                fans_out=bool(worker_functions(template, schedule.function_id)),
+                ticks_delivered=report.ticks_delivered,
+            )
         jobs.append(report)
     unowned = [d for table in compared if table not in owned for d in differences[table]]
     return SimulationReport(

@@ -94,6 +94,8 @@ class SimulationRequest:
     # `overlap` replaces every job's declared overlap policy (None: each its own).
     slow_night: bool = False
     overlap: str | None = None
+    # A night with bad rows (clockless_tools.simulate.bad_rows): each job's demo plants rows it cannot use.
+    bad_rows: bool = False
 
     def validate(self) -> dict[str, list[datetime]]:
         self._validate_capacity()
@@ -102,6 +104,11 @@ class SimulationRequest:
             raise SimulationInputError(f"--overlap {self.overlap!r}: choose one of {choices}")
         if self.overlap is not None and not self.slow_night:
             raise SimulationInputError("--overlap needs --slow-night (without it no tick overlaps another)")
+        if self.bad_rows and self.endpoint is not None:
+            raise SimulationInputError(
+                "--bad-rows plants rows while the simulation seeds its own embedded DynamoDB; "
+                "a running one (--endpoint) is seeded by `clockless local seed`: drop --endpoint or --bad-rows"
+            )
         if self.start >= self.end:
             raise SimulationInputError(
                 f"--from {format_scheduled_time(self.start)} is not before --to {format_scheduled_time(self.end)}"

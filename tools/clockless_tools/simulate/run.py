@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from clockless_tools.local.seed import SeedPlan
+from clockless_tools.simulate.bad_rows import distinct_letters
 from clockless_tools.simulate.engine import DeliveryRecord
 from clockless_tools.simulate.plan import delivered_once, plan_deliveries
 from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
@@ -118,12 +119,20 @@ def run_simulation(
                 "before_path": str(workdir / "before.json"),
                 "plans": [plan.as_dict() for plan in plans],
                 "slow_night": _slow_night_spec(request, ticks),
+                "bad_rows": request.bad_rows,
             },
             workdir,
         )
         reference = _Replay(
             "reference",
-            {**common, "log": str(reference_log(request.log_path)), "stream": True, "expected": len(plans)},
+            {
+                **common,
+                "log": str(reference_log(request.log_path)),
+                "stream": True,
+                "expected": len(plans),
+                # Its dead letters read too, to compare letters rather than copies (simulate.bad_rows).
+                "bad_rows": request.bad_rows,
+            },
             workdir,
         )
         follower = threading.Thread(target=_follow, args=(reference, progress, note), daemon=True)
@@ -179,10 +188,17 @@ def run_simulation(
         seeded=simulated["seeded"],
         without_demo=simulated["without_demo"],
         workers=[WorkerRecord(**record) for record in simulated["workers"]],
-        dead_letters=simulated["dead_letters"],
-        reference_dead_letters=referenced["dead_letters"],
+        dead_letters=_dead_letters(simulated, bad_rows=request.bad_rows),
+        reference_dead_letters=_dead_letters(referenced, bad_rows=request.bad_rows),
         overlap=simulated["overlap"],
+        bad_rows=simulated["bad_rows"],
+        dead_letter_bodies=[body for bodies in simulated["dead_letter_bodies"].values() for body in bodies],
     )
+
+
+def _dead_letters(result: Mapping[str, Any], *, bad_rows: bool) -> dict[str, int]:
+    """Messages in each work queue's dead-letter queue; on a night with bad rows, its distinct letters."""
+    return distinct_letters(result["dead_letter_bodies"]) if bad_rows else dict(result["dead_letters"])
 
 
 def _slow_night_spec(request: SimulationRequest, ticks: Mapping[str, list[datetime]]) -> dict[str, Any] | None:
