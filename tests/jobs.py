@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from clockless_tools.template.expressions import nominal_period
+from clockless.schedule.expressions import nominal_period
 from clockless_tools.template.model import Template
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

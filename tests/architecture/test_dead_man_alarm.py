@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from clockless.schedule.expressions import ScheduleSpec
 from clockless_tools.architecture import RULES, Project, check
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, simulate
 from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems, expected_alarm_shape
 from clockless_tools.architecture.job_bounds import read_bounds
-from clockless_tools.template.expressions import ScheduleSpec
 from clockless_tools.template.model import Template
 from tests.architecture.planting import PlantedCopy
 from tests.jobs import DAY, HOUR, job_where

@@ -17,11 +17,11 @@ import pytest
 from moto import mock_aws
 
 from clockless import Tick, Trigger
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.operations.backfill import BackfillPolicy, backfill
 from clockless_tools.operations.run_now import run_now
 from clockless_tools.operations.status import job_status
 from clockless_tools.operations.targets import OperationError, StackTarget
-from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.model import Template
 from tests.jobs import HOUR, job_where
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from clockless.schedule.expressions import nominal_period
 from clockless_tools.operations.targets import dead_man_alarm_ids
-from clockless_tools.template.expressions import nominal_period
 from clockless_tools.template.model import Template
 
 

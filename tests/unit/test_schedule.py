@@ -11,7 +11,7 @@ from aws_croniter import AwsCroniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clockless_tools.template.expressions import RateAnchorUnknown, ScheduleExpressionError, ScheduleSpec
+from clockless.schedule.expressions import RateAnchorUnknown, ScheduleExpressionError, ScheduleSpec
 
 
 def utc(*parts: int) -> datetime:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.template.conformance import DISAGREE, SILENT, SOURCES, Case
 from clockless_tools.template.conformance_cases import CASES
-from clockless_tools.template.expressions import ScheduleExpressionError
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

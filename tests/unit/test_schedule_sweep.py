@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clockless_tools.template.expressions import ScheduleSpec
+from clockless.schedule.expressions import ScheduleSpec
 
 ZONES = ["UTC", "America/New_York", "Europe/London", "Australia/Adelaide", "Australia/Lord_Howe", "Asia/Kolkata"]
 # Windows around DST changes in those zones, and one ordinary week.

@@ -23,7 +23,7 @@ import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from clockless_tools.template.expressions import ScheduleSpec
+from clockless.schedule.expressions import ScheduleSpec
 
 # CloudWatch's limits on Period x EvaluationPeriods.
 MAX_EVALUATION_RANGE = 7 * 86400

@@ -21,11 +21,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from clockless.config import DEFAULT_METRICS_NAMESPACE
+from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.architecture.alarm_timing import DeadManDefinition, Evaluation, Timing, simulate
 from clockless_tools.architecture.job_bounds import DURATION_KEY, GRACE_KEY, METADATA_KEY, JobBounds, read_bounds
 from clockless_tools.architecture.latest_success import latest_success
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 

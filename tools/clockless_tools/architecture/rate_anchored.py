@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Final
 
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.rate_anchor import rate_schedules, start_date_parameter
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, Final
 
+from clockless.schedule.expressions import ScheduleExpressionError, nominal_period
 from clockless_tools.architecture.latest_success import flexible_window_seconds
 from clockless_tools.architecture.project import Project, Rule, Violation
-from clockless_tools.template.expressions import ScheduleExpressionError, nominal_period
 from clockless_tools.template.model import Function
 
 SCHEDULE_DELIVERY: Final = "schedule-delivery"

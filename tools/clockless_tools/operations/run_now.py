@@ -7,13 +7,13 @@ asks for an off-schedule run explicitly, which the ledger records with trigger `
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from clockless import MalformedTickError, Trigger, format_scheduled_time
+from clockless.schedule.expressions import not_a_tick
 from clockless.tick import reject_future, utc_now
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job, tick_event
-from clockless_tools.template.expressions import ScheduleSpec
 from clockless_tools.template.model import Template
 
 
@@ -42,28 +42,11 @@ def run_now(
         reject_future(scheduled_time, now=now, field="--at")
     except MalformedTickError as error:
         raise OperationError(f"--at {error.problem}") from None
-    on_schedule = is_scheduled(spec, scheduled_time)
+    on_schedule = spec.is_tick(scheduled_time)
     if not on_schedule and not off_schedule:
-        raise OperationError(off_schedule_refusal(spec, job, scheduled_time, option="--off-schedule"))
+        raise OperationError(
+            f"--at {not_a_tick(spec, job, scheduled_time)}; name one of them, or pass --off-schedule to run at this "
+            "instant anyway (recorded with trigger off-schedule)"
+        )
     trigger = Trigger.MANUAL if on_schedule else Trigger.OFF_SCHEDULE
     return target.invoke(job, tick_event(target, job, scheduled_time, trigger))
-
-
-def is_scheduled(spec: ScheduleSpec, moment: datetime) -> bool:
-    """Whether `moment` is one of the schedule's ticks."""
-    return moment in spec.ticks_between(moment, moment + timedelta(minutes=1))
-
-
-def off_schedule_refusal(spec: ScheduleSpec, job: str, moment: datetime, *, option: str) -> str:
-    """One line: the instant is not a tick; the scheduled times before and after it; how to insist."""
-    before = spec.previous_tick(moment)
-    after = next(iter(spec.next_ticks(moment, 1)), None)
-    around = ", ".join(
-        f"{side} {'none' if tick is None else format_scheduled_time(tick)}"
-        for side, tick in (("before it", before), ("after it", after))
-    )
-    return (
-        f"--at {format_scheduled_time(moment)} is not a tick of {job}'s schedule {spec.expression} "
-        f"(scheduled times: {around}); name one of them, or pass {option} to run at this instant anyway "
-        "(recorded with trigger off-schedule)"
-    )

@@ -17,12 +17,12 @@ from clockless.ledger import (
     LedgerEntry,
     RunLedger,
 )
+from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
 from clockless_tools.operations.work import show
-from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 

@@ -15,12 +15,12 @@ from typing import Any, Protocol
 
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
+from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
 from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
 from clockless_tools.template.events import schedule_arn
-from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Schedule, Template

@@ -27,9 +27,9 @@ from datetime import date, timedelta
 from typing import Final
 
 from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS
+from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec, expression_kind, utc_spec
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
-from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec, expression_kind, utc_spec
 from clockless_tools.timezones.check import one_year_from
 from clockless_tools.timezones.declaration import parse_rule, parse_zones
 from clockless_tools.timezones.rule import DeclarationError, breaches

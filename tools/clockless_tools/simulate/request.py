@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 from clockless import format_scheduled_time
 from clockless.overlap import Overlap
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.local.capacity import Start
 from clockless_tools.local.seed import SeedPlan
-from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
 from clockless_tools.template.model import Template
 

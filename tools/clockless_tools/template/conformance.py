@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 
 SOURCES: Final = {
     "eb-cron": (

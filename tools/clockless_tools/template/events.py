@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless.tick import format_scheduled_time
-from clockless_tools.template.expressions import ScheduleExpressionError
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Schedule, Template

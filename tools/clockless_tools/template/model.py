@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError, load_yaml
 from clockless_tools.template.queues import EVENT_SOURCE_MAPPING_TYPE, QUEUE_TYPE, EventSourceMapping, Queue
 

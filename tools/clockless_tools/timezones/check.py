@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from clockless import format_scheduled_time
-from clockless_tools.template.expressions import ScheduleExpressionError
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.template.intrinsics import resolve
 from clockless_tools.template.model import Function, Schedule, Template
 from clockless_tools.timezones.declaration import TimeDeclaration, missing_declaration_keys, read_declaration

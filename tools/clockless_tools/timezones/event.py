@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from clockless_tools.template.expressions import ScheduleExpressionError
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Schedule
 from clockless_tools.timezones.declaration import TimeDeclaration

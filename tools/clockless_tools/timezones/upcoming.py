@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from clockless import format_scheduled_time
-from clockless_tools.template.expressions import ScheduleExpressionError
+from clockless.schedule.expressions import ScheduleExpressionError
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.declaration import missing_declaration_keys, read_declaration
 from clockless_tools.timezones.event import ScheduledEvent, expression_error, job_name, written_in_utc

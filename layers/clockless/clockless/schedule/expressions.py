@@ -3,8 +3,11 @@
 One `ScheduleSpec` holds everything Scheduler uses to place ticks: the expression (`cron(...)`,
 `rate(...)` or `at(...)`), `ScheduleExpressionTimezone`, `StartDate` and `EndDate`, and, for a
 `rate()` without a `StartDate`, the schedule's creation time (read from the deployed schedule).
-Every part of clockless that needs ticks (status, backfill, simulate, events, schedules
-check/show, the architecture rules) asks a spec and nothing else.
+Every part of clockless that needs ticks asks a spec and nothing else: the tools (status, backfill,
+run-now, simulate, events, schedules check/show, the architecture rules) and, deployed in the
+layer, the HTTP trigger, which refuses an instant that is not a tick. Plain Python and the
+standard library (zoneinfo reads the layer's pinned `tzdata`): nothing here reads a clock or the
+environment.
 
 What Scheduler does, and so what this does (docs/schedules.md has the sources):
 - `cron()` is evaluated in the schedule's zone. A local time that does not exist (the hour skipped
@@ -29,7 +32,9 @@ from functools import cached_property
 from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from clockless_tools.template import cron as cron_fields
+from clockless.errors import ClocklessError
+from clockless.schedule import cron as cron_fields
+from clockless.tick import format_scheduled_time
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
 _RATE_LOOSE = re.compile(r"^rate\((.*)\)$")
@@ -40,7 +45,7 @@ _UNIT_SECONDS: Final = {"minute": 60, "hour": 3600, "day": 86400}
 Kind = Literal["cron", "rate", "at"]
 
 
-class ScheduleExpressionError(ValueError):
+class ScheduleExpressionError(ClocklessError, ValueError):
     """The schedule cannot be evaluated; the message says what is wrong and how to fix it."""
 
 
@@ -291,6 +296,17 @@ class ScheduleSpec:
                 return moment
         return None
 
+    def is_tick(self, moment: datetime) -> bool:
+        """Whether `moment` is one of the schedule's ticks (to the second: a rate() anchored on a
+        creation time keeps its seconds)."""
+        return moment in self.ticks_between(moment, moment + timedelta(minutes=1))
+
+    def ticks_around(self, moment: datetime) -> tuple[datetime | None, datetime | None]:
+        """The last tick at or before `moment` and the first after it (None where there is none):
+        what a refusal of an instant that is not a tick names."""
+        after = self.next_ticks(moment, 1)
+        return self.previous_tick(moment), after[0] if after else None
+
     def next_ticks(self, after: datetime, count: int) -> list[datetime]:
         """Up to `count` ticks strictly after `after` (fewer when the schedule ends)."""
         after = _utc(after)
@@ -355,6 +371,17 @@ def _wall_to_utc(wall: datetime, zone: ZoneInfo) -> datetime | None:
     if moment.astimezone(zone).replace(tzinfo=None) != wall:
         return None
     return moment
+
+
+def not_a_tick(spec: ScheduleSpec, job: str, moment: datetime) -> str:
+    """Why `moment` is refused as a tick of `job`, naming the scheduled times before and after it:
+    the one wording run-now and the HTTP trigger give (each adds how its caller insists)."""
+    around = ", ".join(
+        f"{side} {'none' if tick is None else format_scheduled_time(tick)}"
+        for side, tick in zip(("before it", "after it"), spec.ticks_around(moment), strict=True)
+    )
+    instant = format_scheduled_time(moment)
+    return f"{instant} is not a tick of {job}'s schedule {spec.expression} (scheduled times: {around})"
 
 
 def utc_spec(expression: str) -> ScheduleSpec:

@@ -11,7 +11,7 @@ The grammar is the EventBridge cron reference's table (six fields; wildcards per
     month 1-12|JAN-DEC `, - * /`  day-of-week 1-7|SUN-SAT `, - * ? L #`  year 1970-2199 `, - * /`
 
 Where the guide is silent the choice is stated next to the code and in the conformance table
-(clockless_tools.template.conformance).
+(tools/clockless_tools/template/conformance_*.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time
 from typing import Final
 
+from clockless.errors import ClocklessError
+
 YEARS: Final = range(1970, 2200)
 _MONTHS: Final = {name.upper(): i for i, name in enumerate(calendar.month_abbr) if name}
 _DAYS: Final = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
@@ -31,7 +33,7 @@ _BOUNDS: Final = ((0, 59), (0, 23), (1, 31), (1, 12), (1, 7), (1970, 2199))
 _ITEM: Final = re.compile(r"^(?P<start>\*|\w+)(?:-(?P<end>\w+))?(?:/(?P<step>\d+))?$")
 
 
-class CronError(ValueError):
+class CronError(ClocklessError, ValueError):
     """A cron expression Scheduler refuses (or the guide does not define); says why and what to write."""
 
 
