@@ -44,6 +44,8 @@ SAMPLE_STATUS = {
     "stale-time.json": 400,
     "future-time.json": 400,
     "unknown-field.json": 400,
+    "not-a-tick.json": 400,
+    "off-schedule.json": 202,
 }
 
 
@@ -136,16 +138,16 @@ def at(moment: datetime) -> Any:
 
 # ---------------------------------------------------------------------------------------------- 202
 def test_a_press_hands_the_job_an_async_tick_shaped_like_the_schedulers(api: TriggerApi) -> None:
-    # Given no delivery of the job's 14:07 tick yet
+    # Given no delivery of the hourly job's 14:00 tick yet, at 14:07
     with at(NOW):
         # When the button is pressed without a time
         status, body = api.press(JOB, body=None)
 
-    # Then 202, with the tick's identity and ledger key
+    # Then 202 for the schedule's latest tick, with its identity and ledger key
     assert status == 202
     assert body["job"] == JOB
-    assert body["scheduled_time"] == "2026-11-29T14:07:00Z"
-    assert body["ledger_key"] == {"job": JOB, "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert body["scheduled_time"] == "2026-11-29T14:00:00Z"
+    assert body["ledger_key"] == {"job": JOB, "scheduled_time": "2026-11-29T14:00:00Z"}
     # And Lambda queued exactly one asynchronous invoke of that job's function
     [invocation] = api.invocations
     assert invocation.function_name == api.function_arn(JOB_FUNCTION)
@@ -153,7 +155,7 @@ def test_a_press_hands_the_job_an_async_tick_shaped_like_the_schedulers(api: Tri
     assert invocation.status_code == 202
     # With a payload the job's own parser accepts as that tick, triggered over HTTP
     tick = Tick.from_event(invocation.payload, expected_job=JOB)
-    assert tick.identity == {"job": JOB, "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert tick.identity == {"job": JOB, "scheduled_time": "2026-11-29T14:00:00Z"}
     assert tick.trigger.value == "http"
     assert invocation.payload == body["tick"]
 
@@ -304,6 +306,42 @@ def test_a_bad_body_is_400_naming_the_field(api: TriggerApi, body: str, field: s
     assert api.ledger_reads == 0
 
 
+def test_an_instant_that_is_not_a_tick_is_400_naming_the_scheduled_times_around_it(api: TriggerApi) -> None:
+    # Given 14:05, inside the window but between the hourly job's ticks (the 21:30 of issue 31)
+    with at(NOW):
+        status, body = api.press(JOB, body='{"scheduled_time": "2026-11-29T14:05:00Z"}')
+
+    # Then it is refused with the ticks before and after it, and nothing is read or invoked
+    assert status == 400
+    assert body["error"] == "not_a_tick"
+    assert (body["scheduled_before"], body["scheduled_after"]) == ("2026-11-29T14:00:00Z", "2026-11-29T15:00:00Z")
+    assert "is not a tick of" in body["message"]
+    assert '"off_schedule": true' in body["message"]
+    assert api.invocations == []
+    assert api.ledger_reads == 0
+
+
+def test_an_explicit_off_schedule_run_is_recorded_in_the_ledger_as_off_schedule(
+    api: TriggerApi, runtime: LocalLambdaRuntime
+) -> None:
+    off_schedule = '{"scheduled_time": "2026-11-29T14:05:00Z", "off_schedule": true}'
+    with at(NOW):
+        # Given the caller asks for the instant explicitly
+        status, body = api.press(JOB, body=off_schedule)
+        # When the job runs what was queued, as Lambda would
+        [queued] = api.invocations
+        executed = runtime.invoke(JOB_FUNCTION, queued.payload)
+        drain_workers(runtime)
+        # And the same instant is pressed again
+        again_status, again = api.press(JOB, body=off_schedule)
+
+    # Then it ran as an off-schedule tick, and the ledger (which the second press reads) says so
+    assert (status, body["tick"]["trigger"]) == (202, "off-schedule")
+    assert executed["outcome"] == "executed"
+    assert (again_status, again["status"], again["trigger"]) == (200, "succeeded", "off-schedule")
+    assert again["scheduled_time"] == "2026-11-29T14:05:00Z"
+
+
 @pytest.mark.parametrize("offset", [timedelta(minutes=-16), timedelta(days=-1)])
 def test_a_time_before_the_window_is_400_pointing_at_backfill(api: TriggerApi, offset: timedelta) -> None:
     scheduled = (NOW + offset).replace(second=0)
@@ -393,16 +431,17 @@ def test_a_request_id_seen_in_the_window_gets_the_first_answer_and_invokes_nothi
     # Then it gets the first answer, word for word, and nothing is invoked for it
     assert again == first
     assert len(api.invocations) == 2  # the other request id's press only
-    assert other[1]["scheduled_time"] == "2026-11-29T14:08:00Z"
+    assert other[0] == 202
 
 
 def test_a_request_id_after_the_window_is_answered_afresh(api: TriggerApi) -> None:
     with at(NOW):
         api.press(JOB, body=None, request_id="replayed-1")
 
-    with at(NOW + timedelta(minutes=16)):
+    # An hour later: past the window, and the next hourly tick is the latest
+    with at(NOW + timedelta(hours=1)):
         status, body = api.press(JOB, body=None, request_id="replayed-1")
 
     assert status == 202
-    assert body["scheduled_time"] == "2026-11-29T14:23:00Z"
+    assert body["scheduled_time"] == "2026-11-29T15:00:00Z"
     assert len(api.invocations) == 2

@@ -13,18 +13,21 @@ from typing import Any
 import pytest
 
 from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
+from clockless.schedule.expressions import ScheduleSpec
 from clockless.tick import Tick, Trigger
 from job_trigger.logic import (
     MAX_BODY_LENGTH,
     MAX_SECRET_LENGTH,
     BadTickRequest,
+    NotATick,
+    TickBody,
     TickRequest,
     TriggerSecret,
     TriggerSecretError,
     Unauthorized,
     UnknownJob,
     request_body,
-    scheduled_time_from_body,
+    tick_body,
     trigger_tick,
 )
 from job_trigger.settings import JobTriggerSettings
@@ -37,6 +40,13 @@ JOBS = {
     "nightly-report": "arn:aws:lambda:us-east-1:123456789012:function:wg",
     "hourly-sweep": "arn:aws:lambda:us-east-1:123456789012:function:sc",
 }
+# Their schedules, as the template's JOB_SCHEDULES gives them: both ticked at 14:00, 7.5 min before NOW.
+SCHEDULE_PROPERTIES = {
+    "nightly-report": {"ScheduleExpression": "cron(0 14 * * ? *)", "ScheduleExpressionTimezone": "UTC"},
+    "hourly-sweep": {"ScheduleExpression": "cron(0 * * * ? *)", "ScheduleExpressionTimezone": "UTC"},
+}
+SCHEDULES = {job: ScheduleSpec.from_properties(properties) for job, properties in SCHEDULE_PROPERTIES.items()}
+TICK = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
 
 
 @dataclass
@@ -90,6 +100,7 @@ def press(
     stored: Mapping[str, Any] | None = None,
     ledger: FakeLedger | None = None,
     invoker: FakeInvoker | None = None,
+    now: datetime = NOW,
 ) -> Any:
     return trigger_tick(
         TickRequest(
@@ -98,10 +109,11 @@ def press(
             body=body,
             body_base64_encoded=base64_encoded,
             request_id="req-1",
-            now=NOW,
+            now=now,
         ),
         secret=FakeSecret(stored or {"current": CURRENT, "previous": ""}),
         job_functions=JOBS,
+        job_schedules=SCHEDULES,
         window=WINDOW,
         ledger=ledger if ledger is not None else FakeLedger(),
         invoker=invoker if invoker is not None else FakeInvoker(),
@@ -176,9 +188,9 @@ def test_a_malformed_stored_secret_is_a_configuration_error_that_shows_no_value(
 
 
 # ---------------------------------------------------------------------------------------------- the body
-@pytest.mark.parametrize("body", [None, "", "   ", "{}", '{"scheduled_time": null}'])
-def test_a_body_without_a_time_names_the_current_minute(body: str | None) -> None:
-    assert scheduled_time_from_body(body, now=NOW, window=WINDOW) == datetime(2026, 11, 29, 14, 7, tzinfo=UTC)
+@pytest.mark.parametrize("body", [None, "", "   ", "{}", '{"scheduled_time": null}', '{"off_schedule": false}'])
+def test_a_body_without_a_time_names_none_and_asks_for_no_off_schedule_run(body: str | None) -> None:
+    assert tick_body(body, now=NOW, window=WINDOW) == TickBody(scheduled_time=None, off_schedule=False)
 
 
 @pytest.mark.parametrize(
@@ -190,7 +202,7 @@ def test_a_body_without_a_time_names_the_current_minute(body: str | None) -> Non
     ],
 )
 def test_an_explicit_time_is_read_in_utc(text: str, expected: datetime) -> None:
-    assert scheduled_time_from_body(json.dumps({"scheduled_time": text}), now=NOW, window=WINDOW) == expected
+    assert tick_body(json.dumps({"scheduled_time": text}), now=NOW, window=WINDOW).scheduled_time == expected
 
 
 @pytest.mark.parametrize(
@@ -200,6 +212,8 @@ def test_an_explicit_time_is_read_in_utc(text: str, expected: datetime) -> None:
         ('["2026-11-29T14:00:00Z"]', "<body>", "must be a JSON object, got an array"),
         ('"2026-11-29T14:00:00Z"', "<body>", "must be a JSON object, got '2026-11-29T14:00:00Z'"),
         ('{"scheduled_time": "2026-11-29T14:00:00Z", "job": "x"}', "job", "is not accepted"),
+        ('{"off_schedule": "yes"}', "off_schedule", "must be true or false, got 'yes'"),
+        ('{"off_schedule": 1}', "off_schedule", "must be true or false, got the integer 1"),
         ('{"scheduled_time": 1795960800}', "scheduled_time", "must be a string"),
         ('{"scheduled_time": "yesterday"}', "scheduled_time", "is not an ISO-8601 time"),
         ('{"scheduled_time": "2026-11-29T14:00:00"}', "scheduled_time", "has no time zone"),
@@ -214,7 +228,7 @@ def test_an_explicit_time_is_read_in_utc(text: str, expected: datetime) -> None:
 )
 def test_a_bad_body_is_refused_naming_the_field(body: str, field: str, says: str) -> None:
     with pytest.raises(BadTickRequest) as raised:
-        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+        tick_body(body, now=NOW, window=WINDOW)
 
     assert raised.value.field == field
     assert says in str(raised.value)
@@ -225,8 +239,8 @@ def test_the_window_reaches_back_and_not_ahead() -> None:
     earliest = json.dumps({"scheduled_time": "2026-11-29T13:53:00Z"})  # 14:31 before now
     latest = json.dumps({"scheduled_time": "2026-11-29T14:07:00Z"})  # the current minute
 
-    assert scheduled_time_from_body(earliest, now=NOW, window=WINDOW).minute == 53
-    assert scheduled_time_from_body(latest, now=NOW, window=WINDOW).minute == 7
+    assert tick_body(earliest, now=NOW, window=WINDOW).scheduled_time.minute == 53
+    assert tick_body(latest, now=NOW, window=WINDOW).scheduled_time.minute == 7
 
 
 def test_a_base64_body_is_decoded_and_a_broken_one_refused() -> None:
@@ -244,7 +258,7 @@ def test_an_unknown_field_of_any_length_is_named_by_a_prefix() -> None:
     body = json.dumps({"k" * 3000: 1})
 
     with pytest.raises(BadTickRequest) as raised:
-        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+        tick_body(body, now=NOW, window=WINDOW)
 
     assert raised.value.field.startswith("kkkk")
     assert len(json.dumps(raised.value.body())) < 400
@@ -253,7 +267,7 @@ def test_an_unknown_field_of_any_length_is_named_by_a_prefix() -> None:
 @pytest.mark.parametrize("body", ["[" * 2000 + "]" * 2000, '{"scheduled_time": ' + "[" * 2000 + "]" * 2000 + "}"])
 def test_a_deeply_nested_body_is_a_400_not_a_crash(body: str) -> None:
     with pytest.raises(BadTickRequest) as raised:
-        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+        tick_body(body, now=NOW, window=WINDOW)
 
     assert raised.value.field in ("<body>", "scheduled_time")
 
@@ -271,11 +285,11 @@ def test_a_fresh_tick_is_handed_to_its_jobs_function_with_the_schedulers_payload
     [(arn, payload)] = invoker.calls
     assert arn == JOBS["nightly-report"]
     tick = Tick.from_event(payload, expected_job="nightly-report")
-    assert tick.scheduled_time == datetime(2026, 11, 29, 14, 7, tzinfo=UTC)
+    assert tick.scheduled_time == TICK  # the schedule's latest tick: no time was named
     assert tick.trigger is Trigger.HTTP
     assert tick.attempt == 1
     assert tick.execution_id == "req-1"
-    assert response.body["ledger_key"] == {"job": "nightly-report", "scheduled_time": "2026-11-29T14:07:00Z"}
+    assert response.body["ledger_key"] == {"job": "nightly-report", "scheduled_time": "2026-11-29T14:00:00Z"}
     assert response.body["status"] == "accepted"
     assert response.body["tick"] == payload
 
@@ -300,7 +314,7 @@ def test_a_tick_that_already_succeeded_answers_its_outcome_and_runs_nothing() ->
 def test_a_tick_that_did_not_succeed_is_delivered_again(status: str) -> None:
     # Given the ledger holds the tick without success (a delivery still running, or stuck, or failed)
     ledger, invoker = FakeLedger(), FakeInvoker()
-    ledger.record("nightly-report", datetime(2026, 11, 29, 14, 7, tzinfo=UTC), status)
+    ledger.record("nightly-report", TICK, status)
 
     # When it is pressed
     response = press(ledger=ledger, invoker=invoker)
@@ -351,11 +365,96 @@ def test_a_bad_body_changes_nothing() -> None:
     assert invoker.calls == []
 
 
+# ---------------------------------------------------------------------------------------------- the schedule
+def test_an_instant_that_is_not_a_tick_is_refused_naming_the_scheduled_times_around_it() -> None:
+    # Given an hourly job and a press for 14:05, inside the window but between its ticks
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    # When it is pressed without asking for an off-schedule run
+    with pytest.raises(NotATick) as raised:
+        press("hourly-sweep", body='{"scheduled_time": "2026-11-29T14:05:00Z"}', ledger=ledger, invoker=invoker)
+
+    # Then 400 with the scheduled times before and after it, in the message and as fields
+    assert raised.value.status_code == 400
+    body = raised.value.body()
+    assert body["error"] == "not_a_tick"
+    assert body["field"] == "scheduled_time"
+    assert (body["scheduled_before"], body["scheduled_after"]) == ("2026-11-29T14:00:00Z", "2026-11-29T15:00:00Z")
+    assert body["message"] == (
+        "field 'scheduled_time' 2026-11-29T14:05:00Z is not a tick of hourly-sweep's schedule cron(0 * * * ? *) "
+        "(scheduled times: before it 2026-11-29T14:00:00Z, after it 2026-11-29T15:00:00Z); name one of them, or "
+        'send "off_schedule": true to run at this instant anyway (recorded with trigger off-schedule)'
+    )
+    # And nothing was read or invoked
+    assert ledger.reads == []
+    assert invoker.calls == []
+
+
+def test_an_explicit_off_schedule_request_runs_the_instant_recorded_as_off_schedule() -> None:
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    response = press(
+        "hourly-sweep",
+        body='{"scheduled_time": "2026-11-29T14:05:00Z", "off_schedule": true}',
+        ledger=ledger,
+        invoker=invoker,
+    )
+
+    assert response.status_code == 202
+    [(_, payload)] = invoker.calls
+    tick = Tick.from_event(payload, expected_job="hourly-sweep")
+    assert tick.scheduled_time == datetime(2026, 11, 29, 14, 5, tzinfo=UTC)
+    assert tick.trigger is Trigger.OFF_SCHEDULE
+    assert ledger.reads == [("hourly-sweep", datetime(2026, 11, 29, 14, 5, tzinfo=UTC))]
+
+
+def test_off_schedule_without_a_time_runs_the_current_minute() -> None:
+    invoker = FakeInvoker()
+
+    response = press("hourly-sweep", body='{"off_schedule": true}', invoker=invoker)
+
+    assert response.body["scheduled_time"] == "2026-11-29T14:07:00Z"
+    assert response.body["tick"]["trigger"] == "off-schedule"
+
+
+def test_off_schedule_on_a_scheduled_time_is_an_ordinary_http_tick() -> None:
+    # Asking for an off-schedule run of an instant that is a tick runs that tick as any press does.
+    response = press("hourly-sweep", body='{"scheduled_time": "2026-11-29T14:00:00Z", "off_schedule": true}')
+
+    assert response.body["tick"]["trigger"] == "http"
+
+
+def test_without_a_time_a_caller_a_little_ahead_of_the_clock_gets_the_tick_it_means() -> None:
+    # Given a press 3 s before 15:00 (a caller's clock within the kit's clock-skew allowance)
+    invoker = FakeInvoker()
+
+    response = press("hourly-sweep", invoker=invoker, now=datetime(2026, 11, 29, 14, 59, 57, tzinfo=UTC))
+
+    # Then it names the 15:00 tick, not 14:00's
+    assert response.body["scheduled_time"] == "2026-11-29T15:00:00Z"
+
+
+def test_without_a_time_a_latest_tick_older_than_the_window_is_refused() -> None:
+    # Given the daily job 2 h after its tick
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    with pytest.raises(BadTickRequest) as raised:
+        press(ledger=ledger, invoker=invoker, now=datetime(2026, 11, 29, 16, 0, 10, tzinfo=UTC))
+
+    assert raised.value.field == "scheduled_time"
+    assert "was not sent, and nightly-report's latest tick 2026-11-29T14:00:00Z is more than 15 minutes" in str(
+        raised.value
+    )
+    assert "clockless backfill" in str(raised.value)
+    assert ledger.reads == invoker.calls == []
+
+
 # ---------------------------------------------------------------------------------------------- settings
 def test_settings_read_the_templates_variables() -> None:
     settings = JobTriggerSettings.from_env(
         {
             "JOB_FUNCTIONS": json.dumps(JOBS),
+            "JOB_SCHEDULES": json.dumps(SCHEDULE_PROPERTIES),
             "LEDGER_TABLE_NAME": "ledger",
             "IDEMPOTENCY_TABLE_NAME": "idempotency",
             "TRIGGER_SECRET_ID": "arn:aws:secretsmanager:us-east-1:123456789012:secret:trigger",
@@ -365,6 +464,7 @@ def test_settings_read_the_templates_variables() -> None:
     )
 
     assert settings.job_functions == JOBS
+    assert settings.job_schedules == SCHEDULES
     assert settings.requests_table == "idempotency"
     assert settings.window == timedelta(minutes=15)
     assert settings.secret_max_age_seconds == 300
@@ -385,7 +485,47 @@ def test_a_bad_job_map_is_a_configuration_error_naming_the_variable(job_function
         JobTriggerSettings.from_env(
             {
                 "JOB_FUNCTIONS": job_functions,
+                "JOB_SCHEDULES": json.dumps(SCHEDULE_PROPERTIES),
                 "LEDGER_TABLE_NAME": "ledger",
+                "TRIGGER_SECRET_ID": "trigger",
+                "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
+                "TRIGGER_WINDOW_MINUTES": "15",
+            }
+        )
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("job_schedules", "says"),
+    [
+        ("{not json", "JOB_SCHEDULES is not JSON"),
+        ("[]", "must be a JSON object"),
+        (json.dumps({"nightly-report": SCHEDULE_PROPERTIES["nightly-report"]}), "missing ['hourly-sweep']"),
+        (json.dumps({**SCHEDULE_PROPERTIES, "other": {}}), "not a job ['other']"),
+        (
+            json.dumps({**SCHEDULE_PROPERTIES, "hourly-sweep": {"ScheduleExpression": "cron(0 * * * *)"}}),
+            "job 'hourly-sweep': cron(0 * * * *) has five fields",
+        ),
+        (
+            json.dumps({**SCHEDULE_PROPERTIES, "hourly-sweep": {"ScheduleExpression": "rate(1 hour)"}}),
+            "rate(1 hour) has no StartDate",
+        ),
+        (
+            json.dumps({**SCHEDULE_PROPERTIES, "hourly-sweep": {"Schedule": "cron(0 * * * ? *)", "State": "x"}}),
+            "must be an object of ScheduleExpression",
+        ),
+    ],
+)
+def test_bad_job_schedules_are_a_configuration_error_naming_the_variable(job_schedules: str, says: str) -> None:
+    from clockless.config import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="JOB_SCHEDULES") as raised:
+        JobTriggerSettings.from_env(
+            {
+                "JOB_FUNCTIONS": json.dumps(JOBS),
+                "JOB_SCHEDULES": job_schedules,
+                "LEDGER_TABLE_NAME": "ledger",
+                "IDEMPOTENCY_TABLE_NAME": "idempotency",
                 "TRIGGER_SECRET_ID": "trigger",
                 "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
                 "TRIGGER_WINDOW_MINUTES": "15",

@@ -13,7 +13,7 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError, Tick, format_scheduled_time
-from job_trigger.logic import BadTickRequest, scheduled_time_from_body
+from job_trigger.logic import BadTickRequest, tick_body
 from tests.conftest import load_event
 from tests.jobs import DAY, HOUR, job_where
 
@@ -62,7 +62,7 @@ def test_the_trigger_accepts_no_minute_ahead_of_now() -> None:
     body = json.dumps({"scheduled_time": "2026-11-29T09:21:00Z"})
 
     with pytest.raises(BadTickRequest) as raised:
-        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+        tick_body(body, now=NOW, window=WINDOW)
 
     assert raised.value.field == "scheduled_time"
     assert "in the future" in str(raised.value)
@@ -148,7 +148,7 @@ def test_the_triggers_whole_minute_check_runs_after_conversion_to_utc() -> None:
     body = json.dumps({"scheduled_time": "2026-11-29T09:10:00+00:00:30"})
 
     with pytest.raises(BadTickRequest) as raised:
-        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+        tick_body(body, now=NOW, window=WINDOW)
 
     assert raised.value.field == "scheduled_time"
     assert "whole minute" in str(raised.value)
@@ -158,7 +158,7 @@ def test_a_400_body_echoes_a_short_prefix_of_what_was_sent() -> None:
     body = json.dumps({"scheduled_time": "2026-11-29T09:10:00Z" + "9" * 4000})
 
     with pytest.raises(BadTickRequest) as raised:
-        scheduled_time_from_body(body, now=NOW, window=WINDOW)
+        tick_body(body, now=NOW, window=WINDOW)
 
     assert raised.value.field == "scheduled_time"
     assert len(json.dumps(raised.value.body())) < MESSAGE_LIMIT

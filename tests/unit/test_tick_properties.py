@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from clockless.schedule.expressions import ScheduleSpec
 from clockless.tick import (
     FUTURE_TICK_ALLOWANCE,
     MAX_ATTEMPT,
@@ -24,10 +25,13 @@ from clockless.tick import (
     format_scheduled_time,
     parse_tick_time,
 )
-from job_trigger.logic import BODY_FIELDS, BadTickRequest, TickRequest, scheduled_time_from_body, trigger_tick
+from job_trigger.logic import BODY_FIELDS, BadTickRequest, TickRequest, tick_body, trigger_tick
 from tests.unit.test_job_trigger_logic import CURRENT, JOBS, FakeInvoker, FakeLedger, FakeSecret
 
 JOB = "hourly-sweep"  # one of the trigger logic tests' made-up jobs (JOBS)
+# Every minute a tick, so every due minute a body names reaches the job: the schedule's refusals
+# are the trigger logic tests'.
+EVERY_MINUTE = {job: ScheduleSpec.of("cron(* * * * ? *)") for job in JOBS}
 NOW = datetime(2026, 11, 29, 9, 20, 17, tzinfo=UTC)
 WINDOW = timedelta(minutes=15)
 TICK_FIELDS = {"<event>", "job", "scheduled_time", "schedule_arn", "attempt", "execution_id", "trigger"}
@@ -152,7 +156,9 @@ bodies = st.one_of(
     st.none(),
     st.text(max_size=200),
     json_values.map(json.dumps),
-    st.fixed_dictionaries({}, optional={"scheduled_time": st.one_of(time_texts, json_values)}).map(json.dumps),
+    st.fixed_dictionaries(
+        {}, optional={"scheduled_time": st.one_of(time_texts, json_values), "off_schedule": json_values}
+    ).map(json.dumps),
     st.dictionaries(st.text(max_size=300), json_values, max_size=3).map(json.dumps),
 )
 
@@ -162,7 +168,8 @@ bodies = st.one_of(
 @example('{"scheduled_time": "2026-11-29T09:10:00+00:00:30"}')
 @example('{"scheduled_time": "' + "9" * 4000 + '"}')
 def test_any_body_names_a_due_minute_in_the_window_or_is_a_400_naming_a_field(body: str | None) -> None:
-    scheduled = _outcome(lambda: scheduled_time_from_body(body, now=NOW, window=WINDOW), BadTickRequest)
+    asked = _outcome(lambda: tick_body(body, now=NOW, window=WINDOW), BadTickRequest)
+    scheduled = asked if isinstance(asked, BadTickRequest) else asked.scheduled_time
 
     if isinstance(scheduled, BadTickRequest):
         assert scheduled.status_code == 400
@@ -171,7 +178,7 @@ def test_any_body_names_a_due_minute_in_the_window_or_is_a_400_naming_a_field(bo
         )
         assert scheduled.field in {"<body>", *BODY_FIELDS, *keys}
         assert len(scheduled.body()["message"]) < MESSAGE_LIMIT
-    else:
+    elif scheduled is not None:  # None: no time named, the schedule's latest tick (the trigger logic tests')
         assert scheduled.second == scheduled.microsecond == 0
         assert NOW - WINDOW <= scheduled <= NOW + FUTURE_TICK_ALLOWANCE
 
@@ -191,6 +198,7 @@ def test_what_the_trigger_hands_a_job_is_a_tick_the_job_accepts(body: str | None
             ),
             secret=FakeSecret({"current": CURRENT, "previous": ""}),
             job_functions=JOBS,
+            job_schedules=EVERY_MINUTE,
             window=WINDOW,
             ledger=FakeLedger(),
             invoker=invoker,

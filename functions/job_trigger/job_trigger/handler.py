@@ -90,6 +90,7 @@ def post_tick(job: str, event: Mapping[str, Any]) -> dict[str, Any]:
             request,
             secret=deps.secret,
             job_functions=deps.settings.job_functions,
+            job_schedules=deps.settings.job_schedules,
             window=deps.settings.window,
             ledger=deps.ledger,
             invoker=deps.invoker,

@@ -1,8 +1,9 @@
 """Run-now over HTTP with exactly a scheduled tick's semantics.
 
 Who may press the button (a shared secret, compared in constant time), which tick a request names
-(a job of the template and a scheduled time near now), and whether that tick already ran (the run
-ledger). Plain Python: the handler hands in the secret, the ledger, the invoker and the clock.
+(a job of the template and one of its schedule's ticks near now, or an instant the caller
+explicitly asks to run off schedule), and whether that tick already ran (the run ledger). Plain
+Python: the handler hands in the secret, the schedules, the ledger, the invoker and the clock.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
+from clockless.schedule.expressions import ScheduleSpec, not_a_tick
 from clockless.tick import (
+    FUTURE_TICK_ALLOWANCE,
     MAX_ID_LENGTH,
     MalformedTickError,
     Tick,
@@ -33,7 +36,7 @@ SECRET_HEADER: Final = "x-clockless-secret"  # noqa: S105 - the header's name, n
 # Far above the generated secret's length: a longer header is refused before it is even hashed.
 MAX_SECRET_LENGTH: Final = 256
 MAX_BODY_LENGTH: Final = 4096
-BODY_FIELDS: Final = ("scheduled_time",)
+BODY_FIELDS: Final = ("scheduled_time", "off_schedule")
 
 STATUS_ACCEPTED: Final = "accepted"
 
@@ -79,6 +82,28 @@ class BadTickRequest(TriggerRejected):
 
     def body(self) -> dict[str, Any]:
         return {"error": "bad_request", "field": self.field, "message": str(self)}
+
+
+class NotATick(BadTickRequest):
+    """The instant is not one of the job's scheduled times and the caller did not ask for an
+    off-schedule run: the answer names the scheduled times before and after it."""
+
+    def __init__(self, job: str, spec: ScheduleSpec, moment: datetime) -> None:
+        self.before, self.after = spec.ticks_around(moment)
+        super().__init__(
+            "scheduled_time",
+            f'{not_a_tick(spec, job, moment)}; name one of them, or send "off_schedule": true to run at this '
+            "instant anyway (recorded with trigger off-schedule)",
+        )
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": "not_a_tick",
+            "field": self.field,
+            "message": str(self),
+            "scheduled_before": None if self.before is None else format_scheduled_time(self.before),
+            "scheduled_after": None if self.after is None else format_scheduled_time(self.after),
+        }
 
 
 class TriggerSecretError(ValueError):
@@ -183,11 +208,21 @@ class TriggerResponse:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class TickBody:
+    """What the request body asks for: a scheduled time (None: the schedule's latest tick, or now
+    with `off_schedule`), and whether an instant that is not a tick may run anyway."""
+
+    scheduled_time: datetime | None = None
+    off_schedule: bool = False
+
+
 def trigger_tick(
     request: TickRequest,
     *,
     secret: SecretSource,
     job_functions: Mapping[str, str],
+    job_schedules: Mapping[str, ScheduleSpec],
     window: timedelta,
     ledger: TickLedger,
     invoker: JobInvoker,
@@ -197,7 +232,9 @@ def trigger_tick(
 
     202: the tick was handed to its job's function (which runs it at most once, like any
     delivery). 200: it had succeeded before; its recorded outcome, nothing invoked. Raises
-    `TriggerRejected` (401, 404, 400) before anything is read or invoked.
+    `TriggerRejected` (401, 404, 400) before anything is read or invoked: 400 also for an instant
+    that is not one of the job's scheduled times (`job_schedules`, the same jobs as
+    `job_functions`) unless the body asks for an off-schedule run.
 
     A request id seen within `window` (a replayed or resent request) gets the answer its first
     request got, and nothing is invoked again (`requests`).
@@ -210,7 +247,14 @@ def trigger_tick(
         first = requests.first_answer(request_id, now=request.now)
         if first is not None:
             return first
-    response = _answer(request, job_functions=job_functions, window=window, ledger=ledger, invoker=invoker)
+    response = _answer(
+        request,
+        job_functions=job_functions,
+        job_schedules=job_schedules,
+        window=window,
+        ledger=ledger,
+        invoker=invoker,
+    )
     if requests is not None and request_id is not None:
         return requests.record(request_id, response, now=request.now, until=request.now + window)
     return response
@@ -220,6 +264,7 @@ def _answer(
     request: TickRequest,
     *,
     job_functions: Mapping[str, str],
+    job_schedules: Mapping[str, ScheduleSpec],
     window: timedelta,
     ledger: TickLedger,
     invoker: JobInvoker,
@@ -230,11 +275,51 @@ def _answer(
     if function_arn is None:
         raise UnknownJob(request.job, list(job_functions))
     text = request_body(request.body, base64_encoded=request.body_base64_encoded)
-    scheduled_time = scheduled_time_from_body(text, now=request.now, window=window)
+    asked = tick_body(text, now=request.now, window=window)
+    scheduled_time, trigger = the_tick(request.job, asked, job_schedules[request.job], now=request.now, window=window)
     entry = ledger.entry(request.job, scheduled_time)
     if entry is not None and entry.status == STATUS_SUCCEEDED:
         return _succeeded_before(request.job, scheduled_time, entry)
-    return _handed_over(request, scheduled_time, entry, function_arn, invoker)
+    return _handed_over(
+        request, scheduled_time, trigger=trigger, entry=entry, function_arn=function_arn, invoker=invoker
+    )
+
+
+def the_tick(
+    job: str, asked: TickBody, spec: ScheduleSpec, *, now: datetime, window: timedelta
+) -> tuple[datetime, Trigger]:
+    """The scheduled time to run and the trigger the ledger records for it.
+
+    Without a time: the schedule's latest tick (within the kit's clock-skew allowance, so a caller
+    whose clock runs a little ahead names the tick it means), refused when it is older than
+    `window`; with `off_schedule` and no time, the current minute. A named time that is not a
+    tick is refused (`NotATick`) unless `off_schedule`; then it runs with trigger `off-schedule`.
+    """
+    if asked.scheduled_time is not None:
+        scheduled_time = asked.scheduled_time
+    elif asked.off_schedule:
+        scheduled_time = _minute(now)
+    else:
+        latest = spec.previous_tick(now + FUTURE_TICK_ALLOWANCE)
+        if latest is None:
+            raise BadTickRequest(
+                "scheduled_time",
+                f"was not sent, and {job}'s schedule {spec.expression} has no tick at or before now "
+                f"({format_scheduled_time(now)})",
+            )
+        if now - latest > window:
+            raise BadTickRequest(
+                "scheduled_time",
+                f"was not sent, and {job}'s latest tick {format_scheduled_time(latest)} is more than "
+                f"{_minutes(window)} minutes before now ({format_scheduled_time(now)}): replay it with "
+                '`clockless backfill`, or send "off_schedule": true to run at this minute',
+            )
+        scheduled_time = latest
+    if spec.is_tick(scheduled_time):
+        return scheduled_time, Trigger.HTTP
+    if not asked.off_schedule:
+        raise NotATick(job, spec, scheduled_time)
+    return scheduled_time, Trigger.OFF_SCHEDULE
 
 
 def _identity(job: str, scheduled_time: datetime) -> dict[str, str]:
@@ -263,6 +348,8 @@ def _succeeded_before(job: str, scheduled_time: datetime, entry: LedgerEntry) ->
 def _handed_over(
     request: TickRequest,
     scheduled_time: datetime,
+    *,
+    trigger: Trigger,
     entry: LedgerEntry | None,
     function_arn: str,
     invoker: JobInvoker,
@@ -275,7 +362,7 @@ def _handed_over(
         attempt=1,
         # The API request id plays the scheduler's execution id: per delivery, never the identity.
         execution_id=_execution_id(request.request_id),
-        trigger=Trigger.HTTP,
+        trigger=trigger,
     )
     payload = tick.to_event()
     # A started, failed or skipped tick is delivered again: the job's own idempotency makes a
@@ -295,15 +382,16 @@ def _handed_over(
     return TriggerResponse(202, accepted)
 
 
-def scheduled_time_from_body(body: str | None, *, now: datetime, window: timedelta) -> datetime:
-    """The tick's scheduled time: the body's `scheduled_time`, or now truncated to the minute.
+def tick_body(body: str | None, *, now: datetime, window: timedelta) -> TickBody:
+    """What the body asks for: an optional `scheduled_time` and `off_schedule` (default false).
 
     Raises `BadTickRequest` naming the field for a body that is not a JSON object, an unknown
-    field, a time that is not a whole minute once in UTC, one from the future (the kit's
-    clock-skew allowance, no more), or one more than `window` in the past.
+    field, an `off_schedule` that is not a JSON boolean, a time that is not a whole minute once in
+    UTC, one from the future (the kit's clock-skew allowance, no more), or one more than `window`
+    in the past.
     """
     if body is None or not body.strip():
-        return _minute(now)
+        return TickBody()
     if len(body) > MAX_BODY_LENGTH:
         raise BadTickRequest("<body>", f"is longer than {MAX_BODY_LENGTH} characters")
     try:
@@ -315,9 +403,12 @@ def scheduled_time_from_body(body: str | None, *, now: datetime, window: timedel
     unknown = sorted(set(parsed) - set(BODY_FIELDS))
     if unknown:
         raise BadTickRequest(unknown[0], f"is not accepted (allowed: {', '.join(BODY_FIELDS)})")
+    off_schedule = parsed.get("off_schedule", False)
+    if not isinstance(off_schedule, bool):
+        raise BadTickRequest("off_schedule", f"must be true or false, got {describe(off_schedule)}")
     raw = parsed.get("scheduled_time")
     if raw is None:
-        return _minute(now)
+        return TickBody(off_schedule=off_schedule)
     try:
         scheduled_time = parse_tick_time(raw)
         # The same rule as the kit's, which checks the delivered tick again on its own clock.
@@ -325,13 +416,12 @@ def scheduled_time_from_body(body: str | None, *, now: datetime, window: timedel
     except MalformedTickError as error:
         raise BadTickRequest("scheduled_time", error.problem) from None
     if now - scheduled_time > window:
-        minutes = int(window.total_seconds() // 60)
         raise BadTickRequest(
             "scheduled_time",
-            f"{format_scheduled_time(scheduled_time)} is more than {minutes} minutes before now "
+            f"{format_scheduled_time(scheduled_time)} is more than {_minutes(window)} minutes before now "
             f"({format_scheduled_time(now)}); replay older ticks with `clockless backfill`",
         )
-    return scheduled_time
+    return TickBody(scheduled_time, off_schedule)
 
 
 def request_body(raw: str | None, *, base64_encoded: bool) -> str | None:
@@ -349,6 +439,10 @@ def request_body(raw: str | None, *, base64_encoded: bool) -> str | None:
 def _execution_id(request_id: str | None) -> str | None:
     # API Gateway's ids are short; one that is not is dropped rather than failing the press.
     return request_id if request_id and len(request_id) <= MAX_ID_LENGTH else None
+
+
+def _minutes(window: timedelta) -> int:
+    return int(window.total_seconds() // 60)
 
 
 def _minute(moment: datetime) -> datetime:

@@ -40,6 +40,7 @@ from clockless_tools.architecture.shards_match_concurrency import SHARDS_MATCH_C
 from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
 from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
 from clockless_tools.architecture.time_budget import TIME_BUDGET_RULE
+from clockless_tools.architecture.trigger_schedules import TRIGGER_SCHEDULES_RULE
 from clockless_tools.architecture.trigger_targets import TRIGGER_TARGETS_RULE
 from clockless_tools.architecture.visibility_covers_timeout import VISIBILITY_COVERS_TIMEOUT_RULE
 from clockless_tools.architecture.work_permissions import WORK_PERMISSIONS_RULE
@@ -66,6 +67,7 @@ RULES: tuple[Rule, ...] = (
     ENVIRONMENT_IN_CONFIG_RULE,
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
+    TRIGGER_SCHEDULES_RULE,
     DEAD_MAN_ALARM_RULE,
     FAILURE_PATHS_RULE,
     DURATION_BOUND_RULE,

@@ -7,9 +7,10 @@ loops' job lists (a fanned-out job: `Fn::ForEach::Jobs` and `JobOutputs`; one th
 `Fn::ForEach::JobsWithoutFanOut` and `JobsWithoutFanOutOutputs`, which the first such job brings in
 from `template/fragments/jobs-without-fan-out.yaml`: a loop over an empty list is refused, so the
 template has them only while it has such a job), before the external trigger's section (the tables
-policy), after the last `*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS` and
-`DeliverTicks`. (Its dashboard, alarms and outputs are the loops'.) The result must load and expand
-with the new job's resources in it, or nothing is written.
+policy), after the last `*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS`,
+`JOB_SCHEDULES` (its Mappings.Jobs schedule, as the other jobs') and `DeliverTicks`. (Its
+dashboard, alarms and outputs are the loops'.) The result must load and expand with the new job's
+resources in it, or nothing is written.
 """
 
 from __future__ import annotations
@@ -83,9 +84,19 @@ def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys
     )  # fmt: skip
     text = _sub_once(
         text,
-        r'("\$\{\w+Function\.Arn\}")\}\n(          TRIGGER_SECRET_ID)',
-        rf'\1,\n            "{names.job}": "${{{names.function_id}.Arn}}"}}\n\2',
+        r'^(          JOB_FUNCTIONS: !Sub >-\n(?:            .*\n)*?            .*"\$\{\w+Function\.Arn\}")\}\n',
+        rf'\1,\n            "{names.job}": "${{{names.function_id}.Arn}}"}}\n',
         "JOB_FUNCTIONS",
+    )
+    text = _sub_once(
+        text,
+        r"^(          JOB_SCHEDULES: !Sub\n            - >-\n(?:              .*\n)*?              .*\})\}\n"
+        r"((?:            - |              )\w+: !FindInMap \[Jobs, \w+, Schedule\]\n"
+        r"(?:              \w+: !FindInMap \[Jobs, \w+, Schedule\]\n)*)",
+        rf'\1,\n              "{names.job}": {{"ScheduleExpression": "${{{names.stem}}}", '
+        rf'"ScheduleExpressionTimezone": "UTC"}}}}\n'
+        rf"\2              {names.stem}: !FindInMap [Jobs, {names.stem}, Schedule]\n",
+        "JOB_SCHEDULES",
     )
     text = _sub_once(
         text,

@@ -262,22 +262,22 @@ def _values(field: str, index: int, text: str) -> set[int]:
     return found
 
 
-def _value(token: str, index: int, text: str) -> int:
+def _value(word: str, index: int, text: str) -> int:
     low, high = _BOUNDS[index]
     names = _MONTHS if index == 3 else _DAYS if index == 4 else {}
-    if token in names:
-        return names[token]
-    number = _number(token, index, text)
+    if word in names:
+        return names[word]
+    number = _number(word, index, text)
     if not low <= number <= high:
         raise CronError(f"cron({text}): {_NAMES[index]} {number} is outside {low}-{high}")
     return number
 
 
-def _weekday(token: str, text: str) -> int:
-    return _value(token, 4, text)
+def _weekday(word: str, text: str) -> int:
+    return _value(word, 4, text)
 
 
-def _number(token: str, index: int, text: str) -> int:
-    if not token.isdigit():
-        raise CronError(f"cron({text}): {_NAMES[index]} {token!r} is not a number (or a name the field takes)")
-    return int(token)
+def _number(word: str, index: int, text: str) -> int:
+    if not word.isdigit():
+        raise CronError(f"cron({text}): {_NAMES[index]} {word!r} is not a number (or a name the field takes)")
+    return int(word)
