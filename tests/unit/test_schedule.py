@@ -11,7 +11,7 @@ from aws_croniter import AwsCroniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clockless.schedule.expressions import RateAnchorUnknown, ScheduleExpressionError, ScheduleSpec
+from clockless.schedule.expressions import RateAnchorUnknown, ScheduleExpressionError, ScheduleSpec, not_a_tick
 
 
 def utc(*parts: int) -> datetime:
@@ -298,3 +298,34 @@ def test_lw_is_refused_with_what_the_reference_does_define() -> None:
     assert "use L (the last day, weekends too), or ? here and 6L in day-of-week (the last Friday)" in str(refused.value)
     # and what it suggests is accepted and means what it says: the last Friday of February 2027 is the 26th
     assert ScheduleSpec("cron(0 12 ? * 6L *)").next_ticks(utc(2027, 2, 1), 1) == [utc(2027, 2, 26, 12)]
+
+
+# ---------------------------------------------------------------- is this instant a tick (run-now, the HTTP trigger)
+
+
+def test_a_tick_is_one_of_the_schedules_instants_and_its_neighbours_are_named() -> None:
+    # Given an hourly cron in a zone with DST and a rate() anchored on a StartDate
+    hourly = ScheduleSpec.of("cron(0 * * * ? *)", timezone="America/New_York")
+    every_90 = ScheduleSpec.of("rate(90 minutes)", start_date="2027-01-01T00:00:00Z")
+
+    # Then its ticks are ticks, any other instant (a minute, or seconds, off) is not
+    assert hourly.is_tick(utc(2027, 3, 14, 7))
+    assert not hourly.is_tick(utc(2027, 3, 14, 7, 30))
+    assert not hourly.is_tick(utc(2027, 3, 14, 7, 0, 30))
+    assert every_90.is_tick(utc(2027, 1, 1, 1, 30))
+    assert not every_90.is_tick(utc(2027, 1, 1, 1))
+    # And the scheduled times around an instant are the last at or before it and the first after it
+    assert hourly.ticks_around(utc(2027, 3, 14, 7, 30)) == (utc(2027, 3, 14, 7), utc(2027, 3, 14, 8))
+    assert hourly.ticks_around(utc(2027, 3, 14, 7)) == (utc(2027, 3, 14, 7), utc(2027, 3, 14, 8))
+    assert every_90.ticks_around(utc(2026, 12, 31, 23)) == (None, utc(2027, 1, 1))
+
+
+def test_an_instant_that_is_not_a_tick_is_described_with_the_ticks_around_it() -> None:
+
+    spec = ScheduleSpec.of("cron(0 12 ? * 6L 2027)")  # the last Friday of each month of 2027
+
+    assert not_a_tick(spec, "report", utc(2027, 2, 1, 12)) == (
+        "2027-02-01T12:00:00Z is not a tick of report's schedule cron(0 12 ? * 6L 2027) "
+        "(scheduled times: before it 2027-01-29T12:00:00Z, after it 2027-02-26T12:00:00Z)"
+    )
+    assert not_a_tick(spec, "report", utc(2028, 1, 1)).endswith("before it 2027-12-31T12:00:00Z, after it none)")

@@ -28,6 +28,14 @@ SOURCES: Final = {
         "EventBridge Scheduler User Guide, Schedule types",
         "https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html",
     ),
+    "sched-cron": (
+        "EventBridge Scheduler User Guide, Schedule types: Cron-based schedules",
+        "https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#cron-based",
+    ),
+    "sched-rate": (
+        "EventBridge Scheduler User Guide, Schedule types: Rate-based schedules",
+        "https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#rate-based",
+    ),
     "api-create": (
         "EventBridge Scheduler API Reference, CreateSchedule (and botocore's scheduler service model)",
         "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html",

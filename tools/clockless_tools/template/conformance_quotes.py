@@ -49,6 +49,24 @@ UNITS = (
     "A rate expression consists of a value as a positive integer, and a unit with the following options: minute | "
     "minutes | hour | hours | day | days"
 )
+# The Scheduler user guide's own sentences ("Schedule types"), where they part from the API model.
+GUIDE_FIELDS = (
+    "A cron expression consists of five required fields separated by white space: minutes, hours, day-of-month, "
+    "month, day-of-week, and one optional field, year, as shown in the following."
+)
+GUIDE_UNITS = (
+    "Rate expressions have two required fields separated by a white space, as shown in the following. [...] value: "
+    "A positive number. unit: The unit of time you want your schedule to invoke it's target. Valid inputs: minutes "
+    "| hours | days"
+)
+API_FIELDS = (
+    "A cron expression consists of six fields separated by white spaces: (minutes hours day_of_month month "
+    "day_of_week year)."
+)
+RULES_PLURAL = (
+    "If the value is equal to 1, then the unit must be singular. If the value is greater than 1, the unit must be "
+    "plural."
+)
 MINUTE_ONLY = (
     "Not an AWS refusal: Scheduler accepts seconds; clockless ticks are whole minutes (docs/tick-contract.md), so "
     "the engine refuses"

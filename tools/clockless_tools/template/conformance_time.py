@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from clockless_tools.template.conformance import SILENT, Case
+from clockless_tools.template.conformance import DISAGREE, SILENT, Case
 from clockless_tools.template.conformance_quotes import (
     END,
+    GUIDE_UNITS,
     MINUTE_ONLY,
     NO_START,
     ONE_TIME,
     RATE_DAY,
     REPEATED,
+    RULES_PLURAL,
     SKIPPED,
     START,
     UNITS,
@@ -216,9 +218,13 @@ CASES: Final[tuple[Case, ...]] = (
     Case(
         "rate(5 minute): Scheduler's units",
         "rate(5 minute)",
-        "api-create",
-        f"{UNITS} (EventBridge rules demand the plural for values over 1; Scheduler's API states no such rule, so "
-        "the engine accepts it)",
+        "sched-rate",
+        f'{DISAGREE}. The Scheduler guide: "{GUIDE_UNITS}" (plural units only; its daylight-saving section writes '
+        f'rate(1 days)). The API model (CreateSchedule): "{UNITS}", singular and plural, with no rule pairing them '
+        f'with the value. EventBridge rules (not Scheduler): "{RULES_PLURAL}" The engine follows the API model, the '
+        "parameter's own contract: it accepts all six units with any positive value. A singular and a plural unit "
+        "measure the same period, so every reading gives these ticks; only whether Scheduler accepts the spelling "
+        "is in question",
         utc("2027-01-01T00:00", "2027-01-01T00:05", "2027-01-01T00:10"),
         ("2027-01-01T00:00", "2027-01-01T00:11"),
         start_date="2027-01-01T00:00:00Z",

@@ -120,7 +120,8 @@ def parse(text: str) -> Cron:
     if len(fields) == 5:
         raise CronError(
             f'cron({text}) has five fields; Scheduler\'s API model says a cron expression "consists of six fields" '
-            f"(minutes hours day-of-month month day-of-week year; day-of-week 1-7 from Sunday): write "
+            f"(minutes hours day-of-month month day-of-week year; day-of-week 1-7 from Sunday), and clockless follows "
+            f"it where the user guide calls the year optional: write "
             f"cron({_one_question_mark([*fields, '*'])})"
         )
     if len(fields) != 6:
