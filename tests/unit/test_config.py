@@ -54,6 +54,7 @@ SHARED = {
     "WORK_QUEUE_URL": "https://sqs/work",
     "WORK_DEAD_LETTER_QUEUE_URL": "https://sqs/dlq",
     "JOB_FUNCTIONS": '{"nightly": "arn:aws:lambda:eu-west-1:123456789012:function:nightly"}',
+    "JOB_SCHEDULES": '{"nightly": {"ScheduleExpression": "cron(0 3 * * ? *)"}}',
     "TRIGGER_SECRET_ID": "secret",
     "TRIGGER_SECRET_MAX_AGE_SECONDS": "300",
     "TRIGGER_WINDOW_MINUTES": "10",

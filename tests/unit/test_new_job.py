@@ -18,8 +18,11 @@ from typer.testing import CliRunner
 from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems
 from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.architecture.latest_success import latest_success
+from clockless_tools.architecture.project import Project
+from clockless_tools.architecture.trigger_schedules import SCHEDULES_VARIABLE, check_trigger_schedules
 from clockless_tools.cli.app import app
 from clockless_tools.scaffold.names import JobNames
+from clockless_tools.template.intrinsics import resolve
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import check_template
 from tests.conftest import PROJECT_ROOT
@@ -245,6 +248,13 @@ def test_a_schedule_given_writes_the_numbers_the_rules_ask_for(project: Path) ->
     assert lateness.minimum_grace_minutes <= grace.total_seconds() // 60
     assert lateness.precision + lateness.window + lateness.scheduler_retries < 900
     assert [p for p in dead_man_alarm_problems(template) if p.job == FANNED.job] == []
+    # And the HTTP trigger places its ticks with that schedule (rule trigger-schedules)
+    trigger = template.function("JobTriggerFunction").environment[SCHEDULES_VARIABLE]
+    assert json.loads(str(resolve(trigger, template)))[FANNED.job] == {
+        "ScheduleExpression": "cron(0/15 * * * ? *)",
+        "ScheduleExpressionTimezone": "UTC",
+    }
+    assert list(check_trigger_schedules(Project.at(project))) == []
 
 
 def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(project: Path) -> None:
