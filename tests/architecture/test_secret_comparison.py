@@ -9,7 +9,7 @@ import pytest
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON, sensitive_name
 from tests.architecture.planting import PlantedCopy, found
 
-TRIGGER_LOGIC = "functions/job_trigger/job_trigger/logic.py"
+TRIGGER_SECRET = "functions/job_trigger/job_trigger/secret.py"
 TRIGGER_MODULE = "functions/job_trigger/job_trigger/auth.py"
 KIT_MODULE = "layers/clockless/clockless/auth.py"
 
@@ -115,13 +115,13 @@ def test_an_equality_on_a_secret_is_caught(
 def test_the_triggers_own_check_is_caught_once_it_uses_equality(planted: PlantedCopy) -> None:
     # Given the trigger's constant-time comparison replaced by ==
     planted.replace(
-        TRIGGER_LOGIC,
+        TRIGGER_SECRET,
         "matches_current = hmac.compare_digest(digest, self.current_digest)",
         "matches_current = digest == self.current_digest",
     )
 
     # When / Then
-    found(planted.violations(SECRET_COMPARISON), file=TRIGGER_LOGIC, resource="JobTriggerFunction", containing="==")
+    found(planted.violations(SECRET_COMPARISON), file=TRIGGER_SECRET, resource="JobTriggerFunction", containing="==")
 
 
 @pytest.mark.parametrize(

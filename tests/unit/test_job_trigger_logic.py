@@ -17,19 +17,17 @@ from clockless.schedule.expressions import ScheduleSpec
 from clockless.tick import Tick, Trigger
 from job_trigger.logic import (
     MAX_BODY_LENGTH,
-    MAX_SECRET_LENGTH,
     BadTickRequest,
     NotATick,
     TickBody,
     TickRequest,
-    TriggerSecret,
-    TriggerSecretError,
     Unauthorized,
     UnknownJob,
     request_body,
     tick_body,
     trigger_tick,
 )
+from job_trigger.secret import MAX_SECRET_LENGTH, TriggerSecret, TriggerSecretError
 from job_trigger.settings import JobTriggerSettings
 
 CURRENT = "c" * 48

@@ -19,7 +19,6 @@ from clockless.config import metrics_namespace
 from clockless.observability import Observability, service_logger
 from clockless.tick import utc_now
 from job_trigger.logic import (
-    SECRET_HEADER,
     TickRequest,
     TriggerRejected,
     TriggerResponse,
@@ -32,6 +31,7 @@ from job_trigger.repository import (
     LambdaJobInvoker,
     SecretsManagerTriggerSecret,
 )
+from job_trigger.secret import SECRET_HEADER
 from job_trigger.settings import JobTriggerSettings
 
 ROUTE: Final = "POST /jobs/{job}/ticks"

@@ -15,7 +15,8 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from clockless.ledger import LedgerEntry, RunLedger
 from clockless.tick import format_scheduled_time
-from job_trigger.logic import TriggerResponse, TriggerSecret
+from job_trigger.logic import TriggerResponse
+from job_trigger.secret import TriggerSecret
 
 
 class SecretsManagerTriggerSecret:
