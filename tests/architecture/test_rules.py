@@ -58,8 +58,14 @@ def test_violations_of_different_rules_are_reported_together_each_with_a_fix(pla
     violations = check(planted.project)
 
     # Then all three are reported at once, each with a one-line fix (a zone other than UTC also
-    # breaks the time-zone linter's rule)
-    assert {v.rule for v in violations} == {"schedule-delivery", "scheduled-by-kit", "no-clock-in-app", "local-time"}
+    # breaks the time-zone linter's rule, and the trigger's copy of the schedule no longer matches)
+    assert {v.rule for v in violations} == {
+        "schedule-delivery",
+        "scheduled-by-kit",
+        "no-clock-in-app",
+        "local-time",
+        "trigger-schedules",
+    }
     assert all(v.fix and "\n" not in v.fix and "\n" not in v.message for v in violations)
 
 
