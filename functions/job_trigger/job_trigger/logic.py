@@ -212,7 +212,8 @@ def _answer(
         raise UnknownJob(request.job, list(job_functions))
     text = request_body(request.body, base64_encoded=request.body_base64_encoded)
     asked = tick_body(text, now=request.now, window=window)
-    scheduled_time, trigger = the_tick(request.job, asked, job_schedules[request.job], now=request.now, window=window)
+    spec = job_schedules[request.job]
+    scheduled_time, trigger = tick_to_run(request.job, asked, spec, now=request.now, window=window)
     entry = ledger.entry(request.job, scheduled_time)
     if entry is not None and entry.status == STATUS_SUCCEEDED:
         return _succeeded_before(request.job, scheduled_time, entry)
@@ -221,7 +222,7 @@ def _answer(
     )
 
 
-def the_tick(
+def tick_to_run(
     job: str, asked: TickBody, spec: ScheduleSpec, *, now: datetime, window: timedelta
 ) -> tuple[datetime, Trigger]:
     """The scheduled time to run and the trigger the ledger records for it.
