@@ -1,14 +1,11 @@
-"""Rule `import-graph`: planted circles (lazy, relative, TYPE_CHECKING, reaching into the fan-out
-kit from outside) and planted uses of another module's private names, each caught where planted.
+"""Rule `import-graph`: planted circles (lazy, relative, TYPE_CHECKING, inside the fan-out kit) and
+planted uses of another module's private names (the fan-out kit's too), each caught where planted.
 One plant goes into the tools (a copy of them costs half a second); the rest into the kit."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from clockless_tools.architecture.import_graph import KNOWN_UNTIL_SPLIT
 from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE_ERRORS = "tools/clockless_tools/template/errors.py"
@@ -18,6 +15,9 @@ KIT_LEDGER = "layers/clockless/clockless/ledger.py"
 KIT_THROTTLE = "layers/clockless/clockless/throttle.py"
 KIT_JOB = "layers/clockless/clockless/job.py"
 FANOUT_REPLAY = "layers/clockless/clockless/fanout/replay.py"
+FANOUT_PARTITION = "layers/clockless/clockless/fanout/partition.py"
+FANOUT_KEYS = "layers/clockless/clockless/fanout/keys.py"
+FANOUT_RECORDS = "layers/clockless/clockless/fanout/records.py"
 
 
 def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
@@ -50,8 +50,15 @@ def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
             (KIT_LEDGER, "clockless.ledger", "from clockless.tick import"),
             (KIT_TICK, "clockless.tick", "from clockless.ledger import RunLedger"),
         ),
+        (
+            FANOUT_KEYS,
+            "\n\ndef _records() -> object:\n    from clockless.fanout.records import PartitionRecords\n\n"
+            "    return PartitionRecords\n",
+            (FANOUT_KEYS, "clockless.fanout.keys", "import PartitionRecords"),
+            (FANOUT_RECORDS, "clockless.fanout.records", "from clockless.fanout.keys import"),
+        ),
     ],
-    ids=["lazy-import", "relative-import", "type-checking-import"],
+    ids=["lazy-import", "relative-import", "type-checking-import", "inside-the-fan-out-kit"],
 )
 def test_a_circle_closed_by_any_kind_of_import_is_caught(
     planted: PlantedCopy, relative: str, code: str, importer: tuple[str, str, str], imported: tuple[str, str, str]
@@ -72,22 +79,6 @@ def test_a_circle_closed_by_any_kind_of_import_is_caught(
     assert violation.message.startswith(circle)
     assert violation.line == first_line
     assert "a module both import" in violation.fix
-
-
-def test_a_circle_into_the_fan_out_kit_from_outside_is_caught(planted: PlantedCopy) -> None:
-    # Given the fan-out kit, whose own circles are known until it is split (and only inside it),
-    # and a kit module outside it that imports the fan-out worker, which imports it
-    assert KNOWN_UNTIL_SPLIT == ("clockless.fanout",)
-    planted.append(
-        KIT_THROTTLE, "\n\ndef _worker() -> object:\n    from clockless.fanout import worker\n\n    return worker\n"
-    )
-
-    # When the rule reads the import graph
-    violations = planted.violations("import-graph")
-
-    # Then the circle is reported, through the module outside the fan-out kit
-    (circle,) = violations
-    assert re.search(r"clockless\.throttle \(line \d+\) -> clockless\.fanout\.worker \(line \d+\)", circle.message)
 
 
 # ---------------------------------------------------------------------------------------------- private names
@@ -118,8 +109,20 @@ def test_a_circle_into_the_fan_out_kit_from_outside_is_caught(planted: PlantedCo
             "clockless.fanout.replay",
             "clockless.fanout.replay uses clockless.ledger's private name _expires_at",
         ),
+        (
+            FANOUT_PARTITION,
+            "\nfrom clockless.fanout.records import _refused  # noqa: E402\n",
+            "clockless.fanout.partition",
+            "clockless.fanout.partition uses clockless.fanout.records's private name _refused",
+        ),
     ],
-    ids=["from-import", "through-the-module", "method-of-its-object", "out-of-the-fan-out-kit"],
+    ids=[
+        "from-import",
+        "through-the-module",
+        "method-of-its-object",
+        "out-of-the-fan-out-kit",
+        "inside-the-fan-out-kit",
+    ],
 )
 def test_using_another_modules_private_name_is_caught(
     planted: PlantedCopy, relative: str, code: str, resource: str, complaint: str

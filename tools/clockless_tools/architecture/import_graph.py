@@ -29,13 +29,6 @@ from clockless_tools.architecture.project import Project, Rule, SourceFile, Viol
 
 IMPORT_GRAPH: Final = "import-graph"
 
-# Known until issue #32's item 1 cuts the fan-out kit along its seams: inside these packages, the
-# circles (buffer -> coordinator -> worker -> buffer, worker <-> replay) and the private calls
-# (replay calling the worker's `_records`, `_handoff`, `_finish_or_continue`, `_dead_letters`) are
-# allowed, and only there: a circle or a private use reaching out of them is reported. Item 1
-# empties this tuple.
-KNOWN_UNTIL_SPLIT: Final = ("clockless.fanout",)
-
 _CIRCLE_FIX: Final = (
     "move what both modules need into a module both import; a lazy import hides the circle, not breaks it"
 )
@@ -84,23 +77,21 @@ def check_import_graph(project: Project) -> Iterator[Violation]:
     readings = {module: _read(source)[0] for module, source in sources.items()}
     graph = {module: _edges(module, readings[module], sources) for module in sources}
     for circle in _circles(graph):
-        if not _known(*circle):
-            yield _circle_violation(circle, graph, sources)
+        yield _circle_violation(circle, graph, sources)
     defined: dict[str, set[str]] = {}
     for module, reading in readings.items():
         for name in reading.defines:
             defined.setdefault(name, set()).add(module)
     for module, source in sources.items():
         for owners, name, line in _private_uses(module, readings[module], sources, defined):
-            if not any(_known(owner, module) for owner in owners):
-                yield Violation(
-                    IMPORT_GRAPH,
-                    source.relative,
-                    module,
-                    f"{module} uses {' or '.join(owners)}'s private name {name}",
-                    _PRIVATE_FIX,
-                    line=line,
-                )
+            yield Violation(
+                IMPORT_GRAPH,
+                source.relative,
+                module,
+                f"{module} uses {' or '.join(owners)}'s private name {name}",
+                _PRIVATE_FIX,
+                line=line,
+            )
 
 
 def _checked_sources(project: Project) -> Iterator[SourceFile]:
@@ -109,10 +100,6 @@ def _checked_sources(project: Project) -> Iterator[SourceFile]:
         if source.owner in project.layer_dirs and source.module.split(".", 1)[0] in kit:
             yield source
     yield from project.tool_sources
-
-
-def _known(*modules: str) -> bool:
-    return all(any(m == p or m.startswith(f"{p}.") for p in KNOWN_UNTIL_SPLIT) for m in modules)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -242,9 +229,8 @@ def _circles(graph: Mapping[str, list[_Edge]]) -> Iterator[list[str]]:
 def _circle_violation(
     part: list[str], graph: Mapping[str, list[_Edge]], sources: Mapping[str, SourceFile]
 ) -> Violation:
-    """One circle of the part, from its first module outside the known packages (the one that
-    closed a circle through them) or else its first module; the part's other modules named too."""
-    start = next((module for module in part if not _known(module)), part[0])
+    """One circle of the part, from its first module; the part's other modules named too."""
+    start = part[0]
     path = _path_back(start, set(part), graph)
     steps = [start] + [f"{edge.target} (line {edge.line})" for edge in path]
     others = sorted(set(part) - {start} - {edge.target for edge in path})

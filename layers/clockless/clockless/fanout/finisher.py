@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.failures import failures_noted
-from clockless.fanout.records import COUNTERS, Counters, tick_key, work_job
-from clockless.fanout.redelivery import EXHAUSTED, exhausted_of
+from clockless.fanout.keys import COUNTERS, EXHAUSTED, exhausted_of, tick_key, work_job
+from clockless.fanout.types import Counters
 from clockless.items import NO_TOLERANCE, REASON_PARTITION, FailedItem, Tolerance, dump_listed, listed
 from clockless.ledger import FAILURES, STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
 from clockless.tick import parse_scheduled_time
