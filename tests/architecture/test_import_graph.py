@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.architecture.planting import PlantedCopy, found
+from clockless_tools.architecture import Project
+from clockless_tools.architecture.import_graph import package_modules
+from tests.architecture.planting import PROJECT_ROOT, PlantedCopy, found
 
 TEMPLATE_ERRORS = "tools/clockless_tools/template/errors.py"
 TEMPLATE_LOADER = "tools/clockless_tools/template/loader.py"
@@ -138,3 +140,44 @@ def test_using_another_modules_private_name_is_caught(
     assert violation.message == complaint
     assert violation.line == len((planted.root / relative).read_text(encoding="utf-8").splitlines())
     assert "make the name public" in violation.fix
+
+
+# ---------------------------------------------------------------------------------------------- module list
+def test_the_fan_out_kit_lists_each_module_once_before_the_modules_it_imports() -> None:
+    # Given the project's fan-out kit
+    package = "clockless.fanout"
+    files = sorted(PROJECT_ROOT.joinpath("layers/clockless/clockless/fanout").glob("*.py"))
+
+    # When its modules are listed for the docs
+    listed = package_modules(Project.at(PROJECT_ROOT), package)
+
+    # Then each file but the package's own is listed once, with a summary, before every module it imports
+    names = [module.module for module in listed]
+    assert sorted(names) == sorted(f"{package}.{path.stem}" for path in files if path.stem != "__init__")
+    for place, module in enumerate(listed):
+        assert module.summary.endswith("."), module
+        assert set(module.imports) <= set(names[place + 1 :]), module
+    # and the walk of a partition message starts at the dispatcher, which imports the partition run
+    assert names.index(f"{package}.dispatcher") < names.index(f"{package}.partition")
+    assert f"{package}.partition" in listed[names.index(f"{package}.dispatcher")].imports
+
+
+def test_a_module_list_through_a_circle_still_lists_every_module_once(planted: PlantedCopy) -> None:
+    # Given a copy where the fan-out kit's keys import its records, which import its keys
+    planted.append(
+        FANOUT_KEYS, "\n\ndef _records() -> object:\n    from clockless.fanout import records\n\n    return records\n"
+    )
+
+    # When its modules are listed (the rule reports the circle; the list must still end)
+    listed = package_modules(planted.project, "clockless.fanout")
+
+    # Then every module is there once, and the circle shows as the imports of both
+    by_name = {module.module: module for module in listed}
+    assert len(by_name) == len(listed)
+    assert "clockless.fanout.records" in by_name["clockless.fanout.keys"].imports
+    assert "clockless.fanout.keys" in by_name["clockless.fanout.records"].imports
+
+
+def test_a_package_without_modules_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"no modules under 'clockless\.nothing'"):
+        package_modules(Project.at(PROJECT_ROOT), "clockless.nothing")

@@ -21,6 +21,7 @@ else to `a`); ancestor packages are not edges, as Python has them in `sys.module
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -100,6 +101,43 @@ def _checked_sources(project: Project) -> Iterator[SourceFile]:
         if source.owner in project.layer_dirs and source.module.split(".", 1)[0] in kit:
             yield source
     yield from project.tool_sources
+
+
+@dataclass(frozen=True, slots=True)
+class PackageModule:
+    """A module of a package, as its docs list it: what it is, and the package's modules it imports."""
+
+    module: str
+    summary: str
+    imports: tuple[str, ...]
+
+
+def package_modules(project: Project, package: str) -> list[PackageModule]:
+    """The modules of `package` (a kit or tools package), each before the package's modules it
+    imports: the entry points first, the shared keys and types last. A module's summary is the
+    first sentence of its docstring. Ties go by the longest chain of imports below, then by name."""
+    sources = {source.module: source for source in _checked_sources(project)}
+    inside = {m: s for m, s in sources.items() if m.startswith(f"{package}.")}
+    if not inside:
+        raise ValueError(f"no modules under {package!r}")
+    graph = {m: sorted({e.target for e in _edges(m, _read(s)[0], inside)}) for m, s in inside.items()}
+    depth: dict[str, int] = {}
+
+    def below(module: str) -> int:
+        if module not in depth:
+            depth[module] = 0  # a circle (the rule reports it) ends the chain here
+            depth[module] = 1 + max((below(target) for target in graph[module]), default=-1)
+        return depth[module]
+
+    order = sorted(inside, key=lambda module: (-below(module), module))
+    return [PackageModule(m, _first_sentence(inside[m].tree), tuple(graph[m])) for m in order]
+
+
+def _first_sentence(tree: ast.Module) -> str:
+    paragraph = (ast.get_docstring(tree) or "").split("\n\n", 1)[0]
+    text = " ".join(paragraph.split())
+    end = re.search(r"\.(\s|$)", text)
+    return text if end is None else text[: end.start() + 1]
 
 
 # ---------------------------------------------------------------------------------------------- reading

@@ -1,5 +1,7 @@
-"""The overlap policy `buffer` on a fanned-out job (clockless.overlap): a tick recorded `buffered`
-behind one still running is started by the worker that finds the earlier tick settled.
+"""Starting a tick buffered behind another, once the other is settled (overlap policy `buffer`).
+
+On a fanned-out job (clockless.overlap), a tick recorded `buffered` behind one still running is
+started by the worker that finds the earlier tick settled.
 
 Two steps, one per message: the delivery that settles a tick sends the buffered tick's `start`
 message (`release_buffered`, from clockless.fanout.finish), and the delivery of that message

@@ -1,5 +1,7 @@
-"""Continuing a partition in a later run: after the time budget (at once), after throttling that
-outlasted it (after a growing delay), or when even its lease or the finisher stayed throttled.
+"""Continuing a partition in a later run (a continuation: the same message, one hop on).
+
+It is sent after the time budget (at once), after throttling that outlasted it (after a growing
+delay), or when even its lease or the finisher stayed throttled.
 
 A handed-on message is always reported processed: the continuation carries the work, so a
 throttled partition costs seconds to a minute, never a visibility timeout, and never reaches

@@ -1,4 +1,4 @@
-"""`FanOut`: a job's ticks split into partitions, each run by a worker fed from the job's work queue.
+"""`FanOut`: a job's ticks split into partitions, handed out to the workers of its work queue.
 
 Declared once at module level next to the job (no AWS is touched until a tick comes):
 

@@ -1,6 +1,8 @@
-"""Finishing a tick, as a worker does after its partition's last page (or replay): the finisher
-(clockless.fanout.finisher) settles the tick if every partition is done, and the worker says so in
-its logs and metrics, then releases the tick buffered behind it (clockless.fanout.buffer).
+"""Finishing a tick after a partition's last page (or a replay), or handing the finish on.
+
+The finisher (clockless.fanout.finisher) settles the tick if every partition is done, and the
+worker says so in its logs and metrics, then releases the tick buffered behind it
+(clockless.fanout.buffer).
 
 Any delivery may finish, any number of times: only the one whose update settles the tick logs it
 and emits its metric (or the next, when that one died before it reported TickSucceeded).

@@ -1,6 +1,7 @@
-"""A fanned-out tick's records in the ledger table, as one worker writes them: its partition's
-record and lane records, and the partition's share of the tick entry (`clockless.fanout.keys` has
-where each lives and what its attributes are called).
+"""A partition's records in the ledger table, as the worker holding its lease writes them.
+
+Its partition record and lane records, and the partition's share of the tick entry
+(`clockless.fanout.keys` has where each lives and what its attributes are called).
 
 Every write here is conditional on the lease, so two workers never run one partition at once.
 """

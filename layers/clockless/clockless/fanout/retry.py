@@ -1,6 +1,7 @@
-"""When the fan-out tries again, and after how long: its retry and backoff policy, beside the
-throttle handling it builds on (`clockless.throttle` waits a throttle out within an attempt's
-budget; what is left when the budget is spent is handed on, never failed).
+"""When the fan-out tries again, and after how long: its retry and backoff policy.
+
+It sits beside the throttle handling it builds on (`clockless.throttle` waits a throttle out within
+an attempt's budget; what is left when the budget is spent is handed on, never failed).
 
 - **Conflicts.** A transaction cancelled for a conflict, or DynamoDB unavailable, is resent after
   full-jitter backoff (50 ms base, 2 s cap), at most MAX_CONFLICT_ATTEMPTS times; then

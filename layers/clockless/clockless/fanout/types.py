@@ -1,5 +1,7 @@
-"""The values a partition run passes around: what taking its lease found, the failed keys its
-record lists, the counters of its items, and the error of a lease another worker took over."""
+"""The values a partition run passes around: its lease, its failed keys, its counters.
+
+What taking its lease found, the failed keys its record lists, the counters of its items, and the
+error of a lease another worker took over."""
 
 from __future__ import annotations
 

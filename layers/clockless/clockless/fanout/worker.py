@@ -1,7 +1,8 @@
-"""A warm worker's collaborators, made once and kept across its invocations: the job and its
-partitions, the settings, the clients, the clock, the pacer of each partition it ran and the job's
-`PartitionWork`; and what each delivery builds from them (the partition's records, the hand-off
-of a continuation, the sink of failed items).
+"""A warm worker's collaborators, and what each delivery builds from them.
+
+Made once and kept across its invocations: the job and its partitions, the settings, the clients,
+the clock, the pacer of each partition it ran and the job's `PartitionWork`. Built per delivery:
+the partition's records, the hand-off of a continuation, the sink of failed items.
 
 The dispatcher (`clockless.fanout.dispatcher`) hands one to the module of each message kind;
 none of them holds state of its own between deliveries.
