@@ -1,7 +1,8 @@
 """Every request the fan-out makes of SQS.
 
 A tick's partitions in batches of 10, a continuation or a buffered tick's start (delayed or not),
-failed items to the work DLQ, and a failed message shown again sooner. Each waits out throttles within the budget its caller hands it (clockless.throttle)."""
+failed items to the work DLQ, and a failed message shown again sooner. Each waits out throttles
+within the budget its caller hands it (clockless.throttle)."""
 
 from __future__ import annotations
 

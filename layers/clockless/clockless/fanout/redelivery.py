@@ -50,7 +50,7 @@ def run_failed(
     if not note_failure(worker, message, owner, budget, error):
         lease_still_held(error)
     if receives >= worker.settings().max_receives:
-        exhausted(worker, message, budget, metrics)
+        exhausted(worker, message, owner, budget, metrics)
 
 
 def note_failure(
@@ -68,10 +68,12 @@ def note_failure(
     return True
 
 
-def exhausted(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
+def exhausted(
+    worker: PartitionWorker, message: WorkMessage, owner: str, budget: Budget, metrics: EphemeralMetrics
+) -> None:
     """The message's last receive failed: its partition named on the tick, which settles `failed`."""
     try:
-        if not worker.final_records(message, "-", budget).mark_exhausted():
+        if not worker.final_records(message, owner, budget).mark_exhausted():
             return  # the partition was done: its failure was the finisher's, which a redrive runs again
         worker.job.logger.error(
             "partition failed every receive; its message goes to the work DLQ",
