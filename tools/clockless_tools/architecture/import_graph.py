@@ -16,6 +16,9 @@ depends on what its owner may change at will: make it public or move it to the o
 Read: every package the template's layers ship (the kit, `clockless`) and every package under
 tools/. An import edge goes to the module named (`from a import b` to `a.b` when that is a module,
 else to `a`); ancestor packages are not edges, as Python has them in `sys.modules` first.
+
+The same graph lists a package's modules for its docs, each before those it imports
+(`package_modules`, printed by `clockless arch --modules`: docs/fan-out.md's "The code").
 """
 
 from __future__ import annotations
