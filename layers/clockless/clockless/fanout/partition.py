@@ -179,6 +179,7 @@ class PartitionRun:
     records: PartitionRecords
     final: PartitionRecords
     writer: BatchWriter
+    page_size: int
     # Where the next page starts: every item before it is applied (and out of the index);
     # `stored` is the record's. A throttle between them hands on the page that moved it.
     cursor: dict[str, Any] | None
@@ -207,13 +208,13 @@ class PartitionRun:
             pacer=worker.pacer(message.partition),
             units_per_item=settings.key_write_units_per_item,
         )
-        return cls(worker, message, budget, lease, work, records, final, writer, lease.cursor, lease.cursor)
+        return cls(
+            worker, message, budget, lease, work, records, final, writer, settings.page_size, lease.cursor, lease.cursor
+        )
 
     def read_page(self) -> Page[Any]:
         message = self.message
-        read = functools.partial(
-            self.work.read, message.partition, message.params, self.cursor, self.worker.settings().page_size
-        )
+        read = functools.partial(self.work.read, message.partition, message.params, self.cursor, self.page_size)
         page = retry_throttled(read, budget=self.budget, what="reading a page")
         self.pages += 1
         return page
