@@ -1,4 +1,4 @@
-"""The work queue's messages: a partition to run (or go on with), failed items to replay, a tick to start.
+"""The work queue's messages: a partition to run (or go on with), or failed items to replay.
 
 A body that is not one of them is a `MalformedMessageError` naming the field; the worker
 reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ.
