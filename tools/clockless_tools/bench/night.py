@@ -117,6 +117,7 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         read_units=read_units / items,
         tenant_buckets=max(1, len(keys)) if tenant_table else 1,
         paced_units=paced,
+        bookkeeping=harness.bookkeeping_tables,
     )
 
 
