@@ -24,10 +24,13 @@ partitions by the tenant keys' shares (or by each shard's items as seeded, when 
 worker's own shard key's index partition, every other table's partitions by a hash spread (its
 busiest at mean + 3 standard deviations, as the fluid model takes it), the job's ledger key (the
 kit's own tables are records on a few keys: only that key and their ceilings), and each table's
-and index's ceiling (with its 300 s of burst). A transaction is admitted when every one of those has capacity left, else
-it comes back after the kit's backoff. The backoff is random: `granular` runs the night
-`seeds` times and gives the mean. With small transactions it gives the fluid model's time
-(tests/unit/test_bench_lumps.py); it is what the capacity check compares the emulator with.
+and index's ceiling (with its 300 s of burst). Each worker's transactions go out through the
+kit's own `Pacer` (on a simulated clock: halved on each throttle, raised after each success). A
+transaction is admitted when every bucket it lands on has capacity left, else it comes back
+after the kit's backoff. The backoff is random: `granular` runs the night `seeds` times and
+gives the mean and the range. With small transactions and a pacer that never slows a worker it
+gives the fluid model's time (tests/unit/test_bench_lumps.py); it is what the capacity check
+compares the emulator with.
 """
 
 from __future__ import annotations

@@ -214,14 +214,13 @@ class DynamoDBCapacity:
             self._tables.restore(table, key, old)
 
     # ------------------------------------------------------------------------------ admission
-    def probe(self, operation: str, body: Mapping[str, Any], before: list[Any]) -> Charge:
-        """What a write certainly lands on before it is applied: each item's table, and its
-        key's partition there (a write costs at least one unit); its index entries and the
-        units themselves are known only once moto has applied it."""
+    def probe(self, before: list[Any]) -> Charge:
+        """What a write certainly lands on before it is applied (`before`: `touched`'s answer,
+        one per action): each item's table, and its key's partition there (a write costs at
+        least one unit); its index entries and the units themselves are known only once moto
+        has applied it."""
         probe = Charge()
-        for position, ((_, action), (table, key, _old)) in enumerate(
-            zip(write_actions(operation, body), before, strict=True)
-        ):
+        for position, (table, key, _old) in enumerate(before):
             table_keys, _ = self._tables.shape(table)
             probe.add(position, table, canonical(key[table_keys[0]]), 1.0)
         return probe
@@ -300,10 +299,22 @@ class DynamoDBCapacity:
             before = self.touched(operation, body)
         except (KeyError, TypeError, LookupError):
             return list(app(environ, start_response))  # moto answers a malformed request itself
+        return self._serve_write(operation, body, before, environ=environ, start_response=start_response, app=app)
+
+    def _serve_write(
+        self,
+        operation: str,
+        body: Mapping[str, Any],
+        before: list[Any],
+        *,
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        app: Callable[..., Any],
+    ) -> list[bytes]:
         # Refused before moto applies it when a bucket it certainly lands on is empty: the same
         # answer as after applying it, without the work of applying and undoing it (on this
         # machine that work would slow every other request down, which DynamoDB's refusals do not).
-        probe = self.probe(operation, body, before)
+        probe = self.probe(before)
         refusal = self.admit(probe, pay=False)
         if refusal is not None:
             return self._refuse(operation, probe, refusal, start_response)
