@@ -4,11 +4,13 @@ by what the kit's backoff leaves idle."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from clockless.fanout.pacing import PacingSettings
 from clockless_tools.bench.lumps import granular
-from clockless_tools.bench.model import ItemCost, Night, predict
+from clockless_tools.bench.model import PARTITION_WCU, ItemCost, Night, predict
 
 # A session's delete: transactional on the tenant table, its sparse-index entry on the worker's shard.
 DELETE = ItemCost({"sessions": 2.0}, {"sessions/empty": 1.0}, "sessions", "sessions/empty", cpu_seconds=0.0)
@@ -68,3 +70,16 @@ def test_the_backoff_draws_are_seeded() -> None:
     night = Night(300, workers=16, tenants=16, scale=200.0, supply=ANY_SUPPLY, worker_supply=ANY_SUPPLY)
 
     assert granular(DELETE, night, seeds=4) == granular(DELETE, night, seeds=4)
+
+
+def test_each_partition_runs_claim_and_completion_wait_on_the_ticks_ledger_entry() -> None:
+    # GIVEN each run's claim and completion costing 2 units each on the tick's one ledger key,
+    # at limits / 200: 5 units a second, so 16 claims take 6 s of that key
+    night = Night(16, workers=16, tenants=16, scale=200.0, supply=ANY_SUPPLY, worker_supply=ANY_SUPPLY)
+    ledgered = replace(DELETE, tick_key_wcu_per_run=4.0)
+
+    lumpy = granular(ledgered, night, seeds=4)
+
+    # THEN the night lasts at least what the key takes for them, and they are not item transactions
+    assert lumpy.seconds >= 16 * 4.0 / (PARTITION_WCU / 200) - 1.0
+    assert lumpy.transactions == 16

@@ -24,8 +24,11 @@ partitions by the tenant keys' shares (or by each shard's items as seeded, when 
 worker's own shard key's index partition, every other table's partitions by a hash spread (its
 busiest at mean + 3 standard deviations, as the fluid model takes it), the job's ledger key (the
 kit's own tables are records on a few keys: only that key and their ceilings), and each table's
-and index's ceiling (with its 300 s of burst). Each worker's transactions go out through the
-kit's own `Pacer` (on a simulated clock: halved on each throttle, raised after each success). A
+and index's ceiling (with its 300 s of burst). Each partition run also claims and completes its
+partition on the tick's own ledger entry (one key every run writes: a fixed cost per run, which
+at limits / S is seconds of that key at the start and the end of the night). Each worker's
+transactions go out through the kit's own `Pacer` (on a simulated clock: halved on each
+throttle, raised after each success). A
 transaction is admitted when every bucket it lands on has capacity left, else it comes back
 after the kit's backoff. The backoff is random: `granular` runs the night `seeds` times and
 gives the mean and the range. With small transactions and a pacer that never slows a worker it
@@ -70,6 +73,7 @@ KIT_PACING: Final = PacingSettings(
     DEFAULT_KEY_WRITE_UNITS_PER_SECOND, DEFAULT_MIN_WRITE_UNITS_PER_SECOND, DEFAULT_RATE_INCREASE_UNITS
 )
 _LEDGER: Final = "ledger key"
+_TICK: Final = "tick key"
 
 
 @dataclass
@@ -105,6 +109,7 @@ class _Lane:
     throttles: int = 0
     charges: dict[str, float] | None = None  # the current transaction's units on each bucket
     sending: bool = False  # the pacer has let the current transaction go
+    ledger: str = ""  # "claim" or "done": the partition run's write on the tick's ledger entry
 
 
 def _batches(items: int, page_size: int) -> Iterator[list[int]]:
@@ -243,6 +248,10 @@ class _Night:
         pacing: PacingSettings,
     ) -> None:
         self.per_worker, self.buckets = _charges(cost, night, placement)
+        self.tick_units = cost.tick_key_wcu_per_run
+        if self.tick_units:
+            key = PARTITION_WCU / night.scale
+            self.buckets[_TICK] = _Bucket(key, PARTITION_BUCKET_SECONDS, key * PARTITION_BUCKET_SECONDS)
         self.supply = worker_supply(cost, night.memory_mb) if night.worker_supply is None else night.worker_supply
         self.paced = cost.paced_units or cost.index_wcu.get(cost.shard_index, 0.0)
         self.pages = [list(_batches(round(items), page_size)) for items in shard_items(night)]
@@ -260,8 +269,16 @@ class _Night:
         self.order += 1
         heapq.heappush(self.queue, (time, self.order, lane))
 
+    def ledger_write(self, worker: int, now: float, which: str) -> bool:
+        """The run's claim or completion on the tick's ledger entry, when it costs anything."""
+        if not self.tick_units:
+            return False
+        self.push(now, _Lane(worker, [0], charges={_TICK: self.tick_units / 2}, ledger=which))
+        return True
+
     def start_page(self, worker: int, now: float) -> None:
         if not self.pages[worker]:
+            self.ledger_write(worker, now, "done")
             return
         page = self.pages[worker].pop(0)
         ready = now + sum(page) / self.supply if self.supply > 0 else now
@@ -273,7 +290,8 @@ class _Night:
     def run(self) -> tuple[float, int, int]:
         """Its seconds (without the coordinator's), transactions, refusals."""
         for worker in range(len(self.pages)):
-            self.start_page(worker, 0.0)
+            if not self.ledger_write(worker, 0.0, "claim"):
+                self.start_page(worker, 0.0)
         while self.queue:
             now, _, lane = heapq.heappop(self.queue)
             self.clock.time, self.clock.slept = now, 0.0
@@ -303,9 +321,13 @@ class _Night:
             self.buckets[name].level -= units
         pacer.succeeded()
         lane.charges, lane.throttles = None, 0
-        self.sent += 1
+        self.sent += not lane.ledger
         self.end = max(self.end, now)
         lane.batches.pop(0)
+        if lane.ledger:
+            if lane.ledger == "claim":
+                self.start_page(lane.worker, now)
+            return
         if lane.batches:
             self.push(now, lane)
             return

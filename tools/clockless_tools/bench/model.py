@@ -104,6 +104,9 @@ class ItemCost:
     paced_units: float = 0.0
     # the kit's own tables (idempotency, ledger): records on a few keys each, not the items' keys
     bookkeeping: frozenset[str] = frozenset()
+    # on the tick's own ledger entry (`<job>`), per partition run: its claim and its completion
+    # (a fixed cost, not an item's: bench/lumps.py runs it, the fluid leaves it out)
+    tick_key_wcu_per_run: float = 0.0
 
     @property
     def total_wcu(self) -> float:
