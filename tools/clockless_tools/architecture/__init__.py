@@ -37,6 +37,7 @@ from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RUL
 from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
 from clockless_tools.architecture.shards_match_concurrency import SHARDS_MATCH_CONCURRENCY_RULE
+from clockless_tools.architecture.tenant_keys_spread import TENANT_KEYS_SPREAD_RULE
 from clockless_tools.architecture.tick_identity import TICK_IDENTITY_RULE
 from clockless_tools.architecture.ticks_on_the_minute import TICKS_ON_THE_MINUTE_RULE
 from clockless_tools.architecture.time_budget import TIME_BUDGET_RULE
@@ -78,6 +79,7 @@ RULES: tuple[Rule, ...] = (
     WORK_QUEUE_REDRIVE_RULE,
     VISIBILITY_COVERS_TIMEOUT_RULE,
     SHARDS_MATCH_CONCURRENCY_RULE,
+    TENANT_KEYS_SPREAD_RULE,
     TIME_BUDGET_RULE,
     WORK_PERMISSIONS_RULE,
     OVERLAP_DECLARED_RULE,

@@ -19,12 +19,12 @@ import ast
 from collections.abc import Iterator
 from typing import Final
 
-from clockless_tools.architecture.code import assignment, last_binding, made_by
+from clockless_tools.architecture.code import last_binding, made_by
+from clockless_tools.architecture.constants import MAX_HOPS, bound_value, integer_of
 from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation
-from clockless_tools.architecture.worker_by_kit import FAN_OUT, absolute_module, bound_call
+from clockless_tools.architecture.worker_by_kit import FAN_OUT, bound_call
 
 SHARDS_MATCH_CONCURRENCY: Final = "shards-match-concurrency"
-_MAX_HOPS: Final = 5
 _SEQUENCES: Final = frozenset({"tuple", "list", "frozenset", "set"})
 
 
@@ -92,12 +92,12 @@ def _partitions_of(project: Project, logical_id: str) -> tuple[SourceFile, int, 
 
 def _count(project: Project, source: SourceFile, node: ast.expr, depth: int) -> int | None:
     """How many elements the sequence expression has, if the syntax says."""
-    if depth > _MAX_HOPS:
+    if depth > MAX_HOPS:
         return None
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         return len(node.elts) if not any(isinstance(e, ast.Starred) for e in node.elts) else None
     if isinstance(node, ast.Name):
-        found = _bound(project, source, node.id, depth)
+        found = bound_value(project, source, node.id, depth)
         return None if found is None else _count(project, found[0], found[1], depth + 1)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _call_count(project, source, node, node.func.id, depth)
@@ -121,44 +121,10 @@ def _call_count(project: Project, source: SourceFile, node: ast.Call, function: 
 
 
 def _range_length(project: Project, source: SourceFile, call: ast.Call, depth: int) -> int | None:
-    bounds = [_integer(project, source, argument, depth + 1) for argument in call.args]
+    bounds = [integer_of(project, source, argument, depth + 1) for argument in call.args]
     if call.keywords or not 1 <= len(bounds) <= 3 or any(bound is None for bound in bounds):
         return None
     return len(range(*(bound for bound in bounds if bound is not None)))
-
-
-def _integer(project: Project, source: SourceFile, node: ast.expr, depth: int) -> int | None:
-    if depth > _MAX_HOPS:
-        return None
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.Name):
-        found = _bound(project, source, node.id, depth)
-        return None if found is None else _integer(project, found[0], found[1], depth + 1)
-    return None
-
-
-def _bound(project: Project, source: SourceFile, name: str, depth: int) -> tuple[SourceFile, ast.expr] | None:
-    """The value `name` is bound to at module level in `source`, or in the module it is imported from."""
-    values = []
-    for statement in source.tree.body:
-        target, value = assignment(statement)
-        if isinstance(target, ast.Name) and target.id == name and value is not None:
-            values.append(value)
-    if len(values) == 1:
-        return source, values[0]
-    if values:
-        return None  # rebound: which value holds is not for the syntax to say
-    for statement in source.tree.body:
-        if not isinstance(statement, ast.ImportFrom):
-            continue
-        for alias in statement.names:
-            if (alias.asname or alias.name) == name and depth < _MAX_HOPS:
-                module = absolute_module(source.module, statement)
-                other = project.module_file(module) if module else None
-                if other is not None:
-                    return _bound(project, other, alias.name, depth + 1)
-    return None
 
 
 SHARDS_MATCH_CONCURRENCY_RULE = Rule(

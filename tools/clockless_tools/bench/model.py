@@ -102,6 +102,11 @@ class ItemCost:
     # the units per item the worker's pacing charges its shard key (WORK_KEY_WRITE_UNITS_PER_ITEM);
     # 0: the index's own units per item
     paced_units: float = 0.0
+    # the kit's own tables (idempotency, ledger): records on a few keys each, not the items' keys
+    bookkeeping: frozenset[str] = frozenset()
+    # on the tick's own ledger entry (`<job>`), per partition run: its claim and its completion
+    # (a fixed cost, not an item's: bench/lumps.py runs it, the fluid leaves it out)
+    tick_key_wcu_per_run: float = 0.0
 
     @property
     def total_wcu(self) -> float:
@@ -143,6 +148,9 @@ class Placement:
     shard_keys: tuple[float, ...]  # each shard key on the shard index, in the order of the shards' items
     # each tenant key's share of the items, when known (as seeded); empty: equal shares
     tenant_shares: tuple[float, ...] = ()
+    # per shard (in the order of `shard_keys`), its items on each tenant key (in the order of
+    # `tenant_keys`), when known (as seeded): bench/lumps.py makes each worker's transactions of them
+    shard_tenant_items: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +216,7 @@ def random_placement(cost: ItemCost, night: Night, rng: random.Random) -> Placem
     return Placement(tuple(rng.random() for _ in range(tenant_keys)), tuple(rng.random() for _ in range(shards)))
 
 
-def _ceilings(cost: ItemCost, night: Night) -> dict[str, float]:
+def starting_ceilings(cost: ItemCost, night: Night) -> dict[str, float]:
     """Write units/s each table and index serves from the start of the night (scaled)."""
     warm = night.warm or {}
     return {
@@ -273,7 +281,7 @@ def predict(cost: ItemCost, night: Night, placement: Placement | None = None) ->
     fixed = {"Lambda supply": workers * per_worker if night.supply is None else night.supply}
     if cost.work_key_wcu:
         fixed["ledger key: the job's work records"] = key / cost.work_key_wcu
-    ceilings = _ceilings(cost, night)
+    ceilings = starting_ceilings(cost, night)
     units = {**cost.table_wcu, **cost.index_wcu}
     binding: defaultdict[str, float] = defaultdict(float)
     start_bounds: dict[str, float] = {}

@@ -107,6 +107,7 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     work_key = max(
         (units for key, units in writes.by_partition_key.items() if key.endswith(f"|{work_job(job)}")), default=0.0
     )
+    tick_key = max((units for key, units in writes.by_partition_key.items() if key.endswith(f"|{job}")), default=0.0)
     return ItemCost(
         table_wcu,
         index_wcu,
@@ -117,6 +118,8 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         read_units=read_units / items,
         tenant_buckets=max(1, len(keys)) if tenant_table else 1,
         paced_units=paced,
+        bookkeeping=harness.bookkeeping_tables,
+        tick_key_wcu_per_run=tick_key / worker_concurrency(harness.template, job),
     )
 
 

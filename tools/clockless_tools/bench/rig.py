@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from clockless import Tick
+from clockless.fanout.settings import WorkerSettings
+from clockless.throttle import SystemClock
 from clockless_tools.bench.harness import Harness, partitions_sent
 from clockless_tools.bench.meter import Measured, measure
 from clockless_tools.bench.results import BenchError
@@ -45,7 +47,7 @@ class FanOutRig:
     harness: Harness
     job: str
     concurrency: int | None = None  # WORK_CONCURRENCY; None: the template's
-    # more of the worker's environment (the capacity check scales the pacing settings)
+    # more of the worker's environment
     settings: Mapping[str, str] = field(default_factory=dict)
     # CPU the pollers' threads spent in the last drain: the workers' own (with one lane each,
     # all of a worker's client work), not moto's server's.
@@ -60,6 +62,12 @@ class FanOutRig:
         self.worker_id = worker_function(self.harness.template, self.job)
         self.coordinator: Handler = self.harness.runtime.handler(self.function_id)
         self.worker: Handler = self.harness.runtime.handler(self.worker_id)
+        runner = getattr(self.worker, "clockless_runner", None)
+        if runner is not None:
+            # New workers for each measured tick, as after a deploy: a worker keeps each
+            # partition's pacing across its invocations, and a clock of its own starts it afresh
+            # with the settings of this tick's environment.
+            runner.clock = SystemClock()
 
     def environment(self) -> dict[str, str]:
         """The worker function's environment (a superset of its coordinator's), with the queues."""
@@ -70,6 +78,10 @@ class FanOutRig:
             env["WORK_CONCURRENCY"] = str(self.concurrency)
         env.update(self.settings)
         return env
+
+    def worker_settings(self) -> WorkerSettings:
+        """The kit's settings of the worker, from the environment it runs in here."""
+        return WorkerSettings.from_env(self.environment())
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:

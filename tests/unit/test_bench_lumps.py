@@ -1,0 +1,85 @@
+"""bench/lumps.py: the night as its transactions. Small transactions take the fluid model's time;
+transactions large next to a partition's second (the capacity check's, at its scale) take longer,
+by what the kit's backoff leaves idle."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from clockless.fanout.pacing import PacingSettings
+from clockless_tools.bench.lumps import granular
+from clockless_tools.bench.model import PARTITION_WCU, ItemCost, Night, predict
+
+# A session's delete: transactional on the tenant table, its sparse-index entry on the worker's shard.
+DELETE = ItemCost({"sessions": 2.0}, {"sessions/empty": 1.0}, "sessions", "sessions/empty", cpu_seconds=0.0)
+ANY_SUPPLY = 1e9
+UNPACED = PacingSettings(1e9, 1e9, 1.0)
+
+
+def test_small_transactions_take_the_fluid_models_time() -> None:
+    # GIVEN 16 tenants, tables warmed to 6 partitions, and each worker's share 40 transactions of
+    # 99 items: each a sixth of a second on a partition at most
+    night = Night(
+        16 * 99 * 40,
+        workers=16,
+        tenants=16,
+        warm={"sessions": 6_000.0, "sessions/empty": 6_000.0},
+        supply=ANY_SUPPLY,
+        worker_supply=ANY_SUPPLY,
+    )
+
+    fluid = predict(DELETE, night)
+    # (a pacer that never slows a worker: the fluid's workers share the partitions without loss)
+    lumpy = granular(DELETE, night, seeds=3, pacing=UNPACED)
+    paced = granular(DELETE, night, seeds=3)
+
+    # THEN both say the same, within 8 % (pages of 490 items make a few more transactions)
+    assert lumpy.transactions >= 16 * 40
+    assert lumpy.seconds == pytest.approx(fluid.seconds, rel=0.08)
+    # and the kit's pacing, halved on each throttle and raised by 25 units after each transaction,
+    # leaves the partitions idle for part of the night: the fluid's fair share is the best case
+    assert fluid.seconds < paced.seconds < 1.5 * fluid.seconds
+
+
+def test_one_large_transaction_per_worker_takes_longer_than_the_fluid() -> None:
+    # GIVEN the same night at limits / 200 with 300 items: each worker's share is one transaction,
+    # about two seconds of the partition that binds
+    night = Night(
+        300,
+        workers=16,
+        tenants=16,
+        warm={"sessions": 6_000.0, "sessions/empty": 6_000.0},
+        scale=200.0,
+        supply=ANY_SUPPLY,
+        worker_supply=ANY_SUPPLY,
+    )
+
+    fluid = predict(DELETE, night)
+    lumpy = granular(DELETE, night)
+
+    # THEN the transactions wait for one another's partitions and the backoff, refused many times
+    assert lumpy.transactions == 16
+    assert lumpy.refusals > 16
+    assert lumpy.seconds > 1.1 * fluid.seconds
+    assert lumpy.low <= lumpy.seconds <= lumpy.high
+
+
+def test_the_backoff_draws_are_seeded() -> None:
+    night = Night(300, workers=16, tenants=16, scale=200.0, supply=ANY_SUPPLY, worker_supply=ANY_SUPPLY)
+
+    assert granular(DELETE, night, seeds=4) == granular(DELETE, night, seeds=4)
+
+
+def test_each_partition_runs_claim_and_completion_wait_on_the_ticks_ledger_entry() -> None:
+    # GIVEN each run's claim and completion costing 2 units each on the tick's one ledger key,
+    # at limits / 200: 5 units a second, so 16 claims take 6 s of that key
+    night = Night(16, workers=16, tenants=16, scale=200.0, supply=ANY_SUPPLY, worker_supply=ANY_SUPPLY)
+    ledgered = replace(DELETE, tick_key_wcu_per_run=4.0)
+
+    lumpy = granular(ledgered, night, seeds=4)
+
+    # THEN the night lasts at least what the key takes for them, and they are not item transactions
+    assert lumpy.seconds >= 16 * 4.0 / (PARTITION_WCU / 200) - 1.0
+    assert lumpy.transactions == 16
