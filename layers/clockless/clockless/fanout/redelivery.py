@@ -51,33 +51,42 @@ def come_back_soon(sqs: Any, queue_url: str, receipt_handle: str, receives: int)
     return delay
 
 
+def exhausted_transaction(
+    table: str, job: str, scheduled_time: str, partition: str, *, unless: str = "", values: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The partition added to its tick entry's `partitions_exhausted` (a set: once however often),
+    only while the partition is not done and (`unless`, on the partition record with `values`)
+    whatever else the caller asks of it; the tick entry must be a fan-out coordinator's."""
+    condition = "(attribute_not_exists(#status) OR #status <> :done)" + (f" AND {unless}" if unless else "")
+    return [
+        {
+            "ConditionCheck": {
+                "TableName": table,
+                "Key": partition_key(job, scheduled_time, partition),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}, **(values or {})},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        },
+        {
+            "Update": {
+                "TableName": table,
+                "Key": tick_key(job, scheduled_time),
+                "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                "ConditionExpression": "attribute_exists(partitions_total)",
+                "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
+            }
+        },
+    ]
+
+
 def record_exhausted(client: Any, table: str, job: str, scheduled_time: str, partition: str) -> bool:
-    """The partition named on its tick entry as having failed every receive (a set: once however
-    often), only while the partition is not done (a run that failed after marking it done, in its
-    finisher, leaves nothing undone). False: it was done."""
+    """The partition named on its tick entry as having failed every receive, only while the
+    partition is not done (a run that failed after marking it done, in its finisher, leaves
+    nothing undone). False: it was done."""
     try:
-        client.transact_write_items(
-            TransactItems=[
-                {
-                    "ConditionCheck": {
-                        "TableName": table,
-                        "Key": partition_key(job, scheduled_time, partition),
-                        "ConditionExpression": "attribute_not_exists(#status) OR #status <> :done",
-                        "ExpressionAttributeNames": {"#status": "status"},
-                        "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}},
-                    }
-                },
-                {
-                    "Update": {
-                        "TableName": table,
-                        "Key": tick_key(job, scheduled_time),
-                        "UpdateExpression": f"ADD {EXHAUSTED} :partition",
-                        "ConditionExpression": "attribute_exists(partitions_total)",
-                        "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
-                    }
-                },
-            ]
-        )
+        client.transact_write_items(TransactItems=exhausted_transaction(table, job, scheduled_time, partition))
     except client.exceptions.TransactionCanceledException as error:
         if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
             return False

@@ -29,11 +29,11 @@ from clockless.fanout.done import mark_done
 from clockless.fanout.failures import FailureRecorder, entries_of
 from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
 from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS, HandOff, continuation_delay
-from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, KIND_WATCH, WorkMessage
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters
 from clockless.fanout.records import Counters, Lease, LeaseLost, PartitionRecords, now_ms, one_line, tick_key
-from clockless.fanout.redelivery import come_back_soon, held_lease, lease_still_held, record_exhausted
+from clockless.fanout.redelivery import come_back_soon, held_lease, lease_still_held
 from clockless.fanout.replay import OUTCOME_CONTINUED, replay
 from clockless.fanout.settings import WorkerSettings
 from clockless.fanout.trust import (
@@ -42,6 +42,7 @@ from clockless.fanout.trust import (
     tick_entry_check,
     why_not_claimed,
 )
+from clockless.fanout.watch import OUTCOME_SETTLED, Watch
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
@@ -114,7 +115,7 @@ class PartitionWorker:
             def record_handler(record: SQSRecord) -> str:
                 receives = int(record.attributes.approximate_receive_count or 1)
                 try:
-                    return self.run(record.body, context, receives=receives)
+                    return self.run(record.body, context, receives=receives, receipt_handle=record.receipt_handle)
                 except Exception as error:
                     if not held_lease(error):
                         self._come_back_soon(record, receives)
@@ -137,9 +138,9 @@ class PartitionWorker:
             return
         self.job.logger.info("failed message comes back soon", extra={"receives": receives, "after_s": delay})
 
-    def run(self, body: str, context: Any, *, receives: int = 1) -> str:
+    def run(self, body: str, context: Any, *, receives: int = 1, receipt_handle: str | None = None) -> str:
         """One message; an exception leaves it to SQS (redelivered, then the work DLQ). `receives`:
-        its ApproximateReceiveCount."""
+        its ApproximateReceiveCount; `receipt_handle`: its handle, for its visibility."""
         message = WorkMessage.parse(body, job=self.job.name, partitions=self.fan_out.partitions)
         self.job.logger.thread_safe_append_keys(
             correlation_id=message.tick_key,
@@ -156,7 +157,10 @@ class PartitionWorker:
         try:
             budget = Budget(context, self.settings().time_budget_ms / 1000, self.clock)
             if message.kind == KIND_PARTITION:
-                return self._run_partition(message, budget, metrics, receives)
+                return self._run_partition(message, budget, metrics, receives, receipt_handle)
+            if message.kind == KIND_WATCH:
+                finish = functools.partial(self.finish_or_continue, message, budget, metrics, OUTCOME_SETTLED)
+                return self.watch().settle(message, budget, finish)
             if message.kind == KIND_START:
                 return start_buffered(self.clients()[0], self.settings(), self.fan_out, message)
             return self._replay(message, budget, metrics)
@@ -182,7 +186,14 @@ class PartitionWorker:
             retention_seconds=settings.ledger_retention_seconds,
         )
 
-    def _run_partition(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, receives: int) -> str:
+    def watch(self) -> Watch:
+        """The watch over last receives (clockless.fanout.watch)."""
+        settings = self.settings()
+        return Watch(*self.clients(), settings.work_queue_url, settings.ledger_table, self.job.logger)
+
+    def _run_partition(
+        self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, receives: int, receipt_handle: str | None
+    ) -> str:
         owner = f"{getattr(budget.context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
         records = self.partition_records(message, owner, budget)
         try:
@@ -198,16 +209,23 @@ class PartitionWorker:
         if not lease.acquired:
             self.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
             return OUTCOME_HELD
+        last = receives >= self.settings().max_receives
         try:
+            if last:
+                # A death from here on records nothing itself: the watch settles the tick.
+                self.watch().last_receive(message, owner, receipt_handle, budget)
             return self._page_through(message, budget, metrics, records, lease)
         except LeaseLost:
             self.job.logger.warning("the partition's lease was taken over; the new holder goes on")
             return OUTCOME_HELD
         except Exception as error:
-            if not self._note_failure(message, owner, budget, error):
+            # On the last receive the partition is named on the tick before the lease is released:
+            # a death in between leaves the lease held, which the watch reads as a death.
+            named = last and self.watch().name_on_tick(
+                message, budget, functools.partial(self._finish, message, budget, metrics)
+            )
+            if not self._note_failure(message, owner, budget, error, release=named or not last):
                 lease_still_held(error)
-            if receives >= self.settings().max_receives:
-                self._exhausted(message, budget, metrics)
             raise
 
     def _page_through(
@@ -305,33 +323,19 @@ class PartitionWorker:
             return OUTCOME_CONTINUED
         return outcome
 
-    def _note_failure(self, message: WorkMessage, owner: str, budget: Budget, error: BaseException) -> bool:
-        """`last_error` on the partition record for operators, and the lease released (the run is
-        over), so the message's redelivery after a short backoff can take it; the error itself is
-        raised by the caller. False: the lease may still be held."""
+    def _note_failure(
+        self, message: WorkMessage, owner: str, budget: Budget, error: BaseException, *, release: bool = True
+    ) -> bool:
+        """`last_error` on the partition record for operators, and (`release`) the lease released
+        (the run is over), so the message's redelivery after a short backoff can take it; the error
+        itself is raised by the caller. False: the lease may still be held."""
         try:
             final = self.partition_records(message, owner, budget.with_margin(FINAL_MARGIN_SECONDS))
-            final.note_error(one_line(f"{type(error).__name__}: {error}"), release=True)
+            final.note_error(one_line(f"{type(error).__name__}: {error}"), release=release)
         except Exception:  # the failure is what SQS must see, not this note's
             self.job.logger.warning("could not note the failure on the partition record", exc_info=True)
             return False
         return True
-
-    def _exhausted(self, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> None:
-        """The message's last receive failed: its partition named on the tick, which settles `failed`."""
-        try:
-            client = ThrottleRetryingClient(self.clients()[0], budget.with_margin(FINAL_MARGIN_SECONDS))
-            if not record_exhausted(
-                client, self.settings().ledger_table, message.job, message.time_text, message.partition
-            ):
-                return  # the partition was done: its failure was the finisher's, which a redrive runs again
-            self.job.logger.error(
-                "partition failed every receive; its message goes to the work DLQ",
-                extra={"replay": f"clockless work redrive {message.job}"},
-            )
-            self._finish(message, budget, metrics)
-        except Exception:  # the failure is what SQS must see, not this record's
-            self.job.logger.warning("could not record the exhausted partition in the ledger", exc_info=True)
 
     def _acquire(self, records: PartitionRecords, message: WorkMessage, budget: Budget, receives: int) -> Lease:
         """The partition's lease, for a message the clock and the ledger back (or
