@@ -204,7 +204,8 @@ class Finisher:
             if (old.get("finished_by") or {}).get("S") == values[":finisher"]["S"]:
                 return status, counters  # this call's own update, its answer lost and resent
             return ALREADY_SETTLED, counters  # another worker finished it
-        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S")
+        # UPDATED_OLD may leave out an attribute set to the value it had: the status did not change.
+        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S", status)
         return (status if old_status != status else ALREADY_SETTLED), counters
 
     def reported(self, job: str, scheduled_time: str) -> None:
