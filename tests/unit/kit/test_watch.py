@@ -62,9 +62,10 @@ def _record(aws: Aws, partition: str = "0") -> dict[str, Any]:
 
 
 def _queued(aws: Aws) -> dict[str, int]:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
-    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.work_queue, AttributeNames=names)["Attributes"]
-    return {name.removeprefix("ApproximateNumberOfMessages") or "visible": int(attributes[name]) for name in names}
+    names = {"visible": "", "NotVisible": "NotVisible", "Delayed": "Delayed"}
+    asked = [f"ApproximateNumberOfMessages{suffix}" for suffix in names.values()]
+    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.work_queue, AttributeNames=asked)["Attributes"]
+    return {name: int(attributes[f"ApproximateNumberOfMessages{suffix}"]) for name, suffix in names.items()}
 
 
 def _receive(aws: Aws, visibility: int = 1800) -> list[dict[str, Any]]:
@@ -169,9 +170,10 @@ def test_a_watch_that_comes_while_the_run_may_live_watches_again(aws: Aws, clock
     ]
 
     assert _entry(aws).status == "started"
-    assert "partitions_exhausted" not in aws.dynamodb.get_item(
-        TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED)
-    )["Item"]
+    assert (
+        "partitions_exhausted"
+        not in aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))["Item"]
+    )
     # Watched again, once the lease's 240 s are over (plus the margin): 2 watches now delayed.
     assert _queued(aws)["Delayed"] == 2
     clock.shift(timedelta(seconds=240 + WATCH_MARGIN_SECONDS))

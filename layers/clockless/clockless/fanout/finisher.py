@@ -77,7 +77,10 @@ def _still_complete(exhausted: list[str], done: int, values: dict[str, Any]) -> 
         return "partitions_done = partitions_total AND #status <> :succeeded"
     values[":exhausted"] = {"N": str(len(exhausted))}
     values[":done"] = {"N": str(done)}
-    return f"partitions_done = :done AND size({EXHAUSTED}) = :exhausted AND #status <> :succeeded"
+    counted = "partitions_done = :done"
+    if not done:  # every partition exhausted: the counter was never written
+        counted = f"(attribute_not_exists(partitions_done) OR {counted})"
+    return f"{counted} AND size({EXHAUSTED}) = :exhausted AND #status <> :succeeded"
 
 
 def _sum(records: list[dict[str, Any]]) -> Counters:

@@ -17,7 +17,8 @@ run's, **held** (a run that ended by itself released it: handed on, or raised af
 partition) and **expired** (the attempt is over). Then the finisher settles the tick `failed`,
 naming the partition, within the worker's timeout plus the margin of its last receive. A watch
 that finds the lease still live (it came early) is sent again, delayed to the lease's end; one
-that finds the partition done, released or taken by a later run changes nothing. Every outcome is
+that finds the partition done, released or taken by a later run only runs the finisher (a run
+that died after its done transaction left the tick to it). Every outcome is
 safe to repeat: the watch is delivered at least once, like every message, and the set and the
 finisher absorb duplicates. A redrive of the partition message later runs it to its end, and its
 done transaction takes the partition out of the set, so the tick settles again (`succeeded`).
@@ -123,8 +124,9 @@ class Watch:
 
     def settle(self, message: WorkMessage, budget: Budget, finish: Callable[[], object]) -> str:
         """A watch message: the watched run's partition named on its tick if that run died holding
-        the lease, then `finish` (the finisher); watched again if the run may still live;
-        otherwise nothing."""
+        the lease, then `finish` (the finisher); watched again if the run may still live; otherwise
+        only the finisher (the run may have died after its partition's done transaction, on a
+        receive nothing comes after)."""
         reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
         client = ThrottleRetryingClient(self.dynamodb, budget.with_margin(FINAL_MARGIN_SECONDS))
         now = now_ms()
@@ -141,7 +143,7 @@ class Watch:
         except client.exceptions.TransactionCanceledException as error:
             partition, tick = cancellation_reasons(error, 2)[:2]
             if partition.get("Code") == "ConditionalCheckFailed":
-                return self._not_settled(message, dict(partition.get("Item") or {}), now, budget)
+                return self._not_settled(message, dict(partition.get("Item") or {}), now, budget, finish)
             if tick.get("Code") == "ConditionalCheckFailed":
                 why = "a watch over a tick no fan-out coordinator claimed"
                 raise UntrustedMessageError(message.tick_key, message.partition, why) from None
@@ -153,7 +155,9 @@ class Watch:
         finish()
         return OUTCOME_SETTLED
 
-    def _not_settled(self, message: WorkMessage, record: dict[str, Any], now: int, budget: Budget) -> str:
+    def _not_settled(
+        self, message: WorkMessage, record: dict[str, Any], now: int, budget: Budget, finish: Callable[[], object]
+    ) -> str:
         owner = (record.get("lease_owner") or {}).get("S")
         until = int((record.get("lease_until") or {}).get("N") or 0)
         done = (record.get("status") or {}).get("S") == STATUS_DONE
@@ -162,5 +166,8 @@ class Watch:
             HandOff(self.sqs, self.queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS)).resend(message, delay)
             self.logger.info("the watched run's lease is still live; watching again", extra={"after_s": delay})
             return OUTCOME_STILL_LIVE
-        self.logger.info("the watched run ended by itself; nothing to settle", extra={"watched": message.watched})
+        # It ended by itself, or died after its partition's done transaction: the finisher (a read
+        # when there is nothing to do) settles the tick, or reports a TickSucceeded left unsaid.
+        self.logger.info("the watched run ended by itself; settling the tick if it is complete")
+        finish()
         return OUTCOME_ENDED
