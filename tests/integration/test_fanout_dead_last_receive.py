@@ -82,8 +82,9 @@ def _die_on_the_last_receive(tick: FannedOutTick, request: int) -> list[str]:
     return operations
 
 
-def _settle(tick: FannedOutTick) -> timedelta:
-    """The poller from the attempt's end until the watch is delivered: how long that took."""
+def _settle(tick: FannedOutTick, requests: list[str] | None = None) -> timedelta:
+    """The poller from the attempt's end until the watch is delivered: how long that took (and
+    the watch's requests, into `requests`)."""
     waited = timedelta(0)
     while waited <= timedelta(seconds=WATCH_MARGIN_SECONDS + 1):
         for message in _receive(tick, visibility=timedelta(seconds=60)):
@@ -93,6 +94,8 @@ def _settle(tick: FannedOutTick) -> timedelta:
             try:
                 assert not tick.worker(sqs_event([message]), Context())["batchItemFailures"]
             finally:
+                if requests is not None:
+                    requests.extend(r.operation for r in tick.faults.requests())
                 tick.faults.disarm()
             tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
             # The poller goes on: its next receive, once the partition message shows again (the
@@ -156,9 +159,12 @@ def test_a_worker_killed_on_its_last_receive_settles_its_tick_failed_by_name_the
     operations = _die_on_the_last_receive(tick, WATCHED_FROM + 1)
     assert operations == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage", "Query"]
 
-    waited = _settle(tick)
+    watch: list[str] = []
+    waited = _settle(tick, watch)
 
     assert waited <= timedelta(seconds=WATCH_MARGIN_SECONDS + 1)
+    # the partition named on the tick (with its check), then the finisher: its read, its sum, its say
+    assert watch == ["TransactWriteItems", "GetItem", "Query", "UpdateItem"]
     entry = _entry(tick)
     assert entry.status == "failed"
     assert str(entry.error).startswith("partition 0 failed every receive")
