@@ -15,7 +15,7 @@ import time_machine
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
-from clockless.fanout.records import partition_key, tick_key
+from clockless.fanout.records import PartitionRecords, now_ms, partition_key, tick_key
 from clockless.fanout.watch import WATCH_MARGIN_SECONDS, watch_delay_seconds
 from clockless.ledger import LedgerEntry
 from clockless_tools.simulate.faults import AttemptDied
@@ -209,3 +209,20 @@ def test_a_watch_over_a_run_that_ended_by_itself_changes_nothing(
     else:
         assert (after.status, after.error, after.failures) == (before.status, before.error, before.failures)
         assert after.status == ("succeeded" if ending == "done" else "failed")
+
+
+def test_a_watch_over_a_tick_no_coordinator_claimed_is_refused_and_writes_nothing(
+    aws: Aws, clock: time_machine.Traveller
+) -> None:
+    # Given a partition record whose run died (its lease expired), for a tick the ledger never saw
+    _, _, _, worker = toy_job()
+    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
+    assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
+    body = {"kind": KIND_WATCH, "job": TOY_JOB, "scheduled_time": SCHEDULED, "partition": "1", "params": {}}
+    event = sqs_event([{"MessageId": "w", "ReceiptHandle": "w", "Body": json.dumps(body | {"watched": "a-dead-run"})}])
+
+    with pytest.raises(BatchProcessingError) as refused:
+        worker(event, Context())
+
+    assert "no fan-out coordinator claimed" in str(refused.value.child_exceptions[0][1])
+    assert "Item" not in aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))
