@@ -25,7 +25,8 @@ done transaction takes the partition out of the set, so the tick settles again (
 
 Not covered: a last receive that never reaches the handler (the function fails at init, or the
 poller counts a receive for an invocation that never ran), and a death between taking the lease and
-sending the watch. Their messages still reach the alarmed work DLQ, and a redrive settles the tick.
+sending the watch. Their messages still reach the alarmed work DLQ (`clockless status` shows the tick
+failing, its partition dead-lettered), and a redrive settles the tick.
 """
 
 from __future__ import annotations
