@@ -18,7 +18,7 @@ import pytest
 
 from clockless.fanout.watch import WATCH_MARGIN_SECONDS
 from clockless.ledger import LedgerEntry
-from clockless_tools.simulate.faults import AttemptDied, FaultKind
+from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultKind
 from tests.integration.fanned_out_tick import (
     SCHEDULED,
     VISIBILITY,
@@ -184,3 +184,63 @@ def test_a_death_after_any_request_of_the_last_receive_leaves_no_tick_started(ti
     for request in range(WATCHED_FROM, clean + 1):
         failures.extend(_judge(tick, request))
     assert not failures, "\n".join(failures)
+
+
+def _watch_under_fault(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str]:
+    """The watch's first delivery meets `kind` at its `request`-th request; the poller goes on (a
+    delivery that reported the watch failed shows it again after 10 s, one that died after the 60 s
+    it was hidden for) until the work queue is empty. How each delivery ended."""
+    ended: list[str] = []
+    for _ in range(300):  # seconds of simulated time
+        for message in _receive(tick, visibility=timedelta(seconds=60)):
+            if ended:
+                tick.faults.watch()
+            else:
+                tick.faults.arm(request, kind, count_spared=True)
+            try:
+                answer = tick.worker(sqs_event([message]), Context())
+                ended.append("reported failed" if answer["batchItemFailures"] else "ok")
+            except AttemptDied:
+                ended.append("died")
+            except Exception:  # the whole batch failed (Powertools raises): the message comes back
+                ended.append("raised")
+            finally:
+                tick.faults.disarm()
+            if ended[-1] == "ok":
+                tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
+        if ended and ended[-1] == "ok" and tick.state()["left in the work queue"] == 0:
+            return ended
+        tick.clock.shift(timedelta(seconds=1))
+    raise AssertionError(f"the watch did not settle: {ended}")
+
+
+def _judge_watch(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str]:
+    """A death on the last receive (its first page read), then the watch under the fault."""
+    _die_on_the_last_receive(tick, WATCHED_FROM + 1)
+    where = f"the watch's request {request} {kind}"
+    ended = _watch_under_fault(tick, request, kind)
+    entry = _entry(tick)
+    found = []
+    if (entry.status, [f.key for f in entry.failures]) != ("failed", ["partition 0"]):
+        found.append(f"{where} ({ended}): the tick is {entry.status}, failures {[f.key for f in entry.failures]}")
+    _redrive(tick)
+    tick.drain()
+    found.extend(f"{where}: {problem}" for problem in problems(tick.state(), reference_run(tick)))
+    return found
+
+
+# The watch is delivered at least once like every message: each of its four requests (the
+# partition named on the tick, the finisher's GetItem, Query and UpdateItem) meets each kind of the
+# fault model. One case in `make test` (its transaction applied, then the attempt dies); CI all.
+@pytest.mark.parametrize(
+    ("at", "kind"),
+    [
+        pytest.param(at, kind, marks=() if (at, kind) == (1, FaultKind.DIES_AFTER) else pytest.mark.slow)
+        for at in range(1, 5)
+        for kind in MODEL_KINDS
+    ],
+    ids=str,
+)
+def test_the_watch_settles_the_tick_once_whatever_fault_it_meets(tick: FannedOutTick, at: int, kind: FaultKind) -> None:
+    reference_run(tick)
+    assert _judge_watch(tick, at, kind) == []
