@@ -226,3 +226,41 @@ def test_a_watch_over_a_tick_no_coordinator_claimed_is_refused_and_writes_nothin
 
     assert "no fan-out coordinator claimed" in str(refused.value.child_exceptions[0][1])
     assert "Item" not in aws.dynamodb.get_item(TableName="LedgerTable", Key=tick_key(TOY_JOB, SCHEDULED))
+
+
+def test_a_watch_whose_finisher_stays_throttled_comes_back_itself_not_as_a_partition_run(
+    aws: Aws, clock: time_machine.Traveller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clockless.fanout.finisher import Finisher
+    from clockless.throttle import BudgetSpent
+
+    work, healthy, stuck = _started_with_partition_0_held(aws)
+    with pytest.raises(AttemptDied):
+        work.worker(lambda: DyingWork(aws.dynamodb))(sqs_event([stuck]), Context())
+    clock.shift(timedelta(seconds=TIMEOUT_S + WATCH_MARGIN_SECONDS))
+    (watch,) = [m for m in _receive(aws, visibility=0) if json.loads(m["Body"])["kind"] == KIND_WATCH]
+    real = Finisher.finish
+    throttled = [ConnectionError("ThrottlingException")]
+
+    def once_throttled(self: Finisher, *args: Any, **kwargs: Any) -> Any:
+        if throttled:
+            raise BudgetSpent("the finish", throttled.pop(), waited_s=270.0)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Finisher, "finish", once_throttled)
+    aws.sqs.delete_message(QueueUrl=aws.work_queue, ReceiptHandle=watch["ReceiptHandle"])
+
+    assert not healthy(sqs_event([watch]), Context())["batchItemFailures"]
+
+    assert _entry(aws).status == "started"  # named, not yet settled
+    clock.shift(timedelta(seconds=61))
+    again = _receive(aws, visibility=0)
+    for message in again:  # the partition message, back from its bounded visibility: to the DLQ
+        if json.loads(message["Body"])["kind"] == "partition":
+            aws.sqs.delete_message(QueueUrl=aws.work_queue, ReceiptHandle=message["ReceiptHandle"])
+    bodies = [json.loads(m["Body"]) for m in again]
+    assert [(body["kind"], body.get("watched")) for body in bodies if body["kind"] != "partition"] == [
+        (KIND_WATCH, json.loads(watch["Body"])["watched"])
+    ]
+    assert drain(aws.sqs, aws.work_queue, healthy).errors == []
+    assert (_entry(aws).status, [f.key for f in _entry(aws).failures]) == ("failed", ["partition 0"])

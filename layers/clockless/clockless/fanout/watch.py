@@ -37,12 +37,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from clockless.fanout.handoff import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS, SQS_MAX_DELAY_SECONDS, HandOff
+from clockless.fanout.handoff import (
+    FINAL_MARGIN_SECONDS,
+    HAND_ON_MARGIN_SECONDS,
+    SQS_MAX_DELAY_SECONDS,
+    HandOff,
+    continuation_delay,
+)
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
 from clockless.fanout.records import STATUS_DONE, now_ms
 from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS, exhausted_transaction, record_exhausted
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick
-from clockless.throttle import ThrottleRetryingClient, cancellation_reasons, remaining_ms, retry_throttled
+from clockless.throttle import BudgetSpent, ThrottleRetryingClient, cancellation_reasons, remaining_ms, retry_throttled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -55,6 +61,7 @@ WATCH_MARGIN_SECONDS: Final = FIRST_BACKOFF_SECONDS
 OUTCOME_SETTLED: Final = "partition named on its tick: its worker died on the last receive"
 OUTCOME_ENDED: Final = "the watched run ended by itself"
 OUTCOME_STILL_LIVE: Final = "the watched run may still live: watching again"
+OUTCOME_THROTTLED: Final = "throttled past the attempt's budget: the watch sent again"
 # The settle transaction's condition on the partition record, beside "not done".
 _DIED_HOLDING_THE_LEASE: Final = "lease_owner = :watched AND lease_until > :zero AND lease_until < :now"
 
@@ -153,8 +160,7 @@ class Watch:
             "partition's worker died on its message's last receive; the message goes to the work DLQ",
             extra={"watched": message.watched, "replay": f"clockless work redrive {message.job}"},
         )
-        finish()
-        return OUTCOME_SETTLED
+        return self._finish(message, budget, finish, OUTCOME_SETTLED)
 
     def _not_settled(
         self, message: WorkMessage, record: dict[str, Any], now: int, budget: Budget, finish: Callable[[], object]
@@ -170,5 +176,16 @@ class Watch:
         # It ended by itself, or died after its partition's done transaction: the finisher (a read
         # when there is nothing to do) settles the tick, or reports a TickSucceeded left unsaid.
         self.logger.info("the watched run ended by itself; settling the tick if it is complete")
-        finish()
-        return OUTCOME_ENDED
+        return self._finish(message, budget, finish, OUTCOME_ENDED)
+
+    def _finish(self, message: WorkMessage, budget: Budget, finish: Callable[[], object], outcome: str) -> str:
+        """The finisher; when it stays throttled, the watch itself comes back (the partition is
+        named already, in a set), not a continuation of the partition."""
+        try:
+            finish()
+        except BudgetSpent as spent:
+            delay = continuation_delay(0)
+            HandOff(self.sqs, self.queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS)).resend(message, delay)
+            self.logger.warning("the finisher stayed throttled; the watch comes back", extra={"throttle": str(spent)})
+            return OUTCOME_THROTTLED
+        return outcome

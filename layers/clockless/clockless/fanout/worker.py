@@ -42,7 +42,7 @@ from clockless.fanout.trust import (
     tick_entry_check,
     why_not_claimed,
 )
-from clockless.fanout.watch import OUTCOME_SETTLED, Watch
+from clockless.fanout.watch import Watch
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
@@ -159,8 +159,7 @@ class PartitionWorker:
             if message.kind == KIND_PARTITION:
                 return self._run_partition(message, budget, metrics, receives, receipt_handle)
             if message.kind == KIND_WATCH:
-                finish = functools.partial(self.finish_or_continue, message, budget, metrics, OUTCOME_SETTLED)
-                return self.watch().settle(message, budget, finish)
+                return self.watch().settle(message, budget, functools.partial(self._finish, message, budget, metrics))
             if message.kind == KIND_START:
                 return start_buffered(self.clients()[0], self.settings(), self.fan_out, message)
             return self._replay(message, budget, metrics)
