@@ -1,5 +1,5 @@
-"""The work queue's messages: a partition to run (or go on with), failed items to replay, a
-buffered tick to start, or the watch over a partition message's last receive.
+"""The work queue's messages: a partition to run (or go on with), failed items to replay, a tick to
+start, or a last receive's watch.
 
 A body that is not one of them is a `MalformedMessageError` naming the field; the worker
 reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ.
