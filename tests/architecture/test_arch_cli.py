@@ -51,3 +51,22 @@ def test_clockless_arch_names_an_unreadable_template_with_exit_2(tmp_path: Path)
 
     assert result.exit_code == 2
     assert "missing.yaml" in result.output
+
+
+def test_clockless_arch_lists_a_packages_modules_as_markdown_and_refuses_what_is_not_one() -> None:
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["arch", "--modules", "clockless.fanout"])
+    nothing = runner.invoke(app, ["arch", "--modules", "clockless.nothing"])
+    mixed = runner.invoke(app, ["arch", "--modules", "clockless.fanout", "--list"])
+
+    assert listed.exit_code == 0, listed.output
+    rows = listed.stdout.splitlines()
+    assert rows[0] == "| module | what it is | imports (of `clockless.fanout`) |"
+    assert any(row.startswith("| `dispatcher` |") and "partition" in row for row in rows)
+    assert nothing.exit_code == 2
+    assert nothing.output.strip().splitlines() == [
+        "error: --modules clockless.nothing: no modules under 'clockless.nothing'"
+    ]
+    assert mixed.exit_code == 2
+    assert "--modules goes alone" in mixed.output

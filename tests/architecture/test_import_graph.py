@@ -1,15 +1,14 @@
-"""Rule `import-graph`: planted circles (lazy, relative, TYPE_CHECKING, reaching into the fan-out
-kit from outside) and planted uses of another module's private names, each caught where planted.
+"""Rule `import-graph`: planted circles (lazy, relative, TYPE_CHECKING, inside the fan-out kit) and
+planted uses of another module's private names (the fan-out kit's too), each caught where planted.
 One plant goes into the tools (a copy of them costs half a second); the rest into the kit."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from clockless_tools.architecture.import_graph import KNOWN_UNTIL_SPLIT
-from tests.architecture.planting import PlantedCopy, found
+from clockless_tools.architecture import Project
+from clockless_tools.architecture.import_graph import package_modules
+from tests.architecture.planting import PROJECT_ROOT, PlantedCopy, found
 
 TEMPLATE_ERRORS = "tools/clockless_tools/template/errors.py"
 TEMPLATE_LOADER = "tools/clockless_tools/template/loader.py"
@@ -18,6 +17,9 @@ KIT_LEDGER = "layers/clockless/clockless/ledger.py"
 KIT_THROTTLE = "layers/clockless/clockless/throttle.py"
 KIT_JOB = "layers/clockless/clockless/job.py"
 FANOUT_REPLAY = "layers/clockless/clockless/fanout/replay.py"
+FANOUT_PARTITION = "layers/clockless/clockless/fanout/partition.py"
+FANOUT_KEYS = "layers/clockless/clockless/fanout/keys.py"
+FANOUT_RECORDS = "layers/clockless/clockless/fanout/records.py"
 
 
 def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
@@ -50,8 +52,15 @@ def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
             (KIT_LEDGER, "clockless.ledger", "from clockless.tick import"),
             (KIT_TICK, "clockless.tick", "from clockless.ledger import RunLedger"),
         ),
+        (
+            FANOUT_KEYS,
+            "\n\ndef _records() -> object:\n    from clockless.fanout.records import PartitionRecords\n\n"
+            "    return PartitionRecords\n",
+            (FANOUT_KEYS, "clockless.fanout.keys", "import PartitionRecords"),
+            (FANOUT_RECORDS, "clockless.fanout.records", "from clockless.fanout.keys import"),
+        ),
     ],
-    ids=["lazy-import", "relative-import", "type-checking-import"],
+    ids=["lazy-import", "relative-import", "type-checking-import", "inside-the-fan-out-kit"],
 )
 def test_a_circle_closed_by_any_kind_of_import_is_caught(
     planted: PlantedCopy, relative: str, code: str, importer: tuple[str, str, str], imported: tuple[str, str, str]
@@ -72,22 +81,6 @@ def test_a_circle_closed_by_any_kind_of_import_is_caught(
     assert violation.message.startswith(circle)
     assert violation.line == first_line
     assert "a module both import" in violation.fix
-
-
-def test_a_circle_into_the_fan_out_kit_from_outside_is_caught(planted: PlantedCopy) -> None:
-    # Given the fan-out kit, whose own circles are known until it is split (and only inside it),
-    # and a kit module outside it that imports the fan-out worker, which imports it
-    assert KNOWN_UNTIL_SPLIT == ("clockless.fanout",)
-    planted.append(
-        KIT_THROTTLE, "\n\ndef _worker() -> object:\n    from clockless.fanout import worker\n\n    return worker\n"
-    )
-
-    # When the rule reads the import graph
-    violations = planted.violations("import-graph")
-
-    # Then the circle is reported, through the module outside the fan-out kit
-    (circle,) = violations
-    assert re.search(r"clockless\.throttle \(line \d+\) -> clockless\.fanout\.worker \(line \d+\)", circle.message)
 
 
 # ---------------------------------------------------------------------------------------------- private names
@@ -118,8 +111,20 @@ def test_a_circle_into_the_fan_out_kit_from_outside_is_caught(planted: PlantedCo
             "clockless.fanout.replay",
             "clockless.fanout.replay uses clockless.ledger's private name _expires_at",
         ),
+        (
+            FANOUT_PARTITION,
+            "\nfrom clockless.fanout.records import _refused  # noqa: E402\n",
+            "clockless.fanout.partition",
+            "clockless.fanout.partition uses clockless.fanout.records's private name _refused",
+        ),
     ],
-    ids=["from-import", "through-the-module", "method-of-its-object", "out-of-the-fan-out-kit"],
+    ids=[
+        "from-import",
+        "through-the-module",
+        "method-of-its-object",
+        "out-of-the-fan-out-kit",
+        "inside-the-fan-out-kit",
+    ],
 )
 def test_using_another_modules_private_name_is_caught(
     planted: PlantedCopy, relative: str, code: str, resource: str, complaint: str
@@ -135,3 +140,44 @@ def test_using_another_modules_private_name_is_caught(
     assert violation.message == complaint
     assert violation.line == len((planted.root / relative).read_text(encoding="utf-8").splitlines())
     assert "make the name public" in violation.fix
+
+
+# ---------------------------------------------------------------------------------------------- module list
+def test_the_fan_out_kit_lists_each_module_once_before_the_modules_it_imports() -> None:
+    # Given the project's fan-out kit
+    package = "clockless.fanout"
+    files = sorted(PROJECT_ROOT.joinpath("layers/clockless/clockless/fanout").glob("*.py"))
+
+    # When its modules are listed for the docs
+    listed = package_modules(Project.at(PROJECT_ROOT), package)
+
+    # Then each file but the package's own is listed once, with a summary, before every module it imports
+    names = [module.module for module in listed]
+    assert sorted(names) == sorted(f"{package}.{path.stem}" for path in files if path.stem != "__init__")
+    for place, module in enumerate(listed):
+        assert module.summary.endswith("."), module
+        assert set(module.imports) <= set(names[place + 1 :]), module
+    # and the walk of a partition message starts at the dispatcher, which imports the partition run
+    assert names.index(f"{package}.dispatcher") < names.index(f"{package}.partition")
+    assert f"{package}.partition" in listed[names.index(f"{package}.dispatcher")].imports
+
+
+def test_a_module_list_through_a_circle_still_lists_every_module_once(planted: PlantedCopy) -> None:
+    # Given a copy where the fan-out kit's keys import its records, which import its keys
+    planted.append(
+        FANOUT_KEYS, "\n\ndef _records() -> object:\n    from clockless.fanout import records\n\n    return records\n"
+    )
+
+    # When its modules are listed (the rule reports the circle; the list must still end)
+    listed = package_modules(planted.project, "clockless.fanout")
+
+    # Then every module is there once, and the circle shows as the imports of both
+    by_name = {module.module: module for module in listed}
+    assert len(by_name) == len(listed)
+    assert "clockless.fanout.records" in by_name["clockless.fanout.keys"].imports
+    assert "clockless.fanout.keys" in by_name["clockless.fanout.records"].imports
+
+
+def test_a_package_without_modules_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"no modules under 'clockless\.nothing'"):
+        package_modules(Project.at(PROJECT_ROOT), "clockless.nothing")

@@ -18,7 +18,7 @@ from typing import Any, Final
 import pytest
 import time_machine
 
-from clockless.fanout.records import partition_key, tick_key
+from clockless.fanout.keys import partition_key, tick_key
 from clockless_tools.simulate.faults import AttemptDied, FaultInjector, FaultKind, RequestRecord
 from tests.unit.kit.toy import (
     BUSINESS_DATE,

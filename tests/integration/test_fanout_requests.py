@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from clockless.fanout.records import tick_key
+from clockless.fanout.keys import tick_key
 from clockless_tools.local.botocore_hooks import count_requests
 from tests.unit.kit.toy import (
     BUSINESS_DATE,

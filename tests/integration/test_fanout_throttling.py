@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clockless.fanout.records import tick_key
+from clockless.fanout.keys import tick_key
 from clockless_tools.local.capacity import CapacitySettings, Start
 from clockless_tools.local.dynamodb import EmbeddedDynamoDB
 from clockless_tools.local.partitions import Throughput

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pytest
 
-from clockless.fanout.records import tick_key
+from clockless.fanout.keys import tick_key
 from clockless.ledger import LedgerEntry
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import (

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import pytest
 
-from clockless.fanout.records import tick_key
+from clockless.fanout.keys import tick_key
 from clockless.items import ItemsFailedError, parse_tolerance
 from clockless.job import JobRun, ScheduledJob
 from clockless.ledger import LedgerEntry

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clockless.fanout.records import partition_key, tick_key
+from clockless.fanout.keys import partition_key, tick_key
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import (
     BUSINESS_DATE,

@@ -12,7 +12,7 @@ import pytest
 import time_machine
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from clockless.fanout.records import tick_key
+from clockless.fanout.keys import tick_key
 from clockless.job import ScheduledJob
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.test_worker import _deliver

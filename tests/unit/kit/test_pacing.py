@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from clockless.fanout.handoff import CONTINUATION_DELAY_CAP_SECONDS, continuation_delay
 from clockless.fanout.pacing import Pacer, PacingSettings
+from clockless.fanout.retry import CONTINUATION_DELAY_CAP_SECONDS, continuation_delay
 from tests.unit.kit.fake_clock import FakeClock
 
 LIMIT = PacingSettings(max_units_per_s=1000, min_units_per_s=50, increase_units_per_s=25)

@@ -10,8 +10,9 @@ from typing import Any, Final
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from clockless.fanout.records import tick_key
-from clockless.fanout.redelivery import backoff_seconds, come_back_soon
+from clockless.fanout.keys import tick_key
+from clockless.fanout.redelivery import come_back_soon
+from clockless.fanout.retry import redelivery_backoff_seconds
 from clockless.ledger import LedgerEntry
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import BUSINESS_DATE, TOY_JOB, Context, ToyWork, drain, receive, seed, sqs_event, toy_job
@@ -36,21 +37,21 @@ def _entry(aws: Aws) -> LedgerEntry:
 
 
 def test_the_backoff_is_ten_seconds_doubling_and_capped() -> None:
-    assert [backoff_seconds(receives) for receives in range(1, 8)] == [10, 20, 40, 80, 160, 300, 300]
+    assert [redelivery_backoff_seconds(receives) for receives in range(1, 8)] == [10, 20, 40, 80, 160, 300, 300]
 
 
 def test_a_failed_partition_message_is_shown_again_after_the_backoff(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     seed(aws.dynamodb, 8)
     _, work, coordinator, _ = toy_job()
     failing = work.worker(lambda: UnreadableShard(aws.dynamodb))
-    hidden: list[tuple[int, int]] = []
+    hidden: list[tuple[int, int | None]] = []
     real = come_back_soon
 
-    def spy(sqs: Any, url: str, handle: str, receives: int) -> int:
-        hidden.append((receives, real(sqs, url, handle, receives)))
+    def spy(worker: Any, record: Any, receives: int) -> int | None:
+        hidden.append((receives, real(worker, record, receives)))
         return hidden[-1][1]
 
-    monkeypatch.setattr("clockless.fanout.worker.come_back_soon", spy)
+    monkeypatch.setattr("clockless.fanout.dispatcher.come_back_soon", spy)
     coordinator(dict(TICK), Context())
     messages = [m for m in receive(aws.sqs, aws.work_queue) if json.loads(m["Body"])["partition"] == "0"]
 

@@ -14,8 +14,9 @@ import pytest
 import time_machine
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
+from clockless.fanout.keys import partition_key, tick_key
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
-from clockless.fanout.records import PartitionRecords, now_ms, partition_key, tick_key
+from clockless.fanout.records import PartitionRecords, now_ms
 from clockless.fanout.watch import WATCH_MARGIN_SECONDS, watch_delay_seconds
 from clockless.ledger import LedgerEntry
 from clockless_tools.simulate.faults import AttemptDied

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
+from clockless.fanout.keys import lane_key, partition_key, tick_key
 from clockless.fanout.messages import WorkMessage
-from clockless.fanout.records import PartitionRecords, lane_key, now_ms, partition_key, tick_key
+from clockless.fanout.records import PartitionRecords, now_ms
 from clockless.ledger import LedgerEntry
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import (

@@ -10,7 +10,7 @@ import pytest
 import time_machine
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
-from clockless.fanout.worker import PartitionWorker
+from clockless.fanout import partition
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.test_worker import TICK, _summary
 from tests.unit.kit.toy import Context, drain, receive, seed, sqs_event, toy_job
@@ -24,16 +24,16 @@ def test_an_already_done_item_is_counted_once_when_the_done_transaction_is_refus
     seed(aws.dynamodb, 0, partitions=1, already_done=1)
     _, _, coordinator, worker = toy_job(partitions=1)
     coordinator(dict(TICK), Context())
-    mark_done = PartitionWorker._mark_done
+    mark_done = partition.mark_done
     refused: list[str] = []
 
-    def refused_once(self: PartitionWorker, records: Any, **counted: Any) -> None:
+    def refused_once(records: Any, clock: Any, **counted: Any) -> None:
         if not refused:
             refused.append(records.partition)
             raise RuntimeError("TransactionCanceledException (injected): the done transaction refused")
-        mark_done(self, records, **counted)
+        mark_done(records, clock, **counted)
 
-    monkeypatch.setattr(PartitionWorker, "_mark_done", refused_once)
+    monkeypatch.setattr(partition, "mark_done", refused_once)
     (message,) = receive(aws.sqs, aws.work_queue)
     with pytest.raises(BatchProcessingError, match="All records failed"):
         worker(sqs_event([message]), Context())

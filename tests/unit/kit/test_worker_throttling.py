@@ -12,7 +12,7 @@ import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.exceptions import ClientError
 
-from clockless.fanout.records import partition_key, tick_key
+from clockless.fanout.keys import partition_key, tick_key
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.fake_clock import FakeClock
 from tests.unit.kit.toy import BUSINESS_DATE, TOY_JOB, Context, receive, seed, sqs_event, toy_job

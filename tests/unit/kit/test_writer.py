@@ -10,13 +10,13 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from clockless.fanout.pacing import Pacer, PacingSettings
-from clockless.fanout.records import Counters
+from clockless.fanout.retry import WorkRetriesSpent
+from clockless.fanout.types import Counters
 from clockless.fanout.writer import (
     MAX_ITEM_ACTIONS,
     AccountingConflict,
     BatchWriter,
     Entry,
-    WorkRetriesSpent,
     pack,
 )
 from clockless.throttle import Budget, BudgetSpent, client_request_token

@@ -16,11 +16,15 @@ depends on what its owner may change at will: make it public or move it to the o
 Read: every package the template's layers ship (the kit, `clockless`) and every package under
 tools/. An import edge goes to the module named (`from a import b` to `a.b` when that is a module,
 else to `a`); ancestor packages are not edges, as Python has them in `sys.modules` first.
+
+The same graph lists a package's modules for its docs, each before those it imports
+(`package_modules`, printed by `clockless arch --modules`: docs/fan-out.md's "The code").
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -28,13 +32,6 @@ from typing import Final
 from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file
 
 IMPORT_GRAPH: Final = "import-graph"
-
-# Known until issue #32's item 1 cuts the fan-out kit along its seams: inside these packages, the
-# circles (buffer -> coordinator -> worker -> buffer, worker <-> replay) and the private calls
-# (replay calling the worker's `_records`, `_handoff`, `_finish_or_continue`, `_dead_letters`) are
-# allowed, and only there: a circle or a private use reaching out of them is reported. Item 1
-# empties this tuple.
-KNOWN_UNTIL_SPLIT: Final = ("clockless.fanout",)
 
 _CIRCLE_FIX: Final = (
     "move what both modules need into a module both import; a lazy import hides the circle, not breaks it"
@@ -84,23 +81,21 @@ def check_import_graph(project: Project) -> Iterator[Violation]:
     readings = {module: _read(source)[0] for module, source in sources.items()}
     graph = {module: _edges(module, readings[module], sources) for module in sources}
     for circle in _circles(graph):
-        if not _known(*circle):
-            yield _circle_violation(circle, graph, sources)
+        yield _circle_violation(circle, graph, sources)
     defined: dict[str, set[str]] = {}
     for module, reading in readings.items():
         for name in reading.defines:
             defined.setdefault(name, set()).add(module)
     for module, source in sources.items():
         for owners, name, line in _private_uses(module, readings[module], sources, defined):
-            if not any(_known(owner, module) for owner in owners):
-                yield Violation(
-                    IMPORT_GRAPH,
-                    source.relative,
-                    module,
-                    f"{module} uses {' or '.join(owners)}'s private name {name}",
-                    _PRIVATE_FIX,
-                    line=line,
-                )
+            yield Violation(
+                IMPORT_GRAPH,
+                source.relative,
+                module,
+                f"{module} uses {' or '.join(owners)}'s private name {name}",
+                _PRIVATE_FIX,
+                line=line,
+            )
 
 
 def _checked_sources(project: Project) -> Iterator[SourceFile]:
@@ -111,8 +106,41 @@ def _checked_sources(project: Project) -> Iterator[SourceFile]:
     yield from project.tool_sources
 
 
-def _known(*modules: str) -> bool:
-    return all(any(m == p or m.startswith(f"{p}.") for p in KNOWN_UNTIL_SPLIT) for m in modules)
+@dataclass(frozen=True, slots=True)
+class PackageModule:
+    """A module of a package, as its docs list it: what it is, and the package's modules it imports."""
+
+    module: str
+    summary: str
+    imports: tuple[str, ...]
+
+
+def package_modules(project: Project, package: str) -> list[PackageModule]:
+    """The modules of `package` (a kit or tools package), each before the package's modules it
+    imports: the entry points first, the shared keys and types last. A module's summary is the
+    first sentence of its docstring. Ties go by the longest chain of imports below, then by name."""
+    sources = {source.module: source for source in _checked_sources(project)}
+    inside = {m: s for m, s in sources.items() if m.startswith(f"{package}.")}
+    if not inside:
+        raise ValueError(f"no modules under {package!r}")
+    graph = {m: sorted({e.target for e in _edges(m, _read(s)[0], inside)}) for m, s in inside.items()}
+    depth: dict[str, int] = {}
+
+    def below(module: str) -> int:
+        if module not in depth:
+            depth[module] = 0  # a circle (the rule reports it) ends the chain here
+            depth[module] = 1 + max((below(target) for target in graph[module]), default=-1)
+        return depth[module]
+
+    order = sorted(inside, key=lambda module: (-below(module), module))
+    return [PackageModule(m, _first_sentence(inside[m].tree), tuple(graph[m])) for m in order]
+
+
+def _first_sentence(tree: ast.Module) -> str:
+    paragraph = (ast.get_docstring(tree) or "").split("\n\n", 1)[0]
+    text = " ".join(paragraph.split())
+    end = re.search(r"\.(\s|$)", text)
+    return text if end is None else text[: end.start() + 1]
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -242,9 +270,8 @@ def _circles(graph: Mapping[str, list[_Edge]]) -> Iterator[list[str]]:
 def _circle_violation(
     part: list[str], graph: Mapping[str, list[_Edge]], sources: Mapping[str, SourceFile]
 ) -> Violation:
-    """One circle of the part, from its first module outside the known packages (the one that
-    closed a circle through them) or else its first module; the part's other modules named too."""
-    start = next((module for module in part if not _known(module)), part[0])
+    """One circle of the part, from its first module; the part's other modules named too."""
+    start = part[0]
     path = _path_back(start, set(part), graph)
     steps = [start] + [f"{edge.target} (line {edge.line})" for edge in path]
     others = sorted(set(part) - {start} - {edge.target for edge in path})

@@ -9,7 +9,7 @@ the last attempt may run for the function's whole `Timeout`; and a fanned-out ti
 when its partitions are done, which its worker is expected to do within its declared
 `expected_duration_seconds` per hop (the partitions run in parallel), times the hops it declares
 (`expected_hops`, 1 when unset: a continuation is one more run); a partition whose run fails once
-(its whole `Timeout`) comes back after the kit's first backoff (clockless.fanout.redelivery) and
+(its whole `Timeout`) comes back after the kit's first backoff (clockless.fanout.retry) and
 runs again: the redelivery term.
 
 The dead-man-alarm rule demands a grace of at least this sum; dedupe-outlives-retries and
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS
+from clockless.fanout.retry import FIRST_BACKOFF_SECONDS
 from clockless_tools.architecture.job_bounds import read_bounds, read_expected_duration, read_expected_hops
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Schedule, Template

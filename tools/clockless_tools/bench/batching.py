@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless.fanout.accounting import PartitionAccounting
+from clockless.fanout.partition import PartitionAccounting
 from clockless.fanout.records import PartitionRecords
 from clockless.fanout.writer import BatchWriter, Entry
 from clockless_tools.bench.harness import Harness, effect_of

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless.fanout.records import work_job
+from clockless.fanout.keys import work_job
 from clockless.fanout.settings import DEFAULT_KEY_WRITE_UNITS_PER_ITEM
 from clockless_tools.bench.cost import PRICES_READ_ON, fanned_out_cost, loop_cost
 from clockless_tools.bench.fanned_out import workload

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from clockless_tools.architecture import RULES, Project, Rule, check
+from clockless_tools.architecture.import_graph import PackageModule, package_modules
 from clockless_tools.cli.common import CHECK, TemplateOption, fail
 from clockless_tools.cli.common import line_stdout as stdout
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
@@ -31,8 +32,21 @@ def arch(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="With --list: a Markdown table (docs/architecture-rules.md).")
     ] = False,
+    modules: Annotated[
+        str | None,
+        typer.Option(
+            "--modules",
+            help="List a package's modules instead, each before those it imports, as a Markdown table. "
+            "E.g. --modules clockless.fanout (docs/fan-out.md)",
+        ),
+    ] = None,
 ) -> None:
     """Check the architecture rules; exit 1 if any is broken, printing each violation with its fix."""
+    if modules is not None:
+        if rule or as_json or list_rules or markdown:
+            raise fail("--modules goes alone (clockless arch --modules clockless.fanout)")
+        print_modules(Project.for_template(template), modules)
+        return
     known = {r.name: r for r in RULES}
     unknown = sorted(set(rule or []) - set(known))
     if unknown:
@@ -74,6 +88,29 @@ def print_rules(rules: list[Rule], *, markdown: bool, as_json: bool) -> None:
     else:
         for r in rules:
             stdout.print(f"{r.name:<24} {escape(r.summary)}")
+
+
+def print_modules(project: Project, package: str) -> None:
+    try:
+        listed = package_modules(project, package)
+    except ValueError as error:
+        raise fail(f"--modules {package}: {error}") from None
+    print(modules_markdown(package, listed))
+
+
+def modules_markdown(package: str, modules: Iterable[PackageModule]) -> str:
+    """A package's modules as a Markdown table: the module, its docstring's first sentence, and the
+    package's modules it imports (any import: at the top, in a function, or for the type checker)."""
+
+    def short(module: str) -> str:
+        return module.removeprefix(f"{package}.")
+
+    lines = [f"| module | what it is | imports (of `{package}`) |", "| --- | --- | --- |"]
+    for listed in modules:
+        summary = listed.summary.replace("|", "\\|")
+        imports = ", ".join(short(module) for module in listed.imports) or "—"
+        lines.append(f"| `{short(listed.module)}` | {summary} | {imports} |")
+    return "\n".join(lines)
 
 
 def rule_files(rule: Rule) -> dict[str, str]:

@@ -23,13 +23,13 @@ from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.fanout.finisher import Finisher
-from clockless.fanout.records import COUNTERS, STATUS_DONE
+from clockless.fanout.keys import COUNTERS, STATUS_DONE
 from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, RunLedger
 from clockless_tools.operations.targets import one_line
 
 # What `status` calls a started tick one of whose partitions is retrying or dead-lettered.
 FAILING = "failing"
-# How the kit's hand-on after throttling begins its `last_error` (clockless.fanout.handoff).
+# How the kit's hand-on after throttling begins its `last_error` (clockless.fanout.continuation).
 THROTTLE_NOTE = "throttled"
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Final
 
-from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS
+from clockless.fanout.retry import FIRST_BACKOFF_SECONDS
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.template.expressions import ScheduleExpressionError, ScheduleSpec, expression_kind, utc_spec

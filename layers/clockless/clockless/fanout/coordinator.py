@@ -1,4 +1,4 @@
-"""`FanOut`: a job's ticks split into partitions, each run by a worker fed from the job's work queue.
+"""`FanOut`: a job's ticks split into partitions, handed out to the workers of its work queue.
 
 Declared once at module level next to the job (no AWS is touched until a tick comes):
 
@@ -17,23 +17,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.queue import WorkQueue
+from clockless.fanout.retry import SEND_MARGIN_SECONDS
 from clockless.fanout.settings import CoordinatorSettings
 from clockless.items import parse_tolerance
 from clockless.tick import format_scheduled_time
 
 if TYPE_CHECKING:
+    from clockless.fanout.dispatcher import LambdaHandler
     from clockless.fanout.work import PartitionWork
     from clockless.job import JobRun, ScheduledJob
-
-LambdaHandler = Callable[[Any, Any], dict[str, Any]]
-# The coordinator's sends stop waiting out throttles this long before the attempt ends: its
-# completion (which waits out its own throttles until 3 s before the end) gets the rest.
-SEND_MARGIN_SECONDS: Final = 10.0
 
 
 class FanOut:
@@ -84,16 +81,10 @@ class FanOut:
 
     def worker(self, work: Callable[[], PartitionWork[Any]]) -> LambdaHandler:
         """The SQS-fed worker's Lambda handler; `work` builds the job's PartitionWork on first use."""
-        from clockless.fanout.worker import PartitionWorker  # noqa: PLC0415 - coordinators never load it
+        from clockless.fanout.dispatcher import worker_handler  # noqa: PLC0415 - coordinators never load it
 
-        runner = PartitionWorker(self, work)
-
-        def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
-            return runner.handle(event, context)
-
+        lambda_handler = worker_handler(self.job, self.partitions, work, tolerance=self.tolerance)
         lambda_handler.clockless_worker = self  # type: ignore[attr-defined]
-        # The runner behind the handler, for tools and tests that give it their clock.
-        lambda_handler.clockless_runner = runner  # type: ignore[attr-defined]
         return lambda_handler
 
 

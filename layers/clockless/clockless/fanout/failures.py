@@ -1,8 +1,10 @@
-"""A partition's failed items: its rows turned into the writer's entries one at a time (a row that
-does not decode, or whose writes cannot be worked out, fails alone), and each failed item recorded
-where an operator looks: the work DLQ (an `items` message that `clockless work redrive` sends back
-for replay), one ERROR line naming job, scheduled time, table, key and field, and a note on the
-partition record (the first MAX_LISTED, which the finisher copies to the tick's ledger entry)."""
+"""A partition's rows turned into the writer's entries, and its failed items recorded.
+
+Rows become entries one at a time (a row that does not decode, or whose writes cannot be worked
+out, fails alone), and each failed item is recorded where an operator looks: the work DLQ (an
+`items` message that `clockless work redrive` sends back for replay), one ERROR line naming job,
+scheduled time, table, key and field, and a note on the partition record (the first MAX_LISTED,
+which the finisher copies to the tick's ledger entry)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.failures import failures_noted
-from clockless.fanout.records import COUNTERS, Counters, tick_key, work_job
-from clockless.fanout.redelivery import EXHAUSTED, exhausted_of
+from clockless.fanout.keys import COUNTERS, EXHAUSTED, exhausted_of, tick_key, work_job
+from clockless.fanout.types import Counters
 from clockless.items import NO_TOLERANCE, REASON_PARTITION, FailedItem, Tolerance, dump_listed, listed
 from clockless.ledger import FAILURES, STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
 from clockless.tick import parse_scheduled_time
@@ -90,6 +90,82 @@ def _sum(records: list[dict[str, Any]]) -> Counters:
     return counters
 
 
+def _summary_and_failures(
+    entry: Mapping[str, Any], records: list[dict[str, Any]], counters: Counters
+) -> tuple[dict[str, int], list[FailedItem]]:
+    """The tick's summary, and the first failed items (of every partition, in partition order)
+    beside the count."""
+    exhausted = exhausted_of(entry)
+    summary = {**counters.as_summary(), "partitions": int(entry["partitions_total"]["N"])}
+    failures = listed(failure for record in records for failure in failures_noted(record))
+    if exhausted:
+        # Partitions whose messages failed every receive: their items after the failure were
+        # never read, so they come first and fail the tick whatever the tolerance.
+        summary["partitions_exhausted"] = len(exhausted)
+        failures = [_exhausted(partition) for partition in exhausted] + failures
+    return summary, failures
+
+
+@dataclass(frozen=True, slots=True)
+class _Settling:
+    """The update that settles a complete tick: the status it gives, its expression, condition
+    and values."""
+
+    status: str
+    update: str
+    condition: str
+    values: dict[str, Any]
+
+    @classmethod
+    def of(
+        cls,
+        job: str,
+        entry: Mapping[str, Any],
+        records: list[dict[str, Any]],
+        counters: Counters,
+        *,
+        succeeded: bool,
+        replay_hint: str,
+    ) -> _Settling:
+        exhausted = exhausted_of(entry)
+        summary, failures = _summary_and_failures(entry, records, counters)
+        values: dict[str, Any] = {
+            ":summary": {"S": json.dumps(summary, sort_keys=True)},
+            ":scope": {"S": SUMMARY_WHOLE_TICK},
+            ":now": {"S": iso_now()},
+            ":succeeded": {"S": STATUS_SUCCEEDED},
+        }
+        # `finished_by`: a resend of this very update after a lost answer finds its own mark.
+        values[":finisher"] = {"S": uuid.uuid4().hex}
+        sets = "summary = :summary, summary_scope = :scope, finished_at = :now, finished_by = :finisher"
+        duration = _duration_ms((entry.get("started_at") or {}).get("S"))
+        if duration is not None:
+            # From the claim that fanned the tick out to its last item: the tick's duration.
+            sets += ", duration_ms = :duration"
+            values[":duration"] = {"N": str(duration)}
+        removes = []
+        if failures:
+            sets += f", {FAILURES} = :failures"
+            values[":failures"] = {"S": dump_listed(failures)}
+        else:
+            removes.append(FAILURES)
+        if succeeded:
+            status = STATUS_SUCCEEDED
+            update = f"SET #status = :succeeded, succeeded_job = :job, {METRIC_PENDING} = :metric, {sets}"
+            removes.append("#error")
+            values[":job"] = {"S": job}
+            values[":metric"] = {"S": "TickSucceeded"}
+        else:
+            status = STATUS_FAILED
+            update = f"SET #status = :failed, #error = :error, {sets}"
+            values[":failed"] = {"S": STATUS_FAILED}
+            values[":error"] = {"S": _failed_error(counters.failed, exhausted, replay_hint)}
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
+        condition = _still_complete(exhausted, _number(entry, "partitions_done"), values)
+        return cls(status, update, condition, values)
+
+
 class Finisher:
     def __init__(self, client: Any, table: str, *, tolerance: Tolerance = NO_TOLERANCE) -> None:
         self.client = client
@@ -150,66 +226,32 @@ class Finisher:
             return (UNREPORTED if METRIC_PENDING in entry else ALREADY_SETTLED), None
         records = self.records(job, scheduled_time)
         counters = _sum(records)
-        summary = {**counters.as_summary(), "partitions": int(total["N"])}
-        # The first failed items (of every partition, in partition order) beside the count.
-        failures = listed(failure for record in records for failure in failures_noted(record))
-        if exhausted:
-            # Partitions whose messages failed every receive: their items after the failure were
-            # never read, so they come first and fail the tick whatever the tolerance.
-            summary["partitions_exhausted"] = len(exhausted)
-            failures = [_exhausted(partition) for partition in exhausted] + failures
-        values: dict[str, Any] = {
-            ":summary": {"S": json.dumps(summary, sort_keys=True)},
-            ":scope": {"S": SUMMARY_WHOLE_TICK},
-            ":now": {"S": iso_now()},
-            ":succeeded": {"S": STATUS_SUCCEEDED},
-        }
-        # `finished_by`: a resend of this very update after a lost answer finds its own mark.
-        values[":finisher"] = {"S": uuid.uuid4().hex}
-        sets = "summary = :summary, summary_scope = :scope, finished_at = :now, finished_by = :finisher"
-        duration = _duration_ms((entry.get("started_at") or {}).get("S"))
-        if duration is not None:
-            # From the claim that fanned the tick out to its last item: the tick's duration.
-            sets += ", duration_ms = :duration"
-            values[":duration"] = {"N": str(duration)}
-        removes = []
-        if failures:
-            sets += f", {FAILURES} = :failures"
-            values[":failures"] = {"S": dump_listed(failures)}
-        else:
-            removes.append(FAILURES)
-        if not exhausted and self.tolerance.allows(counters.failed, counters.found):
-            status = STATUS_SUCCEEDED
-            update = f"SET #status = :succeeded, succeeded_job = :job, {METRIC_PENDING} = :metric, {sets}"
-            removes.append("#error")
-            values[":job"] = {"S": job}
-            values[":metric"] = {"S": "TickSucceeded"}
-        else:
-            status = STATUS_FAILED
-            update = f"SET #status = :failed, #error = :error, {sets}"
-            values[":failed"] = {"S": STATUS_FAILED}
-            values[":error"] = {"S": _failed_error(counters.failed, exhausted, replay_hint)}
-        if removes:
-            update += " REMOVE " + ", ".join(removes)
+        succeeded = not exhausted and self.tolerance.allows(counters.failed, counters.found)
+        settling = _Settling.of(job, entry, records, counters, succeeded=succeeded, replay_hint=replay_hint)
+        return self._settle(job, scheduled_time, settling), counters
+
+    def _settle(self, job: str, scheduled_time: str, settling: _Settling) -> str:
+        """The settling update, conditioned on the count the finisher read: the status it gave, or
+        ALREADY_SETTLED when another call settled the tick first."""
         try:
             response = self.client.update_item(
                 TableName=self.table,
                 Key=tick_key(job, scheduled_time),
-                UpdateExpression=update,
-                ConditionExpression=_still_complete(exhausted, _number(entry, "partitions_done"), values),
+                UpdateExpression=settling.update,
+                ConditionExpression=settling.condition,
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
-                ExpressionAttributeValues=values,
+                ExpressionAttributeValues=settling.values,
                 ReturnValues="UPDATED_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except self.client.exceptions.ConditionalCheckFailedException as error:
             old = error.response.get("Item") or {}
-            if (old.get("finished_by") or {}).get("S") == values[":finisher"]["S"]:
-                return status, counters  # this call's own update, its answer lost and resent
-            return ALREADY_SETTLED, counters  # another worker finished it
+            if (old.get("finished_by") or {}).get("S") == settling.values[":finisher"]["S"]:
+                return settling.status  # this call's own update, its answer lost and resent
+            return ALREADY_SETTLED  # another worker finished it
         # UPDATED_OLD may leave out an attribute set to the value it had: the status did not change.
-        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S", status)
-        return (status if old_status != status else ALREADY_SETTLED), counters
+        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S", settling.status)
+        return settling.status if old_status != settling.status else ALREADY_SETTLED
 
     def reported(self, job: str, scheduled_time: str) -> None:
         """TickSucceeded of this tick has reached the logs (EMF): no later delivery emits it again.

@@ -1,4 +1,8 @@
-"""Sending work messages: partitions in batches of 10, continuations, failed items to the DLQ."""
+"""Every request the fan-out makes of SQS.
+
+A tick's partitions in batches of 10, a continuation or a buffered tick's start (delayed or not),
+failed items to the work DLQ, and a failed message shown again sooner. Each waits out throttles
+within the budget its caller hands it (clockless.throttle)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ if TYPE_CHECKING:
 SQS_BATCH: Final = 10
 # SQS takes up to 256 KiB (262,144 bytes) per message; leave room for the envelope.
 MAX_BODY_BYTES: Final = 200 * 1024
+# SendMessage's DelaySeconds takes 0 to 900 (15 minutes).
+SQS_MAX_DELAY_SECONDS: Final = 900
 
 
 class QueueSendError(ClocklessError, RuntimeError):
@@ -30,8 +36,20 @@ class WorkQueue:
         self.client = client
         self.url = url
 
-    def send(self, body: str) -> None:
-        self.client.send_message(QueueUrl=self.url, MessageBody=body)
+    def send(self, body: str, *, budget: Budget, delay_s: int = 0, what: str = "SendMessage") -> None:
+        """One message, visible after `delay_s` seconds (at most SQS's 900). A throttled send is
+        waited out within `budget`; past it, `BudgetSpent` is the caller's."""
+        request: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": body}
+        if delay_s > 0:
+            request["DelaySeconds"] = min(SQS_MAX_DELAY_SECONDS, delay_s)
+        retry_throttled(lambda: self.client.send_message(**request), budget=budget, what=what)
+
+    def show_again(self, receipt_handle: str, after_s: int) -> None:
+        """A received message visible again `after_s` seconds from now (instead of after the
+        queue's visibility timeout)."""
+        self.client.change_message_visibility(
+            QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=after_s
+        )
 
     def send_all(self, bodies: Sequence[str], *, budget: Budget | None = None) -> int:
         """Every body, 10 per request. The SendMessageBatch calls made (a throttled one counted once).

@@ -1,10 +1,7 @@
-"""A fanned-out tick's records in the ledger table, beside its tick entry.
+"""A partition's records in the ledger table, as the worker holding its lease writes them.
 
-- partition record `<job>#work` / `<ts>#p<partition>`: status (running|done), cursor, lease,
-  hops, failed_items, the counters of replayed items, and what an operator reads about its runs
-  (`receives`, `last_error`, `throttle_continuations`);
-- lane record `<job>#work` / `<ts>#p<partition>#l<lane>`: applied and already_done, written only
-  by the transactions of one lane of one worker, so concurrent lanes never touch one record.
+Its partition record and lane records, and the partition's share of the tick entry
+(`clockless.fanout.keys` has where each lives and what its attributes are called).
 
 Every write here is conditional on the lease, so two workers never run one partition at once.
 """
@@ -17,17 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from clockless.errors import ClocklessError
-from clockless.throttle import cancellation_reasons
+from clockless.fanout.keys import (
+    EXHAUSTED,
+    LAST_ERROR,
+    STATUS_DONE,
+    STATUS_RUNNING,
+    THROTTLE_CONTINUATIONS,
+    lane_key,
+    partition_key,
+    tick_key,
+)
+from clockless.fanout.types import FailedKeys, Lease, LeaseLost
+from clockless.throttle import cancellation_codes, cancellation_reasons
 
-STATUS_RUNNING: Final = "running"
-STATUS_DONE: Final = "done"
-WORK_SUFFIX: Final = "#work"
-COUNTERS: Final = ("applied", "already_done", "failed")
-# What a worker records for operators (docs/fan-out.md, "The records").
-RECEIVES: Final = "receives"
-LAST_ERROR: Final = "last_error"
-THROTTLE_CONTINUATIONS: Final = "throttle_continuations"
 MAX_LAST_ERROR_LENGTH: Final = 300
 
 
@@ -37,71 +36,9 @@ def one_line(text: str, limit: int = MAX_LAST_ERROR_LENGTH) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def work_job(job: str) -> str:
-    return f"{job}{WORK_SUFFIX}"
-
-
-def partition_key(job: str, scheduled_time: str, partition: str) -> dict[str, Any]:
-    return {"job": {"S": work_job(job)}, "scheduled_time": {"S": f"{scheduled_time}#p{partition}"}}
-
-
-def lane_key(job: str, scheduled_time: str, partition: str, lane: int) -> dict[str, Any]:
-    return {"job": {"S": work_job(job)}, "scheduled_time": {"S": f"{scheduled_time}#p{partition}#l{lane}"}}
-
-
-def tick_key(job: str, scheduled_time: str) -> dict[str, Any]:
-    return {"job": {"S": job}, "scheduled_time": {"S": scheduled_time}}
-
-
 def now_ms() -> int:
     # time.time(): the simulator's clock (time-machine) moves it, as it moves the ledger's.
     return int(time.time() * 1000)
-
-
-class LeaseLost(ClocklessError, RuntimeError):
-    """Another worker holds the partition now: this one's lease ran out."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """What acquiring a partition found."""
-
-    acquired: bool
-    done: bool = False
-    cursor: dict[str, Any] | None = None
-    failed_items: frozenset[str] = frozenset()
-    holder_until_ms: int = 0
-    # no record (and none was made): a continuation of a partition that never started
-    missing: bool = False
-    # the tick entry that failed the trust check (clockless.fanout.trust); nothing was written
-    untrusted: dict[str, Any] | None = None
-    # continuations this partition was handed on to because of throttling, before this run
-    throttle_continuations: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class FailedKeys:
-    failed: frozenset[str]
-    replayed: frozenset[str]
-
-
-@dataclass(slots=True)
-class Counters:
-    applied: int = 0
-    already_done: int = 0
-    failed: int = 0
-
-    @property
-    def found(self) -> int:
-        return self.applied + self.already_done + self.failed
-
-    def add(self, other: Counters) -> None:
-        self.applied += other.applied
-        self.already_done += other.already_done
-        self.failed += other.failed
-
-    def as_summary(self) -> dict[str, int]:
-        return {"found": self.found, "applied": self.applied, "already_done": self.already_done, "failed": self.failed}
 
 
 @dataclass
@@ -313,12 +250,52 @@ class PartitionRecords:
                     "TableName": self.table,
                     "Key": tick_key(self.job, self.scheduled_time),
                     # A partition redriven after it exhausted its receives is no longer counted so.
-                    "UpdateExpression": "ADD partitions_done :one DELETE partitions_exhausted :partition",
+                    "UpdateExpression": f"ADD partitions_done :one DELETE {EXHAUSTED} :partition",
                     "ConditionExpression": "attribute_exists(partitions_total)",
                     "ExpressionAttributeValues": {":one": {"N": "1"}, ":partition": {"SS": [self.partition]}},
                 }
             },
         ]
+
+    def exhausted_actions(self, *, unless: str = "", values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The partition added to its tick entry's `partitions_exhausted` (a set: once however often),
+        only while the partition is not done and (`unless`, on the partition record with `values`)
+        whatever else the caller asks of it; the tick entry must be a fan-out coordinator's. A
+        failed condition on the partition returns its record (ALL_OLD)."""
+        condition = "(attribute_not_exists(#status) OR #status <> :done)" + (f" AND {unless}" if unless else "")
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self.table,
+                    "Key": self.key,
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}, **(values or {})},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": tick_key(self.job, self.scheduled_time),
+                    "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                    "ConditionExpression": "attribute_exists(partitions_total)",
+                    "ExpressionAttributeValues": {":partition": {"SS": [self.partition]}},
+                }
+            },
+        ]
+
+    def mark_exhausted(self) -> bool:
+        """The partition named on its tick entry as having failed every receive, only while the
+        partition is not done (a run that failed after marking it done, in its finisher, leaves
+        nothing undone). False: it was done."""
+        try:
+            self.client.transact_write_items(TransactItems=self.exhausted_actions())
+        except self.client.exceptions.TransactionCanceledException as error:
+            if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
+                return False
+            raise
+        return True
 
     def lane_counter(self, lane: int, applied: int) -> dict[str, Any]:
         """Applied items, counted in the transaction that applies them (they leave the index, so

@@ -2,36 +2,98 @@
 
 SQS shows a message a worker failed again only after the work queue's visibility timeout (1,800 s,
 6 x the worker's Timeout, so a live worker is never overtaken). A run that *raised* is over, so
-the worker shortens its wait itself with `ChangeMessageVisibility`: 10 s after the first failure,
-doubling per receive, capped at MAX_BACKOFF_SECONDS; a partition that fails once is retried within
-a minute. A worker that died (timeout, crash) cannot: its message waits the visibility timeout; so does one
-that could not release its partition's lease (the redelivery would find it held).
+it notes why on its partition's record and releases the lease (`run_failed`), and the dispatcher
+shortens the message's wait itself with `ChangeMessageVisibility` (`come_back_soon`): 10 s after
+the first failure, doubling per receive, capped at 300 s (clockless.fanout.retry); a partition
+that fails once is retried within a minute. A worker that died (timeout, crash) cannot: its
+message waits the visibility timeout; so does one that could not release its partition's lease
+(the redelivery would find it held).
 
 A run that raises on its message's last receive (`receives >= WORK_MAX_RECEIVES`, the queue's
 maxReceiveCount) adds its partition to the tick entry's `partitions_exhausted`, so the finisher
 settles the tick `failed` naming the partition instead of leaving it `started` for ever; the
 message goes on to the work DLQ, and when `clockless work redrive` runs it to the end, the done
-transaction takes the partition out of the set and the tick settles again.
+transaction takes the partition out of the set and the tick settles again. A run that *dies* there
+runs none of this: the watch it sent first does (clockless.fanout.watch).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
-from clockless.fanout.records import STATUS_DONE, partition_key, tick_key
-from clockless.throttle import cancellation_codes
+from clockless.fanout.finish import settle
+from clockless.fanout.records import one_line
+from clockless.fanout.retry import redelivery_backoff_seconds
 
-FIRST_BACKOFF_SECONDS: Final = 10
-MAX_BACKOFF_SECONDS: Final = 300
-EXHAUSTED: Final = "partitions_exhausted"
+if TYPE_CHECKING:
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-
-def backoff_seconds(receives: int) -> int:
-    """How long a message failed on its `receives`-th receive stays hidden: 10 s, 20 s, 40 s, ... capped."""
-    return int(min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** max(0, min(receives, 16) - 1)))
-
+    from clockless.fanout.messages import WorkMessage
+    from clockless.fanout.worker import PartitionWorker
+    from clockless.throttle import Budget
 
 _LEASE_HELD: Final = "clockless_lease_held"
+
+
+def run_failed(
+    worker: PartitionWorker,
+    message: WorkMessage,
+    budget: Budget,
+    metrics: EphemeralMetrics,
+    *,
+    owner: str,
+    receives: int,
+    error: BaseException,
+) -> None:
+    """A partition run raised `error` (its caller raises it on, for SQS): noted for operators with
+    the lease released, and on the message's last receive its partition recorded exhausted first:
+    a death in between leaves the lease held, which the run's watch reads as a death and names the
+    partition instead (clockless.fanout.watch); so does a failure to name it here."""
+    last = receives >= worker.settings().max_receives
+    named = last and exhausted(worker, message, owner, budget, metrics)
+    if not note_failure(worker, message, owner, budget, error, release=named or not last):
+        lease_still_held(error)
+
+
+def note_failure(
+    worker: PartitionWorker,
+    message: WorkMessage,
+    owner: str,
+    budget: Budget,
+    error: BaseException,
+    *,
+    release: bool = True,
+) -> bool:
+    """`last_error` on the partition record for operators, and (`release`) the lease released (the
+    run is over), so the message's redelivery after a short backoff can take it; the error itself
+    is raised by the caller. False: the lease may still be held."""
+    try:
+        final = worker.final_records(message, owner, budget)
+        final.note_error(one_line(f"{type(error).__name__}: {error}"), release=release)
+    except Exception:  # the failure is what SQS must see, not this note's
+        worker.job.logger.warning("could not note the failure on the partition record", exc_info=True)
+        return False
+    return True
+
+
+def exhausted(
+    worker: PartitionWorker, message: WorkMessage, owner: str, budget: Budget, metrics: EphemeralMetrics
+) -> bool:
+    """The message's last receive failed: its partition named on the tick, which settles `failed`.
+    False: it could not be (the caller leaves the lease held for the run's watch to do it)."""
+    try:
+        if not worker.final_records(message, owner, budget).mark_exhausted():
+            return True  # the partition was done: its failure was the finisher's, which a redrive runs again
+        worker.job.logger.error(
+            "partition failed every receive; its message goes to the work DLQ",
+            extra={"replay": f"clockless work redrive {message.job}"},
+        )
+        settle(worker, message, budget, metrics)
+    except Exception:  # the failure is what SQS must see, not this record's
+        worker.job.logger.warning("could not record the exhausted partition in the ledger", exc_info=True)
+        return False
+    return True
 
 
 def lease_still_held(error: BaseException) -> None:
@@ -44,55 +106,15 @@ def held_lease(error: BaseException) -> bool:
     return bool(getattr(error, _LEASE_HELD, False))
 
 
-def come_back_soon(sqs: Any, queue_url: str, receipt_handle: str, receives: int) -> int:
-    """The failed message visible again after the backoff instead of the visibility timeout."""
-    delay = backoff_seconds(receives)
-    sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=delay)
-    return delay
-
-
-def exhausted_transaction(
-    table: str, job: str, scheduled_time: str, partition: str, *, unless: str = "", values: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """The partition added to its tick entry's `partitions_exhausted` (a set: once however often),
-    only while the partition is not done and (`unless`, on the partition record with `values`)
-    whatever else the caller asks of it; the tick entry must be a fan-out coordinator's."""
-    condition = "(attribute_not_exists(#status) OR #status <> :done)" + (f" AND {unless}" if unless else "")
-    return [
-        {
-            "ConditionCheck": {
-                "TableName": table,
-                "Key": partition_key(job, scheduled_time, partition),
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#status": "status"},
-                "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}, **(values or {})},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        },
-        {
-            "Update": {
-                "TableName": table,
-                "Key": tick_key(job, scheduled_time),
-                "UpdateExpression": f"ADD {EXHAUSTED} :partition",
-                "ConditionExpression": "attribute_exists(partitions_total)",
-                "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
-            }
-        },
-    ]
-
-
-def record_exhausted(client: Any, table: str, job: str, scheduled_time: str, partition: str) -> bool:
-    """The partition named on its tick entry as having failed every receive, only while the
-    partition is not done (a run that failed after marking it done, in its finisher, leaves
-    nothing undone). False: it was done."""
+def come_back_soon(worker: PartitionWorker, record: SQSRecord, receives: int) -> int | None:
+    """A message this worker failed is shown again after the backoff instead of the visibility
+    timeout (the failure itself is what SQS sees). The seconds it stays hidden; None: the
+    visibility timeout's (the change was refused)."""
+    delay = redelivery_backoff_seconds(receives)
     try:
-        client.transact_write_items(TransactItems=exhausted_transaction(table, job, scheduled_time, partition))
-    except client.exceptions.TransactionCanceledException as error:
-        if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
-            return False
-        raise
-    return True
-
-
-def exhausted_of(entry: dict[str, Any]) -> list[str]:
-    return sorted((entry.get(EXHAUSTED) or {}).get("SS", []))
+        worker.work_queue().show_again(record.receipt_handle, delay)
+    except Exception:  # the failure is what SQS must see: the visibility timeout brings it back anyway
+        worker.job.logger.warning("could not shorten the failed message's wait", exc_info=True)
+        return None
+    worker.job.logger.info("failed message comes back soon", extra={"receives": receives, "after_s": delay})
+    return delay

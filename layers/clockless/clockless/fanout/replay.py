@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from clockless.fanout.accounting import ReplayAccounting
+from clockless.fanout.continuation import OUTCOME_CONTINUED
 from clockless.fanout.failures import entries_of
-from clockless.fanout.handoff import continuation_delay
-from clockless.fanout.records import Counters
+from clockless.fanout.finish import finish_or_continue
+from clockless.fanout.retry import continuation_delay
 from clockless.fanout.trust import reject_future_tick, replayable_keys
+from clockless.fanout.types import Counters
 from clockless.fanout.writer import AccountingConflict, BatchWriter, Entry
 from clockless.throttle import BudgetSpent, retry_throttled
 
@@ -23,11 +25,11 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from clockless.fanout.messages import WorkMessage
+    from clockless.fanout.records import PartitionRecords
     from clockless.fanout.work import PartitionWork
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
 
-OUTCOME_CONTINUED: Final = "continued"
 OUTCOME_REPLAYED: Final = "replayed"
 REPLAY_ATTEMPTS: Final = 3
 
@@ -71,7 +73,7 @@ def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metric
         return OUTCOME_CONTINUED
     worker.last_counters = counters
     worker.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
-    return worker.finish_or_continue(message, budget, metrics, OUTCOME_REPLAYED)
+    return finish_or_continue(worker, message, budget, metrics, OUTCOME_REPLAYED)
 
 
 def read_again(
@@ -95,3 +97,16 @@ def read_again(
             break
         cursor = page.cursor
     return entries + [Entry(key, [], None) for key in keys if key in wanted]
+
+
+class ReplayAccounting:
+    """A replay moves its items out of `failed_items`; items failing again stay there."""
+
+    def __init__(self, records: PartitionRecords) -> None:
+        self.records = records
+
+    def actions(
+        self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        keys = [*applied, *already_done]
+        return [self.records.replay_counter(keys, len(applied), len(already_done))] if keys else []

@@ -33,26 +33,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from clockless.fanout.handoff import (
-    FINAL_MARGIN_SECONDS,
-    HAND_ON_MARGIN_SECONDS,
-    SQS_MAX_DELAY_SECONDS,
-    HandOff,
-    continuation_delay,
-)
+from clockless.fanout.finish import settle
+from clockless.fanout.keys import STATUS_DONE
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
-from clockless.fanout.records import STATUS_DONE, now_ms
-from clockless.fanout.redelivery import FIRST_BACKOFF_SECONDS, exhausted_transaction, record_exhausted
+from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS
+from clockless.fanout.records import now_ms
+from clockless.fanout.retry import FIRST_BACKOFF_SECONDS, HAND_ON_MARGIN_SECONDS, continuation_delay
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick
-from clockless.throttle import BudgetSpent, ThrottleRetryingClient, cancellation_reasons, remaining_ms, retry_throttled
+from clockless.throttle import BudgetSpent, cancellation_reasons, remaining_ms, retry_throttled
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics
 
+    from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
 
 # How long after the attempt's end its message reappears (then moves to the DLQ) and its watch
@@ -76,116 +71,89 @@ def watch_message(message: WorkMessage, owner: str) -> WorkMessage:
     return dataclasses.replace(message, kind=KIND_WATCH, watched=owner, items=[], keys=[], failures=[], error="")
 
 
-@dataclass(frozen=True)
-class Watch:
-    """One job's watches: its ledger, its work queue, its logger."""
-
-    dynamodb: Any
-    sqs: Any
-    queue_url: str
-    ledger_table: str
-    logger: Logger
-
-    def last_receive(self, message: WorkMessage, owner: str, receipt_handle: str | None, budget: Budget) -> None:
-        """On the last receive, with the lease taken: the message held only until this attempt is
-        over (plus the margin), and the watch sent with that delay. A watch that cannot be sent
-        raises (the run fails, and names its partition on the tick as any run failing its last
-        receive does); the visibility is best effort (without it the message reaches the DLQ after
-        the visibility timeout, and the watch settles the tick all the same)."""
-        delay = watch_delay_seconds(remaining_ms(budget.context) / 1000)
-        sending = budget.with_margin(HAND_ON_MARGIN_SECONDS)
-        if receipt_handle is not None:
-            try:
-                retry_throttled(
-                    lambda: self.sqs.change_message_visibility(
-                        QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=delay
-                    ),
-                    budget=sending,
-                    what="ChangeMessageVisibility",
-                )
-            except Exception:
-                self.logger.warning("could not bound the last receive's visibility", exc_info=True)
-        HandOff(self.sqs, self.queue_url, sending).resend(watch_message(message, owner), delay)
-        self.logger.info("last receive watched: its tick settles even if the attempt dies", extra={"after_s": delay})
-
-    def name_on_tick(self, message: WorkMessage, budget: Budget, finish: Callable[[], object]) -> bool:
-        """A run that raised on its message's last receive: its partition named on the tick, then
-        `finish` (the finisher settles it `failed`). False: not done, so the caller leaves the lease
-        held, which its watch reads as a death and does instead."""
+def watch_last_receive(
+    worker: PartitionWorker, message: WorkMessage, owner: str, receipt_handle: str | None, budget: Budget
+) -> None:
+    """On the last receive, with the lease taken: the message held only until this attempt is over
+    (plus the margin), and the watch sent with that delay. A watch that cannot be sent raises (the
+    run fails, and names its partition on the tick as any run failing its last receive does); the
+    visibility is best effort (without it the message reaches the DLQ after the visibility timeout,
+    and the watch settles the tick all the same)."""
+    delay = watch_delay_seconds(remaining_ms(budget.context) / 1000)
+    if receipt_handle is not None:
+        queue = worker.work_queue()
         try:
-            client = ThrottleRetryingClient(self.dynamodb, budget.with_margin(FINAL_MARGIN_SECONDS))
-            if not record_exhausted(client, self.ledger_table, message.job, message.time_text, message.partition):
-                return True  # the partition was done: its failure was the finisher's, which a redrive runs again
-        except Exception:  # the failure is what SQS must see, not this record's
-            self.logger.warning("could not record the exhausted partition in the ledger", exc_info=True)
-            return False
-        self.logger.error(
-            "partition failed every receive; its message goes to the work DLQ",
-            extra={"replay": f"clockless work redrive {message.job}"},
-        )
-        try:
-            finish()
+            retry_throttled(
+                lambda: queue.show_again(receipt_handle, delay),
+                budget=budget.with_margin(HAND_ON_MARGIN_SECONDS),
+                what="ChangeMessageVisibility",
+            )
         except Exception:
-            self.logger.warning("could not settle the tick after naming the partition", exc_info=True)
-            return False
-        return True
+            worker.job.logger.warning("could not bound the last receive's visibility", exc_info=True)
+    worker.handoff(budget).resend(watch_message(message, owner), delay)
+    worker.job.logger.info("last receive watched: its tick settles even if the attempt dies", extra={"after_s": delay})
 
-    def settle(self, message: WorkMessage, budget: Budget, finish: Callable[[], object]) -> str:
-        """A watch message: the watched run's partition named on its tick if that run died holding
-        the lease, then `finish` (the finisher); watched again if the run may still live; otherwise
-        only the finisher (the run may have died after its partition's done transaction, on a
-        receive nothing comes after)."""
-        reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
-        client = ThrottleRetryingClient(self.dynamodb, budget.with_margin(FINAL_MARGIN_SECONDS))
-        now = now_ms()
-        transaction = exhausted_transaction(
-            self.ledger_table,
-            message.job,
-            message.time_text,
-            message.partition,
-            unless=_DIED_HOLDING_THE_LEASE,
-            values={":watched": {"S": message.watched}, ":zero": {"N": "0"}, ":now": {"N": str(now)}},
-        )
-        try:
-            client.transact_write_items(TransactItems=transaction)
-        except client.exceptions.TransactionCanceledException as error:
-            partition, tick = cancellation_reasons(error, 2)[:2]
-            if partition.get("Code") == "ConditionalCheckFailed":
-                return self._not_settled(message, dict(partition.get("Item") or {}), now, budget, finish)
-            if tick.get("Code") == "ConditionalCheckFailed":
-                why = "a watch over a tick no fan-out coordinator claimed"
-                raise UntrustedMessageError(message.tick_key, message.partition, why) from None
-            raise
-        self.logger.error(
-            "partition's worker died on its message's last receive; the message goes to the work DLQ",
-            extra={"watched": message.watched, "replay": f"clockless work redrive {message.job}"},
-        )
-        return self._finish(message, budget, finish, OUTCOME_SETTLED)
 
-    def _not_settled(
-        self, message: WorkMessage, record: dict[str, Any], now: int, budget: Budget, finish: Callable[[], object]
-    ) -> str:
-        owner = (record.get("lease_owner") or {}).get("S")
-        until = int((record.get("lease_until") or {}).get("N") or 0)
-        done = (record.get("status") or {}).get("S") == STATUS_DONE
-        if owner == message.watched and until >= now and not done:
-            delay = min(SQS_MAX_DELAY_SECONDS, watch_delay_seconds((until - now) / 1000))
-            HandOff(self.sqs, self.queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS)).resend(message, delay)
-            self.logger.info("the watched run's lease is still live; watching again", extra={"after_s": delay})
-            return OUTCOME_STILL_LIVE
-        # It ended by itself, or died after its partition's done transaction: the finisher (a read
-        # when there is nothing to do) settles the tick, or reports a TickSucceeded left unsaid.
-        self.logger.info("the watched run ended by itself; settling the tick if it is complete")
-        return self._finish(message, budget, finish, OUTCOME_ENDED)
+def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
+    """A watch message: the watched run's partition named on its tick if that run died holding the
+    lease, then the finisher; watched again if the run may still live; otherwise only the finisher
+    (the run may have died after its partition's done transaction, on a receive nothing comes after)."""
+    reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
+    records = worker.final_records(message, message.watched, budget)
+    now = now_ms()
+    actions = records.exhausted_actions(
+        unless=_DIED_HOLDING_THE_LEASE,
+        values={":watched": {"S": message.watched}, ":zero": {"N": "0"}, ":now": {"N": str(now)}},
+    )
+    try:
+        records.client.transact_write_items(TransactItems=actions)
+    except records.client.exceptions.TransactionCanceledException as error:
+        partition, tick = cancellation_reasons(error, 2)[:2]
+        if partition.get("Code") == "ConditionalCheckFailed":
+            return _not_settled(worker, message, budget, metrics, record=dict(partition.get("Item") or {}), now=now)
+        if tick.get("Code") == "ConditionalCheckFailed":
+            why = "a watch over a tick no fan-out coordinator claimed"
+            raise UntrustedMessageError(message.tick_key, message.partition, why) from None
+        raise
+    worker.job.logger.error(
+        "partition's worker died on its message's last receive; the message goes to the work DLQ",
+        extra={"watched": message.watched, "replay": f"clockless work redrive {message.job}"},
+    )
+    return _finish(worker, message, budget, metrics, OUTCOME_SETTLED)
 
-    def _finish(self, message: WorkMessage, budget: Budget, finish: Callable[[], object], outcome: str) -> str:
-        """The finisher; when it stays throttled, the watch itself comes back (the partition is
-        named already, in a set), not a continuation of the partition."""
-        try:
-            finish()
-        except BudgetSpent as spent:
-            delay = continuation_delay(0)
-            HandOff(self.sqs, self.queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS)).resend(message, delay)
-            self.logger.warning("the finisher stayed throttled; the watch comes back", extra={"throttle": str(spent)})
-            return OUTCOME_THROTTLED
-        return outcome
+
+def _not_settled(
+    worker: PartitionWorker,
+    message: WorkMessage,
+    budget: Budget,
+    metrics: EphemeralMetrics,
+    *,
+    record: dict[str, Any],
+    now: int,
+) -> str:
+    owner = (record.get("lease_owner") or {}).get("S")
+    until = int((record.get("lease_until") or {}).get("N") or 0)
+    done = (record.get("status") or {}).get("S") == STATUS_DONE
+    if owner == message.watched and until >= now and not done:
+        delay = min(SQS_MAX_DELAY_SECONDS, watch_delay_seconds((until - now) / 1000))
+        worker.handoff(budget).resend(message, delay)
+        worker.job.logger.info("the watched run's lease is still live; watching again", extra={"after_s": delay})
+        return OUTCOME_STILL_LIVE
+    # It ended by itself, or died after its partition's done transaction: the finisher (a read
+    # when there is nothing to do) settles the tick, or reports a TickSucceeded left unsaid.
+    worker.job.logger.info("the watched run ended by itself; settling the tick if it is complete")
+    return _finish(worker, message, budget, metrics, OUTCOME_ENDED)
+
+
+def _finish(
+    worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: str
+) -> str:
+    """The finisher; when it stays throttled, the watch itself comes back (the partition is named
+    already, in a set), not a continuation of the partition (which would run it)."""
+    try:
+        settle(worker, message, budget, metrics)
+    except BudgetSpent as spent:
+        worker.handoff(budget).resend(message, continuation_delay(0))
+        worker.job.logger.warning("the finisher stayed throttled; the watch comes back", extra={"throttle": str(spent)})
+        return OUTCOME_THROTTLED
+    return outcome

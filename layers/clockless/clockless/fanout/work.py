@@ -1,5 +1,7 @@
-"""What a job implements to fan out: how to read a partition page by page, how one row becomes an
-item, and which conditional writes apply one item."""
+"""What a job implements to fan out (`PartitionWork`), and a page of a partition (`Page`).
+
+How to read a partition page by page, how one row becomes an item, and which conditional writes
+apply one item."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ refused whole by validation is bisected until the failing item is alone.
 A throttle (a refused request, or `ThrottlingError` among a cancellation's reasons) is never a
 failure: it is waited out with backoff for as long as the attempt's budget lasts, then
 `BudgetSpent` hands the rest to a continuation (clockless.throttle). Transactions go out paced
-(clockless.fanout.pacing), so a worker offers its shard key no more than it can take.
+(clockless.fanout.pacing), so a worker offers its shard key no more than it can take. When to
+resend, and how often, is clockless.fanout.retry's.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from clockless.errors import ClocklessError
 from clockless.fanout.pacing import Pacer
-from clockless.fanout.records import Counters
+from clockless.fanout.retry import (
+    MAX_CONFLICT_ATTEMPTS,
+    RETRY_REASONS,
+    TRANSIENT_ERRORS,
+    WorkRetriesSpent,
+    conflict_backoff_seconds,
+)
+from clockless.fanout.types import Counters
 from clockless.items import REASON_TOO_BIG, REASON_WRITE, FailedItem, short
 from clockless.throttle import (
     SYSTEM_CLOCK,
@@ -43,22 +51,10 @@ from clockless.throttle import (
     describe_throttle,
     throttled_tables,
 )
-from clockless.throttle import backoff_seconds as _throttle_backoff
+from clockless.throttle import backoff_seconds as throttle_backoff_seconds
 
 MAX_ITEM_ACTIONS: Final = 99
-DEFAULT_MAX_ATTEMPTS: Final = 8
-BACKOFF_BASE_SECONDS: Final = 0.05
-BACKOFF_CAP_SECONDS: Final = 2.0
-
 ALREADY_DONE_REASON: Final = "ConditionalCheckFailed"
-CONFLICT_REASON: Final = "TransactionConflict"
-# Per-action reasons worth resending the same items for (a throttle within the budget, a
-# conflict up to `max_attempts` times).
-RETRY_REASONS: Final = frozenset({CONFLICT_REASON, *THROTTLE_REASONS})
-# Whole-request errors left after botocore's own retries, safe to resend: the token makes a
-# resend of an applied transaction a no-op. Throttles are waited out within the budget; the
-# others are resent up to `max_attempts` times.
-TRANSIENT_ERRORS: Final = frozenset({"TransactionInProgressException", "InternalServerError", "ServiceUnavailable"})
 # What made a cancelled transaction worth resending.
 _THROTTLE: Final = "throttle"
 _CONFLICT: Final = "conflict"
@@ -90,19 +86,8 @@ class Accounting(Protocol):
 FailureSink = Callable[[list[Entry], str], None]
 
 
-class WorkRetriesSpent(ClocklessError, RuntimeError):
-    """A transaction stayed in conflict (or DynamoDB unavailable) through every attempt; the
-    message is redelivered. Throttles never end here: they end in `BudgetSpent`."""
-
-
 class AccountingConflict(ClocklessError, RuntimeError):
     """The accounting action's condition failed: the counted state is not what this writer read."""
-
-
-def backoff_seconds(attempt: int) -> float:
-    """Full jitter (base 50 ms, cap 2 s) after a conflict: lanes and workers that collided spread
-    out instead of retrying in step."""
-    return _throttle_backoff(attempt, base=BACKOFF_BASE_SECONDS, cap=BACKOFF_CAP_SECONDS)
 
 
 def pack(entries: Sequence[Entry], limit: int = MAX_ITEM_ACTIONS) -> list[list[Entry]]:
@@ -127,7 +112,7 @@ class BatchWriter:
     accounting: Accounting
     on_failed: FailureSink
     concurrency: int = 4
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_attempts: int = MAX_CONFLICT_ATTEMPTS
     clock: Clock = SYSTEM_CLOCK
     # How long throttles may be waited out (None: as long as a Lambda attempt can last).
     budget: Budget | None = None
@@ -252,7 +237,7 @@ class BatchWriter:
         if self.pacer is not None:
             self.pacer.throttled()
         budget = self.budget if self.budget is not None else Budget(None, 0.0, self.clock)
-        delay = _throttle_backoff(throttles)
+        delay = throttle_backoff_seconds(throttles)
         if budget.left_s() < delay:
             spent = BudgetSpent("a transaction of the batch writer", error, waited_s=waited)
             spent.description = describe_throttle(error, throttled_tables({"TransactItems": transact_items}, error))
@@ -313,4 +298,4 @@ class BatchWriter:
         return counters
 
     def _backoff(self, attempt: int) -> None:
-        self.clock.sleep(backoff_seconds(attempt))
+        self.clock.sleep(conflict_backoff_seconds(attempt))

@@ -1,5 +1,7 @@
-"""Handing a partition on to a later run: after the time budget (at once), after throttling that
-outlasted it (after a growing delay), or when even its lease or the finisher stayed throttled.
+"""Continuing a partition in a later run (a continuation: the same message, one hop on).
+
+It is sent after the time budget (at once), after throttling that outlasted it (after a growing
+delay), or when even its lease or the finisher stayed throttled.
 
 A handed-on message is always reported processed: the continuation carries the work, so a
 throttled partition costs seconds to a minute, never a visibility timeout, and never reaches
@@ -9,32 +11,20 @@ the DLQ. docs/fan-out.md ("Throttling") has the fault model of each step.
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from clockless.fanout.messages import WorkMessage
-from clockless.fanout.records import Lease, PartitionRecords
-from clockless.throttle import Budget, BudgetSpent, remaining_ms, retry_throttled
+from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS, WorkQueue
+from clockless.fanout.retry import continuation_delay
+from clockless.throttle import Budget, BudgetSpent, remaining_ms
 
-# The last writes of a run (the release, the done transaction, the finisher) may wait out
-# throttles until this close to the attempt's end; the work itself stops at the time budget.
-FINAL_MARGIN_SECONDS: Final = 3.0
-# A throttled partition comes back after about 5, 10, 20, 40, then 60 s (half of it jittered),
-# so partitions throttled together do not come back together.
-CONTINUATION_DELAY_BASE_SECONDS: Final = 5
-CONTINUATION_DELAY_CAP_SECONDS: Final = 60
-# A continuation's send may wait out throttles until this close to the attempt's end.
-HAND_ON_MARGIN_SECONDS: Final = 1.0
-# SendMessage's DelaySeconds takes 0 to 900 (15 minutes).
-SQS_MAX_DELAY_SECONDS: Final = 900
+if TYPE_CHECKING:
+    from clockless.fanout.messages import WorkMessage
+    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.types import Lease
 
-
-def continuation_delay(throttle_continuations: int) -> int:
-    """Seconds a throttled partition waits before its continuation runs: growing, to a minute."""
-    growing = CONTINUATION_DELAY_BASE_SECONDS << min(throttle_continuations, 8)
-    ceiling = min(CONTINUATION_DELAY_CAP_SECONDS, growing)
-    return max(1, round(ceiling / 2 + random.uniform(0, ceiling / 2)))  # noqa: S311 - jitter, not a secret
+# What a delivery that handed its partition (or its replay) on to a later one returns.
+OUTCOME_CONTINUED: Final = "continued"
 
 
 @dataclass
@@ -43,8 +33,7 @@ class HandOff:
     within `budget` (the attempt's time); past it, the send raises and the message being handled
     stays on the queue (reported failed), so nothing is lost, at the cost of its visibility timeout."""
 
-    sqs: Any
-    queue_url: str
+    queue: WorkQueue
     budget: Budget
 
     def send(self, message: WorkMessage, delay_s: int = 0) -> None:
@@ -52,10 +41,16 @@ class HandOff:
         self.resend(message.continuation(), delay_s)
 
     def resend(self, message: WorkMessage, delay_s: int) -> None:
-        request: dict[str, Any] = {"QueueUrl": self.queue_url, "MessageBody": message.body()}
-        if delay_s > 0:
-            request["DelaySeconds"] = min(SQS_MAX_DELAY_SECONDS, delay_s)
-        retry_throttled(lambda: self.sqs.send_message(**request), budget=self.budget, what="SendMessage")
+        """`message` as it is (a replay throttled past its budget), visible after `delay_s` seconds."""
+        self.queue.send(message.body(), budget=self.budget, delay_s=delay_s)
+
+    def after_budget(
+        self, message: WorkMessage, *, final: PartitionRecords, cursor: dict[str, Any], already_done: int
+    ) -> None:
+        """The time budget spent after a page: the cursor, the page's already-done count and the
+        lease released in one write, then the next hop at once."""
+        final.hand_on(cursor, already_done=already_done)
+        self.send(message)
 
     def after_throttle(
         self,

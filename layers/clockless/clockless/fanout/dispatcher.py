@@ -1,0 +1,115 @@
+"""The worker's Lambda handler: each SQS message of a batch parsed, then routed by its kind.
+
+- `partition`: run (or go on with) one partition: clockless.fanout.partition;
+- `items`: replay failed items moved back from the work DLQ: clockless.fanout.replay;
+- `start`: start a tick the overlap policy buffered: clockless.fanout.buffer;
+- `watch`: settle the tick of a partition run that died on its message's last receive:
+  clockless.fanout.watch.
+
+A message is reported failed when its run raises: SQS shows it again (soon, when the run could
+release its lease: clockless.fanout.redelivery) and after maxReceiveCount moves it to the work DLQ.
+docs/fan-out.md has the whole design.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import EphemeralMetrics
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from clockless.fanout.buffer import start_buffered
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, KIND_WATCH, WorkMessage
+from clockless.fanout.partition import run_partition
+from clockless.fanout.redelivery import come_back_soon, held_lease
+from clockless.fanout.replay import replay
+from clockless.fanout.trust import UntrustedMessageError
+from clockless.fanout.watch import settle_watch
+from clockless.fanout.worker import PartitionWorker
+from clockless.throttle import Budget
+
+if TYPE_CHECKING:
+    from clockless.fanout.work import PartitionWork
+    from clockless.items import Tolerance
+    from clockless.job import ScheduledJob
+
+LambdaHandler = Callable[[Any, Any], dict[str, Any]]
+
+
+def worker_handler(
+    job: ScheduledJob, partitions: Sequence[str], work: Callable[[], PartitionWork[Any]], *, tolerance: Tolerance
+) -> LambdaHandler:
+    """The SQS-fed worker's Lambda handler, with the warm worker behind it as `clockless_runner`
+    (tools and tests give it their clock)."""
+    runner = PartitionWorker(job, partitions, work, tolerance=tolerance)
+
+    def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
+        return handle(runner, event, context)
+
+    lambda_handler.clockless_runner = runner  # type: ignore[attr-defined]
+    return lambda_handler
+
+
+def handle(worker: PartitionWorker, event: Any, context: Any) -> dict[str, Any]:
+    """One SQS batch: each message dispatched on its own, the failed ones reported to SQS."""
+    settings = worker.settings()
+    worker.job.observability.invocation(context, metrics_namespace=settings.metrics_namespace)
+    # A failed message is logged with the tick's keys (still on the logger) and its traceback.
+    processor = BatchProcessor(event_type=EventType.SQS, logger=worker.job.logger)  # type: ignore[arg-type]
+    try:
+
+        def record_handler(record: SQSRecord) -> str:
+            receives = int(record.attributes.approximate_receive_count or 1)
+            try:
+                return dispatch(worker, record.body, context, receives=receives, receipt_handle=record.receipt_handle)
+            except Exception as error:
+                if not held_lease(error):
+                    come_back_soon(worker, record, receives)
+                raise
+
+        return dict(
+            process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+        )
+    finally:
+        worker.job.logger.thread_safe_clear_keys()
+
+
+def dispatch(
+    worker: PartitionWorker, body: str, context: Any, *, receives: int = 1, receipt_handle: str | None = None
+) -> str:
+    """One message, routed by its kind; its outcome. An exception leaves it to SQS (redelivered,
+    then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
+    its visibility."""
+    job = worker.job
+    message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
+    job.logger.thread_safe_append_keys(
+        correlation_id=message.tick_key,
+        job=message.job,
+        scheduled_time=message.time_text,
+        trigger=message.trigger.value,
+        partition=message.partition,
+        kind=message.kind,
+        hop=message.hop,
+    )
+    metrics = EphemeralMetrics(namespace=worker.settings().metrics_namespace, service=job.name)
+    metrics.add_dimension(name="job", value=job.name)
+    metrics.add_dimension(name="trigger", value=message.trigger.value)
+    try:
+        budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
+        if message.kind == KIND_PARTITION:
+            return run_partition(worker, message, budget, metrics, receives=receives, receipt_handle=receipt_handle)
+        if message.kind == KIND_WATCH:
+            return settle_watch(worker, message, budget, metrics)
+        if message.kind == KIND_START:
+            return start_buffered(worker, message)
+        # KIND_ITEMS, the one kind left (WorkMessage.parse refuses any other)
+        return replay(worker, message, budget, metrics)
+    except UntrustedMessageError as error:
+        # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
+        job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})
+        raise
+    finally:
+        if metrics.metric_set:
+            metrics.flush_metrics()
