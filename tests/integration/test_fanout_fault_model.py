@@ -239,7 +239,11 @@ def test_handing_on_a_continuation_survives_faults(tick: FannedOutTick, kind: Fa
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("kind", [FaultKind.DIES_AFTER, FaultKind.THROTTLED], ids=str)
+# A throttle on each of these requests is CI's: the same lease, page, cursor and finish requests of a
+# partition run each meet one in make test (test_fanout_throttling's first test).
+@pytest.mark.parametrize(
+    "kind", [FaultKind.DIES_AFTER, pytest.param(FaultKind.THROTTLED, marks=pytest.mark.slow)], ids=str
+)
 def test_a_tick_finished_by_a_continuation_survives_every_fault_of_its_last_run(
     tick: FannedOutTick, kind: FaultKind
 ) -> None:
@@ -299,16 +303,10 @@ def test_a_throttled_continuation_send_is_waited_out_without_a_visibility_timeou
     assert problems(tick.state(), reference) == []
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        FaultKind.DIES_AFTER,
-        # CI's: a couple of seconds each on top of make test's budget
-        pytest.param(FaultKind.REFUSED, marks=pytest.mark.slow),
-        pytest.param(FaultKind.LOST_RESPONSE, marks=pytest.mark.slow),
-    ],
-    ids=str,
-)
+# CI's: each kind meets a partition run in make test above, and the emulator's throttles slow a
+# tick in test_fanout_throttling's; together, a couple of seconds a kind on top of make test's budget.
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [FaultKind.DIES_AFTER, FaultKind.REFUSED, FaultKind.LOST_RESPONSE], ids=str)
 def test_the_fault_model_holds_on_the_capacity_emulator(
     tick: FannedOutTick, dynamodb_server: EmbeddedDynamoDB, kind: FaultKind
 ) -> None:

@@ -78,11 +78,22 @@ def create_queues(template: Template, endpoint: str, names: LocalNames = LocalNa
     client = sqs_client(endpoint)
     specs = queue_specs(template, names)
     ordered = sorted(specs.values(), key=lambda spec: spec.dead_letter_queue is not None)
+    existing = _existing_queues(client)
     for spec in ordered:
-        url = client.create_queue(QueueName=names.queue_name(spec.logical_id))["QueueUrl"]
-        if spec.attributes:
+        url = existing.get(names.queue_name(spec.logical_id))
+        if url is None:
+            # A new queue takes its attributes with it (FifoQueue can only be given there).
+            client.create_queue(QueueName=names.queue_name(spec.logical_id), Attributes=spec.attributes)
+        elif spec.attributes:
             client.set_queue_attributes(QueueUrl=url, Attributes=spec.attributes)
     return [spec.logical_id for spec in ordered]
+
+
+def _existing_queues(client: Any) -> dict[str, str]:
+    """The server's queues, name -> URL: one request, where asking each queue's URL is one a queue
+    (the tests create and delete the template's queues around every test that uses them)."""
+    urls: list[str] = client.list_queues().get("QueueUrls", [])
+    return {url.rstrip("/").rsplit("/", 1)[-1]: url for url in urls}
 
 
 def queue_url(client: Any, logical_id: str, names: LocalNames = LocalNames()) -> str:
@@ -93,8 +104,8 @@ def queue_url(client: Any, logical_id: str, names: LocalNames = LocalNames()) ->
 def delete_queues(template: Template, endpoint: str, names: LocalNames = LocalNames()) -> None:
     """Delete the template's queues that exist (with their messages)."""
     client = sqs_client(endpoint)
+    existing = _existing_queues(client)
     for logical_id in template.queues:
-        try:
-            client.delete_queue(QueueUrl=queue_url(client, logical_id, names))
-        except client.exceptions.QueueDoesNotExist:
-            continue
+        url = existing.get(names.queue_name(logical_id))
+        if url is not None:
+            client.delete_queue(QueueUrl=url)
