@@ -84,6 +84,21 @@ def test_a_worker_that_may_not_do_what_the_kit_does_is_caught(
     )
 
 
+def test_a_worker_that_may_not_send_the_watch_over_its_last_receive_is_caught(planted: PlantedCopy) -> None:
+    # Given the hourly worker allowed to send to its dead-letter queue only: no continuation, and no
+    # watch over a last receive, so a worker dying there would leave its tick started for ever.
+    planted.replace(TEMPLATE, f"                - !GetAtt {HOURLY_JOB.stem}WorkQueue.Arn\n", "", after=HOURLY_WORKER)
+
+    violation = found(
+        planted.violations("work-permissions"),
+        file=TEMPLATE,
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
+        containing=f"may not sqs:SendMessage on {HOURLY_JOB.stem}WorkQueue",
+    )
+    assert "the watch over a last receive" in violation.message
+    assert "started for ever" in violation.message
+
+
 def test_sam_policy_templates_and_wildcards_count_as_grants(planted: PlantedCopy) -> None:
     # Given the worker's poll statement replaced by SAM's SQSPollerPolicy, and its sends by sqs:Send*
     planted.replace(

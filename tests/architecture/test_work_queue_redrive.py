@@ -143,3 +143,4 @@ def test_a_worker_counting_other_receives_than_its_queue_is_caught(planted: Plan
         containing="dead-letters after",
     )
     assert "would not be named on its tick" in violation.message
+    assert "nor send its watch" in violation.message

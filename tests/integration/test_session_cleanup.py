@@ -13,13 +13,22 @@ from typing import Any
 
 import pytest
 import time_machine
+from typer.testing import CliRunner
 
 from clockless import MalformedTickError
 from clockless.dynamo import shard_for
+from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from session_cleanup.logic import SessionRef
-from session_cleanup.repository import EMPTY_INDEX_SHARDS, DynamoSessionStore, SessionPartitionWork
+from session_cleanup.repository import (
+    EMPTY_INDEX_SHARDS,
+    DynamoSessionStore,
+    SessionModel,
+    SessionPartitionWork,
+    session_key,
+    sessions_partition_key,
+)
 from tests.conftest import load_event
 from tests.integration.conftest import delivery, scan_all
 from tests.integration.work_queues import WorkQueues
@@ -283,3 +292,56 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
         "TransactWriteItems": 2 * EMPTY_INDEX_SHARDS + shards_with_sessions,
         "GetItem": EMPTY_INDEX_SHARDS,
     }
+
+
+# Three fanned-out ticks and two redrives (about 4 s): CI's slow suite; `make test`'s bad-rows night
+# (test_simulate_bad_rows) has session cleanup's later ticks fail on its planted row.
+@pytest.mark.slow
+def test_a_bad_row_fails_every_tick_whose_range_holds_it_until_fixed_and_one_redrive_settles_them(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, dynamodb_endpoint: str
+) -> None:
+    """The contract for a job that works on the range since its last success (docs/tick-contract.md,
+    "A bad row in a range"): a failed tick does not move the range's start, so every later tick
+    meets the bad row again and fails naming it, until the row is fixed; the next tick then applies
+    it, and one `clockless work redrive` settles every tick that failed on it (each replay finds the
+    row gone: already done). A second redrive changes nothing."""
+    # Given an empty session whose start sorts as due but is no instant (hour 25), as another client
+    # might write it: `started_at` is read back from the row, and the row does not decode.
+    bad = SessionRef("tenant-bad", "session-hour-25", TICK - timedelta(hours=5))
+    store = DynamoSessionStore("SessionsTable")
+    store.start_sessions([bad])
+    row = SessionModel(sessions_partition_key(bad.tenant_id, bad.session_id), bad.session_id)
+    row.update(actions=[SessionModel.started_at.set("2026-11-29T04:00:00+25:00")])
+    hours = ["2026-11-29T09:00:00Z", "2026-11-29T10:00:00Z", "2026-11-29T11:00:00Z"]
+
+    # When the 09:00 and 10:00 ticks run, the row fixed, then the 11:00 tick
+    for hour in hours[:2]:
+        runtime.call(FN, delivery(TICK_SAMPLE) | {"scheduled_time": hour})
+        queues.drain()
+    failed = [_tick_entry(ready, hour) for hour in hours[:2]]
+    row.update(actions=[SessionModel.started_at.set("2026-11-29T04:00:00+00:00")])
+    runtime.call(FN, delivery(TICK_SAMPLE) | {"scheduled_time": hours[2]})
+    queues.drain()
+
+    # Then both earlier ticks failed on the same row, its items messages wait in the work DLQ, and
+    # the 11:00 tick (its range still from no success) deleted it with the other due sessions (by
+    # 11:00 the one started at 08:30 is past its grace too)
+    assert [entry["status"]["S"] for entry in failed] == ["failed", "failed"]
+    assert all(session_key(bad) in entry["failures"]["S"] for entry in failed)
+    assert [letter["keys"] for letter in queues.bodies(queues.dead_letter_queue)] == [[session_key(bad)]] * 2
+    assert _session_ids(ready) == {"old-in-use"}
+    assert _settled(ready, hours[2]) == _counts(found=2, applied=2)
+
+    # When the operator redrives the work DLQ (the one command), twice
+    redrive = ["work", "redrive", "session-cleanup", "--endpoint", dynamodb_endpoint]
+    first, second = (CliRunner().invoke(app, redrive) for _ in range(2))
+
+    # Then every tick is succeeded, the replayed row counted already done, and the second changed nothing
+    assert first.exit_code == 0, first.output
+    assert "moved 2 message(s)" in first.stdout
+    assert second.exit_code == 0, second.output
+    assert "moved 0 message(s)" in second.stdout
+    for hour in hours[:2]:
+        summary = _settled(ready, hour)
+        assert (summary["failed"], summary["already_done"]) == (0, 1), hour
+        assert "failures" not in _tick_entry(ready, hour)

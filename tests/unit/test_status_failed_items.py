@@ -3,6 +3,7 @@ table and in --json (the HTML page's tooltips use the same text)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 
@@ -46,3 +47,21 @@ def test_the_table_and_the_json_carry_them() -> None:
     assert as_json["failed_items"] == 5
     assert [f["key"] for f in as_json["failures"]] == [f"t#{n}" for n in range(5)]
     assert as_json["failures"][0]["field"] == "due_at"
+
+
+def test_a_partition_that_failed_every_receive_is_named_first() -> None:
+    # Given a fanned-out tick whose partition 3's last worker died (its watch named it), alone
+    # and beside two failed items
+    exhausted = FailedItem("partition 3", "partition", "its message failed every receive: see the work DLQ")
+    rows = [FailedItem(f"t#{n}", "decode", f"row t#{n}: field 'due_at' is missing", "due_at") for n in range(2)]
+
+    def entry(failed: int, failures: list[FailedItem]) -> LedgerEntry:
+        summary = {"found": 9, "failed": failed}
+        return dataclasses.replace(_failed_tick(0, 0), summary=summary, failures=tuple(failures))
+
+    alone = entry(0, [exhausted])
+    status = JobStatus("j", "JFunction", "cron(0 14 * * ? *)", TICK, TICK, None, alone, [], 1, [])
+
+    assert failed_items_text(alone) == "1 partition failed: partition 3"
+    assert failed_items_text(entry(2, [exhausted, *rows])) == "1 partition and 2 items failed: partition 3, t#0, t#1"
+    assert table_cells(status)[2][-1] == "2026-12-01T14:00:00Z: 1 partition failed: partition 3"

@@ -217,6 +217,9 @@ def test_a_malformed_message_fails_naming_the_field_and_writes_nothing(aws: Aws)
         ({"trigger": "cron"}, "trigger"),
         ({"kind": "items", "items": []}, "items"),
         ({"kind": "items", "items": ["x"]}, "items[0]"),
+        ({"kind": "watch"}, "watched"),
+        ({"kind": "watch", "watched": ""}, "watched"),
+        ({"kind": "watch", "watched": "x" * 257}, "watched"),
     ],
 )
 def test_each_malformed_field_is_named(change: dict[str, Any], field: str) -> None:

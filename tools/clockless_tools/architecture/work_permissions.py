@@ -11,8 +11,10 @@ rule keeps them from naming too little, for exactly what the kit calls:
 - coordinator (the function a worker declares `worker_of`): `sqs:SendMessage` (SendMessageBatch is
   authorized by it) on the queue its `WORK_QUEUE_URL` names;
 - worker: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` on the queue its event
-  source mapping polls, and `sqs:ChangeMessageVisibility` there (a failed message's backoff);
-  `sqs:SendMessage` on its `WORK_QUEUE_URL` and `WORK_DEAD_LETTER_QUEUE_URL`;
+  source mapping polls, and `sqs:ChangeMessageVisibility` there (a failed message's backoff, and a
+  last receive held only as long as its attempt can live); `sqs:SendMessage` on its
+  `WORK_QUEUE_URL` (continuations, and the watch over a last receive, which settles the tick of a
+  worker that dies there: clockless.fanout.watch) and `WORK_DEAD_LETTER_QUEUE_URL`;
   `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query`, `dynamodb:ConditionCheckItem` on the
   ledger (`LEDGER_TABLE_NAME`).
 
@@ -67,9 +69,20 @@ def check_work_permissions(project: Project) -> Iterator[Violation]:
         for mapping in template.mappings_of(logical_id):
             if mapping.source in template.queues:
                 needs.append((mapping.source, POLL, f"the event source mapping {mapping.logical_id} polls it"))
-                needs.append((mapping.source, BACKOFF, "a message the worker failed comes back after a backoff"))
+                needs.append(
+                    (
+                        mapping.source,
+                        BACKOFF,
+                        "a message the worker failed comes back after a backoff, and a last receive reaches the DLQ "
+                        "when its attempt is over",
+                    )
+                )
         for variable, why in (
-            ("WORK_QUEUE_URL", "continuations go there"),
+            (
+                "WORK_QUEUE_URL",
+                "continuations go there, and the watch over a last receive, without which a worker dying on its "
+                "message's last receive leaves the tick started for ever",
+            ),
             ("WORK_DEAD_LETTER_QUEUE_URL", "items it cannot apply go there"),
         ):
             queue = resource_id(worker.environment.get(variable))

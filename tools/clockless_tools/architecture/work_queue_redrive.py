@@ -8,8 +8,9 @@ keeps messages longer than the work queue (a standard queue's message keeps its 
 time when it is moved), is `Retain` on delete and replace, is watched by an alarm from its first
 message, and is the queue the worker sends failed items to (`WORK_DEAD_LETTER_QUEUE_URL`), so
 `clockless work redrive <job>` has one place to move back from. The worker's `WORK_MAX_RECEIVES` is
-the queue's `maxReceiveCount`, so the run failing a message's last receive knows it and names its
-partition on the tick (which then settles `failed` instead of staying `started`).
+the queue's `maxReceiveCount`, so the run on a message's last receive knows it: failing, it names
+its partition on the tick (which then settles `failed` instead of staying `started`); dying, the
+watch it sent first does (clockless.fanout.watch).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ def check_work_queue_redrive(project: Project) -> Iterator[Violation]:
                     project.template_file,
                     worker.logical_id,
                     f"its {MAX_RECEIVES_VARIABLE} is {stated!r}, but its work queue {queue.logical_id} dead-letters "
-                    f"after {queue.max_receive_count} receives: a partition failing its last receive would not be "
-                    "named on its tick, which would stay started",
+                    f"after {queue.max_receive_count} receives: a partition failing or dying on its last receive "
+                    "would not be named on its tick (the run would not know it is the last, nor send its watch), "
+                    "which would stay started",
                     f'{MAX_RECEIVES_VARIABLE}: "{queue.max_receive_count}"',
                 )
         if worker is not None and queue.dead_letter_queue is not None:

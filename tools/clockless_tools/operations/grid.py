@@ -21,7 +21,7 @@ from clockless import format_scheduled_time
 from clockless.ledger import STATUS_FAILED, STATUS_SKIPPED, STATUS_STARTED, STATUS_SUCCEEDED
 from clockless.overlap import STATUS_BUFFERED
 from clockless_tools.operations.pause import is_paused_at, job_pauses
-from clockless_tools.operations.status import expected_ticks, failed_items_text
+from clockless_tools.operations.status import expected_ticks, failed_items_text, has_failures
 from clockless_tools.operations.targets import JobTarget
 from clockless_tools.template.model import Template
 
@@ -146,7 +146,7 @@ def job_grid(
     found = ledger.entries(job, start, end)
     entries = {e.scheduled_time: e.status for e in found}
     # A tick with failed items: its tooltip says how many and the first keys.
-    failed_items = {e.scheduled_time: failed_items_text(e) for e in found if e.failed_items}
+    failed_items = {e.scheduled_time: failed_items_text(e) for e in found if has_failures(e)}
     _, intervals = job_pauses(target, job)
 
     paused_now = is_paused_at(intervals, now)

@@ -9,6 +9,7 @@ from typing import Any
 
 from clockless import format_scheduled_time
 from clockless.fanout.messages import KIND_PARTITION
+from clockless.items import REASON_PARTITION
 from clockless.ledger import (
     STATUS_FAILED,
     STATUS_SKIPPED,
@@ -244,10 +245,20 @@ MAX_MISSING_SHOWN = 20
 
 
 def failed_items_text(entry: LedgerEntry, shown: int = 3) -> str:
-    """`3 items failed: t#a, t#b, t#c`: a tick's failed items, counted, the first few named."""
+    """`3 items failed: t#a, t#b, t#c`: a tick's failed items, counted, the first few named; a
+    fanned-out partition that failed every receive comes first (`1 partition failed: partition 3`)."""
     keys = [failure.key for failure in entry.failures[:shown]]
-    more = ", …" if entry.failed_items > len(keys) else ""
-    return f"{entry.failed_items} items failed: {', '.join(keys)}{more}"
+    partitions = sum(1 for failure in entry.failures if failure.reason == REASON_PARTITION)
+    counted = [f"{partitions} partition{'s' if partitions > 1 else ''}"] if partitions else []
+    if entry.failed_items or not partitions:
+        counted.append(f"{entry.failed_items} items")
+    more = ", …" if entry.failed_items + partitions > len(keys) else ""
+    return f"{' and '.join(counted)} failed: {', '.join(keys)}{more}"
+
+
+def has_failures(entry: LedgerEntry) -> bool:
+    """Whether a tick has failed items or partitions to name."""
+    return bool(entry.failed_items or entry.failures)
 
 
 # The states a person must act on: always listed, however many other ticks are missing.
@@ -285,7 +296,7 @@ def table_cells(s: JobStatus) -> list[list[str]]:
     elif latest is not None and latest[1] == "failing":
         failure.append("partitions failing: see below")
     for entry in (s.last_failure, s.last_success):
-        if entry is not None and entry.failed_items:
+        if entry is not None and has_failures(entry):
             failure.append(f"{_when(entry)}: {failed_items_text(entry)}")
     return [
         job,

@@ -2,7 +2,9 @@
 
 - `partition`: run (or go on with) one partition: clockless.fanout.partition;
 - `items`: replay failed items moved back from the work DLQ: clockless.fanout.replay;
-- `start`: start a tick the overlap policy buffered: clockless.fanout.buffer.
+- `start`: start a tick the overlap policy buffered: clockless.fanout.buffer;
+- `watch`: settle the tick of a partition run that died on its message's last receive:
+  clockless.fanout.watch.
 
 A message is reported failed when its run raises: SQS shows it again (soon, when the run could
 release its lease: clockless.fanout.redelivery) and after maxReceiveCount moves it to the work DLQ.
@@ -19,11 +21,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from clockless.fanout.buffer import start_buffered
-from clockless.fanout.messages import KIND_PARTITION, KIND_START, WorkMessage
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, KIND_WATCH, WorkMessage
 from clockless.fanout.partition import run_partition
 from clockless.fanout.redelivery import come_back_soon, held_lease
 from clockless.fanout.replay import replay
 from clockless.fanout.trust import UntrustedMessageError
+from clockless.fanout.watch import settle_watch
 from clockless.fanout.worker import PartitionWorker
 from clockless.throttle import Budget
 
@@ -60,7 +63,7 @@ def handle(worker: PartitionWorker, event: Any, context: Any) -> dict[str, Any]:
         def record_handler(record: SQSRecord) -> str:
             receives = int(record.attributes.approximate_receive_count or 1)
             try:
-                return dispatch(worker, record.body, context, receives=receives)
+                return dispatch(worker, record.body, context, receives=receives, receipt_handle=record.receipt_handle)
             except Exception as error:
                 if not held_lease(error):
                     come_back_soon(worker, record, receives)
@@ -73,9 +76,12 @@ def handle(worker: PartitionWorker, event: Any, context: Any) -> dict[str, Any]:
         worker.job.logger.thread_safe_clear_keys()
 
 
-def dispatch(worker: PartitionWorker, body: str, context: Any, *, receives: int = 1) -> str:
+def dispatch(
+    worker: PartitionWorker, body: str, context: Any, *, receives: int = 1, receipt_handle: str | None = None
+) -> str:
     """One message, routed by its kind; its outcome. An exception leaves it to SQS (redelivered,
-    then the work DLQ). `receives`: its ApproximateReceiveCount."""
+    then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
+    its visibility."""
     job = worker.job
     message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
     job.logger.thread_safe_append_keys(
@@ -93,7 +99,9 @@ def dispatch(worker: PartitionWorker, body: str, context: Any, *, receives: int 
     try:
         budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
         if message.kind == KIND_PARTITION:
-            return run_partition(worker, message, budget, metrics, receives)
+            return run_partition(worker, message, budget, metrics, receives=receives, receipt_handle=receipt_handle)
+        if message.kind == KIND_WATCH:
+            return settle_watch(worker, message, budget, metrics)
         if message.kind == KIND_START:
             return start_buffered(worker, message)
         # KIND_ITEMS, the one kind left (WorkMessage.parse refuses any other)

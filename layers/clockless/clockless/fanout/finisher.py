@@ -77,7 +77,10 @@ def _still_complete(exhausted: list[str], done: int, values: dict[str, Any]) -> 
         return "partitions_done = partitions_total AND #status <> :succeeded"
     values[":exhausted"] = {"N": str(len(exhausted))}
     values[":done"] = {"N": str(done)}
-    return f"partitions_done = :done AND size({EXHAUSTED}) = :exhausted AND #status <> :succeeded"
+    counted = "partitions_done = :done"
+    if not done:  # every partition exhausted: the counter was never written
+        counted = f"(attribute_not_exists(partitions_done) OR {counted})"
+    return f"{counted} AND size({EXHAUSTED}) = :exhausted AND #status <> :succeeded"
 
 
 def _sum(records: list[dict[str, Any]]) -> Counters:
@@ -246,7 +249,8 @@ class Finisher:
             if (old.get("finished_by") or {}).get("S") == settling.values[":finisher"]["S"]:
                 return settling.status  # this call's own update, its answer lost and resent
             return ALREADY_SETTLED  # another worker finished it
-        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S")
+        # UPDATED_OLD may leave out an attribute set to the value it had: the status did not change.
+        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S", settling.status)
         return settling.status if old_status != settling.status else ALREADY_SETTLED
 
     def reported(self, job: str, scheduled_time: str) -> None:

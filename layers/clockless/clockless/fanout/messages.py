@@ -1,4 +1,5 @@
-"""The work queue's messages: a partition to run (or go on with), or failed items to replay.
+"""The work queue's messages: a partition to run (or go on with), failed items to replay, a tick to
+start, or a last receive's watch.
 
 A body that is not one of them is a `MalformedMessageError` naming the field; the worker
 reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ.
@@ -20,6 +21,11 @@ KIND_ITEMS: Final = "items"
 # A tick buffered by the job's overlap policy, to start now that the tick before it is settled
 # (clockless.overlap); its `partition` is empty and `params` name the settled tick.
 KIND_START: Final = "start"
+# Sent by the run on a partition message's last receive, delayed past that attempt's end: if the
+# run died holding the lease, its partition is named on the tick (clockless.fanout.watch).
+KIND_WATCH: Final = "watch"
+KINDS: Final = (KIND_PARTITION, KIND_ITEMS, KIND_START, KIND_WATCH)
+MAX_OWNER_LENGTH: Final = 256
 MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
 
@@ -47,6 +53,8 @@ class WorkMessage:
     # and what failed each (clockless.items.FailedItem records), for the operator reading the DLQ.
     keys: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    # A watch message: the lease owner of the run it watches.
+    watched: str = ""
 
     @property
     def time_text(self) -> str:
@@ -97,6 +105,9 @@ class WorkMessage:
         }
         if self.kind == KIND_PARTITION:
             data["hop"] = self.hop
+        elif self.kind == KIND_WATCH:
+            data["hop"] = self.hop
+            data["watched"] = self.watched
         else:
             data["items"] = self.items
             data["error"] = self.error
@@ -115,10 +126,8 @@ class WorkMessage:
         if not isinstance(data, Mapping):
             raise MalformedMessageError("<body>", f"must be a JSON object, got {describe(data)}")
         kind = data.get("kind")
-        if kind not in (KIND_PARTITION, KIND_ITEMS, KIND_START):
-            raise MalformedMessageError(
-                "kind", f"must be '{KIND_PARTITION}', '{KIND_ITEMS}' or '{KIND_START}', got {describe(kind)}"
-            )
+        if kind not in KINDS:
+            raise MalformedMessageError("kind", f"must be one of {', '.join(KINDS)}, got {describe(kind)}")
         if data.get("job") != job:
             raise MalformedMessageError("job", f"names {describe(data.get('job'))}, but this worker runs {job!r}")
         try:
@@ -141,12 +150,24 @@ class WorkMessage:
         hop = data.get("hop", 0)
         if isinstance(hop, bool) or not isinstance(hop, int) or not 0 <= hop <= MAX_HOPS:
             raise MalformedMessageError("hop", f"must be an integer from 0 to {MAX_HOPS}, got {describe(hop)}")
+        if kind == KIND_WATCH:
+            trigger = Trigger(trigger_text)
+            return cls(KIND_WATCH, job, scheduled_time, trigger, partition, params, hop, watched=_watched(data))
         if kind != KIND_ITEMS:
             return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
         items, keys, failures = _items(data)
         reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
         trigger = Trigger(trigger_text)
         return cls(KIND_ITEMS, job, scheduled_time, trigger, partition, params, hop, items, reason, keys, failures)
+
+
+def _watched(data: Mapping[str, Any]) -> str:
+    watched = data.get("watched")
+    if not isinstance(watched, str) or not 0 < len(watched) <= MAX_OWNER_LENGTH:
+        raise MalformedMessageError(
+            "watched", f"must be a lease owner of 1 to {MAX_OWNER_LENGTH} characters, got {describe(watched)}"
+        )
+    return watched
 
 
 def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:

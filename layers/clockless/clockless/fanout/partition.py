@@ -45,6 +45,7 @@ from clockless.fanout.retry import (
 )
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, tick_entry_check, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
+from clockless.fanout.watch import watch_last_receive
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
 from clockless.throttle import (
@@ -70,10 +71,17 @@ OUTCOME_ALREADY_DONE: Final = "already done"
 
 
 def run_partition(
-    worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, receives: int
+    worker: PartitionWorker,
+    message: WorkMessage,
+    budget: Budget,
+    metrics: EphemeralMetrics,
+    *,
+    receives: int,
+    receipt_handle: str | None = None,
 ) -> str:
     """One partition message: lease, pages, done, finisher. Its outcome, or the run's error raised
-    for SQS (redelivered after a short backoff, then the work DLQ)."""
+    for SQS (redelivered after a short backoff, then the work DLQ). On the message's last receive
+    the run is watched first, so its tick settles even if it dies (clockless.fanout.watch)."""
     owner = f"{getattr(budget.context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
     records = worker.partition_records(message, owner, budget)
     try:
@@ -90,6 +98,8 @@ def run_partition(
         worker.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
         return OUTCOME_HELD
     try:
+        if receives >= worker.settings().max_receives:
+            watch_last_receive(worker, message, owner, receipt_handle, budget)
         if not page_through(worker, message, budget, metrics, records=records, lease=lease):
             return OUTCOME_CONTINUED
         return finish_or_continue(worker, message, budget, metrics, OUTCOME_DONE)

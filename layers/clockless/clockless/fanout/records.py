@@ -257,33 +257,40 @@ class PartitionRecords:
             },
         ]
 
+    def exhausted_actions(self, *, unless: str = "", values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The partition added to its tick entry's `partitions_exhausted` (a set: once however often),
+        only while the partition is not done and (`unless`, on the partition record with `values`)
+        whatever else the caller asks of it; the tick entry must be a fan-out coordinator's. A
+        failed condition on the partition returns its record (ALL_OLD)."""
+        condition = "(attribute_not_exists(#status) OR #status <> :done)" + (f" AND {unless}" if unless else "")
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self.table,
+                    "Key": self.key,
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}, **(values or {})},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": tick_key(self.job, self.scheduled_time),
+                    "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                    "ConditionExpression": "attribute_exists(partitions_total)",
+                    "ExpressionAttributeValues": {":partition": {"SS": [self.partition]}},
+                }
+            },
+        ]
+
     def mark_exhausted(self) -> bool:
-        """The partition named on its tick entry as having failed every receive (a set: once however
-        often), only while the partition is not done (a run that failed after marking it done, in its
-        finisher, leaves nothing undone). False: it was done."""
+        """The partition named on its tick entry as having failed every receive, only while the
+        partition is not done (a run that failed after marking it done, in its finisher, leaves
+        nothing undone). False: it was done."""
         try:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": self.table,
-                            "Key": self.key,
-                            "ConditionExpression": "attribute_not_exists(#status) OR #status <> :done",
-                            "ExpressionAttributeNames": {"#status": "status"},
-                            "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}},
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self.table,
-                            "Key": tick_key(self.job, self.scheduled_time),
-                            "UpdateExpression": f"ADD {EXHAUSTED} :partition",
-                            "ConditionExpression": "attribute_exists(partitions_total)",
-                            "ExpressionAttributeValues": {":partition": {"SS": [self.partition]}},
-                        }
-                    },
-                ]
-            )
+            self.client.transact_write_items(TransactItems=self.exhausted_actions())
         except self.client.exceptions.TransactionCanceledException as error:
             if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
                 return False

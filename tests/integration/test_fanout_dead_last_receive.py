@@ -1,0 +1,254 @@
+"""The fault model's "the attempt dies" on a partition message's last receive: the work queue has
+the template's RedrivePolicy (maxReceiveCount 5), the poller has received the message four times,
+and the fifth run dies right after one of its requests. Nothing of that run can record anything,
+yet the tick must not stay `started`: within the worker's timeout plus the watch's 10 s the tick is
+terminal (`failed` naming the partition, or `succeeded` when the death came after the partition's
+done transaction), the message is in the work DLQ, and a redrive after the fix makes the tick
+`succeeded` with the clean run's tables and counters (docs/fan-out.md, "A failed partition
+message")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any, Final
+
+import pytest
+
+from clockless.fanout.watch import WATCH_MARGIN_SECONDS
+from clockless.ledger import LedgerEntry
+from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultKind
+from tests.integration.fanned_out_tick import (
+    SCHEDULED,
+    VISIBILITY,
+    FannedOutTick,
+    fanned_out_tick,
+    problems,
+    reference_run,
+)
+from tests.unit.kit.toy import TOY_JOB, Context, sqs_event
+
+MAX_RECEIVES: Final = 5
+# The worker's Timeout: each run starts with this left, and a dead one is over when it is spent.
+TIMEOUT: Final = timedelta(seconds=300)
+# The last receive's requests before the watch is out: the lease, ChangeMessageVisibility, the
+# watch's SendMessage. A death before the end of the third is the gap docs/fan-out.md names.
+WATCHED_FROM: Final = 3
+
+
+@pytest.fixture
+def tick(
+    dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[FannedOutTick]:
+    with fanned_out_tick(dynamodb_endpoint, monkeypatch, capsys, WORK_MAX_RECEIVES=str(MAX_RECEIVES)) as fanned_out:
+        sqs, toy = fanned_out.toy.sqs, fanned_out.toy
+        dlq = sqs.get_queue_attributes(QueueUrl=toy.dead_letter_queue, AttributeNames=["QueueArn"])["Attributes"]
+        policy = {"deadLetterTargetArn": dlq["QueueArn"], "maxReceiveCount": str(MAX_RECEIVES)}
+        sqs.set_queue_attributes(QueueUrl=toy.work_queue, Attributes={"RedrivePolicy": json.dumps(policy)})
+        yield fanned_out
+
+
+def _receive(tick: FannedOutTick, visibility: timedelta = VISIBILITY) -> list[dict[str, Any]]:
+    """The poller's ReceiveMessage (which moves a message past its receives to the DLQ)."""
+    response = tick.toy.sqs.receive_message(
+        QueueUrl=tick.toy.work_queue,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=int(visibility.total_seconds()),
+        AttributeNames=["ApproximateReceiveCount"],
+    )
+    return list(response.get("Messages") or [])
+
+
+def _die_on_the_last_receive(tick: FannedOutTick, request: int) -> list[str]:
+    """The tick fanned out; its partition message received four times (each a worker that never
+    finished: the poller shows it again after the visibility timeout), then its fifth run dies
+    right after `request`. Returns that run's operations."""
+    tick.reset()
+    tick.start()
+    for _ in range(MAX_RECEIVES - 1):
+        assert len(_receive(tick)) == 1
+        tick.clock.shift(VISIBILITY + timedelta(seconds=1))
+    (last,) = _receive(tick)
+    assert last["Attributes"]["ApproximateReceiveCount"] == str(MAX_RECEIVES)
+    tick.faults.arm(request, FaultKind.DIES_AFTER, count_spared=True)
+    try:
+        with pytest.raises(AttemptDied):
+            tick.worker(sqs_event([last]), Context(remaining_ms=int(TIMEOUT.total_seconds() * 1000)))
+    finally:
+        operations = [r.operation for r in tick.faults.requests()]
+        tick.faults.disarm()
+    tick.clock.shift(TIMEOUT)  # the attempt is killed at its timeout
+    return operations
+
+
+def _settle(tick: FannedOutTick, requests: list[str] | None = None) -> timedelta:
+    """The poller from the attempt's end until the watch is delivered: how long that took (and
+    the watch's requests, into `requests`)."""
+    waited = timedelta(0)
+    while waited <= timedelta(seconds=WATCH_MARGIN_SECONDS + 1):
+        for message in _receive(tick, visibility=timedelta(seconds=60)):
+            body = json.loads(message["Body"])
+            assert body["kind"] == "watch", f"only the watch comes back to the work queue, not {body}"
+            tick.faults.watch()
+            try:
+                assert not tick.worker(sqs_event([message]), Context())["batchItemFailures"]
+            finally:
+                if requests is not None:
+                    requests.extend(r.operation for r in tick.faults.requests())
+                tick.faults.disarm()
+            tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
+            # The poller goes on: its next receive, once the partition message shows again (the
+            # same moment, give or take SQS's rounding), moves it to the DLQ.
+            tick.clock.shift(timedelta(seconds=1))
+            assert _receive(tick) == []
+            return waited
+        tick.clock.shift(timedelta(seconds=1))
+        waited += timedelta(seconds=1)
+    raise AssertionError("no watch came within the worker's timeout plus its margin")
+
+
+def _entry(tick: FannedOutTick) -> LedgerEntry:
+    item = tick.toy.dynamodb.get_item(
+        TableName="LedgerTable", Key={"job": {"S": TOY_JOB}, "scheduled_time": {"S": SCHEDULED}}, ConsistentRead=True
+    )["Item"]
+    return LedgerEntry.from_item(item)
+
+
+def _redrive(tick: FannedOutTick) -> int:
+    """`clockless work redrive`: every message of the work DLQ back to the work queue."""
+    moved = 0
+    sqs = tick.toy.sqs
+    while dead := sqs.receive_message(QueueUrl=tick.toy.dead_letter_queue, MaxNumberOfMessages=10).get("Messages"):
+        for message in dead:
+            sqs.send_message(QueueUrl=tick.toy.work_queue, MessageBody=message["Body"])
+            sqs.delete_message(QueueUrl=tick.toy.dead_letter_queue, ReceiptHandle=message["ReceiptHandle"])
+            moved += 1
+    return moved
+
+
+def _judge(tick: FannedOutTick, request: int) -> list[str]:
+    operations = _die_on_the_last_receive(tick, request)
+    where = f"died after request {request} ({operations[request - 1]})"
+    assert operations[:WATCHED_FROM] == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage"]
+    found: list[str] = []
+    waited = _settle(tick)
+    if waited > timedelta(seconds=WATCH_MARGIN_SECONDS + 1):
+        found.append(f"{where}: settled {waited} after the attempt's end")
+    entry = _entry(tick)
+    if entry.status == "started":
+        found.append(f"{where}: the tick is still started after its watch")
+    elif entry.status == "failed" and [f.key for f in entry.failures][:1] != ["partition 0"]:
+        found.append(f"{where}: failed without naming partition 0: {entry.error}")
+    # The message reached the DLQ at the attempt's end plus the margin (the poller's receive moved it).
+    dead = tick.toy.sqs.get_queue_attributes(
+        QueueUrl=tick.toy.dead_letter_queue, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    if int(dead["ApproximateNumberOfMessages"]) != 1:
+        found.append(f"{where}: {dead['ApproximateNumberOfMessages']} messages in the work DLQ, not the one")
+    _redrive(tick)
+    tick.drain()
+    found.extend(f"{where}: {problem}" for problem in problems(tick.state(), reference_run(tick)))
+    return found
+
+
+def test_a_worker_killed_on_its_last_receive_settles_its_tick_failed_by_name_then_a_redrive_succeeds(
+    tick: FannedOutTick,
+) -> None:
+    reference_run(tick)
+    operations = _die_on_the_last_receive(tick, WATCHED_FROM + 1)
+    assert operations == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage", "Query"]
+
+    watch: list[str] = []
+    waited = _settle(tick, watch)
+
+    assert waited <= timedelta(seconds=WATCH_MARGIN_SECONDS + 1)
+    # the partition named on the tick (with its check), then the finisher: its read, its sum, its say
+    assert watch == ["TransactWriteItems", "GetItem", "Query", "UpdateItem"]
+    entry = _entry(tick)
+    assert entry.status == "failed"
+    assert str(entry.error).startswith("partition 0 failed every receive")
+    assert [(f.key, f.reason) for f in entry.failures] == [("partition 0", "partition")]
+    assert _redrive(tick) == 1
+
+    tick.drain()
+
+    assert problems(tick.state(), reference_run(tick)) == []
+
+
+@pytest.mark.slow
+def test_a_death_after_any_request_of_the_last_receive_leaves_no_tick_started(tick: FannedOutTick) -> None:
+    reference = reference_run(tick)
+    clean = len(reference.last_requests) + 2  # the clean run's, and the watch's two
+    failures: list[str] = []
+    for request in range(WATCHED_FROM, clean + 1):
+        failures.extend(_judge(tick, request))
+    assert not failures, "\n".join(failures)
+
+
+def _left_in_work_queue(tick: FannedOutTick) -> int:
+    names = [f"ApproximateNumberOfMessages{state}" for state in ("", "NotVisible", "Delayed")]
+    found = tick.toy.sqs.get_queue_attributes(QueueUrl=tick.toy.work_queue, AttributeNames=names)["Attributes"]
+    return sum(int(found[name]) for name in names)
+
+
+def _watch_under_fault(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str]:
+    """The watch's first delivery meets `kind` at its `request`-th request; the poller goes on (a
+    delivery that reported the watch failed shows it again after 10 s, one that died after the 60 s
+    it was hidden for) until the work queue is empty. How each delivery ended."""
+    ended: list[str] = []
+    for _ in range(300):  # seconds of simulated time
+        for message in _receive(tick, visibility=timedelta(seconds=60)):
+            if ended:
+                tick.faults.watch()
+            else:
+                tick.faults.arm(request, kind, count_spared=True)
+            try:
+                answer = tick.worker(sqs_event([message]), Context())
+                ended.append("reported failed" if answer["batchItemFailures"] else "ok")
+            except AttemptDied:
+                ended.append("died")
+            except Exception:  # the whole batch failed (Powertools raises): the message comes back
+                ended.append("raised")
+            finally:
+                tick.faults.disarm()
+            if ended[-1] == "ok":
+                tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
+        if ended and ended[-1] == "ok" and not _left_in_work_queue(tick):
+            return ended
+        # what a delivery that just ended so left hidden: the watch's own 60 s, the kit's 10 s backoff
+        waits = {"died": 60, "raised": 10, "reported failed": 10}
+        tick.clock.shift(timedelta(seconds=waits.get(ended[-1], 0) if ended else 0, milliseconds=1001))
+    raise AssertionError(f"the watch did not settle: {ended}")
+
+
+def _judge_watch(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str]:
+    """A death on the last receive (its first page read), then the watch under the fault."""
+    _die_on_the_last_receive(tick, WATCHED_FROM + 1)
+    where = f"the watch's request {request} {kind}"
+    ended = _watch_under_fault(tick, request, kind)
+    entry = _entry(tick)
+    found = []
+    if (entry.status, [f.key for f in entry.failures]) != ("failed", ["partition 0"]):
+        found.append(f"{where} ({ended}): the tick is {entry.status}, failures {[f.key for f in entry.failures]}")
+    _redrive(tick)
+    tick.drain()
+    found.extend(f"{where}: {problem}" for problem in problems(tick.state(), reference_run(tick)))
+    return found
+
+
+# The watch is delivered at least once like every message: each of its four requests (the
+# partition named on the tick, the finisher's GetItem, Query and UpdateItem) meets each kind of the
+# fault model. One case in `make test` (its transaction applied, then the attempt dies); CI all.
+@pytest.mark.parametrize(
+    ("at", "kind"),
+    [
+        pytest.param(at, kind, marks=() if (at, kind) == (1, FaultKind.DIES_AFTER) else pytest.mark.slow)
+        for at in range(1, 5)
+        for kind in MODEL_KINDS
+    ],
+    ids=str,
+)
+def test_the_watch_settles_the_tick_once_whatever_fault_it_meets(tick: FannedOutTick, at: int, kind: FaultKind) -> None:
+    reference_run(tick)
+    assert _judge_watch(tick, at, kind) == []
