@@ -112,7 +112,8 @@ suites: $(STAMP) ## unit, integration and architecture tests in one parallel run
 	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP) $(SAM_STAMP) ## The tests marked slow (exhaustive sweeps, the docs' executed outputs, sam build of a job without fan-out), which CI runs
-	$(PYTEST) -m slow tests
+	$(PYTEST) -m "slow and not alone" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 0 -m "slow and alone" tests
 
 unit: $(STAMP) ## Unit tests (no sockets)
 	$(PYTEST) -m "not slow" tests/unit

@@ -15,7 +15,8 @@ import pytest
 from clockless_tools.bench.capacity_check import SCENARIOS, TOLERANCE
 from clockless_tools.template.model import Template
 
-pytestmark = pytest.mark.slow
+# Its observed seconds are wall time: `make test-slow` runs it after the other slow tests, by itself.
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 
 def test_the_model_predicts_the_emulated_nights_within_a_quarter(template: Template, tmp_path: Path) -> None:
