@@ -220,7 +220,8 @@ def test_a_watch_over_a_tick_no_coordinator_claimed_is_refused_and_writes_nothin
     dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
     body = {"kind": KIND_WATCH, "job": TOY_JOB, "scheduled_time": SCHEDULED, "partition": "1", "params": {}}
-    event = sqs_event([{"MessageId": "w", "ReceiptHandle": "w", "Body": json.dumps(body | {"watched": "a-dead-run"})}])
+    watched = {"watched": "a-dead-run", "receives": int(LAST_RECEIVE)}
+    event = sqs_event([{"MessageId": "w", "ReceiptHandle": "w", "Body": json.dumps(body | watched)}])
 
     with pytest.raises(BatchProcessingError) as refused:
         worker(event, Context())
