@@ -32,9 +32,14 @@ from tests.unit.kit.toy import TOY_JOB, Context, sqs_event
 MAX_RECEIVES: Final = 5
 # The worker's Timeout: each run starts with this left, and a dead one is over when it is spent.
 TIMEOUT: Final = timedelta(seconds=300)
-# The last receive's requests before the watch is out: the lease, ChangeMessageVisibility, the
-# watch's SendMessage. A death before the end of the third is the gap docs/fan-out.md names.
-WATCHED_FROM: Final = 3
+# The last receive's requests before its run: the watch's SendMessage (the first: a death after it
+# is watched), then the message hidden until the attempt is over (ChangeMessageVisibility).
+BEFORE_THE_RUN: Final = ["SendMessage", "ChangeMessageVisibility"]
+WATCHED_FROM: Final = 1
+# What the watch does over a run that died holding its lease: its own message's visibility bound,
+# the partition record read, the partition named on the tick (with its check), then the finisher's
+# read, sum and say.
+WATCH_SETTLING: Final = ["ChangeMessageVisibility", "GetItem", "TransactWriteItems", "GetItem", "Query", "UpdateItem"]
 
 
 @pytest.fixture
@@ -130,7 +135,7 @@ def _redrive(tick: FannedOutTick) -> int:
 def _judge(tick: FannedOutTick, request: int) -> list[str]:
     operations = _die_on_the_last_receive(tick, request)
     where = f"died after request {request} ({operations[request - 1]})"
-    assert operations[:WATCHED_FROM] == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage"]
+    assert operations[: len(BEFORE_THE_RUN)] == BEFORE_THE_RUN[:request]
     found: list[str] = []
     waited = _settle(tick)
     if waited > timedelta(seconds=WATCH_MARGIN_SECONDS + 1):
@@ -156,15 +161,14 @@ def test_a_worker_killed_on_its_last_receive_settles_its_tick_failed_by_name_the
     tick: FannedOutTick,
 ) -> None:
     reference_run(tick)
-    operations = _die_on_the_last_receive(tick, WATCHED_FROM + 1)
-    assert operations == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage", "Query"]
+    operations = _die_on_the_last_receive(tick, len(BEFORE_THE_RUN) + 2)
+    assert operations == [*BEFORE_THE_RUN, "TransactWriteItems", "Query"]
 
     watch: list[str] = []
     waited = _settle(tick, watch)
 
     assert waited <= timedelta(seconds=WATCH_MARGIN_SECONDS + 1)
-    # the partition named on the tick (with its check), then the finisher: its read, its sum, its say
-    assert watch == ["TransactWriteItems", "GetItem", "Query", "UpdateItem"]
+    assert watch == WATCH_SETTLING
     entry = _entry(tick)
     assert entry.status == "failed"
     assert str(entry.error).startswith("partition 0 failed every receive")
@@ -179,7 +183,7 @@ def test_a_worker_killed_on_its_last_receive_settles_its_tick_failed_by_name_the
 @pytest.mark.slow
 def test_a_death_after_any_request_of_the_last_receive_leaves_no_tick_started(tick: FannedOutTick) -> None:
     reference = reference_run(tick)
-    clean = len(reference.last_requests) + 2  # the clean run's, and the watch's two
+    clean = len(reference.last_requests) + 2  # the clean run's, and the last receive's watch and bound
     failures: list[str] = []
     for request in range(WATCHED_FROM, clean + 1):
         failures.extend(_judge(tick, request))
@@ -197,7 +201,7 @@ def _watch_under_fault(tick: FannedOutTick, request: int, kind: FaultKind) -> li
     delivery that reported the watch failed shows it again after 10 s, one that died after the 60 s
     it was hidden for) until the work queue is empty. How each delivery ended."""
     ended: list[str] = []
-    for _ in range(300):  # seconds of simulated time
+    for _ in range(700):  # seconds of simulated time
         for message in _receive(tick, visibility=timedelta(seconds=60)):
             if ended:
                 tick.faults.watch()
@@ -216,8 +220,9 @@ def _watch_under_fault(tick: FannedOutTick, request: int, kind: FaultKind) -> li
                 tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
         if ended and ended[-1] == "ok" and not _left_in_work_queue(tick):
             return ended
-        # what a delivery that just ended so left hidden: the watch's own 60 s, the kit's 10 s backoff
-        waits = {"died": 60, "raised": 10, "reported failed": 10}
+        # what a delivery that just ended so left hidden: the attempt's 300 s and the margin (its
+        # bound, or the poller's 60 s when it died before the bound), the kit's 10 s backoff
+        waits = {"died": 310, "raised": 10, "reported failed": 10}
         tick.clock.shift(timedelta(seconds=waits.get(ended[-1], 0) if ended else 0, milliseconds=1001))
     raise AssertionError(f"the watch did not settle: {ended}")
 
@@ -237,14 +242,17 @@ def _judge_watch(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str
     return found
 
 
-# The watch is delivered at least once like every message: each of its four requests (the
-# partition named on the tick, the finisher's GetItem, Query and UpdateItem) meets each kind of the
-# fault model. One case in `make test` (its transaction applied, then the attempt dies); CI all.
+# The watch is delivered at least once like every message: each of its six requests (WATCH_SETTLING)
+# meets each kind of the fault model. One case in `make test` (its transaction applied, then the
+# attempt dies); CI all.
+NAMING: Final = WATCH_SETTLING.index("TransactWriteItems") + 1
+
+
 @pytest.mark.parametrize(
     ("at", "kind"),
     [
-        pytest.param(at, kind, marks=() if (at, kind) == (1, FaultKind.DIES_AFTER) else pytest.mark.slow)
-        for at in range(1, 5)
+        pytest.param(at, kind, marks=() if (at, kind) == (NAMING, FaultKind.DIES_AFTER) else pytest.mark.slow)
+        for at in range(1, len(WATCH_SETTLING) + 1)
         for kind in MODEL_KINDS
     ],
     ids=str,

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Final
 
 from clockless.fanout.finish import settle
 from clockless.fanout.records import one_line
-from clockless.fanout.retry import after_attempt_seconds, redelivery_backoff_seconds
-from clockless.throttle import remaining_ms
+from clockless.fanout.retry import HAND_ON_MARGIN_SECONDS, after_attempt_seconds, redelivery_backoff_seconds
+from clockless.throttle import remaining_ms, retry_throttled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -113,11 +113,17 @@ def held_lease(error: BaseException) -> bool:
 
 def hold_for_attempt(worker: PartitionWorker, receipt_handle: str, budget: Budget) -> int | None:
     """The message being run hidden until this attempt is surely over plus the margin, instead of
-    the queue's visibility timeout: if the attempt dies, the message is tried again then. The
-    seconds it stays hidden; None: the visibility timeout's (best effort: the change was refused)."""
+    the queue's visibility timeout: if the attempt dies, the message is tried again then. A
+    throttle is waited out within the attempt's budget. The seconds it stays hidden; None: the
+    visibility timeout's (best effort: the change was refused, or stayed throttled)."""
     delay = after_attempt_seconds(remaining_ms(budget.context) / 1000)
+    queue = worker.work_queue()
     try:
-        worker.work_queue().show_again(receipt_handle, delay)
+        retry_throttled(
+            lambda: queue.show_again(receipt_handle, delay),
+            budget=budget.with_margin(HAND_ON_MARGIN_SECONDS),
+            what="ChangeMessageVisibility",
+        )
     except Exception:  # the run matters more: without the bound, a death waits the visibility timeout
         worker.job.logger.warning("could not bound the message's visibility to the attempt", exc_info=True)
         return None
