@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import pytest
 
-from clockless.fanout.watch import WATCH_MARGIN_SECONDS
+from clockless.fanout.watch import WATCH_MARGIN_SECONDS, wait_for_last_receive_ms
 from clockless.ledger import LedgerEntry
 from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultKind
 from tests.integration.fanned_out_tick import (
@@ -138,6 +138,11 @@ def _judge(tick: FannedOutTick, request: int) -> list[str]:
     assert operations[: len(BEFORE_THE_RUN)] == BEFORE_THE_RUN[:request]
     found: list[str] = []
     waited = _settle(tick)
+    if "ChangeMessageVisibility" not in operations:
+        # It died before bounding its message's visibility: the poller's 1,800 s hide it, then the
+        # next receive moves it to the DLQ.
+        tick.clock.shift(VISIBILITY)
+        assert _receive(tick) == []
     if waited > timedelta(seconds=WATCH_MARGIN_SECONDS + 1):
         found.append(f"{where}: settled {waited} after the attempt's end")
     entry = _entry(tick)
@@ -260,3 +265,80 @@ NAMING: Final = WATCH_SETTLING.index("TransactWriteItems") + 1
 def test_the_watch_settles_the_tick_once_whatever_fault_it_meets(tick: FannedOutTick, at: int, kind: FaultKind) -> None:
     reference_run(tick)
     assert _judge_watch(tick, at, kind) == []
+
+
+# ----------------------------------------------------------------- a last receive no worker ever sees
+# A poller step: how often the test's poller looks at the queue once the watch waits.
+POLL_STEP: Final = timedelta(seconds=60)
+
+
+def _die_on_the_receive_before_the_last(tick: FannedOutTick, request: int) -> None:
+    """The tick fanned out; its partition message received three times (workers that never
+    finished), then its fourth run dies right after `request` and is killed at its timeout."""
+    tick.reset()
+    tick.start()
+    for _ in range(MAX_RECEIVES - 2):
+        assert len(_receive(tick)) == 1
+        tick.clock.shift(VISIBILITY + timedelta(seconds=1))
+    (before_last,) = _receive(tick)
+    assert before_last["Attributes"]["ApproximateReceiveCount"] == str(MAX_RECEIVES - 1)
+    tick.faults.arm(request, FaultKind.DIES_AFTER, count_spared=True)
+    try:
+        with pytest.raises(AttemptDied):
+            tick.worker(sqs_event([before_last]), Context(remaining_ms=int(TIMEOUT.total_seconds() * 1000)))
+    finally:
+        tick.faults.disarm()
+    tick.clock.shift(TIMEOUT)
+
+
+def _poll_without_the_partition(tick: FannedOutTick, limit: timedelta) -> tuple[timedelta, list[str]]:
+    """Lambda's poller from the attempt's end, except that the partition message's receives never
+    reach the worker (an init failure, a batch never invoked): watches run, until the tick is
+    terminal. How long that took, and what each watch delivery answered."""
+    waited, outcomes = timedelta(0), []
+    while waited <= limit:
+        for message in _receive(tick, visibility=timedelta(seconds=60)):
+            if json.loads(message["Body"])["kind"] != "watch":
+                continue  # received (its count goes up, it hides for the visibility timeout), never run
+            tick.faults.watch()
+            try:
+                assert not tick.worker(sqs_event([message]), Context())["batchItemFailures"]
+            finally:
+                tick.faults.disarm()
+            tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
+            outcomes.append(_entry(tick).status)
+        if _entry(tick).status != "started":
+            return waited, outcomes
+        tick.clock.shift(POLL_STEP)
+        waited += POLL_STEP
+    raise AssertionError(f"the tick is still started {waited} after the attempt's end: {outcomes}")
+
+
+def test_a_last_receive_no_worker_sees_settles_its_tick_failed_by_name_then_a_redrive_succeeds(
+    tick: FannedOutTick,
+) -> None:
+    reference_run(tick)
+    # the receive before the last: its watch, its bound, its lease and first page, then it dies
+    _die_on_the_receive_before_the_last(tick, len(BEFORE_THE_RUN) + 2)
+    # its watch waits out the last receive: the backoff, the visibility timeout, SQS's count lag
+    waits_ms = wait_for_last_receive_ms(MAX_RECEIVES - 1, int(VISIBILITY.total_seconds()))
+    bound = TIMEOUT + timedelta(milliseconds=waits_ms)
+
+    waited, outcomes = _poll_without_the_partition(tick, bound + 2 * POLL_STEP)
+
+    assert waited >= VISIBILITY  # not before the unseen receive could have ended
+    entry = _entry(tick)
+    assert entry.status == "failed"
+    assert str(entry.error).startswith("partition 0 failed every receive")
+    assert [(f.key, f.reason) for f in entry.failures] == [("partition 0", "partition")]
+    assert outcomes[:-1] == ["started"] * (len(outcomes) - 1)  # the watch waited, then named it once
+    assert _redrive(tick) == 1
+
+    tick.drain()
+
+    assert problems(tick.state(), reference_run(tick)) == []
+
+
+def test_a_death_right_after_the_last_receive_sent_its_watch_settles_its_tick(tick: FannedOutTick) -> None:
+    reference_run(tick)
+    assert _judge(tick, WATCHED_FROM) == []

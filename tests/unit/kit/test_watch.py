@@ -5,6 +5,7 @@ that comes while the run may live watches again, and a duplicate settles nothing
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -362,3 +363,43 @@ def test_a_watch_with_a_bad_field_is_refused_naming_it(field: str, value: Any) -
     body = json.loads(_watch(5).body()) | {field: value}
     with pytest.raises(MalformedMessageError, match=f"field '{field}'"):
         WorkMessage.parse(json.dumps(body), job=TOY_JOB, partitions=["0"])
+
+
+def test_a_waiting_watch_past_its_deadline_waits_on_while_messages_wait_on_the_queue(
+    aws: Aws, clock: time_machine.Traveller
+) -> None:
+    # Given partition 0 last leased by a run of its 4th receive that died, and the watch of that
+    # receive past its deadline, no run having leased the partition since
+    _, healthy, stuck = _started_with_partition_0_held(aws)
+    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "0", "receive-4", 86400)
+    assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0, message_id=stuck["MessageId"]).acquired
+    waiting = dataclasses.replace(
+        WorkMessage.parse(stuck["Body"], job=TOY_JOB, partitions=["0", "1", "2", "3"]),
+        kind=KIND_WATCH,
+        watched="receive-4",
+        message_id=stuck["MessageId"],
+        receives=int(LAST_RECEIVE) - 1,
+        seen_owner="receive-4",
+        until_ms=now_ms() - 1,
+    )
+    # and a backlog on the work queue, where the partition message may still wait
+    aws.sqs.send_message(QueueUrl=aws.work_queue, MessageBody="a message waiting for a worker")
+    delivery = {"MessageId": "w", "ReceiptHandle": "w", "Body": waiting.body()}
+
+    assert not healthy(sqs_event([delivery]), Context())["batchItemFailures"]
+
+    # Then the watch waits a minute more (SQS's counts lag), naming nothing
+    assert _entry(aws).status == "started"
+    assert _queued(aws)["Delayed"] == 1
+    # When the backlog is gone
+    (backlog,) = [m for m in _receive(aws, visibility=0) if m["Body"] == "a message waiting for a worker"]
+    aws.sqs.delete_message(QueueUrl=aws.work_queue, ReceiptHandle=backlog["ReceiptHandle"])
+    clock.shift(timedelta(seconds=61))
+    (again,) = _receive(aws, visibility=0)
+    aws.sqs.delete_message(QueueUrl=aws.work_queue, ReceiptHandle=again["ReceiptHandle"])
+
+    assert not healthy(sqs_event([again]), Context())["batchItemFailures"]
+
+    # Then the partition is named dead and the tick settles failed
+    entry = _entry(aws)
+    assert (entry.status, [f.key for f in entry.failures]) == ("failed", ["partition 0"])
