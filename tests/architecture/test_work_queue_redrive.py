@@ -144,3 +144,25 @@ def test_a_worker_counting_other_receives_than_its_queue_is_caught(planted: Plan
     )
     assert "would not be named on its tick" in violation.message
     assert "nor send its watch" in violation.message
+
+
+@pytest.mark.parametrize("stated", ['WORK_VISIBILITY_TIMEOUT_SECONDS: "300"', None])
+def test_a_worker_waiting_out_another_visibility_than_its_queue_is_caught(
+    planted: PlantedCopy, stated: str | None
+) -> None:
+    # Given the hourly worker's visibility timeout shorter than its queue's, or left to the kit's
+    # default while the queue (planted) hides a received message an hour.
+    worker = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
+    if stated is None:
+        planted.replace(TEMPLATE, "VisibilityTimeout: 1800", "VisibilityTimeout: 3600", after=HOURLY_QUEUE)
+        planted.replace(TEMPLATE, '          WORK_VISIBILITY_TIMEOUT_SECONDS: "1800"\n', "", after=worker)
+    else:
+        planted.replace(TEMPLATE, 'WORK_VISIBILITY_TIMEOUT_SECONDS: "1800"', stated, after=worker)
+
+    violation = found(
+        planted.violations("work-queue-redrive"),
+        file=TEMPLATE,
+        resource=f"{HOURLY_JOB.stem}WorkerFunction",
+        containing="hides a received message",
+    )
+    assert "would judge it dead too soon" in violation.message
