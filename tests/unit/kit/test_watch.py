@@ -331,6 +331,7 @@ def test_a_watch_judges_the_partition_record(receives: int, record: Watched, ver
         (Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.WAIT),  # not yet
         (Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW + 10, Verdict.DEAD),  # no one came
         (Watched(True, owner="receive-5", lease_until=0, message_id="m-1"), NOW + 10, Verdict.ENDED),  # one came
+        (Watched(True, owner="receive-5", lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.DEAD),  # and died
         (Watched(True, owner="receive-5", lease_until=NOW + 60, message_id="m-1"), NOW + 10, Verdict.LIVE),
     ],
     ids=str,
@@ -403,3 +404,9 @@ def test_a_waiting_watch_past_its_deadline_waits_on_while_messages_wait_on_the_q
     # Then the partition is named dead and the tick settles failed
     entry = _entry(aws)
     assert (entry.status, [f.key for f in entry.failures]) == ("failed", ["partition 0"])
+
+
+def test_a_continuation_that_never_took_its_lease_is_dead_on_its_last_receive() -> None:
+    # the record is hop 0's (which handed on); the watched message, hop 1, never leased it
+    record = Watched(True, hops=0, owner="hop-0", lease_until=0, message_id="m-0")
+    assert judge(_watch(5, hop=1), record, now=NOW, max_receives=int(LAST_RECEIVE)) is Verdict.DEAD

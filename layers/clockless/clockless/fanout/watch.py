@@ -22,7 +22,9 @@ Whichever worker takes the watch reads the partition record and judges (`judge`,
   worker. The watch notes the lease owner it found and comes back (at most 900 s apart, SQS's
   DelaySeconds) until that receive's whole visibility timeout (`WORK_VISIBILITY_TIMEOUT_SECONDS`)
   after the backoff has passed: if no run took the lease meanwhile, and SQS shows no message
-  waiting on the queue (a backlog could still hold it), the message is **dead** too.
+  waiting on the queue (a backlog could still hold it), the message is **dead** too. If the last
+  receive did reach a worker, the watch judges its run as that receive's own watch does (which
+  covers a last receive whose own watch could not be sent).
 
 Dead: one transaction adds the partition to the tick entry's `partitions_exhausted`, conditioned on
 the partition record as the watch read it (not done, its lease owner unchanged and not live), then
@@ -141,7 +143,9 @@ def judge(watch: WorkMessage, record: Watched, *, now: int, max_receives: int) -
 
 def _waiting(watch: WorkMessage, record: Watched, now: int) -> Verdict:
     if record.owner != watch.seen_owner:
-        return Verdict.ENDED  # a later receive reached a worker (and is watched itself, or failed loudly)
+        # The last receive reached a worker, whose run is over: judged as that receive's own watch
+        # judges it (a duplicate of its verdict, or the only one if that watch was never sent).
+        return Verdict.ENDED if record.lease_until == 0 else Verdict.DEAD
     return Verdict.WAIT if now < watch.until_ms else Verdict.DEAD
 
 
