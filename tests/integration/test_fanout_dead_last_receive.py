@@ -65,17 +65,17 @@ def _receive(tick: FannedOutTick, visibility: timedelta = VISIBILITY) -> list[di
     return list(response.get("Messages") or [])
 
 
-def _die_on_the_last_receive(tick: FannedOutTick, request: int) -> list[str]:
-    """The tick fanned out; its partition message received four times (each a worker that never
-    finished: the poller shows it again after the visibility timeout), then its fifth run dies
-    right after `request`. Returns that run's operations."""
+def _die_on_the_last_receive(tick: FannedOutTick, request: int, receive: int = MAX_RECEIVES) -> list[str]:
+    """The tick fanned out; its partition message received until `receive` (each a worker that never
+    finished: the poller shows it again after the visibility timeout), then that receive's run
+    dies right after `request` and is killed at its timeout. Returns that run's operations."""
     tick.reset()
     tick.start()
-    for _ in range(MAX_RECEIVES - 1):
+    for _ in range(receive - 1):
         assert len(_receive(tick)) == 1
         tick.clock.shift(VISIBILITY + timedelta(seconds=1))
     (last,) = _receive(tick)
-    assert last["Attributes"]["ApproximateReceiveCount"] == str(MAX_RECEIVES)
+    assert last["Attributes"]["ApproximateReceiveCount"] == str(receive)
     tick.faults.arm(request, FaultKind.DIES_AFTER, count_spared=True)
     try:
         with pytest.raises(AttemptDied):
@@ -272,25 +272,6 @@ def test_the_watch_settles_the_tick_once_whatever_fault_it_meets(tick: FannedOut
 POLL_STEP: Final = timedelta(seconds=60)
 
 
-def _die_on_the_receive_before_the_last(tick: FannedOutTick, request: int) -> None:
-    """The tick fanned out; its partition message received three times (workers that never
-    finished), then its fourth run dies right after `request` and is killed at its timeout."""
-    tick.reset()
-    tick.start()
-    for _ in range(MAX_RECEIVES - 2):
-        assert len(_receive(tick)) == 1
-        tick.clock.shift(VISIBILITY + timedelta(seconds=1))
-    (before_last,) = _receive(tick)
-    assert before_last["Attributes"]["ApproximateReceiveCount"] == str(MAX_RECEIVES - 1)
-    tick.faults.arm(request, FaultKind.DIES_AFTER, count_spared=True)
-    try:
-        with pytest.raises(AttemptDied):
-            tick.worker(sqs_event([before_last]), Context(remaining_ms=int(TIMEOUT.total_seconds() * 1000)))
-    finally:
-        tick.faults.disarm()
-    tick.clock.shift(TIMEOUT)
-
-
 def _poll_without_the_partition(tick: FannedOutTick, limit: timedelta) -> tuple[timedelta, list[str]]:
     """Lambda's poller from the attempt's end, except that the partition message's receives never
     reach the worker (an init failure, a batch never invoked): watches run, until the tick is
@@ -319,7 +300,7 @@ def test_a_last_receive_no_worker_sees_settles_its_tick_failed_by_name_then_a_re
 ) -> None:
     reference_run(tick)
     # the receive before the last: its watch, its bound, its lease and first page, then it dies
-    _die_on_the_receive_before_the_last(tick, len(BEFORE_THE_RUN) + 2)
+    _die_on_the_last_receive(tick, len(BEFORE_THE_RUN) + 2, receive=MAX_RECEIVES - 1)
     # its watch waits out the last receive: the backoff, the visibility timeout, SQS's count lag
     waits_ms = wait_for_last_receive_ms(MAX_RECEIVES - 1, int(VISIBILITY.total_seconds()))
     bound = TIMEOUT + timedelta(milliseconds=waits_ms)
