@@ -209,7 +209,7 @@ def release_update(ledger: RunLedger, tick: Tick, *, released_by: str, partition
         "Key": ledger.key(tick.job, format_scheduled_time(tick.scheduled_time)),
         "UpdateExpression": (
             "SET #status = :started, started_at = :now, partitions_total = :total, released_by = :by, "
-            f"claim_id = :by, attempts = :one REMOVE {START_FAILED}, #error, finished_at"
+            f"claim_id = :by, attempts = :one REMOVE {START_FAILED}, #error, finished_at, finished_by"
         ),
         "ConditionExpression": f"#status = :buffered OR released_by = :by OR {START_FAILED} = :by",
         "ExpressionAttributeNames": {"#status": "status", "#error": "error"},

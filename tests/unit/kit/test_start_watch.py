@@ -15,7 +15,8 @@ import time_machine
 from clockless.fanout.coordinator import FanOut
 from clockless.fanout.keys import tick_key
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
-from clockless.fanout.start_watch import StartVerdict, judge_start
+from clockless.fanout.start_watch import StartVerdict, fail_buffered, judge_start
+from clockless.ledger import RunLedger
 from clockless.tick import Trigger
 from clockless_tools.simulate.faults import AttemptDied
 from tests.unit.kit.conftest import Aws
@@ -158,3 +159,27 @@ def test_a_start_dying_after_its_claim_on_its_last_receive_has_its_partitions_se
     entry = _status(aws, SECOND)
     assert (entry["status"], entry["partitions_done"]) == ("succeeded", "4")
     assert len(aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"]) == 8
+
+
+class LostAnswer:
+    """A DynamoDB client whose UpdateItem is applied, its answer lost, and sent again (botocore)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.exceptions = real.exceptions
+
+    def update_item(self, **request: Any) -> Any:
+        self.real.update_item(**request)
+        return self.real.update_item(**request)
+
+
+def test_a_start_watch_failing_the_tick_with_its_answer_lost_still_says_it_failed_it(aws: Aws) -> None:
+    aws.dynamodb.put_item(
+        TableName="LedgerTable",
+        Item={**tick_key(TOY_JOB, SECOND), "status": {"S": "buffered"}, "overlap_with": {"S": FIRST}},
+    )
+    ledger = RunLedger("LedgerTable", LostAnswer(aws.dynamodb), retention_seconds=86400)
+
+    assert fail_buffered(ledger, _watch(LAST_RECEIVE)) is True  # so its TickFailed is emitted
+    assert fail_buffered(ledger, _watch(LAST_RECEIVE)) is False  # a duplicate watch's is not
+    assert _status(aws, SECOND)["status"] == "failed"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import uuid
 from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
@@ -102,7 +103,7 @@ def settle_start_watch(worker: PartitionWorker, watch: WorkMessage, budget: Budg
         return OUTCOME_STARTED_AGAIN
     if verdict is StartVerdict.ENDED:
         return OUTCOME_START_ENDED
-    if _fail(ledger, watch):
+    if fail_buffered(ledger, watch):
         metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
         worker.job.logger.error(
             "buffered tick failed: its start message died on its last receives; it waits in the work DLQ",
@@ -113,29 +114,39 @@ def settle_start_watch(worker: PartitionWorker, watch: WorkMessage, budget: Budg
     return OUTCOME_START_FAILED
 
 
-def _fail(ledger: RunLedger, watch: WorkMessage) -> bool:
-    """The buffered tick settled `failed`, once, only while it is still buffered behind `after`
-    (`start_failed` lets a redriven start message start it after all: clockless.overlap)."""
+def fail_buffered(ledger: RunLedger, watch: WorkMessage) -> bool:
+    """The buffered tick settled `failed`, only while it is still buffered behind `after`
+    (`start_failed` lets a redriven start message start it after all: clockless.overlap). True
+    for the watch that failed it (also when its answer was lost and the update resent), so it
+    alone says so."""
     after = str(watch.params.get("after", ""))
     error = f"its start message failed every receive: start it again: clockless work redrive {watch.job}"
     client = ledger.client
+    # `finished_by`: a resend of this very update after a lost answer finds its own mark.
+    mark = uuid.uuid4().hex
     try:
         client.update_item(
             TableName=ledger.table_name,
             Key=ledger.key(watch.job, watch.time_text),
-            UpdateExpression=f"SET #status = :failed, #error = :error, finished_at = :now, {START_FAILED} = :after",
+            UpdateExpression=(
+                "SET #status = :failed, #error = :error, finished_at = :now, finished_by = :mark, "
+                f"{START_FAILED} = :after"
+            ),
             ConditionExpression="#status = :buffered AND overlap_with = :after",
             ExpressionAttributeNames={"#status": "status", "#error": "error"},
             ExpressionAttributeValues={
                 ":failed": {"S": STATUS_FAILED},
                 ":error": {"S": error},
                 ":now": {"S": iso_now()},
+                ":mark": {"S": mark},
                 ":after": {"S": after},
                 ":buffered": {"S": STATUS_BUFFERED},
             },
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
-    except client.exceptions.ConditionalCheckFailedException:
-        return False  # failed already (a duplicate of this watch, or its own resend)
+    except client.exceptions.ConditionalCheckFailedException as refused:
+        # failed already: by this very update (its answer lost and resent), or by a duplicate watch
+        return _text(refused.response.get("Item") or {}, "finished_by") == mark
     return True
 
 
