@@ -117,8 +117,8 @@ class Watched:
 
 
 def watches(receives: int, max_receives: int) -> bool:
-    """Whether a receive is watched: the last two of a message's (a receive no worker sees can only
-    be the last one's to judge after, from the one before it)."""
+    """Whether a receive is watched: a message's last, and the one before it (whose watch judges a
+    last receive that never reaches a worker)."""
     return receives >= max_receives - 1
 
 
