@@ -276,7 +276,11 @@ def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(pro
     ("options", "complaint"),
     [
         (["--schedule", "cron(0 8 * * ? *)", "--zones", "Europe/Berlin",
-          "--local-time", "not_before=09:00,not_after=09:59"], "no one UTC hour keeps it all year"),
+          "--local-time", "not_before=09:00,not_after=09:59"],
+         "no one UTC hour keeps the rule all year, because the zones' UTC offsets change: use two schedules"),
+        (["--schedule", "cron(0 8 * * ? *)", "--zones", "Europe/Berlin",
+          "--local-time", "not_before=09:00,not_after=09:59"],
+         "or a wider rule, --local-time not_before=09:00, kept all year by a daily tick at 08:00-21:00 UTC"),
         (["--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin", "--local-time", "not_before=09:00"],
          "UTC hours that keep it all year: 08:00-"),
         (["--schedule", "rate(15 minutes)"], "write the schedule as a cron"),
