@@ -47,6 +47,10 @@ def _datapoints(match: re.Match[str]) -> str:
     return f"DeadManPeriods: {match[1]} (the loop writes EvaluationPeriods and DatapointsToAlarm from it)"
 
 
+def _schedule(match: re.Match[str]) -> str:
+    return f"Schedule: {match[1]} ({match[2]}; or a LocalTimeRule this schedule keeps)"
+
+
 # A rule's fix (as it words it for the written-out resource) -> the declaration key and value.
 _TRANSLATIONS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]] = (
     (re.compile(r"^Period: (\d+), EvaluationPeriods: (\d+), DatapointsToAlarm: \d+$"), _dead_man),
@@ -55,6 +59,7 @@ _TRANSLATIONS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]
     (re.compile(r'^raise IDEMPOTENCY_EXPIRY_SECONDS to at least "(\d+)"$'), _expiry),
     (re.compile(r"^declare an expected duration below (\d+) s, or raise the Timeout$"), _expected_duration),
     (re.compile(r"^set DatapointsToAlarm: (\d+)$"), _datapoints),
+    (re.compile(r"^ScheduleExpression: (cron\(.+\)) \((.+)\), or a local-time rule this schedule keeps$"), _schedule),
 )
 
 
