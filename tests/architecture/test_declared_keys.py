@@ -25,7 +25,7 @@ RULES = [DEAD_MAN_ALARM_RULE, SCHEDULE_DELIVERY_RULE]
 
 
 def _declared(tmp_path: Path, job: Job = HOURLY, **keys: int | str) -> Path:
-    """template.yaml with the job's declaration (the hourly one's) given these keys (its own lines for them replaced)."""
+    """template.yaml with the job's declaration given these keys (its own lines for them replaced)."""
     block = f"    {job.stem}:\n"
     start = TEMPLATE.index(block, TEMPLATE.index("  Jobs:\n")) + len(block)
     # The block ends at the next job's line (4 spaces in) or the blank line after the last job.

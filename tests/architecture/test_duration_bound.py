@@ -25,7 +25,8 @@ def test_planted_expected_duration_at_the_timeout_is_caught(planted: PlantedCopy
     )
 
     violations = planted.violations("duration-bound")
-    violation = found(violations, file=TEMPLATE, resource=f"{DAILY_JOB.stem}Function", containing="not below the Timeout")
+    function_id = f"{DAILY_JOB.stem}Function"
+    violation = found(violations, file=TEMPLATE, resource=function_id, containing="not below the Timeout")
 
     assert "120" in violation.message
     # One fix, the bound's (a declared job's loop writes the alarm's Threshold from the same key): no
