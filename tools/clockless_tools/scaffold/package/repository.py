@@ -138,7 +138,7 @@ def _item_of(found: ItemModel) -> Item:
 
 # The checks a fanned-out job's `decode` and tick parameters go through (a job without fan-out has
 # neither: its rows are decoded by `item_of`).
-DECODE_HELPERS: Final = '''
+DECODE_HELPERS: Final = """
 
 def _text(data: Mapping[str, Any], name: str) -> str:
     value = data.get(name)
@@ -157,7 +157,7 @@ def _instant(data: Mapping[str, Any], name: str) -> datetime:
     except MalformedTickError:
         raise ValueError(problem) from None
 
-'''
+"""
 
 
 # How the due index is keyed: over 16 shards when the job fans out (each shard one partition of a
