@@ -97,3 +97,23 @@ def test_an_expected_duration_past_the_timeout_is_one_fix_naming_its_key(tmp_pat
     (violation,) = planted
     assert violation.fix.startswith(f"set Mappings.Jobs.{HOURLY.stem}.ExpectedDurationSeconds: 60 (below 120)")
     assert check(Project.for_template(_declared(tmp_path, ExpectedDurationSeconds=60)), [DURATION_BOUND_RULE]) == []
+
+
+def test_scheduler_numbers_outside_its_ranges_name_their_keys(tmp_path: Path) -> None:
+    # Given retries and an event age CreateSchedule refuses (cfn-lint passes what the loop writes)
+    planted = check(
+        Project.for_template(_declared(tmp_path, SchedulerRetries=500, SchedulerMaxEventAgeSeconds=30)),
+        [SCHEDULE_DELIVERY_RULE],
+    )
+
+    fixes = {v.fix.split(" in template.yaml", 1)[0] for v in planted}
+    assert f"set Mappings.Jobs.{HOURLY.stem}.SchedulerRetries: 185 (Scheduler's range: 0-185)" in fixes
+    assert f"set Mappings.Jobs.{HOURLY.stem}.SchedulerMaxEventAgeSeconds: 60 (or more)" in fixes
+    assert not [
+        v
+        for v in check(
+            Project.for_template(_declared(tmp_path, SchedulerRetries=185, SchedulerMaxEventAgeSeconds=60)),
+            [SCHEDULE_DELIVERY_RULE],
+        )
+        if "outside Scheduler's" in v.message or "under Scheduler's minimum" in v.message
+    ]
