@@ -11,6 +11,7 @@ from clockless_tools.architecture import check
 from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.declared_keys import declared_job_of
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
+from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.project import Project, Violation
 from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
@@ -117,3 +118,13 @@ def test_scheduler_numbers_outside_its_ranges_name_their_keys(tmp_path: Path) ->
         )
         if "outside Scheduler's" in v.message or "under Scheduler's minimum" in v.message
     ]
+
+
+def test_a_lambda_event_age_outside_its_range_names_its_key(tmp_path: Path) -> None:
+    planted = check(Project.for_template(_declared(tmp_path, LambdaMaxEventAgeSeconds=30000)), [FAILURE_PATHS_RULE])
+
+    (violation,) = planted
+    assert violation.fix.startswith(
+        f"set Mappings.Jobs.{HOURLY.stem}.LambdaMaxEventAgeSeconds: 21600 (Lambda's range: 60-21600)"
+    )
+    assert check(Project.for_template(_declared(tmp_path, LambdaMaxEventAgeSeconds=21600)), [FAILURE_PATHS_RULE]) == []

@@ -55,6 +55,10 @@ def _scheduler_age_floor(match: re.Match[str]) -> str:
     return f"SchedulerMaxEventAgeSeconds: {match[1]} (or more)"
 
 
+def _lambda_age(match: re.Match[str]) -> str:
+    return f"LambdaMaxEventAgeSeconds: {match[1]} ({match[2]})"
+
+
 def _schedule(match: re.Match[str]) -> str:
     return f"Schedule: {match[1]} ({match[2]}; or a LocalTimeRule this schedule keeps)"
 
@@ -69,6 +73,7 @@ _TRANSLATIONS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]
     (re.compile(r"^set DatapointsToAlarm: (\d+)$"), _datapoints),
     (re.compile(r"^set MaximumRetryAttempts: (\d+) \((Scheduler's range: \d+-\d+)\)$"), _retries),
     (re.compile(r"^raise MaximumEventAgeInSeconds to (\d+)$"), _scheduler_age_floor),
+    (re.compile(r"^set EventInvokeConfig.MaximumEventAgeInSeconds: (\d+) \((Lambda's range: \d+-\d+)\)$"), _lambda_age),
     (re.compile(r"^ScheduleExpression: (cron\(.+\)) \((.+)\), or a local-time rule this schedule keeps$"), _schedule),
 )
 
