@@ -25,7 +25,7 @@ LOCAL = job_where(period=DAY, local_time_rule=True)
 RULES = [DEAD_MAN_ALARM_RULE, SCHEDULE_DELIVERY_RULE]
 
 
-def _declared(tmp_path: Path, *, job: Job = HOURLY, **keys: int | str) -> Path:
+def _declared(tmp_path: Path, job: Job = HOURLY, /, **keys: int | str) -> Path:
     """template.yaml with the job's declaration given these keys (its own lines for them replaced)."""
     block = f"    {job.stem}:\n"
     start = TEMPLATE.index(block, TEMPLATE.index("  Jobs:\n")) + len(block)
@@ -80,9 +80,7 @@ def test_a_resource_belongs_to_the_longest_declared_id_it_starts_with() -> None:
 
 def test_a_schedule_that_breaks_its_local_time_rule_is_told_the_schedule_that_keeps_it(tmp_path: Path) -> None:
     # Given the daily job with a local-time rule moved to an hour that breaks it
-    planted = check(
-        Project.for_template(_declared(tmp_path, job=LOCAL, Schedule="cron(0 11 * * ? *)")), [LOCAL_TIME_RULE]
-    )
+    planted = check(Project.for_template(_declared(tmp_path, LOCAL, Schedule="cron(0 11 * * ? *)")), [LOCAL_TIME_RULE])
 
     # Then each violation's fix names the job's Schedule key with a cron that keeps the rule
     prefix = f"set Mappings.Jobs.{LOCAL.stem}.Schedule: "
@@ -91,7 +89,7 @@ def test_a_schedule_that_breaks_its_local_time_rule_is_told_the_schedule_that_ke
     (schedule,) = {v.fix.removeprefix(prefix).split(" (", 1)[0] for v in planted}
 
     # And that schedule, declared, passes
-    assert check(Project.for_template(_declared(tmp_path, job=LOCAL, Schedule=schedule)), [LOCAL_TIME_RULE]) == []
+    assert check(Project.for_template(_declared(tmp_path, LOCAL, Schedule=schedule)), [LOCAL_TIME_RULE]) == []
 
 
 def test_an_expected_duration_past_the_timeout_is_one_fix_naming_its_key(tmp_path: Path) -> None:
