@@ -201,8 +201,8 @@ def check_environment_size(project: Project) -> Iterator[Violation]:
                 project.template_file,
                 logical_id,
                 f"its environment is {size.total:,} bytes at its longest (a {stack_name_max}-character stack name), "
-                f"over Lambda's {LIMIT_BYTES:,} for keys and values as compact JSON: the deploy would fail; the "
-                f"biggest: {size.biggest()}",
+                f"over Lambda's {LIMIT_BYTES:,} for keys and values as compact JSON: a deploy with names that long "
+                f"fails; the biggest: {size.biggest()}",
                 f"shrink it by {size.total - LIMIT_BYTES:,} bytes or more: move the biggest variable out of the "
                 "environment (a file the function ships, or a parameter it reads once at cold start), or take off "
                 "Globals what only some functions read",
