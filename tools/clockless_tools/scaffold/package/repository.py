@@ -156,7 +156,6 @@ def _instant(data: Mapping[str, Any], name: str) -> datetime:
         return parse_scheduled_time(value, field=name)
     except MalformedTickError:
         raise ValueError(problem) from None
-
 """
 
 
