@@ -12,6 +12,7 @@ import moto  # noqa: F401  - first, so no client is created before moto can patc
 import pytest
 
 from clockless_tools.template.model import Template
+from tests.botocore_data import share_data_loader
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 EVENTS = PROJECT_ROOT / "events"
@@ -27,6 +28,8 @@ for _name, _value in {
 }.items():
     os.environ[_name] = _value
 os.environ.pop("AWS_PROFILE", None)
+
+share_data_loader()
 
 
 @pytest.fixture(scope="session")

@@ -11,20 +11,24 @@ import pytest
 
 from clockless_tools.bench import harness as bench
 from clockless_tools.bench import workloads
+from clockless_tools.bench.cold_start import import_attribution, import_seconds, source_setup
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.results import CLEANUP_JOB, QUICK, WINDOW_JOB, BenchError, BenchResults
 from clockless_tools.bench.run import SECTIONS, run_bench
 from clockless_tools.cli.bench import figures_markdown
 from clockless_tools.local.moto_transactions import stock_transactions, transactions_snapshot_touched_items
+from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
 
 
 # The sections `make test` runs, a few seconds of CPU: what a tick costs (requests, write units,
-# against bare and stock Powertools), the coordinator, and cold starts. The rest (scale, batching,
-# scaling, fanned-out ticks, the night model), about 20 s more, are CI's (`slow`): `full_results`.
-QUICK_SECTIONS = ("overhead", "versus_stock", "throughput", "coordinator", "cold_start")
+# against bare and stock Powertools), and the coordinator. The rest (scale, batching, scaling,
+# fanned-out ticks, the night model, and cold starts: eleven fresh interpreters, every handler
+# against boto3), about 25 s more, are CI's (`slow`): `full_results`. One handler's import is timed
+# and attributed in `make test` below, as the cold-start section does for each.
+QUICK_SECTIONS = ("overhead", "versus_stock", "throughput", "coordinator")
 SLOW = pytest.mark.slow
 
 
@@ -244,7 +248,27 @@ def test_the_fanned_out_job_and_the_naive_loop_create_the_same_windows(results: 
     assert details["naive"]["operations"]["PutItem"] == details["windows"]
 
 
-def test_every_handler_is_timed_against_import_boto3(results: BenchResults, template: Template) -> None:
+def test_a_handler_is_imported_in_a_fresh_interpreter_timed_and_attributed(
+    template: Template, runtime: LocalLambdaRuntime
+) -> None:
+    setup = source_setup(template)
+    logical_id, function = next(iter(template.functions.items()))
+    module = function.handler.rpartition(".")[0]
+    environment = runtime.environment(logical_id)
+
+    baseline = import_seconds("boto3", setup.baseline_paths, isolated=setup.isolated)
+    seconds = import_seconds(module, setup.function_paths[logical_id], isolated=setup.isolated, env=environment)
+    shares = import_attribution(module, setup.function_paths[logical_id], isolated=setup.isolated, env=environment)
+
+    assert baseline > 0
+    assert seconds > 0
+    assert sum(shares.values()) == pytest.approx(100, abs=0.5)
+    assert shares.get("the function's package", 0) > 0, shares
+
+
+@SLOW
+def test_every_handler_is_timed_against_import_boto3(full_results: BenchResults, template: Template) -> None:
+    results = full_results
     for logical_id in template.functions:
         figure = results.figure(f"cold_start.source.{logical_id}.import_ms")
         assert figure.value > 0

@@ -37,8 +37,13 @@ from tests.integration.conftest import scan_all
 
 JOB = "session-cleanup"
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
-NOW = DAY + timedelta(hours=11, minutes=30)
-DROPPED = [DAY + timedelta(hours=3), DAY + timedelta(hours=7)]
+# The night: the hourly ticks from 02:00 to 06:00, 03:00 and 05:00 never delivered. Two gaps apart
+# (a policy may replay only the newest), each between delivered ticks; five ticks keep it quick.
+NIGHT = [DAY + timedelta(hours=hour) for hour in range(2, 7)]
+DROPPED = [DAY + timedelta(hours=3), DAY + timedelta(hours=5)]
+FIRST, END = NIGHT[0], NIGHT[-1] + timedelta(hours=1)
+NOW = NIGHT[-1] + timedelta(minutes=30)
+WINDOW = NOW - FIRST
 
 
 @pytest.fixture
@@ -48,7 +53,7 @@ def target(tables: Any, local_queues: Any, template: Template, dynamodb_endpoint
 
 @pytest.fixture(scope="module")
 def gapped_night(template: Template, dynamodb_endpoint: str) -> Snapshot:
-    """The schedule's first twelve hours with DROPPED never delivered, replayed once for the module."""
+    """The NIGHT's ticks with DROPPED never delivered, replayed once for the module."""
     with patched_environ(local_environment(dynamodb_endpoint)):
         create_tables(template, dynamodb_endpoint)
         create_queues(template, dynamodb_endpoint)
@@ -68,8 +73,7 @@ def _seed_sessions() -> None:
 
 
 def _run_schedule(target: LocalTarget, *, dropping: list[datetime]) -> None:
-    for hour in range(12):
-        tick = DAY + timedelta(hours=hour)
+    for tick in NIGHT:
         if tick not in dropping:
             target.invoke(JOB, tick_event(target, JOB, tick, Trigger.SCHEDULE))
 
@@ -87,13 +91,13 @@ def test_status_lists_exactly_the_dropped_ticks(
 ) -> None:
     load_tables(tables, gapped_night)
 
-    status = job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30))
+    status = job_status(template, target, JOB, now=NOW, window=WINDOW)
 
-    assert status.expected == 12
+    assert status.expected == len(NIGHT)
     assert status.missing == DROPPED
     assert status.last_success is not None
-    assert status.last_success.scheduled_time == DAY + timedelta(hours=11)
-    assert status.next_ticks[0] == DAY + timedelta(hours=12)
+    assert status.last_success.scheduled_time == NIGHT[-1]
+    assert status.next_ticks[0] == END
 
 
 def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
@@ -110,19 +114,19 @@ def test_backfill_fills_the_gap_once_and_a_second_backfill_changes_nothing(
     load_tables(tables, gapped_night)
 
     # When the gap is backfilled
-    first = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL)
+    first = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.ALL)
 
     # Then each missing tick ran once, and the tables hold exactly the gap-free result
-    assert first.outcomes == {"2026-11-29T03:00:00Z": "executed", "2026-11-29T07:00:00Z": "executed"}
+    assert first.outcomes == {"2026-11-29T03:00:00Z": "executed", "2026-11-29T05:00:00Z": "executed"}
     ledger = _ledger(tables)
-    assert len(ledger) == 12
+    assert len(ledger) == len(NIGHT)
     assert all(entry["status"]["S"] == "succeeded" and entry["attempts"]["N"] == "1" for entry in ledger.values())
     assert {key for key, entry in ledger.items() if entry["trigger"]["S"] == "backfill"} == set(first.outcomes)
     assert _domain_state(tables) == reference
 
     # When it is run again, nothing is planned and no function is invoked
     with count_requests() as requests:
-        second = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL)
+        second = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.ALL)
     assert second.planned == []
     assert requests.of("PutItem") == 0
     assert requests.of("TransactWriteItems") == 0
@@ -134,18 +138,18 @@ def test_policy_latest_replays_only_the_newest_and_a_second_run_finds_nothing(
 ) -> None:
     load_tables(tables, gapped_night)
 
-    latest = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
-    assert latest.outcomes == {"2026-11-29T07:00:00Z": "executed"}
+    latest = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.LATEST)
+    assert latest.outcomes == {"2026-11-29T05:00:00Z": "executed"}
     assert latest.superseded == {"2026-11-29T03:00:00Z": "skipped (superseded by the newest)"}
     entry = _ledger(tables)["2026-11-29T03:00:00Z"]
     assert entry["status"]["S"] == "skipped"
-    assert "superseded by 2026-11-29T07:00:00Z" in entry["error"]["S"]
+    assert "superseded by 2026-11-29T05:00:00Z" in entry["error"]["S"]
 
     with count_requests() as requests:
-        again = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.LATEST)
+        again = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.LATEST)
     assert (again.missing, again.outcomes, again.superseded) == ([], {}, {})
     assert requests.of("PutItem") == requests.of("TransactWriteItems") == 0
-    assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
+    assert job_status(template, target, JOB, now=NOW, window=WINDOW).missing == []
 
 
 def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
@@ -154,16 +158,14 @@ def test_policy_skip_records_without_running_and_its_dry_run_says_would_skip(
     load_tables(tables, gapped_night)
     before = _domain_state(tables)
 
-    dry = backfill(
-        template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP, dry_run=True
-    )
+    dry = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.SKIP, dry_run=True)
     assert (dry.planned, dry.outcomes, dry.verb) == (DROPPED, {}, "would skip")
 
-    skipped = backfill(template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.SKIP)
-    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped", "2026-11-29T07:00:00Z": "skipped"}
+    skipped = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.SKIP)
+    assert skipped.outcomes == {"2026-11-29T03:00:00Z": "skipped", "2026-11-29T05:00:00Z": "skipped"}
     assert _ledger(tables)["2026-11-29T03:00:00Z"]["status"]["S"] == "skipped"
     assert _domain_state(tables) == before
-    assert job_status(template, target, JOB, now=NOW, window=timedelta(hours=11, minutes=30)).missing == []
+    assert job_status(template, target, JOB, now=NOW, window=WINDOW).missing == []
 
 
 def test_dry_run_lists_and_changes_nothing(
@@ -172,9 +174,7 @@ def test_dry_run_lists_and_changes_nothing(
     load_tables(tables, gapped_night)
     before = _domain_state(tables), _ledger(tables)
 
-    result = backfill(
-        template, target, JOB, start=DAY, end=DAY + timedelta(hours=12), policy=BackfillPolicy.ALL, dry_run=True
-    )
+    result = backfill(template, target, JOB, start=FIRST, end=END, policy=BackfillPolicy.ALL, dry_run=True)
 
     assert result.planned == DROPPED
     assert result.outcomes == {}
@@ -241,12 +241,12 @@ def test_cli_status_backfill_and_run_now(
     assert status.exit_code == 1, status.output
     assert "2026-11-29T03:00:00Z" in status.output
 
-    backfill_the_morning = ["backfill", JOB, "--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z"]
-    filled = runner.invoke(app, [*backfill_the_morning, "--endpoint", dynamodb_endpoint])
+    backfill_the_night = ["backfill", JOB, "--from", "2026-11-29T02:00:00Z", "--to", "2026-11-29T07:00:00Z"]
+    filled = runner.invoke(app, [*backfill_the_night, "--endpoint", dynamodb_endpoint])
     assert filled.exit_code == 0, filled.output
     assert "2026-11-29T03:00:00Z  ran: succeeded: found " in filled.output
 
-    again = runner.invoke(app, [*backfill_the_morning, "--endpoint", dynamodb_endpoint])
+    again = runner.invoke(app, [*backfill_the_night, "--endpoint", dynamodb_endpoint])
     assert "nothing to do" in again.output
 
     bad = runner.invoke(app, ["backfill", JOB, "--from", "yesterday", "--to", "2026-11-29T12:00:00Z"])
@@ -394,16 +394,16 @@ def test_cli_backfill_writes_function_logs_to_a_file_and_says_where(
     load_tables(tables, gapped_night)
     log = tmp_path / "backfill.log"
     command = [sys.executable, "-m", "clockless_tools.cli", "backfill", JOB, "--endpoint", dynamodb_endpoint]
-    command += ["--from", "2026-11-29T00:00:00Z", "--to", "2026-11-29T12:00:00Z", "--log", str(log)]
+    command += ["--from", "2026-11-29T02:00:00Z", "--to", "2026-11-29T07:00:00Z", "--log", str(log)]
 
     ran = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
 
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [
-        f"{JOB}: 2 missing tick(s) in [2026-11-29T00:00:00Z, 2026-11-29T12:00:00Z) on local runtime "
+        f"{JOB}: 2 missing tick(s) in [2026-11-29T02:00:00Z, 2026-11-29T07:00:00Z) on local runtime "
         f"({dynamodb_endpoint})",
         "  2026-11-29T03:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
-        "  2026-11-29T07:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
+        "  2026-11-29T05:00:00Z  ran: succeeded: found 0, applied 0, already done 0, failed 0, partitions 16",
         "replayed: 2",
     ]
     # Where the logs went, on stderr; no JSON log line, no EMF line on the terminal.
@@ -424,8 +424,8 @@ def test_backfill_tells_its_total_before_the_first_tick(
         template,
         target,
         JOB,
-        start=DAY,
-        end=DAY + timedelta(hours=12),
+        start=FIRST,
+        end=END,
         policy=BackfillPolicy.ALL,
         on_plan=lambda planned: events.append(len(planned)),
         on_tick=lambda scheduled_time, _outcome: events.append(scheduled_time),
@@ -444,5 +444,5 @@ def test_cli_status_in_a_pipe_prints_whole_times_and_spans(
 
     assert result.exit_code == 1, result.output
     assert re.search(r"\d…", result.stdout) is None  # no time cut short
-    assert "2026-11-29T11:00:00Z" in result.stdout  # the last success, whole
+    assert "2026-11-29T06:00:00Z" in result.stdout  # the last success, whole
     assert f"local runtime ({dynamodb_endpoint}), last 50 d" in result.stdout
