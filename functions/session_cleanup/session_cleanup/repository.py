@@ -21,7 +21,7 @@ from clockless.dynamo import (
     decode_row,
     is_condition_failure,
     raw_page,
-    shard_for,
+    index_shard_for,
     tenant_of,
 )
 from clockless.fanout import Page
@@ -168,7 +168,7 @@ def session_item(session: SessionRef, exercises: int = 0) -> SessionModel:
         session.session_id,
         started_at=format_scheduled_time(session.started_at),
         exercise_count=exercises,
-        empty_shard=None if exercises else shard_for(session_key(session), EMPTY_INDEX_SHARDS),
+        empty_shard=None if exercises else index_shard_for(session_key(session), EMPTY_INDEX_SHARDS),
     )
 
 
