@@ -100,6 +100,7 @@ class Granular:
     high: float
     transactions: int  # transactions one night sends, resends not counted
     refusals: float  # transactions refused per night, on average
+    draws: int = SEEDS  # nights run, each with its own draw of the backoff
 
 
 @dataclass
@@ -359,4 +360,5 @@ def granular(
         high=max(seconds),
         transactions=runs[0][1],
         refusals=sum(run[2] for run in runs) / len(runs),
+        draws=seeds,
     )

@@ -178,6 +178,7 @@ class Spread:
     at_p95: Prediction
     samples: int
     kinds: dict[str, float]  # the share of placements each kind of limit bound
+    placement_at_p95: Placement  # where the keys fell at the p95 (bench/lumps.py runs it in transactions)
 
 
 def slowest_partition(items: int, shards: int) -> int:
@@ -352,10 +353,10 @@ def _shard_caps(
 def over_placements(cost: ItemCost, night: Night, samples: int = PLACEMENTS, seed: int = 0) -> Spread:
     """The night over `samples` random placements of its keys: expected time, p95, what binds."""
     rng = random.Random(seed)  # noqa: S311 - a reproducible sample of placements, not a secret
-    predictions = sorted(
-        (predict(cost, night, random_placement(cost, night, rng)) for _ in range(samples)), key=lambda p: p.seconds
-    )
-    at_p95 = predictions[max(0, math.ceil(PERCENTILE * samples) - 1)]
+    placements = [random_placement(cost, night, rng) for _ in range(samples)]
+    ranked = sorted(((predict(cost, night, p), p) for p in placements), key=lambda pair: pair[0].seconds)
+    predictions = [prediction for prediction, _ in ranked]
+    at_p95, placement_at_p95 = ranked[max(0, math.ceil(PERCENTILE * samples) - 1)]
     kinds: defaultdict[str, float] = defaultdict(float)
     for prediction in predictions:
         kinds[prediction.kind] += 1 / samples
@@ -365,6 +366,7 @@ def over_placements(cost: ItemCost, night: Night, samples: int = PLACEMENTS, see
         at_p95=at_p95,
         samples=samples,
         kinds=dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        placement_at_p95=placement_at_p95,
     )
 
 
