@@ -94,7 +94,8 @@ class ItemCost:
     tenant_table: str | None  # the table whose partition key is the tenant (or tenant#bucket)
     shard_index: str  # the "table/index" whose shard key each worker writes
     cpu_seconds: float  # client CPU per item
-    # on the ledger key every worker of the job writes (`<job>#work`: partition, lane and cursor records)
+    # on the ledger key every worker of the job writes (`<job>#work`), per item: its lanes' counters,
+    # one per transaction
     work_key_wcu: float = 0.0
     read_units: float = 0.0  # read units per item, every table and index (for the cost)
     # the key values one tenant's items spread over on the tenant table (1: the tenant id alone)
@@ -107,6 +108,9 @@ class ItemCost:
     # on the tick's own ledger entry (`<job>`), per partition run: its claim and its completion
     # (a fixed cost, not an item's: bench/lumps.py runs it, the fluid leaves it out)
     tick_key_wcu_per_run: float = 0.0
+    # on the same `<job>#work` key, per partition run: its partition record's lease, cursor and done
+    # (a fixed cost too: bench/lumps.py runs it beside the tick entry's, the fluid leaves it out)
+    work_key_wcu_per_run: float = 0.0
 
     @property
     def total_wcu(self) -> float:

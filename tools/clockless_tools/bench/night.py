@@ -45,6 +45,7 @@ SIZES: Final = (MILLION, 10 * MILLION)
 SPREAD_TENANTS: Final = 16
 TENANT_KEY_HINT: Final = "tenant"  # the partition key attribute that names a tenant
 SHARD_KEY_HINT: Final = "_shard"  # the index partition key attribute that names a shard
+LANE_RECORD: Final = "#l"  # in a work record's sort key: a lane's counters (clockless.fanout.keys.lane_key)
 # (items, tenancy, start) -> seconds the p95 placement must stay under (issues 20 and 30)
 TARGETS: Final = {
     (MILLION, "spread", "warm"): 600.0,
@@ -105,9 +106,11 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         raise BenchError(f"{job}: no index keyed by a shard ({SHARD_KEY_HINT}) took the items' writes: {index_wcu}")
     worker = harness.template.function(worker_function(harness.template, job))
     paced = float(str(worker.environment.get("WORK_KEY_WRITE_UNITS_PER_ITEM", DEFAULT_KEY_WRITE_UNITS_PER_ITEM)))
-    work_key = max(
-        (units for key, units in writes.by_partition_key.items() if key.endswith(f"|{work_job(job)}")), default=0.0
-    )
+    # the work key's lane records (`...#l<lane>`) take a counter per transaction; its partition
+    # records a lease, cursors and a done per run
+    work_records = {key: units for key, units in writes.by_item.items() if f"|{work_job(job)}|" in key}
+    work_key = sum(units for key, units in work_records.items() if LANE_RECORD in key.rpartition("|")[2])
+    work_runs = sum(work_records.values()) - work_key
     tick_key = max((units for key, units in writes.by_partition_key.items() if key.endswith(f"|{job}")), default=0.0)
     return ItemCost(
         table_wcu,
@@ -121,6 +124,7 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         paced_units=paced,
         bookkeeping=harness.bookkeeping_tables,
         tick_key_wcu_per_run=tick_key / worker_concurrency(harness.template, job),
+        work_key_wcu_per_run=work_runs / worker_concurrency(harness.template, job),
     )
 
 
@@ -332,6 +336,8 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
                 "wcu_per_item_by_table": {k: round(v, 3) for k, v in cost.table_wcu.items()},
                 "wcu_per_item_by_index": {k: round(v, 3) for k, v in cost.index_wcu.items()},
                 "wcu_per_item_on_work_key": round(cost.work_key_wcu, 4),
+                "wcu_per_run_on_work_key": round(cost.work_key_wcu_per_run, 2),
+                "wcu_per_run_on_tick_key": round(cost.tick_key_wcu_per_run, 2),
                 "rcu_per_item": round(cost.read_units, 4),
                 "tenant_table": cost.tenant_table,
                 "tenant_buckets": cost.tenant_buckets,
