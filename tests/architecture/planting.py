@@ -15,8 +15,9 @@ from clockless_tools.template.model import Template
 from clockless_tools.template.render import render
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# What the rules read: the template, the deployed code, the sample events and the import contracts.
-COPIED = ("template.yaml", "pyproject.toml", "functions", "layers", "events")
+# What the rules read: the template, the deployed code, the sample events, the import contracts and the
+# stacks' names.
+COPIED = ("template.yaml", "pyproject.toml", "samconfig.toml", "functions", "layers", "events")
 # The tools are read by one rule only (their import contract): copied when a test plants into them
 # or asks that rule or the whole project (two thirds of a copy's files, a third of the suite's CPU).
 TOOLS = "tools"

@@ -70,3 +70,19 @@ def test_clockless_arch_lists_a_packages_modules_as_markdown_and_refuses_what_is
     ]
     assert mixed.exit_code == 2
     assert "--modules goes alone" in mixed.output
+
+
+def test_clockless_arch_prints_each_functions_environment_size_and_goes_alone() -> None:
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["arch", "--environments"])
+    mixed = runner.invoke(app, ["arch", "--environments", "--json"])
+
+    assert listed.exit_code == 0, listed.output
+    rows = listed.stdout.splitlines()
+    assert rows[0].startswith("| function | bytes at its longest (a ")
+    assert "| left of 4,096 |" in rows[0]
+    assert any(row.startswith("| `JobTriggerFunction` |") and "JOB_FUNCTIONS" in row for row in rows)
+    assert rows[-1].startswith("A job adds about ")
+    assert mixed.exit_code == 2
+    assert "--environments goes alone" in mixed.output

@@ -46,6 +46,8 @@ HOURLY = f"{HOURLY_JOB.stem}Function.Events.Schedule"
         ),
         ("              MaximumEventAgeInSeconds: 900\n", "", "no literal MaximumEventAgeInSeconds"),
         ("ScheduleExpression: cron(0 * * * ? *)", "ScheduleExpression: cron(0 * * *)", "cannot be evaluated"),
+        ("MaximumRetryAttempts: 5\n", "MaximumRetryAttempts: 186\n", "outside Scheduler's range 0-185"),
+        ("MaximumEventAgeInSeconds: 900\n", "MaximumEventAgeInSeconds: 59\n", "under Scheduler's minimum 60 s"),
     ],
     ids=[
         "local-zone",
@@ -56,6 +58,8 @@ HOURLY = f"{HOURLY_JOB.stem}Function.Events.Schedule"
         "age-not-below-period",
         "no-age",
         "bad-cron",
+        "retries-past-185",
+        "age-under-60",
     ],
 )
 def test_a_schedule_without_utc_bounded_retries_or_dead_letters_is_caught(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,9 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
     # And only a fanned-out job's due index is sharded (each shard a partition of its ticks)
     assert ("DUE_INDEX_SHARDS" in repository) is fan_out
     assert ("shard_for(" in repository) is fan_out
+    # And every private helper it defines is used (a job without fan-out decodes no messages)
+    for helper in re.findall(r"^def (_\w+)\(", repository, flags=re.MULTILINE):
+        assert len(re.findall(rf"\b{helper}\b", repository)) > 1, helper
     # And pyproject.toml is left alone: the package is found there, not listed (setup.py, ruff, mypy, contracts)
     assert (project / "pyproject.toml").read_bytes() == (PROJECT_ROOT / "pyproject.toml").read_bytes()
     # And the template gains its table, with the sparse index, and still loads
@@ -276,7 +280,11 @@ def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(pro
     ("options", "complaint"),
     [
         (["--schedule", "cron(0 8 * * ? *)", "--zones", "Europe/Berlin",
-          "--local-time", "not_before=09:00,not_after=09:59"], "no one UTC hour keeps it all year"),
+          "--local-time", "not_before=09:00,not_after=09:59"],
+         "no one UTC hour keeps the rule all year, because the zones' UTC offsets change: use two schedules"),
+        (["--schedule", "cron(0 8 * * ? *)", "--zones", "Europe/Berlin",
+          "--local-time", "not_before=09:00,not_after=09:59"],
+         "or a wider rule, --local-time not_before=09:00, kept all year by a daily tick at 08:00-21:00 UTC"),
         (["--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin", "--local-time", "not_before=09:00"],
          "UTC hours that keep it all year: 08:00-"),
         (["--schedule", "rate(15 minutes)"], "write the schedule as a cron"),

@@ -18,6 +18,7 @@ from clockless_tools.architecture.declared_keys import in_declaration_terms
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
 from clockless_tools.architecture.environment_in_config import ENVIRONMENT_IN_CONFIG_RULE
+from clockless_tools.architecture.environment_size import ENVIRONMENT_SIZE_RULE
 from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
 from clockless_tools.architecture.import_graph import IMPORT_GRAPH_RULE
@@ -66,6 +67,7 @@ RULES: tuple[Rule, ...] = (
     LAYERING_RULE,
     IMPORT_GRAPH_RULE,
     ENVIRONMENT_IN_CONFIG_RULE,
+    ENVIRONMENT_SIZE_RULE,
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,
     TRIGGER_SCHEDULES_RULE,

@@ -51,6 +51,22 @@ def _datapoints(match: re.Match[str]) -> str:
     return f"DeadManPeriods: {match[1]} (the loop writes EvaluationPeriods and DatapointsToAlarm from it)"
 
 
+def _retries(match: re.Match[str]) -> str:
+    return f"SchedulerRetries: {match[1]} ({match[2]})"
+
+
+def _scheduler_age_floor(match: re.Match[str]) -> str:
+    return f"SchedulerMaxEventAgeSeconds: {match[1]} (or more)"
+
+
+def _lambda_age(match: re.Match[str]) -> str:
+    return f"LambdaMaxEventAgeSeconds: {match[1]} ({match[2]})"
+
+
+def _schedule(match: re.Match[str]) -> str:
+    return f"Schedule: {match[1]} ({match[2]}; or a LocalTimeRule this schedule keeps)"
+
+
 # A rule's fix (as it words it for the written-out resource) -> the declaration key and value.
 _TRANSLATIONS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]] = (
     (re.compile(r"^Period: (\d+), EvaluationPeriods: (\d+), DatapointsToAlarm: \d+$"), _dead_man),
@@ -60,6 +76,10 @@ _TRANSLATIONS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]
     (re.compile(r"^declare an expected duration below (\d+) s, or raise the Timeout$"), _expected_duration),
     (re.compile(r"^set DatapointsToAlarm: (\d+)$"), _datapoints),
     (re.compile(r"^ScalingConfig: \{MaximumConcurrency: (\d+)\} \(or change the shard count\)$"), _shards),
+    (re.compile(r"^set MaximumRetryAttempts: (\d+) \((Scheduler's range: \d+-\d+)\)$"), _retries),
+    (re.compile(r"^raise MaximumEventAgeInSeconds to (\d+)$"), _scheduler_age_floor),
+    (re.compile(r"^set EventInvokeConfig.MaximumEventAgeInSeconds: (\d+) \((Lambda's range: \d+-\d+)\)$"), _lambda_age),
+    (re.compile(r"^ScheduleExpression: (cron\(.+\)) \((.+)\), or a local-time rule this schedule keeps$"), _schedule),
 )
 
 

@@ -39,6 +39,9 @@ def check_duration_bound(project: Project) -> Iterator[Violation]:
                 "would only speak once runs already fail",
                 f"declare an expected duration below {fn.timeout} s, or raise the Timeout",
             )
+            # The alarm is judged against a bound below the Timeout: with this one, the fix above is the
+            # only one (a declared job's loop writes the alarm's Threshold from the same key).
+            continue
         alarms = function_alarms(template, logical_id, "Duration")
         fitting = [
             props

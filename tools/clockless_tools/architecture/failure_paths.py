@@ -139,6 +139,11 @@ def _check_errors_alarm(project: Project, logical_id: str) -> Iterator[Violation
         )
 
 
+def _within_age(age: int | None) -> int:
+    """The nearest age Lambda accepts (its maximum for a value that is no literal)."""
+    return MAX_EVENT_AGE if age is None else min(max(age, MIN_EVENT_AGE), MAX_EVENT_AGE)
+
+
 def _check_invoke_config(fn: Function, template: Template, violation: Any) -> Iterator[Violation]:
     config = fn.event_invoke_config
     if not config:
@@ -160,7 +165,8 @@ def _check_invoke_config(fn: Function, template: Template, violation: Any) -> It
         yield violation(
             f"EventInvokeConfig.MaximumEventAgeInSeconds is {config.get('MaximumEventAgeInSeconds')!r}: state a "
             f"literal bound of {MIN_EVENT_AGE} to {MAX_EVENT_AGE} seconds",
-            "MaximumEventAgeInSeconds: <shorter than the schedule's period>",
+            f"set EventInvokeConfig.MaximumEventAgeInSeconds: {_within_age(age)} "
+            f"(Lambda's range: {MIN_EVENT_AGE}-{MAX_EVENT_AGE})",
         )
     on_failure = ((config.get("DestinationConfig") or {}).get("OnFailure")) or {}
     queue = _queue_of(on_failure.get("Destination"), template) if on_failure.get("Type") == "SQS" else None

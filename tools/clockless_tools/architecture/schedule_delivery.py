@@ -18,6 +18,11 @@ SCHEDULE_DELIVERY: Final = "schedule-delivery"
 _Report = Callable[[str, str], Violation]
 
 
+# Scheduler's RetryPolicy ranges (CreateSchedule refuses a value outside them).
+RETRY_ATTEMPTS: Final = (0, 185)
+EVENT_AGE_MIN_SECONDS: Final = 60
+
+
 @functools.cache
 def _period(expression: str) -> timedelta:
     return nominal_period(expression)
@@ -83,6 +88,15 @@ def _check_retry_policy(project: Project, properties: Mapping[str, Any], violati
             "RetryPolicy: {MaximumRetryAttempts: N, MaximumEventAgeInSeconds: <shorter than the period>}",
         )
         return
+    attempts = project.literal_int(policy.get("MaximumRetryAttempts"))
+    if attempts is not None and not RETRY_ATTEMPTS[0] <= attempts <= RETRY_ATTEMPTS[1]:
+        # cfn-lint passes a number a loop's Fn::FindInMap writes; CreateSchedule refuses it at deploy.
+        yield violation(
+            f"RetryPolicy.MaximumRetryAttempts {attempts} is outside Scheduler's range "
+            f"{RETRY_ATTEMPTS[0]}-{RETRY_ATTEMPTS[1]}: the deploy fails",
+            f"set MaximumRetryAttempts: {min(max(attempts, RETRY_ATTEMPTS[0]), RETRY_ATTEMPTS[1])} "
+            f"(Scheduler's range: {RETRY_ATTEMPTS[0]}-{RETRY_ATTEMPTS[1]})",
+        )
     max_age = project.literal_int(policy.get("MaximumEventAgeInSeconds"))
     if max_age is None:
         yield violation(
@@ -90,6 +104,12 @@ def _check_retry_policy(project: Project, properties: Mapping[str, Any], violati
             "set RetryPolicy.MaximumEventAgeInSeconds to a number shorter than the schedule's period",
         )
         return
+    if max_age < EVENT_AGE_MIN_SECONDS:
+        yield violation(
+            f"RetryPolicy.MaximumEventAgeInSeconds {max_age} s is under Scheduler's minimum {EVENT_AGE_MIN_SECONDS} s: "
+            "the deploy fails",
+            f"raise MaximumEventAgeInSeconds to {EVENT_AGE_MIN_SECONDS}",
+        )
     expression = properties.get("ScheduleExpression", properties.get("Schedule"))
     if not isinstance(expression, str):
         yield violation(
@@ -118,6 +138,7 @@ def _check_retry_policy(project: Project, properties: Mapping[str, Any], violati
 
 SCHEDULE_DELIVERY_RULE = Rule(
     SCHEDULE_DELIVERY,
-    "schedules state UTC, FlexibleTimeWindow, a RetryPolicy shorter than the period, and a DeadLetterConfig",
+    "schedules state UTC, FlexibleTimeWindow, a RetryPolicy within Scheduler's ranges and shorter than the period, "
+    "and a DeadLetterConfig",
     check_schedule_delivery,
 )

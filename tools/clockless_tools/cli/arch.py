@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from clockless_tools.architecture import RULES, Project, Rule, check
+from clockless_tools.architecture.environment_size import environment_table
 from clockless_tools.architecture.import_graph import PackageModule, package_modules
 from clockless_tools.cli.common import CHECK, TemplateOption, fail
 from clockless_tools.cli.common import line_stdout as stdout
@@ -40,12 +41,21 @@ def arch(
             "E.g. --modules clockless.fanout (docs/fan-out.md)",
         ),
     ] = None,
+    environments: Annotated[
+        bool,
+        typer.Option(
+            "--environments",
+            help="Print each function's environment size at its longest instead, as rule environment-size "
+            "counts it, as a Markdown table (docs/http-trigger.md).",
+        ),
+    ] = False,
 ) -> None:
     """Check the architecture rules; exit 1 if any is broken, printing each violation with its fix."""
-    if modules is not None:
-        if rule or as_json or list_rules or markdown:
-            raise fail("--modules goes alone (clockless arch --modules clockless.fanout)")
-        print_modules(Project.for_template(template), modules)
+    if modules is not None or environments:
+        checking = bool(rule or as_json or list_rules or markdown)
+        print_alone(
+            Project.for_template(template), modules, checking=checking or (modules is not None and environments)
+        )
         return
     known = {r.name: r for r in RULES}
     unknown = sorted(set(rule or []) - set(known))
@@ -88,6 +98,25 @@ def print_rules(rules: list[Rule], *, markdown: bool, as_json: bool) -> None:
     else:
         for r in rules:
             stdout.print(f"{r.name:<24} {escape(r.summary)}")
+
+
+def print_alone(project: Project, modules: str | None, *, checking: bool) -> None:
+    """--modules or --environments, which take no other option."""
+    if modules is not None:
+        if checking:
+            raise fail("--modules goes alone (clockless arch --modules clockless.fanout)")
+        print_modules(project, modules)
+        return
+    if checking:
+        raise fail("--environments goes alone (clockless arch --environments)")
+    print_environments(project)
+
+
+def print_environments(project: Project) -> None:
+    try:
+        print(environment_table(project))
+    except (TemplateError, ValueError) as error:
+        raise fail(f"--environments: {error}") from None
 
 
 def print_modules(project: Project, package: str) -> None:

@@ -21,9 +21,10 @@ or what to do when none does.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Final
 
 from clockless.fanout.retry import FIRST_BACKOFF_SECONDS
@@ -32,8 +33,15 @@ from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.timezones.check import one_year_from
 from clockless_tools.timezones.declaration import parse_rule, parse_zones
-from clockless_tools.timezones.rule import DeclarationError, breaches
-from clockless_tools.timezones.suggest import describe_hours, fixed_minute, seasons, suggest_utc_hours
+from clockless_tools.timezones.rule import (
+    NOT_AFTER,
+    NOT_BEFORE,
+    SAME_LOCAL_DATE,
+    DeclarationError,
+    LocalTimeRule,
+    breaches,
+)
+from clockless_tools.timezones.suggest import describe_hours, fixed_minute, no_hour_advice, seasons, suggest_utc_hours
 
 # The loops' defaults (template.yaml, the comment above Mappings: Jobs:).
 DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
@@ -160,11 +168,32 @@ def _zone_lines(
     if hours:
         instead = f"UTC hours that keep it all year: {describe_hours(hours, minute)}"
     else:
-        stretches = seasons(rule, zone_list, begin, end, minute=minute)
-        instead = "no one UTC hour keeps it all year (the zones' offsets change); between the changes: " + "; ".join(
-            f"{describe_hours(s.hours, minute)} from {s.start:%Y-%m-%d %H:%MZ}" for s in stretches
-        )
+        instead = no_hour_advice(seasons(rule, zone_list, begin, end, minute=minute), zone_list, minute)
+        instead += _wider_rule(rule, zone_list, begin, end, minute)
     raise ScheduleOptionError(
         f"--schedule {schedule} breaks --local-time {local_time} in {', '.join(zone_list)} on {len(broken)} ticks "
         f"of the year from {checked_from} (first {broken[0]:%Y-%m-%dT%H:%MZ}); {instead}"
     )
+
+
+def _wider_rule(rule: LocalTimeRule, zones: tuple[str, ...], begin: datetime, end: datetime, minute: int) -> str:
+    """A rule with one bound fewer that a daily UTC hour keeps all year, as the option to pass; or ""."""
+    for wider in (dataclasses.replace(rule, not_after=None), dataclasses.replace(rule, not_before=None)):
+        if wider == rule or (wider.not_before is None and wider.not_after is None):
+            continue
+        hours = suggest_utc_hours(wider, zones, begin, end, minute=minute)
+        if hours:
+            return (
+                f"; or a wider rule, --local-time {_option(wider)}, kept all year by a daily tick at "
+                f"{describe_hours(hours, minute)} UTC"
+            )
+    return ""
+
+
+def _option(rule: LocalTimeRule) -> str:
+    parts = [
+        f"{name}={bound:%H:%M}"
+        for name, bound in ((NOT_BEFORE, rule.not_before), (NOT_AFTER, rule.not_after))
+        if bound is not None
+    ]
+    return ",".join(parts + ([SAME_LOCAL_DATE] if rule.same_local_date else []))

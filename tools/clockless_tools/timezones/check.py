@@ -34,9 +34,9 @@ from clockless_tools.timezones.rule import (
 from clockless_tools.timezones.suggest import (
     OffsetChange,
     Season,
-    describe_hours,
     fixed_minute,
     hour_runs,
+    no_hour_advice,
     offset_changes,
     seasons,
     suggest_utc_hours,
@@ -134,30 +134,7 @@ class ScheduleCheck(ScheduledEvent):
         """What to do when no daily UTC hour keeps the rule all year; None when one does."""
         if self.suggested_hours != () or not self.seasons or self.declaration is None:
             return None
-        if any(not season.hours for season in self.seasons):
-            return (
-                "no UTC hour keeps the rule even between the zones' offset changes: a daily tick cannot keep it in "
-                "all of these zones; widen the rule (LocalTimeRule) or serve fewer zones (OperatingTimeZones)"
-            )
-        minute = self.suggestion_minute
-        parts = [
-            f"cron({minute} {max(hour_runs(season.hours), key=len)[0]} * * ? *) from "
-            f"{format_scheduled_time(season.start)} to {format_scheduled_time(season.end)} "
-            f"({describe_hours(season.hours, minute)} fit)"
-            for season in self.seasons
-        ]
-        zones = self.declaration.zones
-        zoned = (
-            f"; or, for its one zone, a schedule written in it (ScheduleExpressionTimezone: {zones[0]}), which "
-            "Scheduler moves with DST but rule utc_schedule refuses today (a local cron skips the spring-forward "
-            "hour's tick and the dead-man gap becomes 23 h or 25 h)"
-            if len(zones) == 1
-            else ""
-        )
-        return (
-            "no one UTC hour keeps the rule all year, because the zones' UTC offsets change: use two schedules, "
-            "each bounded by StartDate/EndDate at the changes: " + "; ".join(parts) + zoned
-        )
+        return no_hour_advice(self.seasons, self.declaration.zones, self.suggestion_minute)
 
     def groups(self) -> list[ViolationGroup]:
         grouped: dict[tuple[Any, ...], list[LocalTimeViolation]] = {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from clockless import format_scheduled_time
 from clockless_tools.timezones.event import utc_offset
 from clockless_tools.timezones.rule import OFFSET_PROBE, LocalTimeRule, breaches
 
@@ -128,3 +129,31 @@ def seasons(
         else:
             found.append(Season(start, stop, tuple(hours)))
     return found
+
+
+def no_hour_advice(stretches: Sequence[Season], zones: Sequence[str], minute: int = 0) -> str:
+    """What to do when no daily UTC hour keeps a rule all year: the stretches between the zones' offset
+    changes (`seasons`) each with the hour that keeps it there, or, when even a stretch has none, what
+    to widen."""
+    if any(not season.hours for season in stretches):
+        return (
+            "no UTC hour keeps the rule even between the zones' offset changes: a daily tick cannot keep it in "
+            "all of these zones; widen the rule (LocalTimeRule) or serve fewer zones (OperatingTimeZones)"
+        )
+    parts = [
+        f"cron({minute} {max(hour_runs(season.hours), key=len)[0]} * * ? *) from "
+        f"{format_scheduled_time(season.start)} to {format_scheduled_time(season.end)} "
+        f"({describe_hours(season.hours, minute)} fit)"
+        for season in stretches
+    ]
+    zoned = (
+        f"; or, for its one zone, a schedule written in it (ScheduleExpressionTimezone: {zones[0]}), which "
+        "Scheduler moves with DST but rule utc_schedule refuses today (a local cron skips the spring-forward "
+        "hour's tick and the dead-man gap becomes 23 h or 25 h)"
+        if len(zones) == 1
+        else ""
+    )
+    return (
+        "no one UTC hour keeps the rule all year, because the zones' UTC offsets change: use two schedules, "
+        "each bounded by StartDate/EndDate at the changes: " + "; ".join(parts) + zoned
+    )

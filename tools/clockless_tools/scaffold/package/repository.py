@@ -133,7 +133,12 @@ def _item_of(found: ItemModel) -> Item:
     except MalformedTickError as error:  # a row is not a tick: name its field
         raise FieldError("due_at", error.problem) from None
     return Item(tenant_of(found.tenant_key), found.item_id, due_at)
+'''
 
+
+# The checks a fanned-out job's `decode` and tick parameters go through (a job without fan-out has
+# neither: its rows are decoded by `item_of`).
+DECODE_HELPERS: Final = """
 
 def _text(data: Mapping[str, Any], name: str) -> str:
     value = data.get(name)
@@ -151,7 +156,7 @@ def _instant(data: Mapping[str, Any], name: str) -> datetime:
         return parse_scheduled_time(value, field=name)
     except MalformedTickError:
         raise ValueError(problem) from None
-'''
+"""
 
 
 # How the due index is keyed: over 16 shards when the job fans out (each shard one partition of a
@@ -193,7 +198,7 @@ def repository(*, fan_out: bool) -> str:
         .replace("    raw_rows,\n", "    raw_page,\n    raw_rows,\n" if fan_out else "    raw_rows,\n")
         .replace("__WORK__", PARTITION_WORK if fan_out else "")
         .replace("__WORK_DOC__", ",\nand the `DuePartitionWork` its workers apply" if fan_out else "")
-    )
+    ) + (DECODE_HELPERS if fan_out else "")
     for placeholder, (fanned_out, single) in _DUE_INDEX.items():
         text = text.replace(placeholder, fanned_out if fan_out else single)
     return text
