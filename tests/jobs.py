@@ -28,6 +28,7 @@ class Job:
     period: timedelta  # the nominal gap between its ticks
     local_time_rule: Any  # its Metadata.clockless.local_time_rule: "none", or the rule its ticks keep
     tables: tuple[str, ...]  # its own tables (Mappings.Jobs.<Id>.Tables)
+    shards: int = 0  # its workers' MaximumConcurrency, one per index shard (Mappings.Jobs.<Id>.Shards); 0 without
 
     @property
     def stem(self) -> str:
@@ -64,6 +65,7 @@ def jobs(template: Template | None = None) -> list[Job]:
                 period=nominal_period(schedule.expression),
                 local_time_rule=(function.metadata.get("clockless") or {}).get("local_time_rule"),
                 tables=tuple(_own_tables(template, [function.logical_id, *workers])),
+                shards=next((m.maximum_concurrency or 0 for w in workers[:1] for m in template.mappings_of(w)), 0),
             )
         )
     return declared

@@ -15,8 +15,9 @@ from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.project import Project, Violation
 from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
+from clockless_tools.architecture.shards_match_concurrency import SHARDS_MATCH_CONCURRENCY_RULE
 from tests.conftest import PROJECT_ROOT
-from tests.jobs import DAY, HOUR, Job, job_where
+from tests.jobs import DAY, HOUR, Job, job_where, project_template
 
 TEMPLATE = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
 HOURLY = job_where(period=HOUR)
@@ -68,6 +69,23 @@ def _named(fixes: set[str]) -> dict[str, int]:
             head = fix.removeprefix(prefix).split(" in template.yaml", 1)[0]
             named.update((key, int(value)) for key, value in re.findall(r"(\w+): (\d+)", head))
     return named
+
+
+def test_a_shard_count_declared_apart_from_the_code_names_the_shards_key(tmp_path: Path) -> None:
+    # Given the hourly job's declaration with twice the shards its code has
+    assert HOURLY.worker_id is not None
+    (shards,) = {m.maximum_concurrency for m in project_template().mappings_of(HOURLY.worker_id)}
+    assert shards is not None
+    for code in ("functions", "layers", "pyproject.toml"):  # the rule reads the code's count beside the template
+        (tmp_path / code).symlink_to(PROJECT_ROOT / code)
+    planted = check(Project.for_template(_declared(tmp_path, Shards=2 * shards)), [SHARDS_MATCH_CONCURRENCY_RULE])
+
+    # Then the fix names the key with the code's count, and that count, declared, passes
+    (violation,) = planted
+    assert violation.fix.startswith(f"set Mappings.Jobs.{HOURLY.stem}.Shards: {shards} (")
+    assert _named({violation.fix}) == {"Shards": shards}
+    declared = _declared(tmp_path, Shards=shards)
+    assert check(Project.for_template(declared), [SHARDS_MATCH_CONCURRENCY_RULE]) == []
 
 
 def test_a_resource_belongs_to_the_longest_declared_id_it_starts_with() -> None:

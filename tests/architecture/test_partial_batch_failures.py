@@ -78,7 +78,12 @@ def test_a_batching_window_is_caught(planted: PlantedCopy) -> None:
     ids=["left-out", "below-lambda-minimum"],
 )
 def test_an_unbounded_or_impossible_concurrency_is_caught(planted: PlantedCopy, scaling: str) -> None:
-    planted.replace(TEMPLATE, "      ScalingConfig:\n        MaximumConcurrency: 16\n", scaling, after=HOURLY_MAPPING)
+    planted.replace(
+        TEMPLATE,
+        f"      ScalingConfig:\n        MaximumConcurrency: {HOURLY_JOB.shards}\n",
+        scaling,
+        after=HOURLY_MAPPING,
+    )
 
     found(
         planted.violations("partial-batch-failures"),
@@ -113,6 +118,8 @@ def test_a_reservation_under_the_mappings_concurrency_is_caught(planted: Planted
         planted.violations("partial-batch-failures"),
         file=TEMPLATE,
         resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
-        containing="reserves 4 concurrent executions, under the mapping's MaximumConcurrency 16",
+        containing=f"reserves 4 concurrent executions, under the mapping's MaximumConcurrency {DAILY_JOB.shards}",
     )
-    assert violation.fix == "ReservedConcurrentExecutions of at least 16, or MaximumConcurrency at most 4"
+    assert (
+        violation.fix == f"ReservedConcurrentExecutions of at least {DAILY_JOB.shards}, or MaximumConcurrency at most 4"
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
-from tests.jobs import DAY, HOUR, job_where
+from tests.jobs import DAY, HOUR, Job, job_where, project_template
 
 # The jobs the plants go into, picked from template.yaml by shape (tests/jobs.py): its first daily
 # and its first hourly fanned-out job.
@@ -19,6 +19,18 @@ NIGHTLY_REPOSITORY = f"functions/{DAILY_JOB.package}/{DAILY_JOB.package}/reposit
 HOURLY_HANDLER = f"functions/{HOURLY_JOB.package}/{HOURLY_JOB.package}/handler.py"
 
 
+def _shards(job: Job) -> int:
+    """The job's workers' MaximumConcurrency as the template writes it (its declaration's Shards)."""
+    assert job.worker_id is not None
+    (concurrency,) = {m.maximum_concurrency for m in project_template().mappings_of(job.worker_id)}
+    assert concurrency is not None
+    return concurrency
+
+
+DAILY_SHARDS = _shards(DAILY_JOB)
+HOURLY_SHARDS = _shards(HOURLY_JOB)
+
+
 def test_the_template_holds_it(planted: PlantedCopy) -> None:
     assert planted.violations("shards-match-concurrency") == []
 
@@ -26,28 +38,34 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 @pytest.mark.parametrize(
     ("concurrency", "stated", "effect"),
     [
-        ("        MaximumConcurrency: 8\n", "is 8", "shards wait for a worker"),
-        ("        MaximumConcurrency: 32\n", "is 32", "workers beyond the partitions have nothing to do"),
+        (f"        MaximumConcurrency: {DAILY_SHARDS // 2}\n", f"is {DAILY_SHARDS // 2}", "shards wait for a worker"),
+        (
+            f"        MaximumConcurrency: {DAILY_SHARDS * 2}\n",
+            f"is {DAILY_SHARDS * 2}",
+            "workers beyond the partitions have nothing to do",
+        ),
     ],
     ids=["fewer-workers-than-shards", "more-workers-than-shards"],
 )
 def test_a_maximum_concurrency_other_than_the_shard_count_is_caught(
     planted: PlantedCopy, concurrency: str, stated: str, effect: str
 ) -> None:
-    planted.replace(TEMPLATE, "        MaximumConcurrency: 16\n", concurrency, after=NIGHTLY_MAPPING)
+    planted.replace(TEMPLATE, f"        MaximumConcurrency: {DAILY_SHARDS}\n", concurrency, after=NIGHTLY_MAPPING)
 
     violation = found(
         planted.violations("shards-match-concurrency"),
         file=TEMPLATE,
         resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
-        containing=f"{DAILY_JOB.stem}WorkerFunction's FanOut has 16 partitions",
+        containing=f"{DAILY_JOB.stem}WorkerFunction's FanOut has {DAILY_SHARDS} partitions",
     )
     assert stated in violation.message
     assert effect in violation.message
 
 
 def test_a_worker_without_maximum_concurrency_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(TEMPLATE, "      ScalingConfig:\n        MaximumConcurrency: 16\n", "", after=HOURLY_MAPPING)
+    planted.replace(
+        TEMPLATE, f"      ScalingConfig:\n        MaximumConcurrency: {HOURLY_SHARDS}\n", "", after=HOURLY_MAPPING
+    )
 
     found(
         planted.violations("shards-match-concurrency"),
@@ -58,13 +76,17 @@ def test_a_worker_without_maximum_concurrency_is_caught(planted: PlantedCopy) ->
 
 
 def test_a_shard_count_changed_in_code_alone_is_caught(planted: PlantedCopy) -> None:
-    planted.replace(NIGHTLY_REPOSITORY, "DUE_INDEX_SHARDS: Final = 16\n", "DUE_INDEX_SHARDS: Final = 24\n")
+    planted.replace(
+        NIGHTLY_REPOSITORY,
+        f"DUE_INDEX_SHARDS: Final = {DAILY_SHARDS}\n",
+        f"DUE_INDEX_SHARDS: Final = {DAILY_SHARDS + 8}\n",
+    )
 
     found(
         planted.violations("shards-match-concurrency"),
         file=TEMPLATE,
         resource=f"{DAILY_JOB.stem}WorkerEventSourceMapping",
-        containing="has 24 partitions",
+        containing=f"has {DAILY_SHARDS + 8} partitions",
     )
 
 

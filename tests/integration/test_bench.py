@@ -19,8 +19,15 @@ from clockless_tools.cli.bench import figures_markdown
 from clockless_tools.local.moto_transactions import stock_transactions, transactions_snapshot_touched_items
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
+from tests.jobs import jobs
 
 JOBS = (WINDOW_JOB, CLEANUP_JOB)
+
+
+def _shards(job: str) -> int:
+    """The job's index shards: its partitions per tick (its workers' MaximumConcurrency)."""
+    (declared,) = [j.shards for j in jobs() if j.name == job]
+    return declared
 
 
 # The sections `make test` runs, a few seconds of CPU: what a tick costs (requests, write units,
@@ -49,9 +56,10 @@ def test_a_duplicate_delivery_costs_one_request_and_touches_no_domain_table(resu
 
     assert (requests.value, requests.met) == (1, True)
     assert (domain.value, domain.met) == (0, True)
-    # Without the kit, a redelivery sends the 16 partition messages again (2 SendMessageBatch).
-    assert requests.baseline == 2
-    assert results.details["overhead"][job]["operations"]["bare_redelivery"] == {"SendMessageBatch": 2}
+    # Without the kit, a redelivery sends the partition messages again, 10 to a SendMessageBatch.
+    batches = -(-_shards(job) // 10)
+    assert requests.baseline == batches
+    assert results.details["overhead"][job]["operations"]["bare_redelivery"] == {"SendMessageBatch": batches}
     assert results.details["overhead"][job]["operations"]["kit_duplicate"] == {"TransactWriteItems": 1}
 
 
@@ -242,9 +250,9 @@ def test_the_fanned_out_job_and_the_naive_loop_create_the_same_windows(results: 
     details = results.details["throughput"]
 
     assert details["windows"] == QUICK.throughput_programs
-    # One invocation per partition: 16 partitions, each done in one run.
-    assert details["built"]["invocations"] == 16
-    assert details["built"]["operations"]["SendMessageBatch"] == 2
+    # One invocation per partition (one per shard), each done in one run.
+    assert details["built"]["invocations"] == _shards(WINDOW_JOB)
+    assert details["built"]["operations"]["SendMessageBatch"] == -(-_shards(WINDOW_JOB) // 10)
     assert details["naive"]["operations"]["PutItem"] == details["windows"]
 
 

@@ -63,17 +63,18 @@ def test_invoke_prints_the_response_on_stdout_and_the_logs_in_a_file_or_with_ver
     assert log.read_text(encoding="utf-8") == written
     # The coordinator fanned out and the workers ran to the end of every partition: the tick succeeded.
     assert (
-        f"drained {JOB.stem}WorkQueue -> {JOB.worker_id}: 16 message(s) in 16 invocation(s), all done" in first.stderr
+        f"drained {JOB.stem}WorkQueue -> {JOB.worker_id}: {JOB.shards} message(s) in {JOB.shards} invocation(s), "
+        "all done" in first.stderr
     )
     ledger = scan_all(tables, "LedgerTable")
     (entry,) = [item for item in ledger if item["job"]["S"] == JOB.name]
     assert entry["status"]["S"] == "succeeded"
-    assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == "16"
+    assert entry["partitions_done"]["N"] == entry["partitions_total"]["N"] == str(JOB.shards)
     assert json.loads(tick_line) == {
         "tick": f"{JOB.name}@{TICK}",
         "status": "succeeded",
-        "partitions_done": 16,
-        "partitions_total": 16,
+        "partitions_done": JOB.shards,
+        "partitions_total": JOB.shards,
         "summary": json.loads(entry["summary"]["S"]),
     }
     assert {"found", "applied", "already_done", "failed"} <= set(json.loads(tick_line)["summary"])

@@ -16,7 +16,7 @@ import time_machine
 from typer.testing import CliRunner
 
 from clockless import MalformedTickError
-from clockless.dynamo import shard_for
+from clockless.dynamo import index_shard_for
 from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
@@ -279,7 +279,7 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
     # transaction per 99 sessions of a shard; the last partition sums the counters and settles.
     shards_with_sessions = len(
         {
-            shard_for(f"{t}#{s}", EMPTY_INDEX_SHARDS)
+            index_shard_for(f"{t}#{s}", EMPTY_INDEX_SHARDS)
             for t, s in (("tenant-a", "old-empty-1"), ("tenant-b", "old-empty-2"))
         }
     )

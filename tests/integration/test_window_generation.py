@@ -16,7 +16,7 @@ import pytest
 import time_machine
 
 from clockless import MalformedTickError
-from clockless.dynamo import shard_for, tenant_keys
+from clockless.dynamo import index_shard_for, tenant_keys
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.conftest import load_event
@@ -244,8 +244,8 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
         queues.drain()
 
     # coordinator: claim + ledger started, completion + ledger (two TransactWriteItems), and the
-    # 16 partition messages 10 to a SendMessageBatch. It reads no program, whatever their number.
-    assert dict(coordinator.operations) == {"TransactWriteItems": 2, "SendMessageBatch": 2}
+    # partition messages (one per shard) 10 to a SendMessageBatch. It reads no program, whatever their number.
+    assert dict(coordinator.operations) == {"TransactWriteItems": 2, "SendMessageBatch": -(-DUE_INDEX_SHARDS // 10)}
     # each partition: lease with the ledger's check (TransactWriteItems), one page (Query), done +
     # tick's partitions_done (TransactWriteItems), the finisher's look at the tick (GetItem); one
     # transaction per 49 due programs of a shard; the last partition done sums the counters
@@ -264,7 +264,7 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
 
 
 def _shard(tenant_id: str, program_id: str) -> str:
-    return shard_for(program_key(tenant_id, program_id), DUE_INDEX_SHARDS)
+    return index_shard_for(program_key(tenant_id, program_id), DUE_INDEX_SHARDS)
 
 
 def _without_the_poller(requests: Any) -> dict[str, int]:

@@ -83,3 +83,17 @@ def test_each_partition_runs_claim_and_completion_wait_on_the_ticks_ledger_entry
     # THEN the night lasts at least what the key takes for them, and they are not item transactions
     assert lumpy.seconds >= 16 * 4.0 / (PARTITION_WCU / 200) - 1.0
     assert lumpy.transactions == 16
+
+
+def test_each_partition_runs_records_on_the_jobs_work_key_are_claimed_and_completed_with_it() -> None:
+    # GIVEN each run's lease, cursor and done costing 6 units on the job's one work key, and its
+    # claim and completion 2 on the tick's entry, at limits / 200 (5 units a second on each key)
+    night = Night(32, workers=32, tenants=16, scale=200.0, supply=ANY_SUPPLY, worker_supply=ANY_SUPPLY)
+    tick_only = replace(DELETE, tick_key_wcu_per_run=2.0)
+    with_records = replace(tick_only, work_key_wcu_per_run=6.0)
+
+    alone, recorded = (granular(cost, night, seeds=4) for cost in (tick_only, with_records))
+
+    # THEN the runs wait on the work key too: 32 x 6 units at 5 a second, not the tick key's 32 x 2
+    assert alone.seconds < 32 * 6.0 / (PARTITION_WCU / 200) - 1.0 <= recorded.seconds
+    assert recorded.transactions == alone.transactions == 32

@@ -170,7 +170,7 @@ JOB_PLANTS = [
         '"ConcurrentExecutions", "FunctionName", "x"',
         "{id}WorkerFunction: workers running not shown",
     ),
-    ('"MaximumConcurrency", "value": 16', '"MaximumConcurrency", "value": 10', "{id}WorkerFunction: work"),
+    ('"MaximumConcurrency", "value": {workers}', '"MaximumConcurrency", "value": 10', "{id}WorkerFunction: work"),
     (
         '"ApproximateNumberOfMessagesNotVisible", "QueueName", "${{{id}WorkQueue.QueueName}}"',
         '"ApproximateNumberOfMessagesNotVisible", "QueueName", "x"',
@@ -186,9 +186,11 @@ def test_each_planted_mistake_on_a_jobs_page_is_caught(
 ) -> None:
     job, stem = _first_fanned_out(template)
     period = int(nominal_period(template.jobs[job].expression).total_seconds())
+    (workers,) = {m.maximum_concurrency for m in template.mappings_of(f"{stem}WorkerFunction")}
+    (workers,) = {m.maximum_concurrency for m in template.mappings_of(f"{stem}WorkerFunction")}
 
     def fill(text: str) -> str:
-        return text.format(job=job, id=stem, period=period)
+        return text.format(job=job, id=stem, period=period, workers=workers)
 
     problems = dashboard_problems(_planted(template, f"{stem}Dashboard", fill(edit), fill(replacement)))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clockless.dynamo import shard_for
+from clockless.dynamo import index_shard_for, shard_for
 from clockless.fanout.failures import entries_of
 from clockless_tools.template.model import Template
 from session_cleanup.logic import SessionRef, cleanup_range
@@ -55,7 +55,7 @@ def _params(last_success: datetime | None = None) -> dict[str, str | None]:
 
 
 def _shard_of(session: SessionRef) -> str:
-    return shard_for(session_key(session), len(EMPTY_INDEX_PARTITIONS))
+    return index_shard_for(session_key(session), len(EMPTY_INDEX_PARTITIONS))
 
 
 def _ids(client: Any) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clockless.dynamo import bucketed_key, shard_for, tenant_keys, tenant_of
+from clockless.dynamo import bucketed_key, index_shard_for, shard_for, tenant_keys, tenant_of
 
 
 def test_an_item_has_one_key_of_its_tenants_buckets_from_its_own_id() -> None:
@@ -32,3 +32,27 @@ def test_a_tenant_needs_a_bucket() -> None:
         bucketed_key("acme", "x", 0)
     with pytest.raises(ValueError, match="at least one bucket"):
         tenant_keys("acme", 0)
+
+
+def test_an_index_shard_spreads_over_every_bucket_of_one_tenant() -> None:
+    # GIVEN one tenant's items, each under its bucket and on one index shard (from `<tenant>#<id>`)
+    ids = [f"prog-{n:05d}" for n in range(3_200)]
+    shard_buckets: dict[str, set[str]] = {}
+    for item_id in ids:
+        shard = index_shard_for(f"acme#{item_id}", 32)
+        shard_buckets.setdefault(shard, set()).add(bucketed_key("acme", item_id, 16))
+
+    # THEN every shard's worker writes over (nearly) all of the tenant's 16 keys, not one of them
+    assert len(shard_buckets) == 32
+    assert min(len(buckets) for buckets in shard_buckets.values()) >= 12
+    # (CRC-32 is affine: the same shard from it would put each shard in exactly one bucket)
+    crc_buckets: dict[str, set[str]] = {}
+    for item_id in ids:
+        crc_buckets.setdefault(shard_for(f"acme#{item_id}", 32), set()).add(bucketed_key("acme", item_id, 16))
+    assert len(crc_buckets) == 32
+    assert {len(buckets) for buckets in crc_buckets.values()} == {1}
+
+
+def test_an_index_needs_a_shard() -> None:
+    with pytest.raises(ValueError, match="at least one shard"):
+        index_shard_for("acme#x", 0)

@@ -3,6 +3,7 @@ due-index shard and the conditional actions it applies for each due program."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date, timedelta
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clockless.dynamo import shard_for
+from clockless.dynamo import index_shard_for, shard_for
 from clockless.fanout.failures import entries_of
 from clockless_tools.template.model import Template
 from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
@@ -54,7 +55,12 @@ def work(store: DynamoProgramStore) -> WindowPartitionWork:
 
 
 def _shard_of(program: Program) -> str:
-    return shard_for(program_key(program.tenant_id, program.program_id), len(DUE_INDEX_PARTITIONS))
+    return index_shard_for(program_key(program.tenant_id, program.program_id), len(DUE_INDEX_PARTITIONS))
+
+
+def _fullest_shard(programs: list[Program]) -> str:
+    """The shard holding the most of `programs` (a page-by-page test needs several pages of it)."""
+    return Counter(_shard_of(p) for p in programs).most_common(1)[0][0]
 
 
 def _windows(client: Any) -> list[tuple[str, str, str, str]]:
@@ -107,6 +113,32 @@ def test_a_program_behind_gets_its_whole_chain_and_leaves_the_due_range_in_one_t
     assert _read_every_partition(work) == []
 
 
+def test_a_program_stored_under_another_shard_count_is_read_there_and_moves_to_its_shard_when_it_rolls(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    # GIVEN a program written before the shard count (or its hash) changed: under another shard
+    program = Program("t", "older", 7, BUSINESS_DATE - timedelta(days=9))
+    store.save_programs([program])
+    own = _shard_of(program)
+    old = str((int(own) + 1) % len(DUE_INDEX_PARTITIONS))
+    key = {"tenant_key": {"S": programs_partition_key("t", "older")}, "program_id": {"S": "older"}}
+    tables.update_item(
+        TableName="ProgramsTable",
+        Key=key,
+        UpdateExpression="SET due_shard = :s",
+        ExpressionAttributeValues={":s": {"S": old}},
+    )
+
+    # WHEN its old shard's worker reads it and applies its roll
+    (read,) = read_all(work, old, PARAMS, 10)[0]
+    assert apply(tables, work.writes(read, PARAMS, TICK_KEY)) is True
+
+    # THEN the roll put it under the shard the current count gives it (no backfill needed)
+    stored = tables.get_item(TableName="ProgramsTable", Key=key)["Item"]
+    assert stored["due_shard"] == {"S": own}
+    assert stored["current_window_end"] == {"S": "2026-12-06"}
+
+
 def test_applying_an_item_again_changes_nothing_and_counts_as_already_done(
     tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
 ) -> None:
@@ -156,7 +188,7 @@ def test_a_partition_is_paged_with_cursors_and_every_program_is_read_once(
 ) -> None:
     programs = [Program("t", f"p-{i:03d}", 7, BUSINESS_DATE - timedelta(days=i % 5)) for i in range(200)]
     store.save_programs(programs)
-    partition = _shard_of(programs[0])
+    partition = _fullest_shard(programs)
     in_partition = [p for p in programs if _shard_of(p) == partition]
     assert len(in_partition) > 7
 
@@ -252,8 +284,9 @@ def test_a_malformed_item_is_refused_naming_the_field(
 def test_bad_params_and_partitions_are_refused_before_any_read(work: WindowPartitionWork) -> None:
     with pytest.raises(ValueError, match="business_date must be a date"):
         work.read("0", {"business_date": "tomorrow"}, None, 10)
-    with pytest.raises(ValueError, match=r"partition must be a due-index shard '0'..'15', got '16'"):
-        work.read("16", PARAMS, None, 10)
+    beyond = len(DUE_INDEX_PARTITIONS)
+    with pytest.raises(ValueError, match=rf"partition must be a due-index shard '0'..'{beyond - 1}', got '{beyond}'"):
+        work.read(str(beyond), PARAMS, None, 10)
 
 
 def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_program_again(
@@ -261,7 +294,7 @@ def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_pr
 ) -> None:
     programs = [Program("t", f"p-{i:03d}", 7, BUSINESS_DATE - timedelta(days=i % 9)) for i in range(150)]
     store.save_programs(programs)
-    partition = _shard_of(programs[0])
+    partition = _fullest_shard(programs)
     stored_cursor = work.read(partition, PARAMS, None, 2).cursor
     assert stored_cursor is not None
 

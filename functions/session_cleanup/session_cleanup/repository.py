@@ -19,9 +19,9 @@ from clockless.dynamo import (
     bucketed_key,
     bucketed_row_key,
     decode_row,
+    index_shard_for,
     is_condition_failure,
     raw_page,
-    shard_for,
     tenant_of,
 )
 from clockless.fanout import Page
@@ -29,7 +29,9 @@ from clockless.items import FieldError
 from session_cleanup.logic import CleanupRange, SessionRef
 
 # Empty sessions are spread over this many partitions of the sparse index: each GSI partition
-# key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
+# key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick, run by one
+# worker: template.yaml's Mappings.Jobs.SessionCleanup.Shards (the loop's 16) is the same number
+# (rule shards-match-concurrency; docs/fan-out.md#changing-a-jobs-shard-count).
 EMPTY_INDEX_SHARDS: Final = 16
 EMPTY_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(EMPTY_INDEX_SHARDS))
 # One tenant's sessions are spread over this many partition key values (`<tenant>#<bucket>`, the
@@ -168,7 +170,7 @@ def session_item(session: SessionRef, exercises: int = 0) -> SessionModel:
         session.session_id,
         started_at=format_scheduled_time(session.started_at),
         exercise_count=exercises,
-        empty_shard=None if exercises else shard_for(session_key(session), EMPTY_INDEX_SHARDS),
+        empty_shard=None if exercises else index_shard_for(session_key(session), EMPTY_INDEX_SHARDS),
     )
 
 

@@ -11,6 +11,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.expressions.condition import And, Condition
+from pynamodb.expressions.update import Action
 from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
@@ -20,9 +21,9 @@ from clockless.dynamo import (
     bucketed_key,
     bucketed_row_key,
     decode_row,
+    index_shard_for,
     is_condition_failure,
     raw_page,
-    shard_for,
     tenant_keys,
     tenant_of,
 )
@@ -33,8 +34,12 @@ from window_generation.logic import Program, Window, windows_due
 STATUS_ACTIVE: Final = "ACTIVE"
 STATUS_ENDED: Final = "ENDED"
 # Active programs are spread over this many partitions of the sparse due index: each GSI
-# partition key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
-DUE_INDEX_SHARDS: Final = 16
+# partition key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick, run by
+# one worker: template.yaml's Mappings.Jobs.WindowGeneration.Shards is the same number (rule
+# shards-match-concurrency). Raising it is safe on a deployed table (every lower shard is still read,
+# and a program moves to its new shard when it next rolls); lowering it is a migration
+# (docs/fan-out.md#changing-a-jobs-shard-count).
+DUE_INDEX_SHARDS: Final = 32
 DUE_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
 # A program's windows and its roll are one item of work, applied in one transaction of at most
 # 99 actions (the kit adds its counter as the 100th): so at most 98 windows per item. A program
@@ -110,9 +115,7 @@ class DynamoProgramStore:
             with TransactWrite(connection=self._connection) as transaction:
                 transaction.save(_window_item(window, tick_key), condition=_WINDOW_IS_NEW)
                 transaction.update(
-                    _program_ref(program),
-                    actions=[ProgramModel.current_window_end.set(window.end_date.isoformat())],
-                    condition=_still_as_read(program),
+                    _program_ref(program), actions=_roll(program, window), condition=_still_as_read(program)
                 )
         except TransactWriteError as error:
             if is_condition_failure(error):
@@ -176,8 +179,7 @@ class WindowPartitionWork:
             for window in windows
         ]
         roll = _program_ref(item).get_update_kwargs_from_instance(
-            actions=[ProgramModel.current_window_end.set(windows[-1].end_date.isoformat())],
-            condition=_still_as_read(item),
+            actions=_roll(item, windows[-1]), condition=_still_as_read(item)
         )
         actions.append({"Update": roll})
         return actions
@@ -256,8 +258,23 @@ def _program_item(program: Program, *, active: bool) -> ProgramModel:
         window_length_days=program.window_length_days,
         current_window_end=program.current_window_end.isoformat(),
         # Only active programs carry the shard, which keeps the due index sparse.
-        due_shard=shard_for(program_key(program.tenant_id, program.program_id), DUE_INDEX_SHARDS) if active else None,
+        due_shard=due_shard_of(program) if active else None,
     )
+
+
+def due_shard_of(program: Program) -> str:
+    """The due-index shard an active program is under, of the current `DUE_INDEX_SHARDS`."""
+    return index_shard_for(program_key(program.tenant_id, program.program_id), DUE_INDEX_SHARDS)
+
+
+def _roll(program: Program, last: Window) -> list[Action]:
+    """The program's new window end, and its shard as the current count places it: a program written
+    under another count (or hash) moves when it rolls, at no extra write unit (the roll already moves
+    its due-index entry, whose range key changes)."""
+    return [
+        ProgramModel.current_window_end.set(last.end_date.isoformat()),
+        ProgramModel.due_shard.set(due_shard_of(program)),
+    ]
 
 
 _WINDOW_IS_NEW: Final = WindowModel.program_key.does_not_exist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -28,8 +29,22 @@ def bind_table(model: type[Model], table_name: str) -> None:
 
 
 def shard_for(key: str, shards: int) -> str:
-    """A stable shard id for a sparse index's partition key, spreading writes over `shards` partitions."""
+    """A stable shard id out of `shards` from the key's CRC-32: `bucketed_key`'s bucket (a table's
+    primary key, so it never changes). An index's shard is `index_shard_for`."""
     return str(zlib.crc32(key.encode("utf-8")) % shards)
+
+
+def index_shard_for(key: str, shards: int) -> str:
+    """A stable shard id for a sparse index's partition key, spreading writes over `shards` values.
+
+    From BLAKE2b, not CRC-32: CRC-32 is affine, so for one tenant's items (`<tenant>#<id>`, equal
+    lengths) `crc32(key) % 2**k` is `crc32(id) % 2**k` xor a constant, and every item of a shard would
+    sit in one bucket of its tenant (`bucketed_key`): a shard's worker would write one tenant key
+    only. Any value below `shards` is read, so the hash may change without moving a stored item."""
+    if shards < 1:
+        raise ValueError(f"an index needs at least one shard, got {shards}")
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return str(int.from_bytes(digest, "big") % shards)
 
 
 def bucketed_key(tenant_id: str, item_id: str, buckets: int) -> str:

@@ -7,7 +7,11 @@ import pytest
 
 from clockless.fanout.pacing import Pacer, PacingSettings
 from clockless.fanout.retry import CONTINUATION_DELAY_CAP_SECONDS, continuation_delay
+from clockless.fanout.worker import PartitionWorker
+from clockless.job import ScheduledJob
+from tests.unit.kit.conftest import Aws
 from tests.unit.kit.fake_clock import FakeClock
+from tests.unit.kit.toy import TOY_JOB, FixedWork
 
 LIMIT = PacingSettings(max_units_per_s=1000, min_units_per_s=50, increase_units_per_s=25)
 
@@ -77,3 +81,22 @@ def test_a_throttled_partition_comes_back_after_seconds_growing_to_a_minute() ->
     assert all(5 <= d <= 10 for d in delays[1])
     assert all(30 <= d <= CONTINUATION_DELAY_CAP_SECONDS for row in delays[4:] for d in row)
     assert max(max(row) for row in delays) <= 60
+
+
+def test_a_warm_workers_pacer_follows_pacing_settings_changed_after_its_first_tick(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a warm worker whose partition's pacer was halved by a throttle on its first tick
+    worker = PartitionWorker(ScheduledJob(TOY_JOB), ["0"], lambda: FixedWork([]))
+    first = worker.pacer("0")
+    first.throttled()
+    assert worker.pacer("0") is first  # kept across its invocations while nothing changed
+
+    # WHEN its environment's pacing changes (the local runtime, or the bench, running it again)
+    monkeypatch.setenv("WORK_KEY_WRITE_UNITS_PER_SECOND", "400")
+
+    # THEN the next run paces by the new settings, from their ceiling
+    again = worker.pacer("0")
+    assert again is not first
+    assert again.settings.max_units_per_s == 400
+    assert again.rate == 400

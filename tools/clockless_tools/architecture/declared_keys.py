@@ -43,6 +43,10 @@ def _expected_duration(match: re.Match[str]) -> str:
     return f"ExpectedDurationSeconds: {max(1, int(match[1]) // 2)} (below {match[1]})"
 
 
+def _shards(match: re.Match[str]) -> str:
+    return f"Shards: {match[1]} (the loop writes MaximumConcurrency and the job's page from it)"
+
+
 def _datapoints(match: re.Match[str]) -> str:
     return f"DeadManPeriods: {match[1]} (the loop writes EvaluationPeriods and DatapointsToAlarm from it)"
 
@@ -71,6 +75,7 @@ _TRANSLATIONS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]
     (re.compile(r'^raise IDEMPOTENCY_EXPIRY_SECONDS to at least "(\d+)"$'), _expiry),
     (re.compile(r"^declare an expected duration below (\d+) s, or raise the Timeout$"), _expected_duration),
     (re.compile(r"^set DatapointsToAlarm: (\d+)$"), _datapoints),
+    (re.compile(r"^ScalingConfig: \{MaximumConcurrency: (\d+)\} \(or change the shard count\)$"), _shards),
     (re.compile(r"^set MaximumRetryAttempts: (\d+) \((Scheduler's range: \d+-\d+)\)$"), _retries),
     (re.compile(r"^raise MaximumEventAgeInSeconds to (\d+)$"), _scheduler_age_floor),
     (re.compile(r"^set EventInvokeConfig.MaximumEventAgeInSeconds: (\d+) \((Lambda's range: \d+-\d+)\)$"), _lambda_age),

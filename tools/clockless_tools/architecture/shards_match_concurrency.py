@@ -10,7 +10,9 @@ scales the poller to the queue's depth (up to 1,000), with the same effect. Neit
 the SAM CLI can relate the two: one is in code (`FanOut(job, partitions=...)`), one in the template.
 
 The partition count is read from the handler's syntax tree, never imported: a literal tuple or
-list, `tuple(... for _ in range(N))`, or names bound to them (followed through imports).
+list, `tuple(... for _ in range(N))`, or names bound to them (followed through imports). A job
+declared in `Mappings: Jobs:` sets its count as `Shards` (the loop writes `MaximumConcurrency` and
+its page's line from it), so the fix names that key.
 """
 
 from __future__ import annotations

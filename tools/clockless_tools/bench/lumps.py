@@ -25,8 +25,10 @@ worker's own shard key's index partition, every other table's partitions by a ha
 busiest at mean + 3 standard deviations, as the fluid model takes it), the job's ledger key (the
 kit's own tables are records on a few keys: only that key and their ceilings), and each table's
 and index's ceiling (with its 300 s of burst). Each partition run also claims and completes its
-partition on the tick's own ledger entry (one key every run writes: a fixed cost per run, which
-at limits / S is seconds of that key at the start and the end of the night). Each worker's
+partition on the tick's own ledger entry and on its partition record under the job's ledger key
+(two keys every run writes, in one transaction each time: a fixed cost per run, which at limits /
+S is seconds of those keys at the start and the end of the night, more of it the more shards; the
+ledger key's per-item charge is then the lanes' counters alone). Each worker's
 transactions go out through the kit's own `Pacer` (on a simulated clock: halved on each
 throttle, raised after each success). A
 transaction is admitted when every bucket it lands on has capacity left, else it comes back
@@ -100,6 +102,7 @@ class Granular:
     high: float
     transactions: int  # transactions one night sends, resends not counted
     refusals: float  # transactions refused per night, on average
+    draws: int = SEEDS  # nights run, each with its own draw of the backoff
 
 
 @dataclass
@@ -248,10 +251,15 @@ class _Night:
         pacing: PacingSettings,
     ) -> None:
         self.per_worker, self.buckets = _charges(cost, night, placement)
-        self.tick_units = cost.tick_key_wcu_per_run
-        if self.tick_units:
-            key = PARTITION_WCU / night.scale
-            self.buckets[_TICK] = _Bucket(key, PARTITION_BUCKET_SECONDS, key * PARTITION_BUCKET_SECONDS)
+        # each run's claim and done: on the tick's entry, and its partition record on the job's work key
+        self.run_charges = {
+            name: units / 2
+            for name, units in ((_TICK, cost.tick_key_wcu_per_run), (_LEDGER, cost.work_key_wcu_per_run))
+            if units
+        }
+        key = PARTITION_WCU / night.scale
+        for name in self.run_charges:
+            self.buckets.setdefault(name, _Bucket(key, PARTITION_BUCKET_SECONDS, key * PARTITION_BUCKET_SECONDS))
         self.supply = worker_supply(cost, night.memory_mb) if night.worker_supply is None else night.worker_supply
         self.paced = cost.paced_units or cost.index_wcu.get(cost.shard_index, 0.0)
         self.pages = [list(_batches(round(items), page_size)) for items in shard_items(night)]
@@ -270,10 +278,11 @@ class _Night:
         heapq.heappush(self.queue, (time, self.order, lane))
 
     def ledger_write(self, worker: int, now: float, which: str) -> bool:
-        """The run's claim or completion on the tick's ledger entry, when it costs anything."""
-        if not self.tick_units:
+        """The run's claim or completion on the ledger (its tick's entry and its partition record),
+        when it costs anything: one transaction, admitted when both keys have capacity."""
+        if not self.run_charges:
             return False
-        self.push(now, _Lane(worker, [0], charges={_TICK: self.tick_units / 2}, ledger=which))
+        self.push(now, _Lane(worker, [0], charges=dict(self.run_charges), ledger=which))
         return True
 
     def start_page(self, worker: int, now: float) -> None:
@@ -359,4 +368,5 @@ def granular(
         high=max(seconds),
         transactions=runs[0][1],
         refusals=sum(run[2] for run in runs) / len(runs),
+        draws=seeds,
     )

@@ -94,7 +94,8 @@ class ItemCost:
     tenant_table: str | None  # the table whose partition key is the tenant (or tenant#bucket)
     shard_index: str  # the "table/index" whose shard key each worker writes
     cpu_seconds: float  # client CPU per item
-    # on the ledger key every worker of the job writes (`<job>#work`: partition, lane and cursor records)
+    # on the ledger key every worker of the job writes (`<job>#work`), per item: its lanes' counters,
+    # one per transaction
     work_key_wcu: float = 0.0
     read_units: float = 0.0  # read units per item, every table and index (for the cost)
     # the key values one tenant's items spread over on the tenant table (1: the tenant id alone)
@@ -107,6 +108,9 @@ class ItemCost:
     # on the tick's own ledger entry (`<job>`), per partition run: its claim and its completion
     # (a fixed cost, not an item's: bench/lumps.py runs it, the fluid leaves it out)
     tick_key_wcu_per_run: float = 0.0
+    # on the same `<job>#work` key, per partition run: its partition record's lease, cursor and done
+    # (a fixed cost too: bench/lumps.py runs it beside the tick entry's, the fluid leaves it out)
+    work_key_wcu_per_run: float = 0.0
 
     @property
     def total_wcu(self) -> float:
@@ -178,6 +182,7 @@ class Spread:
     at_p95: Prediction
     samples: int
     kinds: dict[str, float]  # the share of placements each kind of limit bound
+    placement_at_p95: Placement  # where the keys fell at the p95 (bench/lumps.py runs it in transactions)
 
 
 def slowest_partition(items: int, shards: int) -> int:
@@ -352,10 +357,10 @@ def _shard_caps(
 def over_placements(cost: ItemCost, night: Night, samples: int = PLACEMENTS, seed: int = 0) -> Spread:
     """The night over `samples` random placements of its keys: expected time, p95, what binds."""
     rng = random.Random(seed)  # noqa: S311 - a reproducible sample of placements, not a secret
-    predictions = sorted(
-        (predict(cost, night, random_placement(cost, night, rng)) for _ in range(samples)), key=lambda p: p.seconds
-    )
-    at_p95 = predictions[max(0, math.ceil(PERCENTILE * samples) - 1)]
+    placements = [random_placement(cost, night, rng) for _ in range(samples)]
+    ranked = sorted(((predict(cost, night, p), p) for p in placements), key=lambda pair: pair[0].seconds)
+    predictions = [prediction for prediction, _ in ranked]
+    at_p95, placement_at_p95 = ranked[max(0, math.ceil(PERCENTILE * samples) - 1)]
     kinds: defaultdict[str, float] = defaultdict(float)
     for prediction in predictions:
         kinds[prediction.kind] += 1 / samples
@@ -365,6 +370,7 @@ def over_placements(cost: ItemCost, night: Night, samples: int = PLACEMENTS, see
         at_p95=at_p95,
         samples=samples,
         kinds=dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        placement_at_p95=placement_at_p95,
     )
 
 

@@ -54,6 +54,12 @@ class BenchSizes:
     check_items: int = 1_200
     check_one_tenant_items: int = 240
     check_scale: float = 100.0
+    # Draws of the kit's backoff for each targeted night run in whole transactions at its p95
+    # placement (bench/lumps.py; 0: not run). About 2 s a draw per 1M items.
+    night_transaction_seeds: int = 3
+    # The night's per-item costs are measured on a tick giving each partition at least this many
+    # items (what 2,000 over 16 shards gave when the model was first fed; bench/night.py).
+    night_items_per_partition: int = 125
     imports: int = 10
     # Cold start rounds go on, five at a time, until each ratio's 95 % interval clears its target.
     imports_max: int = 40
@@ -80,6 +86,9 @@ QUICK: Final = BenchSizes(
     check_items=300,
     check_one_tenant_items=240,
     check_scale=200.0,
+    # tests/unit/test_bench_model.py runs a small night in transactions; a 10M one takes a minute
+    night_transaction_seeds=0,
+    night_items_per_partition=0,
     coordinator_due_items=(20, 80),
     imports=1,
     imports_max=1,

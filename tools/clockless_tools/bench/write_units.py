@@ -53,6 +53,8 @@ class WriteTally:
     by_index: dict[str, float] = field(default_factory=dict)  # per "table/index"
     # committed base-table units per partition key value, "table|value" (where hot keys show)
     by_partition_key: dict[str, float] = field(default_factory=dict)
+    # committed base-table units per item, "table|partition key|sort key" (which records of a key took them)
+    by_item: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -82,6 +84,7 @@ class WriteMeter:
         tables: dict[str, float] = {}
         indexes_written: dict[str, float] = {}
         keys: dict[str, float] = {}
+        items: dict[str, float] = {}
         for (kind, table, key, before), (_, action) in zip(touched, write_actions(operation, body), strict=True):
             table_keys, indexes = self._tables.shape(table)
             if not ok:
@@ -100,6 +103,8 @@ class WriteMeter:
             tables[table] = tables.get(table, 0.0) + units
             partition_key = f"{table}|{_plain(key[table_keys[0]])}"
             keys[partition_key] = keys.get(partition_key, 0.0) + units
+            item = f"{partition_key}|{_plain(key[table_keys[1]]) if len(table_keys) > 1 else ''}"
+            items[item] = items.get(item, 0.0) + units
             if kind == "ConditionCheck":
                 continue
             for shape in indexes:
@@ -116,6 +121,8 @@ class WriteMeter:
                 self.tally.by_table[name] = self.tally.by_table.get(name, 0.0) + on_table
             for name, on_key in keys.items():
                 self.tally.by_partition_key[name] = self.tally.by_partition_key.get(name, 0.0) + on_key
+            for name, on_item in items.items():
+                self.tally.by_item[name] = self.tally.by_item.get(name, 0.0) + on_item
             for name, index_units in indexes_written.items():
                 if index_units:
                     self.tally.by_index[name] = self.tally.by_index.get(name, 0.0) + index_units

@@ -43,8 +43,15 @@ DECLARATION: Final = """    __STEM__:
       Name: __JOB__
       CodeUri: functions/__PACKAGE__/
       Package: __PACKAGE__
-__SCHEDULE_KEYS__      Tables: [__STEM__Table]
+__SCHEDULE_KEYS____SHARDS__      Tables: [__STEM__Table]
 
+"""
+
+# A fanned-out job's index shards: its partitions per tick and its workers' MaximumConcurrency, the
+# count its repository declares (DUE_INDEX_SHARDS; rule shards-match-concurrency). Written although it
+# is the loop's default, so the number to change is in sight.
+SHARDS: Final = """      # Its due index's shards (DUE_INDEX_SHARDS in its repository): one worker each.
+      Shards: 16
 """
 
 TABLES_POLICY: Final = """  __STEM__TablesPolicy:
@@ -70,7 +77,9 @@ def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys
         text, r"^  \w+ScheduleState:\n(?:    .*\n)+", names.fill(SCHEDULE_STATE), "ScheduleState parameter"
     )
     keys = "".join(f"      {line}\n" for line in schedule.lines)
-    declaration = names.fill(DECLARATION).replace("__SCHEDULE_KEYS__", keys)
+    declaration = (
+        names.fill(DECLARATION).replace("__SCHEDULE_KEYS__", keys).replace("__SHARDS__", SHARDS if fan_out else "")
+    )
     text = _before(text, "\nConditions:\n", declaration, "the end of Mappings: Jobs:")
     resources_loop, outputs_loop = FANNED_OUT_LOOPS if fan_out else PLAIN_LOOPS
     if not fan_out and _loop_list(text, resources_loop) is None:

@@ -81,11 +81,13 @@ class PartitionWorker:
             return self._work
 
     def pacer(self, partition: str) -> Pacer:
-        """The partition's adaptive rate, kept by this warm worker (a new one for a new clock)."""
+        """The partition's adaptive rate, kept by this warm worker (a new one for a new clock, or for
+        pacing settings changed since it was made: a warm worker follows its environment)."""
+        pacing = self.settings().pacing()
         with self._lock:
             pacer = self._pacers.get(partition)
-            if pacer is None or pacer.clock is not self.clock:
-                pacer = self._pacers[partition] = Pacer(self.settings().pacing(), self.clock)
+            if pacer is None or pacer.clock is not self.clock or pacer.settings != pacing:
+                pacer = self._pacers[partition] = Pacer(pacing, self.clock)
             return pacer
 
     # ---------------------------------------------------------------------- per delivery

@@ -34,9 +34,9 @@ from clockless.dynamo import (
     bucketed_key,
     bucketed_row_key,
     decode_row,
-    is_condition_failure,
+__SHARD_FOR__    is_condition_failure,
     raw_rows,
-__SHARD_FOR__    tenant_of,
+    tenant_of,
 )
 __FANOUT_IMPORT__from clockless.items import FieldError
 from __PACKAGE__.logic import Item
@@ -164,13 +164,16 @@ def _instant(data: Mapping[str, Any], name: str) -> datetime:
 _DUE_INDEX: Final = {
     "__DUE_KEYS__": (
         """# Due items are spread over this many partitions of the sparse index: each GSI partition key takes
-# about 1,000 WCU/s, and each shard is one partition of a fanned-out tick.
+# about 1,000 WCU/s, and each shard is one partition of a fanned-out tick, run by one worker: the job's
+# Shards in template.yaml's Mappings is the same number (rule shards-match-concurrency). Lowering it
+# is a migration (docs/fan-out.md#changing-a-jobs-shard-count).
 DUE_INDEX_SHARDS: Final = 16
 DUE_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
 """,
         """# Every waiting item is in one partition of the sparse index (its `due_shard` is this): the job
-# applies a tick's items in one invocation. When they outgrow it, shard them (`clockless.dynamo.shard_for`)
-# and fan the job out (docs/adding-a-job.md, "A job whose tick outgrows one invocation").
+# applies a tick's items in one invocation. When they outgrow it, shard them
+# (`clockless.dynamo.index_shard_for`) and fan the job out (docs/adding-a-job.md, "A job whose tick
+# outgrows one invocation").
 DUE: Final = "due"
 """,
     ),
@@ -183,8 +186,8 @@ DUE: Final = "due"
         yield from raw_rows(functools.partial(ItemModel.due_index.query, DUE, due))
 """,
     ),
-    "__DUE_SHARD_OF_ITEM__": ("shard_for(item_key(item), DUE_INDEX_SHARDS)", "DUE"),
-    "__SHARD_FOR__": ("    shard_for,\n", ""),
+    "__DUE_SHARD_OF_ITEM__": ("index_shard_for(item_key(item), DUE_INDEX_SHARDS)", "DUE"),
+    "__SHARD_FOR__": ("    index_shard_for,\n", ""),
 }
 
 
