@@ -125,22 +125,44 @@ def test_failed_items_sent_somewhere_else_than_the_dead_letter_queue_are_caught(
     )
 
 
-@pytest.mark.parametrize("stated", ['WORK_MAX_RECEIVES: "4"', None])
-def test_a_worker_counting_other_receives_than_its_queue_is_caught(planted: PlantedCopy, stated: str | None) -> None:
-    # Given the hourly worker's count of receives one short of its queue's, or left to the kit's default
-    # while the queue (planted) dead-letters after 6.
+# The worker's statement of its queue's figures: (its variable and value, the queue's attribute and
+# a planted other value, what the violation says, and the harm it names).
+STATED_FIGURES = {
+    "receives": ("WORK_MAX_RECEIVES", "5", "maxReceiveCount: 5", "maxReceiveCount: 6", "dead-letters after"),
+    "visibility": (
+        "WORK_VISIBILITY_TIMEOUT_SECONDS",
+        "1800",
+        "VisibilityTimeout: 1800",
+        "VisibilityTimeout: 3600",
+        "hides a received message",
+    ),
+}
+HARMS = {
+    "receives": ["would not be named on its tick", "nor send its watch"],
+    "visibility": ["would judge it dead too soon"],
+}
+
+
+@pytest.mark.parametrize("figure", sorted(STATED_FIGURES))
+@pytest.mark.parametrize("stated", ["another", None])
+def test_a_worker_stating_other_figures_than_its_queue_is_caught(
+    planted: PlantedCopy, figure: str, stated: str | None
+) -> None:
+    # Given the hourly worker's figure (its receives, its visibility timeout) other than its
+    # queue's, or left to the kit's default while the queue (planted) states another.
+    variable, value, attribute, other, containing = STATED_FIGURES[figure]
     worker = f"  {HOURLY_JOB.stem}WorkerFunction:\n"
     if stated is None:
-        planted.replace(TEMPLATE, "maxReceiveCount: 5", "maxReceiveCount: 6", after=HOURLY_QUEUE)
-        planted.replace(TEMPLATE, '          WORK_MAX_RECEIVES: "5"\n', "", after=worker)
+        planted.replace(TEMPLATE, attribute, other, after=HOURLY_QUEUE)
+        planted.replace(TEMPLATE, f'          {variable}: "{value}"\n', "", after=worker)
     else:
-        planted.replace(TEMPLATE, 'WORK_MAX_RECEIVES: "5"', stated, after=worker)
+        planted.replace(TEMPLATE, f'{variable}: "{value}"', f'{variable}: "{int(value) - 1}"', after=worker)
 
     violation = found(
         planted.violations("work-queue-redrive"),
         file=TEMPLATE,
         resource=f"{HOURLY_JOB.stem}WorkerFunction",
-        containing="dead-letters after",
+        containing=containing,
     )
-    assert "would not be named on its tick" in violation.message
-    assert "nor send its watch" in violation.message
+    for harm in HARMS[figure]:
+        assert harm in violation.message

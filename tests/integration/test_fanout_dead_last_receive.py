@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import pytest
 
-from clockless.fanout.watch import WATCH_MARGIN_SECONDS
+from clockless.fanout.watch import WATCH_MARGIN_SECONDS, wait_for_last_receive_ms
 from clockless.ledger import LedgerEntry
 from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultKind
 from tests.integration.fanned_out_tick import (
@@ -32,9 +32,14 @@ from tests.unit.kit.toy import TOY_JOB, Context, sqs_event
 MAX_RECEIVES: Final = 5
 # The worker's Timeout: each run starts with this left, and a dead one is over when it is spent.
 TIMEOUT: Final = timedelta(seconds=300)
-# The last receive's requests before the watch is out: the lease, ChangeMessageVisibility, the
-# watch's SendMessage. A death before the end of the third is the gap docs/fan-out.md names.
-WATCHED_FROM: Final = 3
+# The last receive's requests before its run: the watch's SendMessage (the first: a death after it
+# is watched), then the message hidden until the attempt is over (ChangeMessageVisibility).
+BEFORE_THE_RUN: Final = ["SendMessage", "ChangeMessageVisibility"]
+WATCHED_FROM: Final = 1
+# What the watch does over a run that died holding its lease: its own message's visibility bound,
+# the partition record read, the partition named on the tick (with its check), then the finisher's
+# read, sum and say.
+WATCH_SETTLING: Final = ["ChangeMessageVisibility", "GetItem", "TransactWriteItems", "GetItem", "Query", "UpdateItem"]
 
 
 @pytest.fixture
@@ -60,17 +65,17 @@ def _receive(tick: FannedOutTick, visibility: timedelta = VISIBILITY) -> list[di
     return list(response.get("Messages") or [])
 
 
-def _die_on_the_last_receive(tick: FannedOutTick, request: int) -> list[str]:
-    """The tick fanned out; its partition message received four times (each a worker that never
-    finished: the poller shows it again after the visibility timeout), then its fifth run dies
-    right after `request`. Returns that run's operations."""
+def _die_on_the_last_receive(tick: FannedOutTick, request: int, receive: int = MAX_RECEIVES) -> list[str]:
+    """The tick fanned out; its partition message received until `receive` (each a worker that never
+    finished: the poller shows it again after the visibility timeout), then that receive's run
+    dies right after `request` and is killed at its timeout. Returns that run's operations."""
     tick.reset()
     tick.start()
-    for _ in range(MAX_RECEIVES - 1):
+    for _ in range(receive - 1):
         assert len(_receive(tick)) == 1
         tick.clock.shift(VISIBILITY + timedelta(seconds=1))
     (last,) = _receive(tick)
-    assert last["Attributes"]["ApproximateReceiveCount"] == str(MAX_RECEIVES)
+    assert last["Attributes"]["ApproximateReceiveCount"] == str(receive)
     tick.faults.arm(request, FaultKind.DIES_AFTER, count_spared=True)
     try:
         with pytest.raises(AttemptDied):
@@ -130,9 +135,14 @@ def _redrive(tick: FannedOutTick) -> int:
 def _judge(tick: FannedOutTick, request: int) -> list[str]:
     operations = _die_on_the_last_receive(tick, request)
     where = f"died after request {request} ({operations[request - 1]})"
-    assert operations[:WATCHED_FROM] == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage"]
+    assert operations[: len(BEFORE_THE_RUN)] == BEFORE_THE_RUN[:request]
     found: list[str] = []
     waited = _settle(tick)
+    if "ChangeMessageVisibility" not in operations:
+        # It died before bounding its message's visibility: the poller's 1,800 s hide it, then the
+        # next receive moves it to the DLQ.
+        tick.clock.shift(VISIBILITY)
+        assert _receive(tick) == []
     if waited > timedelta(seconds=WATCH_MARGIN_SECONDS + 1):
         found.append(f"{where}: settled {waited} after the attempt's end")
     entry = _entry(tick)
@@ -156,15 +166,14 @@ def test_a_worker_killed_on_its_last_receive_settles_its_tick_failed_by_name_the
     tick: FannedOutTick,
 ) -> None:
     reference_run(tick)
-    operations = _die_on_the_last_receive(tick, WATCHED_FROM + 1)
-    assert operations == ["TransactWriteItems", "ChangeMessageVisibility", "SendMessage", "Query"]
+    operations = _die_on_the_last_receive(tick, len(BEFORE_THE_RUN) + 2)
+    assert operations == [*BEFORE_THE_RUN, "TransactWriteItems", "Query"]
 
     watch: list[str] = []
     waited = _settle(tick, watch)
 
     assert waited <= timedelta(seconds=WATCH_MARGIN_SECONDS + 1)
-    # the partition named on the tick (with its check), then the finisher: its read, its sum, its say
-    assert watch == ["TransactWriteItems", "GetItem", "Query", "UpdateItem"]
+    assert watch == WATCH_SETTLING
     entry = _entry(tick)
     assert entry.status == "failed"
     assert str(entry.error).startswith("partition 0 failed every receive")
@@ -179,7 +188,7 @@ def test_a_worker_killed_on_its_last_receive_settles_its_tick_failed_by_name_the
 @pytest.mark.slow
 def test_a_death_after_any_request_of_the_last_receive_leaves_no_tick_started(tick: FannedOutTick) -> None:
     reference = reference_run(tick)
-    clean = len(reference.last_requests) + 2  # the clean run's, and the watch's two
+    clean = len(reference.last_requests) + 1  # the clean run's (its visibility bound among them), and the watch
     failures: list[str] = []
     for request in range(WATCHED_FROM, clean + 1):
         failures.extend(_judge(tick, request))
@@ -197,7 +206,7 @@ def _watch_under_fault(tick: FannedOutTick, request: int, kind: FaultKind) -> li
     delivery that reported the watch failed shows it again after 10 s, one that died after the 60 s
     it was hidden for) until the work queue is empty. How each delivery ended."""
     ended: list[str] = []
-    for _ in range(300):  # seconds of simulated time
+    for _ in range(700):  # seconds of simulated time
         for message in _receive(tick, visibility=timedelta(seconds=60)):
             if ended:
                 tick.faults.watch()
@@ -216,8 +225,9 @@ def _watch_under_fault(tick: FannedOutTick, request: int, kind: FaultKind) -> li
                 tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
         if ended and ended[-1] == "ok" and not _left_in_work_queue(tick):
             return ended
-        # what a delivery that just ended so left hidden: the watch's own 60 s, the kit's 10 s backoff
-        waits = {"died": 60, "raised": 10, "reported failed": 10}
+        # what a delivery that just ended so left hidden: the attempt's 300 s and the margin (its
+        # bound, or the poller's 60 s when it died before the bound), the kit's 10 s backoff
+        waits = {"died": 310, "raised": 10, "reported failed": 10}
         tick.clock.shift(timedelta(seconds=waits.get(ended[-1], 0) if ended else 0, milliseconds=1001))
     raise AssertionError(f"the watch did not settle: {ended}")
 
@@ -237,14 +247,17 @@ def _judge_watch(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str
     return found
 
 
-# The watch is delivered at least once like every message: each of its four requests (the
-# partition named on the tick, the finisher's GetItem, Query and UpdateItem) meets each kind of the
-# fault model. One case in `make test` (its transaction applied, then the attempt dies); CI all.
+# The watch is delivered at least once like every message: each of its six requests (WATCH_SETTLING)
+# meets each kind of the fault model. One case in `make test` (its transaction applied, then the
+# attempt dies); CI all.
+NAMING: Final = WATCH_SETTLING.index("TransactWriteItems") + 1
+
+
 @pytest.mark.parametrize(
     ("at", "kind"),
     [
-        pytest.param(at, kind, marks=() if (at, kind) == (1, FaultKind.DIES_AFTER) else pytest.mark.slow)
-        for at in range(1, 5)
+        pytest.param(at, kind, marks=() if (at, kind) == (NAMING, FaultKind.DIES_AFTER) else pytest.mark.slow)
+        for at in range(1, len(WATCH_SETTLING) + 1)
         for kind in MODEL_KINDS
     ],
     ids=str,
@@ -252,3 +265,107 @@ def _judge_watch(tick: FannedOutTick, request: int, kind: FaultKind) -> list[str
 def test_the_watch_settles_the_tick_once_whatever_fault_it_meets(tick: FannedOutTick, at: int, kind: FaultKind) -> None:
     reference_run(tick)
     assert _judge_watch(tick, at, kind) == []
+
+
+# ----------------------------------------------------------------- a last receive no worker ever sees
+# A poller step: how often the test's poller looks at the queue once the watch waits.
+POLL_STEP: Final = timedelta(seconds=60)
+
+
+def _poll_without_the_partition(tick: FannedOutTick, limit: timedelta) -> tuple[timedelta, list[str]]:
+    """Lambda's poller from the attempt's end, except that the partition message's receives never
+    reach the worker (an init failure, a batch never invoked): watches run, until the tick is
+    terminal. How long that took, and what each watch delivery answered."""
+    waited, outcomes = timedelta(0), []
+    while waited <= limit:
+        for message in _receive(tick, visibility=timedelta(seconds=60)):
+            if json.loads(message["Body"])["kind"] != "watch":
+                continue  # received (its count goes up, it hides for the visibility timeout), never run
+            tick.faults.watch()
+            try:
+                assert not tick.worker(sqs_event([message]), Context())["batchItemFailures"]
+            finally:
+                tick.faults.disarm()
+            tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
+            outcomes.append(_entry(tick).status)
+        if _entry(tick).status != "started":
+            return waited, outcomes
+        tick.clock.shift(POLL_STEP)
+        waited += POLL_STEP
+    raise AssertionError(f"the tick is still started {waited} after the attempt's end: {outcomes}")
+
+
+def test_a_last_receive_no_worker_sees_settles_its_tick_failed_by_name_then_a_redrive_succeeds(
+    tick: FannedOutTick,
+) -> None:
+    reference_run(tick)
+    # the receive before the last: its watch, its bound, its lease and first page, then it dies
+    _die_on_the_last_receive(tick, len(BEFORE_THE_RUN) + 2, receive=MAX_RECEIVES - 1)
+    # its watch waits out the last receive: the backoff, the visibility timeout, SQS's count lag
+    waits_ms = wait_for_last_receive_ms(MAX_RECEIVES - 1, int(VISIBILITY.total_seconds()))
+    bound = TIMEOUT + timedelta(milliseconds=waits_ms)
+
+    waited, outcomes = _poll_without_the_partition(tick, bound + 2 * POLL_STEP)
+
+    assert waited >= VISIBILITY  # not before the unseen receive could have ended
+    entry = _entry(tick)
+    assert entry.status == "failed"
+    assert str(entry.error).startswith("partition 0 failed every receive")
+    assert [(f.key, f.reason) for f in entry.failures] == [("partition 0", "partition")]
+    assert outcomes[:-1] == ["started"] * (len(outcomes) - 1)  # the watch waited, then named it once
+    assert _redrive(tick) == 1
+
+    tick.drain()
+
+    assert problems(tick.state(), reference_run(tick)) == []
+
+
+def test_a_death_right_after_the_last_receive_sent_its_watch_settles_its_tick(tick: FannedOutTick) -> None:
+    reference_run(tick)
+    assert _judge(tick, WATCHED_FROM) == []
+
+
+def _last_receive_under_fault(tick: FannedOutTick, at: int, kind: FaultKind) -> list[str]:
+    """The last receive's `at`-th request (its watch's send, its visibility bound) meets `kind`;
+    the run goes on (or dies, for that kind). Once its watch is in, the tick is as a clean run's:
+    `succeeded` (a refused watch was only a watch less), or, after a death, `failed` by name and
+    then the redrive's clean run."""
+    if kind is FaultKind.DIES_AFTER:
+        return _judge(tick, at)
+    tick.reset()
+    tick.start()
+    for _ in range(MAX_RECEIVES - 1):
+        assert len(_receive(tick)) == 1
+        tick.clock.shift(VISIBILITY + timedelta(seconds=1))
+    (last,) = _receive(tick)
+    tick.faults.arm(at, kind, count_spared=True)
+    try:
+        answer = tick.worker(sqs_event([last]), Context(remaining_ms=int(TIMEOUT.total_seconds() * 1000)))
+    finally:
+        met = [(r.operation, r.fault) for r in tick.faults.requests()][at - 1]
+        tick.faults.disarm()
+    where = f"the last receive's request {at} {kind}"
+    assert met == (BEFORE_THE_RUN[at - 1], kind), f"{where}: the fault did not fire: {met}"
+    found = [] if not answer["batchItemFailures"] else [f"{where}: the run failed"]
+    tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=last["ReceiptHandle"])
+    tick.clock.shift(TIMEOUT + timedelta(seconds=WATCH_MARGIN_SECONDS + 1))
+    tick.drain()  # the watch (or two, its send's answer lost and resent), which finds the tick settled
+    found.extend(f"{where}: {problem}" for problem in problems(tick.state(), reference_run(tick)))
+    return found
+
+
+# One case in `make test` (the watch's send refused: the run goes on without it); CI every kind.
+@pytest.mark.parametrize(
+    ("at", "kind"),
+    [
+        pytest.param(at, kind, marks=() if (at, kind) == (1, FaultKind.REFUSED) else pytest.mark.slow)
+        for at in range(1, len(BEFORE_THE_RUN) + 1)
+        for kind in MODEL_KINDS
+    ],
+    ids=str,
+)
+def test_the_last_receives_watch_and_bound_meet_every_fault_and_the_tick_ends_as_the_clean_run(
+    tick: FannedOutTick, at: int, kind: FaultKind
+) -> None:
+    reference_run(tick)
+    assert _last_receive_under_fault(tick, at, kind) == []

@@ -228,8 +228,9 @@ def test_handing_on_a_continuation_survives_faults(tick: FannedOutTick, kind: Fa
     clean = tick.run()
     first = clean[0]
     operations = [r.operation for r in first.requests]
-    # the lease (with the ledger's check), a page, its transaction(s), then the two under test
-    assert operations[:2] == ["TransactWriteItems", "Query"]
+    # the message's visibility bound, the lease (with the ledger's check), a page, its
+    # transaction(s), then the two under test
+    assert operations[:3] == ["ChangeMessageVisibility", "TransactWriteItems", "Query"]
     assert operations[-2:] == ["UpdateItem", "SendMessage"]
     failures: list[str] = []
     for index in (len(operations) - 1, len(operations)):

@@ -79,6 +79,8 @@ def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per
     assert pages >= 2
     # One partition, so this run also finishes the tick.
     assert dict(requests.operations) == {
+        # the message hidden only until the attempt is over (a death is retried then)
+        "ChangeMessageVisibility": 1,
         # a cursor after each page but the last, the finish, and the note that TickSucceeded is out
         "UpdateItem": (pages - 1) + 1 + 1,
         "Query": pages + 1,  # the pages, and the finisher's sum over the tick's records
@@ -98,22 +100,23 @@ def test_a_duplicate_message_costs_its_refused_lease_and_a_look_at_the_tick(toy:
     with count_requests() as requests:
         worker(sqs_event([message]), Context())
 
-    # the lease's transaction refused (its record says done), the finisher's GetItem
-    assert dict(requests.operations) == {"TransactWriteItems": 1, "GetItem": 1}
+    # the message's visibility bound, the lease's transaction refused (its record says done), the finisher's GetItem
+    assert dict(requests.operations) == {"ChangeMessageVisibility": 1, "TransactWriteItems": 1, "GetItem": 1}
 
 
-def test_a_message_for_a_tick_nobody_claimed_costs_one_request_and_writes_nothing(toy: ServedToy) -> None:
+def test_a_message_for_a_tick_nobody_claimed_costs_one_ledger_request_and_writes_nothing(toy: ServedToy) -> None:
     seed(toy.dynamodb, 20, partitions=1)
     _, _, _, worker = toy_job(lambda: toy.dynamodb, partitions=1)
     body = {"kind": "partition", "job": TOY_JOB, "scheduled_time": TICK["scheduled_time"], "partition": "0"}
     forged = {"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": json.dumps(body | {"params": {"until": "9999"}})}
 
     # BatchSize 1: the message failing fails the invocation, and SQS shows it again (after the
-    # kit's first backoff, one ChangeMessageVisibility) until maxReceiveCount moves it to the work DLQ.
+    # kit's first backoff) until maxReceiveCount moves it to the work DLQ. Two ChangeMessageVisibility:
+    # the message hidden until the attempt is over, then shown again after the backoff.
     with count_requests() as requests, pytest.raises(BatchProcessingError, match="no coordinator claimed it"):
         worker(sqs_event([forged]), Context())
 
-    assert dict(requests.operations) == {"TransactWriteItems": 1, "ChangeMessageVisibility": 1}
+    assert dict(requests.operations) == {"TransactWriteItems": 1, "ChangeMessageVisibility": 2}
     assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 0
     assert toy.dynamodb.scan(TableName="LedgerTable", Select="COUNT")["Count"] == 0
 

@@ -47,8 +47,8 @@ def tick(
 
 
 def test_every_request_of_a_partition_run_throttled_once_costs_no_stall(tick: FannedOutTick) -> None:
-    # Given every request of the partition run throttled on its first send (lease, pages, item
-    # transactions, cursor, done, finisher), and resent by the kit
+    # Given every request of the partition run throttled on its first send (its message's
+    # visibility bound, lease, pages, item transactions, cursor, done, finisher), and resent by the kit
     reference = reference_run(tick)
     tick.reset()
     aim = Aim(reference.last_partition, 1, THROTTLED, then=dict.fromkeys(range(3, 80, 2), THROTTLED))
@@ -57,7 +57,7 @@ def test_every_request_of_a_partition_run_throttled_once_costs_no_stall(tick: Fa
     # Then one delivery finished the partition: no visibility timeout, no dead letter, the clean run's effects
     throttled = [r.operation for r in deliveries[0].requests if r.fault is THROTTLED]
     assert len(throttled) == len(reference.last_requests)
-    assert {"UpdateItem", "Query", "TransactWriteItems", "GetItem"} <= set(throttled)
+    assert {"ChangeMessageVisibility", "UpdateItem", "Query", "TransactWriteItems", "GetItem"} <= set(throttled)
     assert [d.ended for d in deliveries] == ["ok"]
     assert (tick.stalls, tick.delayed_s) == (0, 0)
     assert problems(tick.state(), reference) == []
@@ -89,10 +89,11 @@ def test_a_throttle_past_the_budget_hands_on_after_a_delay_and_keeps_the_cursor(
     tick.reset()
     tick.start()
     # When the partition's first message is delivered with its transaction throttled
-    (first,) = tick.drain(Aim(reference.last_partition, 3, THROTTLED), limit=1)
+    (first,) = tick.drain(Aim(reference.last_partition, 4, THROTTLED), limit=1)
     # Then the run stored nothing applied, released the lease, noted why and sent a continuation
     assert first.ended == "ok"
     assert [r.operation for r in first.requests] == [
+        "ChangeMessageVisibility",  # the message hidden until the attempt is over
         "TransactWriteItems",  # the lease, with the ledger's check
         "Query",
         "TransactWriteItems",  # throttled
@@ -141,13 +142,14 @@ def test_a_throttle_past_the_budget_on_a_later_page_keeps_the_stored_cursor(tick
     assert (record["lease_until"], record["throttle_continuations"]) == ("0", "1")
     # When the continuation runs (from that cursor), it finishes the partition
     rest = tick.drain()
-    assert [r.operation for r in rest[0].requests][:2] == ["UpdateItem", "Query"]  # its lease, its page
+    # its message's visibility bound, its lease, its page
+    assert [r.operation for r in rest[0].requests][:3] == ["ChangeMessageVisibility", "UpdateItem", "Query"]
     assert tick.stalls == 0
     assert problems(tick.state(), reference) == []
 
 
 @pytest.mark.parametrize("kind", [FaultKind.LOST_RESPONSE, FaultKind.DIES_AFTER, FaultKind.REFUSED], ids=str)
-@pytest.mark.parametrize("request_index", [4, 5], ids=["hand-on write", "continuation send"])
+@pytest.mark.parametrize("request_index", [5, 6], ids=["hand-on write", "continuation send"])
 def test_handing_on_after_a_throttle_survives_faults(tick: FannedOutTick, kind: FaultKind, request_index: int) -> None:
     """The hand-on write lost, refused or followed by the attempt's death; the continuation sent
     twice (its answer lost, botocore resends), never sent, or the attempt dying once it is sent:
@@ -155,7 +157,8 @@ def test_handing_on_after_a_throttle_survives_faults(tick: FannedOutTick, kind: 
     reference = reference_run(tick)
     tick.remaining_ms = 30_000
     tick.reset()
-    tick.run(Aim(reference.last_partition, 3, THROTTLED, then={request_index: kind}))
+    # (1: the visibility bound, 2: the lease, 3: the page, 4: its transaction, throttled)
+    tick.run(Aim(reference.last_partition, 4, THROTTLED, then={request_index: kind}))
     assert problems(tick.state(), reference) == []
 
 

@@ -291,6 +291,8 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
         # per partition the lease (with the ledger's check) and the done transaction
         "TransactWriteItems": 2 * EMPTY_INDEX_SHARDS + shards_with_sessions,
         "GetItem": EMPTY_INDEX_SHARDS,
+        # per partition its message held only until its attempt is over (a death is retried then)
+        "ChangeMessageVisibility": EMPTY_INDEX_SHARDS,
     }
 
 

@@ -258,6 +258,8 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
         # per partition the lease (with the ledger's check) and the done transaction
         "TransactWriteItems": 2 * DUE_INDEX_SHARDS + shards_with_due_programs,
         "GetItem": DUE_INDEX_SHARDS,
+        # per partition its message held only until its attempt is over (a death is retried then)
+        "ChangeMessageVisibility": DUE_INDEX_SHARDS,
     }
 
 

@@ -36,6 +36,9 @@ from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
 
 STATUS_BUFFERED: Final = "buffered"
+# On a buffered tick its start message's watch settled `failed` (clockless.fanout.start_watch): the
+# settled tick it was buffered behind, so a redriven start message may still start it.
+START_FAILED: Final = "start_failed"
 DEFAULT_RUNNING_AT_MOST: Final = timedelta(hours=6)
 # How many earlier entries one look reads: skipped ticks are passed over to find the one running.
 LOOK_BACK: Final = 10
@@ -199,16 +202,17 @@ def buffered_after(ledger: RunLedger, job: str, scheduled_time: str) -> Tick | N
 def release_update(ledger: RunLedger, tick: Tick, *, released_by: str, partitions_total: int) -> dict[str, Any]:
     """The buffered tick claimed for its start, once: `buffered` becomes `started` (with the
     tick's `partitions_total`, so its workers trust it), or it was already released by the same
-    finished tick (a redelivered start message goes on sending its partitions)."""
+    finished tick (a redelivered start message goes on sending its partitions), or its start's
+    watch failed it (a start message redriven from the work DLQ starts it after all)."""
     return {
         "TableName": ledger.table_name,
         "Key": ledger.key(tick.job, format_scheduled_time(tick.scheduled_time)),
         "UpdateExpression": (
             "SET #status = :started, started_at = :now, partitions_total = :total, released_by = :by, "
-            "claim_id = :by, attempts = :one"
+            f"claim_id = :by, attempts = :one REMOVE {START_FAILED}, #error, finished_at, finished_by"
         ),
-        "ConditionExpression": "#status = :buffered OR released_by = :by",
-        "ExpressionAttributeNames": {"#status": "status"},
+        "ConditionExpression": f"#status = :buffered OR released_by = :by OR {START_FAILED} = :by",
+        "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
         "ExpressionAttributeValues": {
             ":started": {"S": STATUS_STARTED},
             ":buffered": {"S": STATUS_BUFFERED},

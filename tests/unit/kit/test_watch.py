@@ -5,6 +5,7 @@ that comes while the run may live watches again, and a duplicate settles nothing
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -15,10 +16,19 @@ import time_machine
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from clockless.fanout.keys import partition_key, tick_key
-from clockless.fanout.messages import KIND_WATCH, WorkMessage
+from clockless.fanout.messages import KIND_WATCH, MalformedMessageError, WorkMessage
 from clockless.fanout.records import PartitionRecords, now_ms
-from clockless.fanout.watch import WATCH_MARGIN_SECONDS, watch_delay_seconds
+from clockless.fanout.watch import (
+    WATCH_MARGIN_SECONDS,
+    Verdict,
+    Watched,
+    judge,
+    wait_for_last_receive_ms,
+    watch_delay_seconds,
+    watches,
+)
 from clockless.ledger import LedgerEntry
+from clockless.tick import Trigger
 from clockless_tools.simulate.faults import AttemptDied
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import BUSINESS_DATE, TOY_JOB, Context, ToyWork, drain, seed, sqs_event, toy_job
@@ -220,7 +230,8 @@ def test_a_watch_over_a_tick_no_coordinator_claimed_is_refused_and_writes_nothin
     dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
     body = {"kind": KIND_WATCH, "job": TOY_JOB, "scheduled_time": SCHEDULED, "partition": "1", "params": {}}
-    event = sqs_event([{"MessageId": "w", "ReceiptHandle": "w", "Body": json.dumps(body | {"watched": "a-dead-run"})}])
+    watched = {"watched": "a-dead-run", "receives": int(LAST_RECEIVE)}
+    event = sqs_event([{"MessageId": "w", "ReceiptHandle": "w", "Body": json.dumps(body | watched)}])
 
     with pytest.raises(BatchProcessingError) as refused:
         worker(event, Context())
@@ -265,3 +276,137 @@ def test_a_watch_whose_finisher_stays_throttled_comes_back_itself_not_as_a_parti
     ]
     assert drain(aws.sqs, aws.work_queue, healthy).errors == []
     assert (_entry(aws).status, [f.key for f in _entry(aws).failures]) == ("failed", ["partition 0"])
+
+
+# ------------------------------------------------------------------------------------------ the verdict
+OWNER: Final = "the-watched-run"
+NOW: Final = 1_000_000
+
+
+def _watch(receives: int, *, hop: int = 0, until_ms: int = 0, seen_owner: str = "") -> WorkMessage:
+    return WorkMessage(
+        KIND_WATCH,
+        TOY_JOB,
+        datetime(2026, 12, 1, 2, tzinfo=UTC),
+        Trigger.SCHEDULE,
+        "0",
+        {},
+        hop,
+        watched=OWNER,
+        message_id="m-1",
+        receives=receives,
+        seen_owner=seen_owner,
+        until_ms=until_ms,
+    )
+
+
+@pytest.mark.parametrize(
+    ("receives", "record", "verdict"),
+    [
+        # the last receive
+        (5, Watched(), Verdict.DEAD),  # it died before its lease, on a partition never run
+        (5, Watched(True, owner="receive-4", lease_until=NOW - 1, message_id="m-1"), Verdict.DEAD),  # before its lease
+        (5, Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), Verdict.DEAD),  # holding its lease
+        (5, Watched(True, owner=OWNER, lease_until=0, message_id="m-1"), Verdict.ENDED),  # released: handed on, named
+        (5, Watched(True, hops=0, owner="hop-0", lease_until=0, message_id="m-0"), Verdict.ENDED),  # another copy
+        (5, Watched(True, done=True, owner=OWNER, message_id="m-1"), Verdict.ENDED),
+        (5, Watched(True, hops=1, owner="next-hop", lease_until=0, message_id="m-2"), Verdict.ENDED),  # moved on
+        (5, Watched(True, owner="a-duplicate", lease_until=NOW + 5, message_id="m-9"), Verdict.LIVE),
+        (5, Watched(True, owner=OWNER, lease_until=NOW + 5, message_id="m-1"), Verdict.LIVE),  # came early
+        (5, Watched(True, owner=OWNER, lease_until=NOW - 1, message_id=""), Verdict.DEAD),  # a record of before
+        # the receive before the last: wait for the last, which no worker may see
+        (4, Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), Verdict.WAIT),
+        (4, Watched(True, owner=OWNER, lease_until=0, message_id="m-1"), Verdict.WAIT),
+        (4, Watched(True, done=True, owner=OWNER, message_id="m-1"), Verdict.ENDED),
+    ],
+    ids=str,
+)
+def test_a_watch_judges_the_partition_record(receives: int, record: Watched, verdict: Verdict) -> None:
+    assert judge(_watch(receives), record, now=NOW, max_receives=int(LAST_RECEIVE)) is verdict
+
+
+@pytest.mark.parametrize(
+    ("record", "now", "verdict"),
+    [
+        (Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.WAIT),  # not yet
+        (Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW + 10, Verdict.DEAD),  # no one came
+        (Watched(True, owner="receive-5", lease_until=0, message_id="m-1"), NOW + 10, Verdict.ENDED),  # one came
+        (Watched(True, owner="receive-5", lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.DEAD),  # and died
+        (Watched(True, owner="receive-5", lease_until=NOW + 60, message_id="m-1"), NOW + 10, Verdict.LIVE),
+    ],
+    ids=str,
+)
+def test_a_waiting_watch_judges_whether_a_later_receive_reached_a_worker(
+    record: Watched, now: int, verdict: Verdict
+) -> None:
+    waiting = _watch(4, until_ms=NOW + 10, seen_owner=OWNER)
+    assert judge(waiting, record, now=now, max_receives=int(LAST_RECEIVE)) is verdict
+
+
+def test_a_watch_waits_out_the_backoff_the_visibility_timeout_and_the_count_lag() -> None:
+    # a failure on the 4th receive is shown again after 80 s; the 5th, if no worker sees it, hides it 1,800 s
+    assert wait_for_last_receive_ms(4, 1800) == 1000 * (80 + 1800 + 60)
+
+
+def test_the_last_two_receives_are_watched() -> None:
+    assert [receives for receives in range(1, 7) if watches(receives, 5)] == [4, 5, 6]
+
+
+def test_a_watch_message_round_trips_its_waiting_state() -> None:
+    waiting = _watch(4, hop=3, until_ms=NOW, seen_owner=OWNER)
+    assert WorkMessage.parse(waiting.body(), job=TOY_JOB, partitions=["0"]) == waiting
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("receives", -1), ("receives", "5"), ("until_ms", 10**14), ("seen_owner", 7)], ids=str
+)
+def test_a_watch_with_a_bad_field_is_refused_naming_it(field: str, value: Any) -> None:
+    body = json.loads(_watch(5).body()) | {field: value}
+    with pytest.raises(MalformedMessageError, match=f"field '{field}'"):
+        WorkMessage.parse(json.dumps(body), job=TOY_JOB, partitions=["0"])
+
+
+def test_a_waiting_watch_past_its_deadline_waits_on_while_messages_wait_on_the_queue(
+    aws: Aws, clock: time_machine.Traveller
+) -> None:
+    # Given partition 0 last leased by a run of its 4th receive that died, and the watch of that
+    # receive past its deadline, no run having leased the partition since
+    _, healthy, stuck = _started_with_partition_0_held(aws)
+    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "0", "receive-4", 86400)
+    assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0, message_id=stuck["MessageId"]).acquired
+    waiting = dataclasses.replace(
+        WorkMessage.parse(stuck["Body"], job=TOY_JOB, partitions=["0", "1", "2", "3"]),
+        kind=KIND_WATCH,
+        watched="receive-4",
+        message_id=stuck["MessageId"],
+        receives=int(LAST_RECEIVE) - 1,
+        seen_owner="receive-4",
+        until_ms=now_ms() - 1,
+    )
+    # and a backlog on the work queue, where the partition message may still wait
+    aws.sqs.send_message(QueueUrl=aws.work_queue, MessageBody="a message waiting for a worker")
+    delivery = {"MessageId": "w", "ReceiptHandle": "w", "Body": waiting.body()}
+
+    assert not healthy(sqs_event([delivery]), Context())["batchItemFailures"]
+
+    # Then the watch waits a minute more (SQS's counts lag), naming nothing
+    assert _entry(aws).status == "started"
+    assert _queued(aws)["Delayed"] == 1
+    # When the backlog is gone
+    (backlog,) = [m for m in _receive(aws, visibility=0) if m["Body"] == "a message waiting for a worker"]
+    aws.sqs.delete_message(QueueUrl=aws.work_queue, ReceiptHandle=backlog["ReceiptHandle"])
+    clock.shift(timedelta(seconds=61))
+    (again,) = _receive(aws, visibility=0)
+    aws.sqs.delete_message(QueueUrl=aws.work_queue, ReceiptHandle=again["ReceiptHandle"])
+
+    assert not healthy(sqs_event([again]), Context())["batchItemFailures"]
+
+    # Then the partition is named dead and the tick settles failed
+    entry = _entry(aws)
+    assert (entry.status, [f.key for f in entry.failures]) == ("failed", ["partition 0"])
+
+
+def test_a_continuation_that_never_took_its_lease_is_dead_on_its_last_receive() -> None:
+    # the record is hop 0's (which handed on); the watched message, hop 1, never leased it
+    record = Watched(True, hops=0, owner="hop-0", lease_until=0, message_id="m-0")
+    assert judge(_watch(5, hop=1), record, now=NOW, max_receives=int(LAST_RECEIVE)) is Verdict.DEAD

@@ -8,9 +8,11 @@ a failed asynchronous run until `EventInvokeConfig.MaximumEventAgeInSeconds` (21
 the last attempt may run for the function's whole `Timeout`; and a fanned-out tick succeeds only
 when its partitions are done, which its worker is expected to do within its declared
 `expected_duration_seconds` per hop (the partitions run in parallel), times the hops it declares
-(`expected_hops`, 1 when unset: a continuation is one more run); a partition whose run fails once
-(its whole `Timeout`) comes back after the kit's first backoff (clockless.fanout.retry) and
-runs again: the redelivery term.
+(`expected_hops`, 1 when unset: a continuation is one more run); a partition whose run fails or
+dies once (its whole `Timeout`) comes back after the kit's first backoff, or 10 s after its attempt
+could end (the visibility every run bounds its message to: clockless.fanout.redelivery), and runs
+again: the redelivery term. A death no longer waits the work queue's visibility timeout; only a
+receive that never reaches a worker does, which the rule does not count (docs/alarms.md).
 
 The dead-man-alarm rule demands a grace of at least this sum; dedupe-outlives-retries and
 schedule-delivery use the delivery part of it (precision, window and both retry ages).
@@ -23,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless.fanout.retry import FIRST_BACKOFF_SECONDS
+from clockless.fanout.retry import ATTEMPT_END_MARGIN_SECONDS, FIRST_BACKOFF_SECONDS
 from clockless_tools.architecture.job_bounds import read_bounds, read_expected_duration, read_expected_hops
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Schedule, Template
@@ -73,7 +75,7 @@ class Lateness:
         if self.fan_out:
             parts.append(f"{self.fan_out} s fan-out (the worker's expected duration)")
             parts.append(f"{self.continuations} s continuations (its hops after the first)")
-            parts.append(f"{self.redelivery} s redelivery (a failed run's Timeout and the first backoff)")
+            parts.append(f"{self.redelivery} s redelivery (a failed or dead run's Timeout, then 10 s)")
         return " + ".join(parts) + f" = {self.total} s"
 
 
@@ -116,7 +118,10 @@ def latest_success(template: Template, schedule: Schedule) -> Lateness:
         last_run=function.timeout,
         fan_out=max((duration for duration, _ in hops), default=0),
         continuations=max((duration * (count - 1) for duration, count in hops), default=0),
-        redelivery=max((worker.timeout + FIRST_BACKOFF_SECONDS for worker in workers), default=0),
+        # a run that raised comes back after the first backoff; one that died, after its bound
+        redelivery=max(
+            (worker.timeout + max(FIRST_BACKOFF_SECONDS, ATTEMPT_END_MARGIN_SECONDS) for worker in workers), default=0
+        ),
     )
 
 

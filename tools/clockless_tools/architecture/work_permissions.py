@@ -11,10 +11,11 @@ rule keeps them from naming too little, for exactly what the kit calls:
 - coordinator (the function a worker declares `worker_of`): `sqs:SendMessage` (SendMessageBatch is
   authorized by it) on the queue its `WORK_QUEUE_URL` names;
 - worker: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` on the queue its event
-  source mapping polls, and `sqs:ChangeMessageVisibility` there (a failed message's backoff, and a
-  last receive held only as long as its attempt can live); `sqs:SendMessage` on its
-  `WORK_QUEUE_URL` (continuations, and the watch over a last receive, which settles the tick of a
-  worker that dies there: clockless.fanout.watch) and `WORK_DEAD_LETTER_QUEUE_URL`;
+  source mapping polls (the kit reads the count of waiting messages too: a watch's look for a
+  backlog), and `sqs:ChangeMessageVisibility` there (every message held only as long as its attempt
+  can live, and a failed message's backoff); `sqs:SendMessage` on its `WORK_QUEUE_URL`
+  (continuations, and the watch over a message's last receives, which settles the tick of a
+  message that dies there: clockless.fanout.watch) and `WORK_DEAD_LETTER_QUEUE_URL`;
   `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query`, `dynamodb:ConditionCheckItem` on the
   ledger (`LEDGER_TABLE_NAME`).
 
@@ -37,7 +38,8 @@ WORK_PERMISSIONS: Final = "work-permissions"
 
 POLL: Final = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 SEND: Final = ("sqs:SendMessage",)
-# A failed partition message is shown again after seconds, not the visibility timeout (redelivery).
+# Every message is held only until its attempt is over, and a failed one is shown again after
+# seconds, not the visibility timeout (redelivery).
 BACKOFF: Final = ("sqs:ChangeMessageVisibility",)
 # ConditionCheckItem: a partition's first lease is a transaction checking the tick entry (trust).
 LEDGER: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem")

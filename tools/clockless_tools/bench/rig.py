@@ -3,8 +3,10 @@ SQS, the coordinator delivered through the kit (claim, `SendMessageBatch`, compl
 workers draining the queue the way Lambda's SQS poller feeds them (one message per invocation,
 `ReportBatchItemFailures`: a failed message stays and comes back).
 
-The poller's own requests (`ReceiveMessage`, `DeleteMessage`, `ChangeMessageVisibility`) are
-Lambda's, not the function's: they are counted apart (`POLLER_OPERATIONS`).
+The poller's own requests (`ReceiveMessage`, `DeleteMessage`, and the `ChangeMessageVisibility`
+that shows a failed message again) are Lambda's, not the function's: they are counted apart
+(`POLLER_OPERATIONS`). The worker's own `ChangeMessageVisibility` (every run holds its message only
+until its attempt is over: clockless.fanout.redelivery) is the function's, and counted with it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from clockless_tools.local.dynamodb import patched_environ
 from clockless_tools.local.runtime import LocalLambdaContext
 from clockless_tools.template.model import Template
 
-POLLER_OPERATIONS: Final = frozenset({"ReceiveMessage", "DeleteMessage", "ChangeMessageVisibility"})
+POLLER_OPERATIONS: Final = frozenset({"ReceiveMessage", "DeleteMessage"})
+# The poller's one request of the worker's kind: a failed message shown again (one per failed run).
+POLLER_VISIBILITY: Final = "ChangeMessageVisibility"
 WORKER_TIMEOUT_SECONDS: Final = 300  # SPEC-16's worker Timeout
 MAX_FAILED_RUNS: Final = 20
 # An idle poller asks again after this (Lambda's poller long-polls; moto's server would spin).
@@ -245,11 +249,15 @@ class TickRun:
     measured: Measured  # requests of the function (coordinator + workers) and the poller's
     invocations: int
     ledger: dict[str, Any]
+    failed_runs: int = 0  # each made the poller show its message again (one ChangeMessageVisibility)
 
     @property
     def operations(self) -> dict[str, int]:
         """The functions' own requests: all but the SQS poller's, which Lambda makes."""
-        return {name: n for name, n in self.measured.operations.items() if name not in POLLER_OPERATIONS}
+        own = {name: n for name, n in self.measured.operations.items() if name not in POLLER_OPERATIONS}
+        if POLLER_VISIBILITY in own:
+            own[POLLER_VISIBILITY] -= self.failed_runs
+        return {name: n for name, n in own.items() if n}
 
     @property
     def requests(self) -> int:
@@ -294,4 +302,4 @@ def run_whole_tick(
         rig.close()
     if ledger["status"] != "succeeded":
         raise BenchError(f"{job}: the fanned-out tick ended {ledger}")
-    return TickRun(measured, invocations[0], ledger)
+    return TickRun(measured, invocations[0], ledger, rig.failed_runs)

@@ -3,11 +3,14 @@
 - `partition`: run (or go on with) one partition: clockless.fanout.partition;
 - `items`: replay failed items moved back from the work DLQ: clockless.fanout.replay;
 - `start`: start a tick the overlap policy buffered: clockless.fanout.buffer;
-- `watch`: settle the tick of a partition run that died on its message's last receive:
-  clockless.fanout.watch.
+- `watch`: settle the tick of a partition (clockless.fanout.watch) or a buffered tick's start
+  (clockless.fanout.start_watch) whose message died on its last receives.
 
-A message is reported failed when its run raises: SQS shows it again (soon, when the run could
-release its lease: clockless.fanout.redelivery) and after maxReceiveCount moves it to the work DLQ.
+Before a message runs, on its last two receives, its watch is sent (`send_watch`); then the message
+is hidden only until the attempt is surely over (`hold_for_attempt`), so a run that dies is tried
+again seconds after its attempt's end, not after the queue's visibility timeout. A message is
+reported failed when its run raises: SQS shows it again (sooner still, when the run could release
+its lease: clockless.fanout.redelivery) and after maxReceiveCount moves it to the work DLQ.
 docs/fan-out.md has the whole design.
 """
 
@@ -22,11 +25,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from clockless.fanout.buffer import start_buffered
 from clockless.fanout.messages import KIND_PARTITION, KIND_START, KIND_WATCH, WorkMessage
-from clockless.fanout.partition import run_partition
-from clockless.fanout.redelivery import come_back_soon, held_lease
+from clockless.fanout.partition import lease_owner, run_partition
+from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_attempt
 from clockless.fanout.replay import replay
+from clockless.fanout.start_watch import settle_start_watch
 from clockless.fanout.trust import UntrustedMessageError
-from clockless.fanout.watch import settle_watch
+from clockless.fanout.watch import send_watch, settle_watch, watches
 from clockless.fanout.worker import PartitionWorker
 from clockless.throttle import Budget
 
@@ -63,7 +67,14 @@ def handle(worker: PartitionWorker, event: Any, context: Any) -> dict[str, Any]:
         def record_handler(record: SQSRecord) -> str:
             receives = int(record.attributes.approximate_receive_count or 1)
             try:
-                return dispatch(worker, record.body, context, receives=receives, receipt_handle=record.receipt_handle)
+                return dispatch(
+                    worker,
+                    record.body,
+                    context,
+                    receives=receives,
+                    receipt_handle=record.receipt_handle,
+                    message_id=record.message_id or "",
+                )
             except Exception as error:
                 if not held_lease(error):
                     come_back_soon(worker, record, receives)
@@ -77,11 +88,17 @@ def handle(worker: PartitionWorker, event: Any, context: Any) -> dict[str, Any]:
 
 
 def dispatch(
-    worker: PartitionWorker, body: str, context: Any, *, receives: int = 1, receipt_handle: str | None = None
+    worker: PartitionWorker,
+    body: str,
+    context: Any,
+    *,
+    receives: int = 1,
+    receipt_handle: str | None = None,
+    message_id: str = "",
 ) -> str:
     """One message, routed by its kind; its outcome. An exception leaves it to SQS (redelivered,
     then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
-    its visibility."""
+    its visibility; `message_id`: its SQS id, which its watch names."""
     job = worker.job
     message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
     job.logger.thread_safe_append_keys(
@@ -98,8 +115,17 @@ def dispatch(
     metrics.add_dimension(name="trigger", value=message.trigger.value)
     try:
         budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
+        owner = lease_owner(context)
+        if message.kind in (KIND_PARTITION, KIND_START) and watches(receives, worker.settings().max_receives):
+            send_watch(worker, message, owner, message_id=message_id, receives=receives, budget=budget)
+        if receipt_handle is not None:
+            hold_for_attempt(worker, receipt_handle, budget)
         if message.kind == KIND_PARTITION:
-            return run_partition(worker, message, budget, metrics, receives=receives, receipt_handle=receipt_handle)
+            return run_partition(
+                worker, message, budget, metrics, receives=receives, owner=owner, message_id=message_id
+            )
+        if message.kind == KIND_WATCH and not message.partition:
+            return settle_start_watch(worker, message, budget, metrics)
         if message.kind == KIND_WATCH:
             return settle_watch(worker, message, budget, metrics)
         if message.kind == KIND_START:

@@ -1,5 +1,5 @@
 """The work queue's messages: a partition to run (or go on with), failed items to replay, a tick to
-start, or a last receive's watch.
+start, or the watch over a late receive of a partition or start message.
 
 A body that is not one of them is a `MalformedMessageError` naming the field; the worker
 reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ.
@@ -21,13 +21,18 @@ KIND_ITEMS: Final = "items"
 # A tick buffered by the job's overlap policy, to start now that the tick before it is settled
 # (clockless.overlap); its `partition` is empty and `params` name the settled tick.
 KIND_START: Final = "start"
-# Sent by the run on a partition message's last receive, delayed past that attempt's end: if the
-# run died holding the lease, its partition is named on the tick (clockless.fanout.watch).
+# Sent on a partition or start message's last two receives, before anything else, delayed past that
+# attempt's end: if the message died (its run, or a receive that never reached a worker), its tick
+# settles (clockless.fanout.watch). Its `partition` is empty when it watches a start message.
 KIND_WATCH: Final = "watch"
 KINDS: Final = (KIND_PARTITION, KIND_ITEMS, KIND_START, KIND_WATCH)
 MAX_OWNER_LENGTH: Final = 256
 MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
+# SQS counts receives without a bound; a watch's beyond this is not one SQS counted.
+MAX_RECEIVES: Final = 100_000
+# The year 2200 in epoch ms: a watch's `until_ms` past it is not a time the kit wrote.
+MAX_EPOCH_MS: Final = 7_258_118_400_000
 
 
 class MalformedMessageError(ClocklessError, ValueError):
@@ -53,8 +58,14 @@ class WorkMessage:
     # and what failed each (clockless.items.FailedItem records), for the operator reading the DLQ.
     keys: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
-    # A watch message: the lease owner of the run it watches.
+    # A watch message: the lease owner of the run it watches, the SQS message id and receive count
+    # that run had, and (once the watch waits for a receive no worker may see) the lease owner it
+    # found then and until when it waits (epoch ms; 0: not waiting).
     watched: str = ""
+    message_id: str = ""
+    receives: int = 0
+    seen_owner: str = ""
+    until_ms: int = 0
 
     @property
     def time_text(self) -> str:
@@ -108,6 +119,11 @@ class WorkMessage:
         elif self.kind == KIND_WATCH:
             data["hop"] = self.hop
             data["watched"] = self.watched
+            data["message_id"] = self.message_id
+            data["receives"] = self.receives
+            if self.until_ms:
+                data["seen_owner"] = self.seen_owner
+                data["until_ms"] = self.until_ms
         else:
             data["items"] = self.items
             data["error"] = self.error
@@ -138,7 +154,7 @@ class WorkMessage:
         if not isinstance(trigger_text, str) or trigger_text not in Trigger._value2member_map_:
             raise MalformedMessageError("trigger", f"must be one of {', '.join(Trigger)}, got {describe(trigger_text)}")
         partition = data.get("partition")
-        if kind == KIND_START and partition == "":
+        if kind in (KIND_START, KIND_WATCH) and partition == "":
             pass
         elif not isinstance(partition, str) or partition not in partitions:
             raise MalformedMessageError(
@@ -152,7 +168,7 @@ class WorkMessage:
             raise MalformedMessageError("hop", f"must be an integer from 0 to {MAX_HOPS}, got {describe(hop)}")
         if kind == KIND_WATCH:
             trigger = Trigger(trigger_text)
-            return cls(KIND_WATCH, job, scheduled_time, trigger, partition, params, hop, watched=_watched(data))
+            return cls(KIND_WATCH, job, scheduled_time, trigger, partition, params, hop, **_watch_fields(data))
         if kind != KIND_ITEMS:
             return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
         items, keys, failures = _items(data)
@@ -161,13 +177,21 @@ class WorkMessage:
         return cls(KIND_ITEMS, job, scheduled_time, trigger, partition, params, hop, items, reason, keys, failures)
 
 
-def _watched(data: Mapping[str, Any]) -> str:
-    watched = data.get("watched")
-    if not isinstance(watched, str) or not 0 < len(watched) <= MAX_OWNER_LENGTH:
-        raise MalformedMessageError(
-            "watched", f"must be a lease owner of 1 to {MAX_OWNER_LENGTH} characters, got {describe(watched)}"
-        )
-    return watched
+def _watch_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, least in (("watched", 1), ("message_id", 0), ("seen_owner", 0)):
+        text = data.get(name, "")
+        if not isinstance(text, str) or not least <= len(text) <= MAX_OWNER_LENGTH:
+            raise MalformedMessageError(
+                name, f"must be a string of {least} to {MAX_OWNER_LENGTH} characters, got {describe(text)}"
+            )
+        fields[name] = text
+    for name, most in (("receives", MAX_RECEIVES), ("until_ms", MAX_EPOCH_MS)):
+        number = data.get(name, 0)
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= most:
+            raise MalformedMessageError(name, f"must be an integer from 0 to {most}, got {describe(number)}")
+        fields[name] = number
+    return fields
 
 
 def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:

@@ -45,7 +45,6 @@ from clockless.fanout.retry import (
 )
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, tick_entry_check, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
-from clockless.fanout.watch import watch_last_receive
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
 from clockless.throttle import (
@@ -77,15 +76,17 @@ def run_partition(
     metrics: EphemeralMetrics,
     *,
     receives: int,
-    receipt_handle: str | None = None,
+    owner: str | None = None,
+    message_id: str = "",
 ) -> str:
     """One partition message: lease, pages, done, finisher. Its outcome, or the run's error raised
-    for SQS (redelivered after a short backoff, then the work DLQ). On the message's last receive
-    the run is watched first, so its tick settles even if it dies (clockless.fanout.watch)."""
-    owner = f"{getattr(budget.context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
+    for SQS (redelivered after a short backoff, then the work DLQ). `owner`: the run's lease owner
+    (the dispatcher's, which a watch sent first may name: clockless.fanout.watch); `message_id`:
+    its SQS message's, kept with the lease for that watch."""
+    owner = owner or lease_owner(budget.context)
     records = worker.partition_records(message, owner, budget)
     try:
-        lease = take_lease(worker, records, message, budget, receives)
+        lease = take_lease(worker, records, message, budget, receives=receives, message_id=message_id)
     except BudgetSpent as spent:
         # Not even the lease got through: nothing was taken, so come back later, as a throttle.
         worker.handoff(budget).send(message, continuation_delay(0))
@@ -98,8 +99,6 @@ def run_partition(
         worker.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
         return OUTCOME_HELD
     try:
-        if receives >= worker.settings().max_receives:
-            watch_last_receive(worker, message, owner, receipt_handle, budget)
         if not page_through(worker, message, budget, metrics, records=records, lease=lease):
             return OUTCOME_CONTINUED
         return finish_or_continue(worker, message, budget, metrics, OUTCOME_DONE)
@@ -112,8 +111,20 @@ def run_partition(
 
 
 # ------------------------------------------------------------------------------------------------ lease
+def lease_owner(context: Any) -> str:
+    """A run's own name in its partition's lease: its Lambda request and a random part (a batch's
+    runs share the request)."""
+    return f"{getattr(context, 'aws_request_id', None) or 'local'}#{uuid.uuid4().hex[:12]}"
+
+
 def take_lease(
-    worker: PartitionWorker, records: PartitionRecords, message: WorkMessage, budget: Budget, receives: int
+    worker: PartitionWorker,
+    records: PartitionRecords,
+    message: WorkMessage,
+    budget: Budget,
+    *,
+    receives: int,
+    message_id: str = "",
 ) -> Lease:
     """The partition's lease, for a message the clock and the ledger back (or
     UntrustedMessageError, nothing written): clockless.fanout.trust."""
@@ -124,14 +135,18 @@ def take_lease(
     if message.hop > 0:
         # A continuation: its partition's record exists (the run before handed it on), and
         # was made under the ledger's check.
-        lease = records.acquire(lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True, receives=receives)
+        lease = records.acquire(
+            lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True, receives=receives, message_id=message_id
+        )
         if lease.missing:
             never = f"a continuation (hop {message.hop}) of a partition never started"
             raise UntrustedMessageError(message.tick_key, message.partition, never)
         return lease
     total = len(worker.partitions)
     check = tick_entry_check(records.table, tick_key(message.job, message.time_text), total)
-    lease = records.acquire_first(lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check, receives=receives)
+    lease = records.acquire_first(
+        lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check, receives=receives, message_id=message_id
+    )
     if lease.untrusted is not None:
         raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
     return lease

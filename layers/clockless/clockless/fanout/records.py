@@ -66,10 +66,13 @@ class PartitionRecords:
     def lane_key(self, lane: int) -> dict[str, Any]:
         return lane_key(self.job, self.scheduled_time, self.partition, lane)
 
-    def acquire(self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1) -> Lease:
+    def acquire(
+        self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1, message_id: str = ""
+    ) -> Lease:
         """Take the partition: free, expired, or already this run's (its own resend).
         `existing_only`: only a partition whose record exists (a continuation's): otherwise
-        `Lease(missing=True)`, nothing written. `receives`: the message's receive count, for operators."""
+        `Lease(missing=True)`, nothing written. `receives` and `message_id`: the message's receive
+        count and SQS id, for operators and for the watch over it (clockless.fanout.watch)."""
         condition = (
             "(attribute_not_exists(#status) OR #status <> :done) AND "
             "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
@@ -78,7 +81,7 @@ class PartitionRecords:
             condition = f"attribute_exists(#status) AND {condition}"
         try:
             response = self.client.update_item(
-                **self._lease_update(lease_until_ms, hop, condition, receives),
+                **self._lease_update(lease_until_ms, hop, condition, receives, message_id),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -96,12 +99,14 @@ class PartitionRecords:
             throttle_continuations=int(_text(item, THROTTLE_CONTINUATIONS) or 0),
         )
 
-    def acquire_first(self, *, lease_until_ms: int, hop: int, tick_check: dict[str, Any], receives: int = 1) -> Lease:
+    def acquire_first(
+        self, *, lease_until_ms: int, hop: int, tick_check: dict[str, Any], receives: int = 1, message_id: str = ""
+    ) -> Lease:
         """Create the partition's record with this run's lease, in one transaction with
         `tick_check` (the tick entry's condition: clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
-        create = self._lease_update(lease_until_ms, hop, "attribute_not_exists(#status)", receives)
+        create = self._lease_update(lease_until_ms, hop, "attribute_not_exists(#status)", receives, message_id)
         for unused in (":done", ":now"):
             del create["ExpressionAttributeValues"][unused]
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -118,17 +123,20 @@ class PartitionRecords:
             live = _text(old, "status") == STATUS_DONE or int(_text(old, "lease_until") or 0) >= now_ms()
             if live and _text(old, "lease_owner") != self.owner:
                 return _refused(old)  # done, or held: one request, as a plain acquire would cost
-            return self.acquire(lease_until_ms=lease_until_ms, hop=hop, receives=receives)
+            return self.acquire(lease_until_ms=lease_until_ms, hop=hop, receives=receives, message_id=message_id)
         return Lease(acquired=True)
 
-    def _lease_update(self, lease_until_ms: int, hop: int, condition: str, receives: int = 1) -> dict[str, Any]:
-        return {
+    def _lease_update(
+        self, lease_until_ms: int, hop: int, condition: str, receives: int = 1, message_id: str = ""
+    ) -> dict[str, Any]:
+        update = (
+            "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
+            "#status = if_not_exists(#status, :running), receives = :receives"
+        )
+        request: dict[str, Any] = {
             "TableName": self.table,
             "Key": self.key,
-            "UpdateExpression": (
-                "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
-                "#status = if_not_exists(#status, :running), receives = :receives"
-            ),
+            "UpdateExpression": update,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": {"#status": "status"},
             "ExpressionAttributeValues": {
@@ -142,6 +150,10 @@ class PartitionRecords:
                 ":now": {"N": str(now_ms())},
             },
         }
+        if message_id:
+            request["UpdateExpression"] += ", message_id = :message_id"
+            request["ExpressionAttributeValues"][":message_id"] = {"S": message_id}
+        return request
 
     def store_cursor(self, cursor: Mapping[str, Any], *, already_done: int = 0) -> None:
         """The cursor after a page, with the page's `already_done` (see `_update`)."""

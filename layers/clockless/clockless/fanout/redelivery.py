@@ -1,20 +1,24 @@
 """A partition message that failed: back in seconds, and on its last receive recorded in the ledger.
 
 SQS shows a message a worker failed again only after the work queue's visibility timeout (1,800 s,
-6 x the worker's Timeout, so a live worker is never overtaken). A run that *raised* is over, so
-it notes why on its partition's record and releases the lease (`run_failed`), and the dispatcher
-shortens the message's wait itself with `ChangeMessageVisibility` (`come_back_soon`): 10 s after
-the first failure, doubling per receive, capped at 300 s (clockless.fanout.retry); a partition
-that fails once is retried within a minute. A worker that died (timeout, crash) cannot: its
-message waits the visibility timeout; so does one that could not release its partition's lease
-(the redelivery would find it held).
+6 x the worker's Timeout, so a message the poller holds while Lambda throttles its batch is not
+received twice). So before it runs a message, the dispatcher hides it only until the attempt is
+surely over plus 10 s (`hold_for_attempt`: `ChangeMessageVisibility`, the attempt's remaining
+time; the run's lease ends with the attempt too): a worker that dies (its timeout, a crash) is
+retried then, 10 s after a timeout, at most the worker's Timeout + 10 s after the receive. A run
+that *raised* is over, so it notes why on its partition's record and releases the lease
+(`run_failed`), and the dispatcher shortens the message's wait further (`come_back_soon`): 10 s
+after the first failure, doubling per receive, capped at 300 s (clockless.fanout.retry); a
+partition that fails once is retried within a minute. One that could not release its partition's
+lease keeps the first bound (the redelivery would find the lease held before).
 
 A run that raises on its message's last receive (`receives >= WORK_MAX_RECEIVES`, the queue's
 maxReceiveCount) adds its partition to the tick entry's `partitions_exhausted`, so the finisher
 settles the tick `failed` naming the partition instead of leaving it `started` for ever; the
 message goes on to the work DLQ, and when `clockless work redrive` runs it to the end, the done
 transaction takes the partition out of the set and the tick settles again. A run that *dies* there
-runs none of this: the watch it sent first does (clockless.fanout.watch).
+runs none of this, nor does one whose receive never reaches the handler: the watch sent first does
+(clockless.fanout.watch).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from typing import TYPE_CHECKING, Final
 
 from clockless.fanout.finish import settle
 from clockless.fanout.records import one_line
-from clockless.fanout.retry import redelivery_backoff_seconds
+from clockless.fanout.retry import HAND_ON_MARGIN_SECONDS, after_attempt_seconds, redelivery_backoff_seconds
+from clockless.throttle import remaining_ms, retry_throttled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -104,6 +109,25 @@ def lease_still_held(error: BaseException) -> None:
 
 def held_lease(error: BaseException) -> bool:
     return bool(getattr(error, _LEASE_HELD, False))
+
+
+def hold_for_attempt(worker: PartitionWorker, receipt_handle: str, budget: Budget) -> int | None:
+    """The message being run hidden until this attempt is surely over plus the margin, instead of
+    the queue's visibility timeout: if the attempt dies, the message is tried again then. A
+    throttle is waited out within the attempt's budget. The seconds it stays hidden; None: the
+    visibility timeout's (best effort: the change was refused, or stayed throttled)."""
+    delay = after_attempt_seconds(remaining_ms(budget.context) / 1000)
+    queue = worker.work_queue()
+    try:
+        retry_throttled(
+            lambda: queue.show_again(receipt_handle, delay),
+            budget=budget.with_margin(HAND_ON_MARGIN_SECONDS),
+            what="ChangeMessageVisibility",
+        )
+    except Exception:  # the run matters more: without the bound, a death waits the visibility timeout
+        worker.job.logger.warning("could not bound the message's visibility to the attempt", exc_info=True)
+        return None
+    return delay
 
 
 def come_back_soon(worker: PartitionWorker, record: SQSRecord, receives: int) -> int | None:

@@ -9,12 +9,14 @@ an attempt's budget; what is left when the budget is spent is handed on, never f
 - **Continuations.** A partition handed on after throttling comes back after a growing, jittered
   delay (about 5, 10, 20, 40, then 60 s), so partitions throttled together do not come back together.
 - **Redeliveries.** A message a run failed comes back 10 s later, doubling per receive up to 300 s,
-  instead of after the work queue's visibility timeout (`clockless.fanout.redelivery`).
+  instead of after the work queue's visibility timeout; one whose run died, 10 s after the attempt
+  could last (`clockless.fanout.redelivery`).
 - **Margins.** How close to the attempt's end each step may still wait out throttles.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Final
 
@@ -69,6 +71,17 @@ MAX_BACKOFF_SECONDS: Final = 300
 def redelivery_backoff_seconds(receives: int) -> int:
     """How long a message failed on its `receives`-th receive stays hidden: 10 s, 20 s, 40 s, ... capped."""
     return int(min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** max(0, min(receives, 16) - 1)))
+
+
+# A message being run is hidden until its attempt is surely over plus this (its lease has run out
+# by then), so a run that dies is tried again then, not after the queue's visibility timeout; a
+# watch comes as late.
+ATTEMPT_END_MARGIN_SECONDS: Final = FIRST_BACKOFF_SECONDS
+
+
+def after_attempt_seconds(remaining: float) -> int:
+    """Seconds from now until an attempt with `remaining` seconds left is surely over, plus the margin."""
+    return math.ceil(max(0.0, remaining)) + ATTEMPT_END_MARGIN_SECONDS
 
 
 # --------------------------------------------------------------------------------------------- margins

@@ -1,38 +1,48 @@
-"""The watch over a partition message's last receive: a worker that dies there still settles its tick.
+"""The watch over a message's late receives: a partition (or a buffered tick's start) whose message
+dies still settles its tick.
 
 A run that *raises* on its message's last receive names its partition on the tick itself
-(`clockless.fanout.redelivery`). One that dies (its Lambda timeout, a crash, running out of memory)
-runs nothing more, and SQS only moves its message to the work DLQ. So a run that takes the lease
-on the last receive (`receives >= WORK_MAX_RECEIVES`), before it reads anything:
+(`clockless.fanout.redelivery`). A message can also die where no code of the kit runs after: its
+run dies (its Lambda timeout, a crash, running out of memory), or a receive never reaches the
+handler (the function fails at init; Lambda's poller counts a receive for a batch it never
+invokes). SQS then only moves it to the work DLQ. So on a message's **last two receives**
+(`receives >= WORK_MAX_RECEIVES - 1`), before anything else, the dispatcher sends a **watch** to the
+work queue, delayed until that attempt is surely over plus WATCH_MARGIN_SECONDS: the run's lease
+owner, its message's SQS id and its receive count, the partition and hop (`send_watch`).
 
-1. bounds its message's visibility to what the attempt can live plus WATCH_MARGIN_SECONDS
-   (`ChangeMessageVisibility`), so a dead attempt's message reaches the work DLQ then, not after
-   the queue's 1,800 s visibility timeout, and `clockless work redrive` finds it there;
-2. sends a **watch** message to its own work queue, delayed by the same: the lease owner it
-   watches, and the partition's tick.
+Whichever worker takes the watch reads the partition record and judges (`judge`, plain Python):
 
-Whichever worker takes the watch settles it with one transaction: the partition named in the tick
-entry's `partitions_exhausted` only while the partition is not done, its lease still the watched
-run's, **held** (a run that ended by itself released it: handed on, or raised after naming its
-partition) and **expired** (the attempt is over). Then the finisher settles the tick `failed`,
-naming the partition, within the worker's timeout plus the margin of its last receive. A watch
-that finds the lease still live (it came early) is sent again, delayed to the lease's end; one
-that finds the partition done, released or taken by a later run only runs the finisher (a run
-that died after its done transaction left the tick to it). Every outcome is
-safe to repeat: the watch is delivered at least once, like every message, and the set and the
-finisher absorb duplicates. A redrive of the partition message later runs it to its end, and its
-done transaction takes the partition out of the set, so the tick settles again (`succeeded`).
+- the partition done, moved on to a later hop, or leased since by another message (a duplicate, a
+  redrive): **ended**, only the finisher runs (a run that died after its done transaction left the
+  tick, or its `TickSucceeded`, to it);
+- a lease still live: **live**, the watch comes back at the lease's end;
+- the watched receive was the last, and its run did not release the lease itself (it died holding
+  it, or died or raised before taking it): **dead**, the partition is named on the tick;
+- the watched receive was the one before the last: **wait** for the last, which may never reach a
+  worker. The watch notes the lease owner it found and comes back (at most 900 s apart, SQS's
+  DelaySeconds) until that receive's whole visibility timeout (`WORK_VISIBILITY_TIMEOUT_SECONDS`)
+  after the backoff has passed: if no run took the lease meanwhile, and SQS shows no message
+  waiting on the queue (a backlog could still hold it), the message is **dead** too. If the last
+  receive did reach a worker, the watch judges its run as that receive's own watch does (which
+  covers a last receive whose own watch could not be sent).
 
-Not covered: a last receive that never reaches the handler (the function fails at init, or the
-poller counts a receive for an invocation that never ran), and a death between taking the lease and
-sending the watch. Their messages still reach the alarmed work DLQ (`clockless status` shows the tick
-failing, its partition dead-lettered), and a redrive settles the tick.
+Dead: one transaction adds the partition to the tick entry's `partitions_exhausted`, conditioned on
+the partition record as the watch read it (not done, its lease owner unchanged and not live), then
+the finisher settles the tick `failed`, naming it. A redrive of the partition message later runs
+it to its end, and its done transaction takes the partition out of the set, so the tick settles
+again. Every outcome is safe to repeat: the watch is delivered at least once, like every message,
+and the set and the finisher absorb duplicates.
+
+A watch with no partition watches a buffered tick's `start` message (clockless.fanout.start_watch).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
 
 from clockless.fanout.finish import settle
@@ -40,9 +50,14 @@ from clockless.fanout.keys import STATUS_DONE
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS
 from clockless.fanout.records import now_ms
-from clockless.fanout.retry import FIRST_BACKOFF_SECONDS, HAND_ON_MARGIN_SECONDS, continuation_delay
+from clockless.fanout.retry import (
+    ATTEMPT_END_MARGIN_SECONDS,
+    after_attempt_seconds,
+    continuation_delay,
+    redelivery_backoff_seconds,
+)
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick
-from clockless.throttle import BudgetSpent, cancellation_reasons, remaining_ms, retry_throttled
+from clockless.throttle import BudgetSpent, cancellation_reasons, remaining_ms
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -50,99 +65,197 @@ if TYPE_CHECKING:
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
 
-# How long after the attempt's end its message reappears (then moves to the DLQ) and its watch
-# arrives: the first backoff of a failed message, so the lease has run out by then.
-WATCH_MARGIN_SECONDS: Final = FIRST_BACKOFF_SECONDS
-OUTCOME_SETTLED: Final = "partition named on its tick: its worker died on the last receive"
-OUTCOME_ENDED: Final = "the watched run ended by itself"
+# How long after the attempt's end its watch arrives (and its message, bounded by the dispatcher,
+# reappears): the first backoff of a failed message, so the lease has run out by then.
+WATCH_MARGIN_SECONDS: Final = ATTEMPT_END_MARGIN_SECONDS
+watch_delay_seconds = after_attempt_seconds
+# SQS's counts of the messages on a queue lag by about a minute ("approximate"): a watch judging a
+# message dead waits this much past the last moment it could have been hidden.
+COUNT_LAG_SECONDS: Final = 60
+OUTCOME_SETTLED: Final = "partition named on its tick: its message died"
+OUTCOME_ENDED: Final = "the watched message ended by itself"
 OUTCOME_STILL_LIVE: Final = "the watched run may still live: watching again"
+OUTCOME_WAITING: Final = "waiting for a last receive no worker may see: watching again"
 OUTCOME_THROTTLED: Final = "throttled past the attempt's budget: the watch sent again"
-# The settle transaction's condition on the partition record, beside "not done".
-_DIED_HOLDING_THE_LEASE: Final = "lease_owner = :watched AND lease_until > :zero AND lease_until < :now"
 
 
-def watch_delay_seconds(remaining: float) -> int:
-    """Seconds from now until an attempt with `remaining` seconds left is surely over, plus the margin."""
-    return math.ceil(max(0.0, remaining)) + WATCH_MARGIN_SECONDS
+class Verdict(Enum):
+    ENDED = "ended"
+    LIVE = "live"
+    WAIT = "wait"
+    DEAD = "dead"
 
 
-def watch_message(message: WorkMessage, owner: str) -> WorkMessage:
-    """The watch over the run `owner` of `message`'s partition."""
-    return dataclasses.replace(message, kind=KIND_WATCH, watched=owner, items=[], keys=[], failures=[], error="")
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """The partition record as a watch reads it (no record: every field empty)."""
+
+    exists: bool = False
+    done: bool = False
+    hops: int = 0
+    owner: str = ""
+    lease_until: int = 0
+    message_id: str = ""
+
+    @classmethod
+    def of(cls, item: Mapping[str, Any] | None) -> Watched:
+        if not item:
+            return cls()
+
+        def text(name: str) -> str:
+            value = item.get(name) or {}
+            return str(value.get("S", value.get("N", "")))
+
+        return cls(
+            exists=True,
+            done=text("status") == STATUS_DONE,
+            hops=int(text("hops") or 0),
+            owner=text("lease_owner"),
+            lease_until=int(text("lease_until") or 0),
+            message_id=text("message_id"),
+        )
 
 
-def watch_last_receive(
-    worker: PartitionWorker, message: WorkMessage, owner: str, receipt_handle: str | None, budget: Budget
-) -> None:
-    """On the last receive, with the lease taken: the message held only until this attempt is over
-    (plus the margin), and the watch sent with that delay. A watch that cannot be sent raises (the
-    run fails, and names its partition on the tick as any run failing its last receive does); the
-    visibility is best effort (without it the message reaches the DLQ after the visibility timeout,
-    and the watch settles the tick all the same)."""
+def watches(receives: int, max_receives: int) -> bool:
+    """Whether a receive is watched: a message's last, and the one before it (whose watch judges a
+    last receive that never reaches a worker)."""
+    return receives >= max_receives - 1
+
+
+def wait_for_last_receive_ms(receives: int, visibility_timeout_s: int) -> int:
+    """How long after the watched attempt's end its message's last receive can still hide it: the
+    backoff before it shows again, the visibility timeout of a receive no worker sees, the lag of
+    SQS's counts."""
+    seconds = redelivery_backoff_seconds(receives) + visibility_timeout_s + COUNT_LAG_SECONDS
+    return 1000 * seconds
+
+
+def judge(watch: WorkMessage, record: Watched, *, now: int, max_receives: int) -> Verdict:
+    """What a watch makes of the partition record (module docstring)."""
+    if record.done or (record.exists and record.hops > watch.hop):
+        return Verdict.ENDED
+    if record.exists and record.lease_until >= now:
+        return Verdict.LIVE
+    if record.exists and record.hops == watch.hop and record.message_id not in ("", watch.message_id):
+        return Verdict.ENDED  # another message of the hop ran it since: its own receives speak for it
+    return _waiting(watch, record, now) if watch.until_ms else _first_look(watch, record, max_receives)
+
+
+def _waiting(watch: WorkMessage, record: Watched, now: int) -> Verdict:
+    if record.owner != watch.seen_owner:
+        # The last receive reached a worker, whose run is over: judged as that receive's own watch
+        # judges it (a duplicate of its verdict, or the only one if that watch was never sent).
+        return Verdict.ENDED if record.lease_until == 0 else Verdict.DEAD
+    return Verdict.WAIT if now < watch.until_ms else Verdict.DEAD
+
+
+def _first_look(watch: WorkMessage, record: Watched, max_receives: int) -> Verdict:
+    if watch.receives < max_receives:
+        return Verdict.WAIT
+    if record.owner == watch.watched and record.lease_until == 0:
+        return Verdict.ENDED  # released by the watched run: handed on, or raised after naming its partition
+    return Verdict.DEAD
+
+
+def watch_message(message: WorkMessage, owner: str, *, message_id: str, receives: int) -> WorkMessage:
+    """The watch over the run `owner` of `message` (its SQS id and receive count)."""
+    return dataclasses.replace(
+        message,
+        kind=KIND_WATCH,
+        watched=owner,
+        message_id=message_id,
+        receives=receives,
+        items=[],
+        keys=[],
+        failures=[],
+        error="",
+        seen_owner="",
+        until_ms=0,
+    )
+
+
+def send_watch(
+    worker: PartitionWorker, message: WorkMessage, owner: str, *, message_id: str, receives: int, budget: Budget
+) -> bool:
+    """The watch over this receive, delayed past the attempt's end; False when it could not be sent
+    (best effort: the run goes on, and a run that raises still names its partition itself)."""
     delay = watch_delay_seconds(remaining_ms(budget.context) / 1000)
-    if receipt_handle is not None:
-        queue = worker.work_queue()
-        try:
-            retry_throttled(
-                lambda: queue.show_again(receipt_handle, delay),
-                budget=budget.with_margin(HAND_ON_MARGIN_SECONDS),
-                what="ChangeMessageVisibility",
-            )
-        except Exception:
-            worker.job.logger.warning("could not bound the last receive's visibility", exc_info=True)
-    worker.handoff(budget).resend(watch_message(message, owner), delay)
-    worker.job.logger.info("last receive watched: its tick settles even if the attempt dies", extra={"after_s": delay})
+    watch = watch_message(message, owner, message_id=message_id, receives=receives)
+    try:
+        worker.handoff(budget).resend(watch, delay)
+    except Exception:
+        worker.job.logger.warning("could not send the watch over a late receive", exc_info=True)
+        return False
+    worker.job.logger.info("late receive watched: its tick settles even if it dies", extra={"after_s": delay})
+    return True
 
 
 def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
-    """A watch message: the watched run's partition named on its tick if that run died holding the
-    lease, then the finisher; watched again if the run may still live; otherwise only the finisher
-    (the run may have died after its partition's done transaction, on a receive nothing comes after)."""
+    """A partition's watch: judged against the partition record (`judge`) and acted on."""
     reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
     records = worker.final_records(message, message.watched, budget)
+    settings = worker.settings()
     now = now_ms()
-    actions = records.exhausted_actions(
-        unless=_DIED_HOLDING_THE_LEASE,
-        values={":watched": {"S": message.watched}, ":zero": {"N": "0"}, ":now": {"N": str(now)}},
-    )
+    item = records.client.get_item(TableName=records.table, Key=records.key, ConsistentRead=True).get("Item")
+    record = Watched.of(item)
+    verdict = judge(message, record, now=now, max_receives=settings.max_receives)
+    if verdict is Verdict.DEAD and message.until_ms and worker.work_queue().waiting() > 0:
+        verdict = Verdict.WAIT  # a backlog may still hold the message: look again after SQS's count lag
+        message = dataclasses.replace(message, until_ms=now + 1000 * COUNT_LAG_SECONDS)
+    if verdict is Verdict.LIVE:
+        return _again(worker, message, budget, (record.lease_until - now) / 1000 + WATCH_MARGIN_SECONDS)
+    if verdict is Verdict.WAIT:
+        if not message.until_ms:
+            until = now + wait_for_last_receive_ms(message.receives, settings.visibility_timeout_s)
+            message = dataclasses.replace(message, seen_owner=record.owner, until_ms=until)
+        worker.job.logger.info("waiting for a last receive no worker may see", extra={"until_ms": message.until_ms})
+        _again(worker, message, budget, (message.until_ms - now) / 1000)
+        return OUTCOME_WAITING
+    if verdict is Verdict.DEAD and not _name_dead(worker, message, record, now, budget):
+        return _again(worker, message, budget, WATCH_MARGIN_SECONDS)  # the record changed meanwhile: judge again
+    if verdict is Verdict.DEAD:
+        worker.job.logger.error(
+            "partition's message died on its last receives (its worker died, or no worker saw it); "
+            "the message goes to the work DLQ",
+            extra={
+                "watched": message.watched,
+                "receives": message.receives,
+                "replay": f"clockless work redrive {message.job}",
+            },
+        )
+        return _finish(worker, message, budget, metrics, OUTCOME_SETTLED)
+    worker.job.logger.info("the watched message ended by itself; settling the tick if it is complete")
+    return _finish(worker, message, budget, metrics, OUTCOME_ENDED)
+
+
+def _name_dead(worker: PartitionWorker, message: WorkMessage, record: Watched, now: int, budget: Budget) -> bool:
+    """The partition added to `partitions_exhausted`, if its record is still as the watch read it
+    (not done, the same lease owner, not live). False: it changed (the watch looks again)."""
+    records = worker.final_records(message, message.watched, budget)
+    same_owner = "lease_owner = :seen" if record.owner else "attribute_not_exists(lease_owner)"
+    values = {":now": {"N": str(now)}}
+    if record.owner:
+        values[":seen"] = {"S": record.owner}
+    unless = f"{same_owner} AND (attribute_not_exists(lease_until) OR lease_until < :now)"
     try:
-        records.client.transact_write_items(TransactItems=actions)
+        records.client.transact_write_items(TransactItems=records.exhausted_actions(unless=unless, values=values))
     except records.client.exceptions.TransactionCanceledException as error:
         partition, tick = cancellation_reasons(error, 2)[:2]
-        if partition.get("Code") == "ConditionalCheckFailed":
-            return _not_settled(worker, message, budget, metrics, record=dict(partition.get("Item") or {}), now=now)
         if tick.get("Code") == "ConditionalCheckFailed":
             why = "a watch over a tick no fan-out coordinator claimed"
             raise UntrustedMessageError(message.tick_key, message.partition, why) from None
+        if partition.get("Code") == "ConditionalCheckFailed":
+            return False
         raise
-    worker.job.logger.error(
-        "partition's worker died on its message's last receive; the message goes to the work DLQ",
-        extra={"watched": message.watched, "replay": f"clockless work redrive {message.job}"},
-    )
-    return _finish(worker, message, budget, metrics, OUTCOME_SETTLED)
+    return True
 
 
-def _not_settled(
-    worker: PartitionWorker,
-    message: WorkMessage,
-    budget: Budget,
-    metrics: EphemeralMetrics,
-    *,
-    record: dict[str, Any],
-    now: int,
-) -> str:
-    owner = (record.get("lease_owner") or {}).get("S")
-    until = int((record.get("lease_until") or {}).get("N") or 0)
-    done = (record.get("status") or {}).get("S") == STATUS_DONE
-    if owner == message.watched and until >= now and not done:
-        delay = min(SQS_MAX_DELAY_SECONDS, watch_delay_seconds((until - now) / 1000))
-        worker.handoff(budget).resend(message, delay)
-        worker.job.logger.info("the watched run's lease is still live; watching again", extra={"after_s": delay})
-        return OUTCOME_STILL_LIVE
-    # It ended by itself, or died after its partition's done transaction: the finisher (a read
-    # when there is nothing to do) settles the tick, or reports a TickSucceeded left unsaid.
-    worker.job.logger.info("the watched run ended by itself; settling the tick if it is complete")
-    return _finish(worker, message, budget, metrics, OUTCOME_ENDED)
+def _again(worker: PartitionWorker, message: WorkMessage, budget: Budget, after_s: float) -> str:
+    """The watch sent again, `after_s` from now (at most SQS's 900 s: it then looks and goes on)."""
+    delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(after_s)))
+    worker.handoff(budget).resend(message, delay)
+    worker.job.logger.info("watching again", extra={"after_s": delay})
+    return OUTCOME_STILL_LIVE
 
 
 def _finish(
