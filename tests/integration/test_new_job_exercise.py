@@ -4,6 +4,8 @@ simulation of it are all green. Fails when a step the command should do (or the 
 And the exercise of a team adding two jobs at once (one without fan-out in its own zone at a local
 hour, one fanned out every 15 minutes): in a copy of the whole project, `make docs` and then every
 suite, linter and check `make test` runs pass with no edit to the project's own tests or docs.
+And the skeleton fanned out every 15 minutes, on an hour (a slow night) where a late tick leaves an item to the
+next tick: proved, with the note that its ledger counts moved (docs/simulation.md).
 
 Slow (a project copy, mypy, pytest and a simulation in subprocesses): `pytest -m slow`. The copy
 is not installed (`make setup` would build a venv); the new package goes on PYTHONPATH instead,
@@ -163,6 +165,37 @@ def test_a_job_that_is_not_fanned_out_starts_green_too(project: Path) -> None:
     # And a short simulation over its 03:00 tick applies its seeded items exactly once
     simulates_its_tick_exactly_once(project, "nightly-digest")
     reports_its_bad_row_and_settles(project, "nightly-digest", fans_out=False)
+
+
+def test_a_15_minute_fanned_out_job_whose_items_move_to_the_next_tick_is_proved_with_a_note(project: Path) -> None:
+    # Given the skeleton fanned out every 15 minutes (it applies everything due up to its tick)
+    made = clockless(
+        project, "order_sweep", "new", "job", "order-sweep", "--fan-out", "--schedule", "cron(0/15 * * * ? *)",
+        "--project", str(project),
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+
+    # When an hour is simulated whose 02:15 tick meets every fault (seed 1): it fails twice, a late copy
+    # lands after 02:30's run, and its workers lag (a slow night) so its partitions finish after 02:30's.
+    # Only the new job is judged: the hour's one session-cleanup tick is dropped.
+    simulated = clockless(
+        project, "order_sweep", "simulate", "--json", "--template", str(project / "template.yaml"),
+        "--from", "2026-11-27T02:00:00Z", "--to", "2026-11-27T03:00:00Z", "--tenants", "10", "--seed", "1",
+        "--slow-night", "--drop", "session-cleanup@2026-11-27T02:00:00Z",
+    )  # fmt: skip
+    report: dict[str, Any] = json.loads(simulated.stdout)
+
+    # Then 02:30 applied an item 02:15's reference run did, and nothing else differs: proved, with a note
+    (job,) = [job for job in report["jobs"] if job["job"] == "order-sweep"]
+    assert job["deliveries_by_kind"]["late"] >= 1
+    assert (job["exactly_once"], job["counts_elsewhere"], job["differences"]) == (False, True, [])
+    assert any(
+        line.startswith("order-sweep@2026-11-27T02:30:00Z: found ") for line in job["workers"]["ledger_differences"]
+    )
+    assert simulated.returncode == 0, report["proved"]
+    assert " took effect exactly once: " in report["proved"]
+    (note,) = report["notes"]
+    assert note.startswith("note: order-sweep: effects identical item by item, counts attributed to other ticks")
 
 
 def _whole_copy(tmp_path: Path) -> Path:

@@ -85,7 +85,7 @@ def test_no_work_says_whether_the_data_or_the_logic_was_empty() -> None:
     assert "(the logic did nothing: its demo.py seeded 40 items in T and no tick changed one" in idle.no_work_reason
 
 
-def test_counts_moved_to_other_ticks_are_told_apart_from_effects_that_differ() -> None:
+def test_counts_moved_to_other_ticks_are_a_proof_with_a_note_and_effects_that_differ_still_fail() -> None:
     # Given a fanned-out job whose tables match the reference item by item and whose ledger counters
     # differ per tick with the same totals (an item due to two ticks, applied by the other one)
     moved = _job("sweep", ticks=4, effects=8)
@@ -95,12 +95,38 @@ def test_counts_moved_to_other_ticks_are_told_apart_from_effects_that_differ() -
     wrong = _job("other", ticks=2, effects=5)
     wrong.workers.ledger_differences = ["other@2026-11-27T01:00:00Z: status 'failed' vs 'succeeded'"]
 
-    report = _report(moved, wrong)
+    alone = _report(moved)
+    both = _report(moved, wrong)
 
-    assert moved.counts_elsewhere
-    assert not wrong.counts_elsewhere
-    assert not report.ok
-    assert (
-        "NOT proved (effects differ: other; effects identical item by item, counts attributed to other ticks: sweep)"
-        in report.proved()
+    # Then the moved counts alone are proved, exactly once, with a note naming the job and what to change
+    assert (moved.counts_elsewhere, moved.exactly_once, moved.proved) == (True, False, True)
+    assert alone.ok
+    assert alone.proved() == (
+        "4 ticks of 1 job took effect exactly once: 8 items applied, 0 twice, 0 lost, under 3 injected faults"
     )
+    (note,) = alone.notes()
+    assert note.startswith("note: sweep: effects identical item by item, counts attributed to other ticks")
+    assert "make each tick cover only its own window (docs/simulation.md#what-the-verdict-means)" in note
+    assert alone.as_dict()["jobs"][0]["counts_elsewhere"] is True
+    assert alone.as_dict()["notes"] == [note]
+    # And a ledger that differs beyond its counters still fails, naming only that job
+    assert not wrong.counts_elsewhere
+    assert not both.ok
+    assert "NOT proved (effects differ: other): " in both.proved()
+    assert both.notes() == [note]
+
+
+def test_counts_moved_beside_an_item_changed_twice_are_not_proved() -> None:
+    # Given counters that moved with the same totals, but an item changed twice as well
+    changed = _job("sweep", ticks=4, effects=8)
+    changed.workers.counters_only = True
+    changed.workers.ledger_differences = ["sweep@2026-11-27T00:15:00Z: applied 3 vs 2 (simulation vs reference)"]
+    changed.differences = [ItemDifference("T", {"k": 1}, "changed")]
+
+    report = _report(changed)
+
+    # Then it is not a proof, and there is no note to soften it
+    assert not changed.proved
+    assert not report.ok
+    assert "NOT proved (effects differ: sweep)" in report.proved()
+    assert report.notes() == []

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Final
 
 LOGIC_TEST: Final = '''"""__JOB__'s logic on an in-memory store: what a tick applies, that a second delivery of the
-same tick applies nothing twice, and that a bad row fails alone."""
+same tick applies nothing twice, that a late delivery leaves the next tick the same items, and that a
+bad row fails alone."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from typing import Any
 from __PACKAGE__.logic import Item, apply_due
 
 TICK = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
-TICK_KEY = "__JOB__@2026-12-01T03:00:00Z"
 
 
 class FakeStore:
@@ -25,7 +25,7 @@ class FakeStore:
 
     def __init__(self, items: Iterable[Item | dict[str, str]]) -> None:
         self.due = {self.row_key(item): item for item in items}
-        self.applied: dict[str, str] = {}
+        self.applied: list[str] = []
 
     def due_rows(self, *, as_of: datetime) -> Iterable[Any]:
         return [row for row in self.due.values() if not isinstance(row, Item) or row.due_at <= as_of]
@@ -38,12 +38,12 @@ class FakeStore:
             raise ValueError(f"row {row['key']}: field 'due_at' is missing")
         return row
 
-    def apply(self, item: Item, *, tick_key: str) -> bool:
+    def apply(self, item: Item) -> bool:
         key = self.row_key(item)
         if key not in self.due:
             return False
         del self.due[key]
-        self.applied[key] = tick_key
+        self.applied.append(key)
         return True
 
 
@@ -56,29 +56,41 @@ def test_a_tick_applies_the_items_due_by_its_scheduled_time_and_no_later_one() -
         ]
     )
 
-    result = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+    result = apply_due(store, as_of=TICK)
 
     assert (result.due, result.applied, result.already_done, result.failed) == (2, 2, 0, 0)
-    assert store.applied == {"t#past": TICK_KEY, "t#now": TICK_KEY}
+    assert store.applied == ["t#past", "t#now"]
 
 
 def test_the_same_tick_again_applies_nothing_twice() -> None:
     store = FakeStore([Item("t", "past", TICK - timedelta(hours=1))])
-    apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+    apply_due(store, as_of=TICK)
 
-    again = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+    again = apply_due(store, as_of=TICK)
 
     assert (again.due, again.applied) == (0, 0)
     assert again.as_summary()["as_of"] == "2026-12-01T03:00:00Z"
 
 
+def test_the_next_tick_applies_what_a_late_delivery_of_the_one_before_has_not_yet() -> None:
+    # Given an item due to this tick, and the next tick's delivery landing before this one's
+    store = FakeStore([Item("t", "now", TICK)])
+
+    first = apply_due(store, as_of=TICK + timedelta(minutes=15))
+    late = apply_due(store, as_of=TICK)
+
+    # Then the item is applied once, by the next tick (everything due, not only its own window)
+    assert (first.applied, late.due, late.applied) == (1, 0, 0)
+    assert store.applied == ["t#now"]
+
+
 def test_a_row_that_does_not_decode_fails_alone() -> None:
     store = FakeStore([Item("t", "a", TICK), {"key": "t#bad"}, Item("t", "b", TICK)])
 
-    result = apply_due(store, as_of=TICK, tick_key=TICK_KEY)
+    result = apply_due(store, as_of=TICK)
 
     assert (result.due, result.applied, result.failed) == (3, 2, 1)
-    assert set(store.applied) == {"t#a", "t#b"}
+    assert store.applied == ["t#a", "t#b"]
 '''
 
 REPOSITORY_TEST: Final = '''"""__JOB__'s repository on moto in-process, with __STEM__Table as template.yaml
@@ -99,8 +111,7 @@ from __PACKAGE__.repository import __REPOSITORY_NAMES__
 from tests.unit.partition_work_support import __SUPPORT_NAMES__
 
 TICK = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
-TICK_KEY = "__JOB__@2026-12-01T03:00:00Z"
-
+__TICK_KEYS__
 
 @pytest.fixture
 def client(template: Template) -> Iterator[Any]:
@@ -123,10 +134,12 @@ def test_only_items_due_by_the_tick_are_found_and_each_is_applied_once(store: Dy
     due = store.item_of(row)
 
     assert (due.item_id, store.row_key(row)) == ("due", "t#due")
-    assert store.apply(due, tick_key=TICK_KEY) is True
-    assert store.apply(due, tick_key=TICK_KEY) is False
+    assert store.apply(due) is True
+    assert store.apply(due) is False
     assert list(store.due_rows(as_of=TICK)) == []
-    assert ItemModel.get(bucketed_key("t", "due", TENANT_BUCKETS), "due").applied_by == TICK_KEY
+    # What applying wrote is the item's own: the same whichever tick (or delivery) applied it
+    applied = ItemModel.get(bucketed_key("t", "due", TENANT_BUCKETS), "due").attribute_values
+    assert set(applied) == {"tenant_key", "item_id", "due_at", "status"}
 
 
 def test_a_bad_row_is_named_by_its_table_key_and_field(store: DynamoItemStore) -> None:
@@ -157,8 +170,16 @@ def test_the_partition_work_reads_each_shard_and_its_writes_apply_an_item_once(
     assert sorted(item.item_id for item in found) == sorted(item.item_id for item in items)
     first = found[0]
     assert work.decode(work.encode(first)) == first
+    # The same writes whichever tick applies it (a late delivery leaves it to the next tick)
+    assert work.writes(first, params, TICK_KEY) == work.writes(first, params, NEXT_TICK_KEY)
     assert apply(client, work.writes(first, params, TICK_KEY)) is True
-    assert apply(client, work.writes(first, params, TICK_KEY)) is False
+    assert apply(client, work.writes(first, params, NEXT_TICK_KEY)) is False
+"""
+
+
+# The keys a fanned-out tick's writes are given: the one applying, and the next tick's.
+_TICK_KEYS: Final = """TICK_KEY = "__JOB__@2026-12-01T03:00:00Z"
+NEXT_TICK_KEY = "__JOB__@2026-12-01T03:15:00Z"
 """
 
 
@@ -171,6 +192,7 @@ def test_files(names_package: str, *, fan_out: bool) -> dict[str, str]:
         REPOSITORY_TEST.replace("__WORK_TESTS__", PARTITION_WORK_TESTS if fan_out else "")
         .replace("__REPOSITORY_NAMES__", repository_names if fan_out else "TENANT_BUCKETS, DynamoItemStore, ItemModel")
         .replace("__SUPPORT_NAMES__", "apply, moto_tables, read_all" if fan_out else "moto_tables")
+        .replace("__TICK_KEYS__", _TICK_KEYS if fan_out else "")
     )
     return {
         f"tests/unit/test_{names_package}_logic.py": LOGIC_TEST,

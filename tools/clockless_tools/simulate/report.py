@@ -122,14 +122,21 @@ class JobReport:
     def counts_elsewhere(self) -> bool:
         """Its effects are identical to the reference's item by item and only its ledger's per-tick
         counters differ, with the same totals: items due to more than one tick were applied by another
-        tick than in the reference (docs/simulation.md, "Effects differ, or counts moved")."""
+        tick than in the reference (docs/simulation.md#what-the-verdict-means)."""
         return (
             not self.differences
             and not self.ticks_missed
             and not self.reference_failures
             and not self.overlap_problems
+            and not (self.bad_rows is not None and self.bad_rows.problems)
             and self.workers.counters_only
         )
+
+    @property
+    def proved(self) -> bool:
+        """Exactly once, or its ledger counts alone moved between ticks: every item's effect is the
+        reference's and the totals match, so nothing was done twice or left undone."""
+        return self.exactly_once or self.counts_elsewhere
 
     @property
     def faults_injected(self) -> int:
@@ -216,7 +223,24 @@ class SimulationReport:
 
     @property
     def ok(self) -> bool:
-        return not self.differences and all(job.exactly_once and not job.no_work for job in self.jobs)
+        return not self.differences and all(job.proved and not job.no_work for job in self.jobs)
+
+    @property
+    def counts_moved(self) -> list[str]:
+        """The jobs proved with their ledger counts on other ticks than the reference's."""
+        return [job.job for job in self.jobs if job.ticks_delivered and not job.exactly_once and job.counts_elsewhere]
+
+    def notes(self) -> list[str]:
+        """What a proof holds beyond its sentence: jobs whose per-tick counts are not a tick's own work."""
+        if not self.counts_moved:
+            return []
+        return [
+            f"note: {', '.join(self.counts_moved)}: effects identical item by item, counts attributed to other "
+            "ticks: an item due to more than one tick was applied once, by another tick than in the reference "
+            "(a late or repeated delivery ran first), so a tick's ledger counts are what that tick did, not its "
+            "own window's items; where they must be, make each tick cover only its own window "
+            "(docs/simulation.md#what-the-verdict-means)"
+        ]
 
     def proved(self) -> str:
         """One sentence of what the run proved (or did not), every number counted from the run."""
@@ -239,12 +263,8 @@ class SimulationReport:
         if self.ok:
             return f"{of} took effect exactly once: {counts}"
         unproved = [job.job for job in jobs if job.no_work]
-        moved = [job.job for job in jobs if not job.exactly_once and job.counts_elsewhere]
-        failed = [job.job for job in jobs if not job.exactly_once and not job.counts_elsewhere]
+        failed = [job.job for job in jobs if not job.proved]
         reasons = [f"effects differ: {', '.join(failed)}"] if failed or self.differences else []
-        reasons += (
-            [f"effects identical item by item, counts attributed to other ticks: {', '.join(moved)}"] if moved else []
-        )
         reasons += [f"no work seeded for {', '.join(unproved)}"] if unproved else []
         return f"{of} NOT proved ({'; '.join(reasons) or 'see above'}): {counts}"
 
@@ -260,6 +280,7 @@ class SimulationReport:
             "differences": [difference.as_dict() for difference in self.differences],
             "ok": self.ok,
             "proved": self.proved(),
+            "notes": self.notes(),
         }
 
 

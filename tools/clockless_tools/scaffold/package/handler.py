@@ -40,7 +40,7 @@ JOB_NAME = "__JOB__"
 job = ScheduledJob(JOB_NAME)
 
 __HANDLER_BODY__    # Each row on its own (run.each): a bad row fails alone, the tick settles by tolerated_failures.
-    return apply_due(item_store(), as_of=run.tick.scheduled_time, tick_key=run.tick.key, each=run.each).as_summary()
+    return apply_due(item_store(), as_of=run.tick.scheduled_time, each=run.each).as_summary()
 '''
 
 FANOUT_HANDLER: Final = '''"""__JOB__: the tick's coordinator. It fans the tick out, one message per due-index shard;

@@ -15,7 +15,6 @@ not decode or apply fails alone, and the tick settles by the job's `tolerated_fa
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,8 +43,9 @@ class ItemStore(Protocol):
         """The row decoded; raises (naming the field) for a row that is not an item."""
         ...
 
-    def apply(self, item: Item, *, tick_key: str) -> bool:
-        """Apply the item if it is still due; False if it was already applied (a duplicate)."""
+    def apply(self, item: Item) -> bool:
+        """Apply the item if it is still due; False if it was already applied (a duplicate). What it
+        writes depends on the item alone: a late delivery can leave an item to the next tick."""
         ...
 
 
@@ -67,16 +67,11 @@ class TickResult:
         }
 
 
-def apply_due(
-    store: ItemStore, *, as_of: datetime, tick_key: str, each: Callable[..., ItemOutcomes] = apply_each
-) -> TickResult:
-    """Apply every item due by `as_of` (the tick's scheduled time, never the wall clock), each on its own."""
-    outcomes = each(
-        store.due_rows(as_of=as_of),
-        row_key=store.row_key,
-        item_of=store.item_of,
-        apply=functools.partial(store.apply, tick_key=tick_key),
-    )
+def apply_due(store: ItemStore, *, as_of: datetime, each: Callable[..., ItemOutcomes] = apply_each) -> TickResult:
+    """Apply every item due by `as_of` (the tick's scheduled time, never the wall clock), each on its own.
+    Everything due, not only since the previous tick: an item written late with a past due time is
+    still applied, by the first tick that finds it."""
+    outcomes = each(store.due_rows(as_of=as_of), row_key=store.row_key, item_of=store.item_of, apply=store.apply)
     return TickResult(
         as_of=as_of,
         due=outcomes.found,

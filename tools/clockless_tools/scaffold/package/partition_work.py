@@ -40,7 +40,8 @@ class DuePartitionWork:
         return self._store.item_of(row)
 
     def writes(self, item: Item, params: Mapping[str, Any], tick_key: str) -> list[dict[str, Any]]:
-        update = _ref(item).get_update_kwargs_from_instance(actions=_applied(tick_key), condition=_STILL_DUE)
+        # Not tick_key: which tick applies an item depends on delivery order (the module's docstring).
+        update = _ref(item).get_update_kwargs_from_instance(actions=_applied(), condition=_STILL_DUE)
         return [{"Update": update}]
 
     def item_key(self, item: Item) -> str:

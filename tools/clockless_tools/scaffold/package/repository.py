@@ -14,7 +14,12 @@ This is the `ItemStore` the logic asks for__WORK_DOC__.
 
 An item waiting to be applied carries `due_shard`, which puts it in the sparse `due-by-time`
 index; applying it removes that attribute, so an applied item leaves the index and a second apply
-fails its condition (already done)."""
+fails its condition (already done).
+
+What applying writes names no tick: a tick applies everything due up to its scheduled time, so an
+item written late with a past due time is still applied, and which tick applies an item depends on
+the order deliveries land in (a late one after the next tick). An effect that named the applying
+tick would differ by that order (docs/simulation.md#what-the-verdict-means)."""
 
 from __future__ import annotations
 
@@ -66,7 +71,6 @@ class ItemModel(Model):
     item_id = UnicodeAttribute(range_key=True)
     due_at = UnicodeAttribute()
     status = UnicodeAttribute(null=True)
-    applied_by = UnicodeAttribute(null=True)
     due_shard = UnicodeAttribute(null=True)
     due_index = DueIndex()
 
@@ -92,9 +96,9 @@ __FIND_DUE__
     def item_of(self, row: Mapping[str, Any]) -> Item:
         return decode_row(ItemModel, row, self.row_key(row), _item_of)
 
-    def apply(self, item: Item, *, tick_key: str) -> bool:
+    def apply(self, item: Item) -> bool:
         try:
-            _ref(item).update(actions=_applied(tick_key), condition=_STILL_DUE)
+            _ref(item).update(actions=_applied(), condition=_STILL_DUE)
         except UpdateError as error:
             if is_condition_failure(error):
                 return False
@@ -119,8 +123,8 @@ def item_key(item: Item) -> str:
     return f"{item.tenant_id}#{item.item_id}"
 
 
-def _applied(tick_key: str) -> list[Any]:
-    return [ItemModel.status.set(APPLIED), ItemModel.applied_by.set(tick_key), ItemModel.due_shard.remove()]
+def _applied() -> list[Any]:
+    return [ItemModel.status.set(APPLIED), ItemModel.due_shard.remove()]
 
 
 def _ref(item: Item) -> ItemModel:
