@@ -9,7 +9,18 @@ from clockless_tools.local.units import item_size
 
 
 def moto_capacity_is_size_based(client: Any, table: str, index: str, shard_attribute: str) -> dict[str, Any]:
-    """Ask moto for ConsumedCapacity on a GSI query that reads many items and on one that reads one."""
+    """Ask moto for ConsumedCapacity on a GSI query that reads many items and on one that reads one.
+
+    The shard asked is the first holding more than one item: which shard that is follows the hash."""
+    answers: dict[str, Any] = {}
+    for shard in range(256):
+        answers = _capacity_answers(client, table, index, shard_attribute, str(shard))
+        if answers["all_items"]["items"] > 1:
+            break
+    return answers
+
+
+def _capacity_answers(client: Any, table: str, index: str, shard_attribute: str, shard: str) -> dict[str, Any]:
     answers = {}
     for label, limit in (("one_item", 1), ("all_items", None)):
         request: dict[str, Any] = {
@@ -17,7 +28,7 @@ def moto_capacity_is_size_based(client: Any, table: str, index: str, shard_attri
             "IndexName": index,
             "KeyConditionExpression": "#shard = :shard",
             "ExpressionAttributeNames": {"#shard": shard_attribute},
-            "ExpressionAttributeValues": {":shard": {"S": "0"}},
+            "ExpressionAttributeValues": {":shard": {"S": shard}},
             "ReturnConsumedCapacity": "TOTAL",
         }
         if limit is not None:
