@@ -23,6 +23,26 @@ def test_comparison_names_extra_missing_and_changed_items() -> None:
     assert differences[0].describe() == "Counters [id=b]: count: '2' vs '1' (simulation vs reference)"
 
 
+def test_against_the_table_before_the_run_an_effect_left_undone_is_lost_and_one_beyond_it_is_not() -> None:
+    # GIVEN a table before the run, the reference's effects on it (one delete, one create, one update)
+    before = [_item("deleted"), _item("updated", n="1"), _item("kept"), _item("kept-2")]
+    reference = [_item("updated", n="2"), _item("created"), _item("kept"), _item("kept-2")]
+    # WHEN the simulation took none of them and did two things the reference did not
+    simulation = [_item("deleted"), _item("updated", n="1"), _item("kept", n="9"), _item("extra")]
+
+    differences = compare_table("T", simulation, reference, ["id"], before=before)
+
+    # THEN what it left as it was is lost, what it did besides is beyond once (the sentence's "twice")
+    assert [(d.key["id"], d.kind, d.lost) for d in differences] == [
+        ("created", "missing", True),
+        ("deleted", "extra", True),
+        ("extra", "extra", False),
+        ("kept", "changed", False),
+        ("kept-2", "missing", False),
+        ("updated", "changed", True),
+    ]
+
+
 def test_sets_in_another_order_are_the_same_item() -> None:
     first = [{"id": {"S": "a"}, "tags": {"SS": ["x", "y"]}}]
     second = [{"id": {"S": "a"}, "tags": {"SS": ["y", "x"]}}]

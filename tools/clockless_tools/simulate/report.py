@@ -144,13 +144,15 @@ class JobReport:
 
     @property
     def items_twice(self) -> int:
-        """Items the simulation changed beyond what each tick once does (created extra, or changed)."""
-        return sum(1 for d in self.differences if d.kind in ("extra", "changed"))
+        """Items the simulation changed beyond what each tick once does (created, deleted or changed
+        where the reference left the item as it was, or changed it otherwise)."""
+        return sum(1 for d in self.differences if not d.lost)
 
     @property
     def items_lost(self) -> int:
-        """Items each tick once would have written that the simulation did not."""
-        return sum(1 for d in self.differences if d.kind == "missing")
+        """Items each tick once would have changed (created, deleted, updated) that the simulation
+        left as they were before the run."""
+        return sum(1 for d in self.differences if d.lost)
 
     @property
     def ticks_delivered(self) -> int:
@@ -247,10 +249,8 @@ class SimulationReport:
         jobs = [job for job in self.jobs if job.ticks_delivered]
         ticks = sum(job.ticks_delivered for job in jobs)
         applied = sum(job.effects_total for job in jobs)
-        twice = sum(job.items_twice for job in jobs) + sum(
-            1 for d in self.differences if d.kind in ("extra", "changed")
-        )
-        lost = sum(job.items_lost for job in jobs) + sum(1 for d in self.differences if d.kind == "missing")
+        twice = sum(job.items_twice for job in jobs) + sum(1 for d in self.differences if not d.lost)
+        lost = sum(job.items_lost for job in jobs) + sum(1 for d in self.differences if d.lost)
         faults = sum(job.faults_injected for job in jobs)
         counts = f"{applied} items applied, {twice} twice, {lost} lost, under {faults} injected faults"
         judged = [job.bad_rows for job in jobs if job.bad_rows is not None]
@@ -311,7 +311,9 @@ def build_report(
     for table in compared:
         keys = key_attributes(template, table)
         name = names.table_name(table)
-        differences[table] = compare_table(name, after.get(name, []), reference_after.get(name, []), keys)
+        differences[table] = compare_table(
+            name, after.get(name, []), reference_after.get(name, []), keys, before=before.get(name, [])
+        )
     owned: set[str] = set()
     jobs = []
     for job, times in ticks.items():

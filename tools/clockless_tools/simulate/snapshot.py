@@ -94,6 +94,10 @@ class ItemDifference:
     key: dict[str, Any]
     kind: str  # "extra", "missing" or "changed", seen from the first dump
     attributes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    # The first dump holds the item as it was before the run (compared with `before`): an effect the
+    # second dump has was not taken (a delete, a create or an update left undone), so the item is lost,
+    # not done twice; without `before` nothing is known of it.
+    lost: bool = False
 
     def describe(self, first: str = "simulation", second: str = "reference") -> str:
         key = ", ".join(f"{name}={value}" for name, value in self.key.items())
@@ -117,17 +121,23 @@ def _indexed(items: Iterable[Item], key_attributes: list[str]) -> dict[str, Item
     return {json.dumps([canonical(item.get(name)) for name in key_attributes]): canonical(item) for item in items}
 
 
-def compare_table(table: str, first: list[Item], second: list[Item], key_attributes: list[str]) -> list[ItemDifference]:
-    """Items present in only one dump, or present in both with different attributes."""
+def compare_table(
+    table: str, first: list[Item], second: list[Item], key_attributes: list[str], before: list[Item] | None = None
+) -> list[ItemDifference]:
+    """Items present in only one dump, or present in both with different attributes; with `before`
+    (the table before the run), each difference says whether the first dump lost the second's effect."""
     a, b = _indexed(first, key_attributes), _indexed(second, key_attributes)
+    start = None if before is None else _indexed(before, key_attributes)
     differences = []
     for index in sorted(a.keys() | b.keys()):
         item = a.get(index) or b[index]
         key = {name: plain(item[name]) for name in key_attributes if name in item}
+        # Lost: the first dump holds the item exactly as before the run (or, like before it, not at all).
+        lost = start is not None and a.get(index) == start.get(index)
         if index not in b:
-            differences.append(ItemDifference(table, key, "extra"))
+            differences.append(ItemDifference(table, key, "extra", lost=lost))
         elif index not in a:
-            differences.append(ItemDifference(table, key, "missing"))
+            differences.append(ItemDifference(table, key, "missing", lost=lost))
         elif a[index] != b[index]:
             names = sorted(a[index].keys() | b[index].keys())
             changed = {
@@ -138,7 +148,7 @@ def compare_table(table: str, first: list[Item], second: list[Item], key_attribu
                 for name in names
                 if a[index].get(name) != b[index].get(name)
             }
-            differences.append(ItemDifference(table, key, "changed", changed))
+            differences.append(ItemDifference(table, key, "changed", changed, lost=lost))
     return differences
 
 

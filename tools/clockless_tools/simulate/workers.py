@@ -162,6 +162,10 @@ class WorkerDriver:
             visible += timedelta(seconds=1)
         return min((m for m in (visible, *self._opens_at.values()) if m is not None), default=None)
 
+    def release_due(self) -> int:
+        """Messages whose visibility timeout has passed on the simulated clock, made visible."""
+        return self.poller.release_due()
+
     def drain(self, at: datetime) -> list[WorkerRecord]:
         """Every message visible at `at` (the clock stands there), and what its handling sends on."""
         if self.lags:
