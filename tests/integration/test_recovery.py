@@ -4,6 +4,7 @@ override, and every command's exit code and line are the named tick's, not anoth
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -212,7 +213,7 @@ def test_another_jobs_failures_are_not_this_ticks(
 
 
 def test_a_tick_that_ended_failed_exits_non_zero(
-    target: LocalTarget, tables: Any, dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
+    *, target: LocalTarget, dynamodb_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _seed_sessions(3)
     real_item_of = SessionPartitionWork.item_of
@@ -236,6 +237,16 @@ def test_a_tick_that_ended_failed_exits_non_zero(
     assert backfilled.exit_code == 3, backfilled.output
     assert "replayed: 0, not done: 1" in backfilled.stdout
     assert f"  {TICK}  {JOB} @ {TICK} ended failed" in backfilled.stdout
+
+    # `invoke` of the next tick, which fails the same way: exit 1, its tick line says failed.
+    event = tmp_path / "tick.json"
+    later = tick_event(target, JOB, AT + timedelta(hours=1), Trigger.SCHEDULE)
+    event.write_text(json.dumps(later), encoding="utf-8")
+    _seed_sessions(3)
+    function = target.template.function_for_job(JOB).logical_id
+    invoked = _cli(dynamodb_endpoint, "invoke", function, "-e", str(event), "--log", str(tmp_path / "invoke.log"))
+    assert invoked.exit_code == 1, invoked.output
+    assert json.loads(invoked.stdout.splitlines()[1])["status"] == "failed"
 
 
 # ------------------------------------------------------------------------- a redrive that fails again
