@@ -201,7 +201,9 @@ def run_now_command(
     try:
         with acting_on(target), function_output(log_path):
             if restart:
-                restarted, result = _restart(target, tpl, job, when, override_pause=override_pause)
+                restarted, result = _restart(
+                    target, tpl, job, when, off_schedule=off_schedule, override_pause=override_pause
+                )
             else:
                 result = run_now(target, tpl, job, at=when, off_schedule=off_schedule, override_pause=override_pause)
             trouble = tick_trouble(tpl, target, job, result, now=datetime.now(UTC))
@@ -230,12 +232,12 @@ def run_now_command(
 
 
 def _restart(
-    target: JobTarget, tpl: Template, job: str, at: datetime | None, *, override_pause: bool
+    target: JobTarget, tpl: Template, job: str, at: datetime | None, *, off_schedule: bool, override_pause: bool
 ) -> tuple[Restarted, dict[str, Any]]:
     """`--restart`: the named tick's lost partitions sent again and, here, run; the tick's identity as
     a delivery's answer names it (outcome `restarted`)."""
     now = datetime.now(UTC)
-    scheduled_time, _ = tick_to_run(target, tpl, job, at=at, now=now)
+    scheduled_time, _ = tick_to_run(target, tpl, job, at=at, now=now, off_schedule=off_schedule)
     guard_pause(target, job, override=override_pause, what="run-now --restart", ticks=[scheduled_time], now=now)
     restarted = restart_tick(target, tpl, job, scheduled_time, now_ms=int(now.timestamp() * 1000))
     when = format_scheduled_time(scheduled_time)

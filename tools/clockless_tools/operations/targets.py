@@ -17,6 +17,7 @@ from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
+from clockless_tools.local.event_sources import worker_functions
 from clockless_tools.local.poller import DrainError, Invocation, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
@@ -160,7 +161,9 @@ class LocalTarget:
 
     def drain(self, job: str, scheduled_time: str | None = None) -> list[str]:
         try:
-            workers = set(self.template.workers_of(self.template.function_for_job(job).logical_id))
+            # The functions the job's queues feed (as Lambda wires them), and those declared its workers.
+            coordinator = self.template.function_for_job(job).logical_id
+            workers = {*worker_functions(self.template, coordinator), *self.template.workers_of(coordinator)}
             with contextlib.redirect_stdout(sys.stderr):
                 poller = SqsPoller(
                     self.runtime, self.endpoint, self.names, held=lambda source: source.function_id not in workers
