@@ -213,7 +213,8 @@ def test_run_now_refuses_an_instant_that_is_not_a_whole_minute_as_the_trigger_do
 
         assert result.exit_code == 2, result.output
         assert result.stderr == (
-            "error: --at must be a whole minute in UTC (seconds 00), got '2026-11-29T12:00:30Z' = 2026-11-29T12:00:30Z\n"
+            "error: --at must be a whole minute in UTC (seconds 00), got '2026-11-29T12:00:30Z' = "
+            "2026-11-29T12:00:30Z\n"
         )
     assert "2026-11-29T12:00:00Z" not in _ledger(tables)
 
