@@ -17,6 +17,7 @@ import pytest
 import time_machine
 
 from clockless.ledger import RunLedger
+from clockless.pause import CURRENT_STATE, PAUSED, STATE_PREFIX, state_item
 from clockless.tick import Tick
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import LOCAL_SECRET_VALUE, accept_lambda_invokes, create_secrets, secrets_client
@@ -447,3 +448,37 @@ def test_a_request_id_after_the_window_is_answered_afresh(api: TriggerApi) -> No
     assert status == 202
     assert body["scheduled_time"] == "2026-11-29T15:00:00Z"
     assert len(api.invocations) == 2
+
+
+# ---------------------------------------------------------------------------------------------- 409
+def test_a_paused_job_is_409_naming_the_pause_unless_the_body_overrides_it_which_the_ledger_records(
+    api: TriggerApi, runtime: LocalLambdaRuntime, template: Template, tables: Any
+) -> None:
+    # Given the job paused by an operator (`clockless pause`, here its ledger half: no schedule)
+    ledger = RunLedger("LedgerTable", tables, retention_seconds=86400)
+    tables.put_item(
+        TableName="LedgerTable",
+        Item=state_item(
+            ledger.key(JOB, CURRENT_STATE), action=PAUSED, at="2026-11-29T13:00:00Z", by="ops@laptop", reason="INC-7"
+        ),
+    )
+    with at(NOW):
+        refused_status, refused = api.press(JOB)
+        status, body = api.press(JOB, body='{"override_pause": true}')
+
+    assert refused_status == 409
+    assert refused["error"] == "paused"
+    assert refused["paused"] == {"since": "2026-11-29T13:00:00Z", "by": "ops@laptop", "reason": "INC-7"}
+    assert refused["message"].startswith(f"{JOB} is paused (since 2026-11-29T13:00:00Z by ops@laptop: INC-7)")
+    # Only the override reached the job's function, and the ledger's history names it.
+    assert (status, body["pause_overridden"]["reason"]) == (202, "INC-7")
+    assert len(api.invocations) == 1
+    history = tables.query(
+        TableName="LedgerTable",
+        KeyConditionExpression="job = :job AND begins_with(scheduled_time, :prefix)",
+        ExpressionAttributeValues={":job": {"S": JOB}, ":prefix": {"S": STATE_PREFIX}},
+    )["Items"]
+    (record,) = history
+    assert record["status"]["S"] == "pause-overridden"
+    assert record["tick"]["S"] == body["scheduled_time"]
+    assert record["changed_by"]["S"].startswith("http trigger (request req-")

@@ -102,7 +102,7 @@ def test_stack_target_resolves_the_ledger_and_invokes_the_physical_function(stac
     fake = FakeLambda()
     target._lambda = fake
 
-    result = run_now(target, template, JOB, at=DAY + timedelta(hours=5, seconds=3))
+    result = run_now(target, template, JOB, at=DAY + timedelta(hours=5))
 
     (call,) = fake.calls
     assert call["FunctionName"] == target.physical[f"{STEM}Function"]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
+from clockless.pause import Pause
 from clockless.schedule.expressions import ScheduleSpec
 from clockless.tick import Tick, Trigger
 from job_trigger.logic import (
@@ -21,6 +22,7 @@ from job_trigger.logic import (
     NotATick,
     TickBody,
     TickRequest,
+    TriggerRejected,
     Unauthorized,
     UnknownJob,
     request_body,
@@ -61,10 +63,18 @@ class FakeSecret:
 class FakeLedger:
     entries: dict[tuple[str, datetime], LedgerEntry] = field(default_factory=dict)
     reads: list[tuple[str, datetime]] = field(default_factory=list)
+    pauses: dict[str, Pause] = field(default_factory=dict)
+    overrides: list[tuple[str, datetime, str]] = field(default_factory=list)
 
     def entry(self, job: str, scheduled_time: datetime) -> LedgerEntry | None:
         self.reads.append((job, scheduled_time))
         return self.entries.get((job, scheduled_time))
+
+    def pause(self, job: str) -> Pause | None:
+        return self.pauses.get(job)
+
+    def record_override(self, job: str, scheduled_time: datetime, *, by: str, pause: Pause, now: datetime) -> None:
+        self.overrides.append((job, scheduled_time, by))
 
     def record(self, job: str, scheduled_time: datetime, status: str, summary: Mapping[str, Any] | None = None) -> None:
         self.entries[(job, scheduled_time)] = LedgerEntry(
@@ -531,3 +541,53 @@ def test_bad_job_schedules_are_a_configuration_error_naming_the_variable(job_sch
             }
         )
     assert says in str(raised.value)
+
+
+# ---------------------------------------------------------------------------------------------- a pause
+VENDOR_DOWN = Pause(since="2026-11-29T13:00:00Z", by="ops@laptop", reason="vendor API down")
+
+
+def test_a_paused_job_is_refused_with_409_naming_the_pause_and_nothing_is_invoked() -> None:
+    # Given the job paused by an operator
+    ledger, invoker = FakeLedger(pauses={"nightly-report": VENDOR_DOWN}), FakeInvoker()
+
+    # When the trigger is pressed without an override
+    with pytest.raises(TriggerRejected) as refused:
+        press(ledger=ledger, invoker=invoker)
+
+    # Then 409, one sentence naming the pause, its reason and who set it; nothing invoked or recorded
+    assert refused.value.status_code == 409
+    body = refused.value.body()
+    assert body["error"] == "paused"
+    assert body["paused"] == {"since": "2026-11-29T13:00:00Z", "by": "ops@laptop", "reason": "vendor API down"}
+    assert body["message"].startswith(
+        "nightly-report is paused (since 2026-11-29T13:00:00Z by ops@laptop: vendor API down): not run"
+    )
+    assert '"override_pause": true' in body["message"]
+    assert (invoker.calls, ledger.overrides) == ([], [])
+
+
+def test_an_override_runs_a_paused_job_and_is_recorded_in_the_ledger() -> None:
+    ledger, invoker = FakeLedger(pauses={"nightly-report": VENDOR_DOWN}), FakeInvoker()
+
+    response = press(body=json.dumps({"override_pause": True}), ledger=ledger, invoker=invoker)
+
+    assert response.status_code == 202
+    assert response.body["pause_overridden"]["reason"] == "vendor API down"
+    assert len(invoker.calls) == 1
+    assert ledger.overrides == [("nightly-report", TICK, "http trigger (request req-1)")]
+
+
+def test_an_override_of_a_job_not_paused_changes_nothing() -> None:
+    ledger, invoker = FakeLedger(), FakeInvoker()
+
+    response = press(body=json.dumps({"override_pause": True}), ledger=ledger, invoker=invoker)
+
+    assert response.status_code == 202
+    assert "pause_overridden" not in response.body
+    assert ledger.overrides == []
+
+
+def test_an_override_that_is_not_a_boolean_is_refused() -> None:
+    with pytest.raises(BadTickRequest, match="field 'override_pause' must be true or false"):
+        press(body=json.dumps({"override_pause": "yes"}))

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import copy
 import importlib.metadata
+import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 from moto.dynamodb.models.table import Table
 
+from clockless.observability import LOG_TIME_FORMAT
 from clockless_tools.local.moto_transactions import stock_transactions
 
 
@@ -38,6 +42,20 @@ class Recorder:
 
 
 # -------------------------------------------------------------------- aws-lambda-powertools
+
+
+def test_powertools_own_formatter_still_reads_a_second_late_past_the_half_second() -> None:
+    """clockless.observability.ExactTimeFormatter wraps this defect; once it is fixed upstream the
+    wrapper can go (docs/observability.md, "Library defects")."""
+    formatter = LambdaPowertoolsFormatter(datefmt=LOG_TIME_FORMAT, use_datetime_directive=True, utc=True)
+    record = logging.LogRecord("clockless", logging.INFO, __file__, 1, "tick executed", None, None)
+    record.created = datetime(2026, 12, 6, 12, 0, 0, 750_000, tzinfo=UTC).timestamp()
+    record.msecs = 750.0
+
+    assert formatter.formatTime(record) == "2026-12-06T12:00:01.750Z", (
+        f"{_version('aws-lambda-powertools')} formats a line logged at 12:00:00.750 right: "
+        "clockless.observability.ExactTimeFormatter is no longer needed"
+    )
 
 
 POWERTOOLS_RELIANCE = (

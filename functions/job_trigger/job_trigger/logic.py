@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
+from clockless.pause import Pause
 from clockless.schedule.expressions import ScheduleSpec, not_a_tick
 from clockless.tick import (
     FUTURE_TICK_ALLOWANCE,
@@ -32,7 +33,7 @@ from clockless.tick import (
 from job_trigger.secret import SecretSource
 
 MAX_BODY_LENGTH: Final = 4096
-BODY_FIELDS: Final = ("scheduled_time", "off_schedule")
+BODY_FIELDS: Final = ("scheduled_time", "off_schedule", "override_pause")
 
 STATUS_ACCEPTED: Final = "accepted"
 
@@ -102,9 +103,33 @@ class NotATick(BadTickRequest):
         }
 
 
+class JobPausedRejected(TriggerRejected):
+    """The job is paused (`clockless pause`) and the body does not override the pause: nothing invoked."""
+
+    status_code = 409
+
+    def __init__(self, job: str, pause: Pause) -> None:
+        super().__init__(
+            f'{pause.describe(job)}: not run; resume it with `clockless resume {job}`, or send "override_pause": '
+            "true to run it anyway (recorded in the ledger)"
+        )
+        self.pause = pause
+
+    def body(self) -> dict[str, Any]:
+        return {"error": "paused", "message": str(self), "paused": self.pause.as_dict()}
+
+
 class TickLedger(Protocol):
     def entry(self, job: str, scheduled_time: datetime) -> LedgerEntry | None:
         """The ledger's record of the tick, read consistently, or None if it was never delivered."""
+        ...
+
+    def pause(self, job: str) -> Pause | None:
+        """The job's pause (`clockless pause`), read consistently, or None when it is not paused."""
+        ...
+
+    def record_override(self, job: str, scheduled_time: datetime, *, by: str, pause: Pause, now: datetime) -> None:
+        """Record in the ledger that `by` ran the tick through the job's pause."""
         ...
 
 
@@ -151,6 +176,7 @@ class TickBody:
 
     scheduled_time: datetime | None = None
     off_schedule: bool = False
+    override_pause: bool = False
 
 
 def trigger_tick(
@@ -214,12 +240,22 @@ def _answer(
     asked = tick_body(text, now=request.now, window=window)
     spec = job_schedules[request.job]
     scheduled_time, trigger = tick_to_run(request.job, asked, spec, now=request.now, window=window)
+    # A paused job runs through this door only when the caller says so, and the ledger records it.
+    pause = ledger.pause(request.job)
+    if pause is not None and not asked.override_pause:
+        raise JobPausedRejected(request.job, pause)
     entry = ledger.entry(request.job, scheduled_time)
     if entry is not None and entry.status == STATUS_SUCCEEDED:
         return _succeeded_before(request.job, scheduled_time, entry)
-    return _handed_over(
+    if pause is not None:
+        who = f"http trigger (request {echo(request.request_id or '-')})"
+        ledger.record_override(request.job, scheduled_time, by=who, pause=pause, now=request.now)
+    response = _handed_over(
         request, scheduled_time, trigger=trigger, entry=entry, function_arn=function_arn, invoker=invoker
     )
+    if pause is not None:
+        response.body["pause_overridden"] = pause.as_dict()
+    return response
 
 
 def tick_to_run(
@@ -343,9 +379,12 @@ def tick_body(body: str | None, *, now: datetime, window: timedelta) -> TickBody
     off_schedule = parsed.get("off_schedule", False)
     if not isinstance(off_schedule, bool):
         raise BadTickRequest("off_schedule", f"must be true or false, got {describe(off_schedule)}")
+    override_pause = parsed.get("override_pause", False)
+    if not isinstance(override_pause, bool):
+        raise BadTickRequest("override_pause", f"must be true or false, got {describe(override_pause)}")
     raw = parsed.get("scheduled_time")
     if raw is None:
-        return TickBody(off_schedule=off_schedule)
+        return TickBody(off_schedule=off_schedule, override_pause=override_pause)
     try:
         scheduled_time = parse_tick_time(raw)
         # The same rule as the kit's, which checks the delivered tick again on its own clock.
@@ -358,7 +397,7 @@ def tick_body(body: str | None, *, now: datetime, window: timedelta) -> TickBody
             f"{format_scheduled_time(scheduled_time)} is more than {_minutes(window)} minutes before now "
             f"({format_scheduled_time(now)}); replay older ticks with `clockless backfill`",
         )
-    return TickBody(scheduled_time, off_schedule)
+    return TickBody(scheduled_time, off_schedule, override_pause)
 
 
 def request_body(raw: str | None, *, base64_encoded: bool) -> str | None:

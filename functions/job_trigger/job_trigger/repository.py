@@ -1,5 +1,6 @@
 """The AWS the trigger touches: its secret (Secrets Manager through Powertools parameters, cached),
-the run ledger (one consistent GetItem), the answers given to request ids (the idempotency table)
+the run ledger (consistent GetItems of the tick and the job's pause; a PutItem recording a run
+through the pause), the answers given to request ids (the idempotency table)
 and the jobs' functions (asynchronous Lambda invoke)."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from clockless.ledger import LedgerEntry, RunLedger
+from clockless.pause import CURRENT_STATE, Pause, history_key, override_item, pause_of
 from clockless.tick import format_scheduled_time
 from job_trigger.logic import TriggerResponse
 from job_trigger.secret import TriggerSecret
@@ -77,6 +79,23 @@ class DynamoTickLedger(_ServiceClient):
         )
         item = response.get("Item")
         return None if item is None else LedgerEntry.from_item(item)
+
+    def pause(self, job: str) -> Pause | None:
+        response = self.client.get_item(
+            TableName=self.table_name, Key=RunLedger.key(job, CURRENT_STATE), ConsistentRead=True
+        )
+        return pause_of(response.get("Item"))
+
+    def record_override(self, job: str, scheduled_time: datetime, *, by: str, pause: Pause, now: datetime) -> None:
+        item = override_item(
+            RunLedger.key(job, history_key(now)),
+            at=format_scheduled_time(now.replace(microsecond=0)),
+            by=by,
+            scheduled_time=format_scheduled_time(scheduled_time),
+            door="the HTTP trigger",
+            pause=pause,
+        )
+        self.client.put_item(TableName=self.table_name, Item=item)
 
 
 class DynamoRequestRecords(_ServiceClient):

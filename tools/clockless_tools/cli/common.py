@@ -22,6 +22,7 @@ from typer._click.exceptions import ClickException, NoSuchOption  # Typer (0.29)
 from typer.core import TyperOption
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
+from clockless.tick import parse_tick_time
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
 from clockless_tools.template.model import Template
 
@@ -54,8 +55,11 @@ CREATE = "Add to the project"
 EXIT_OK = 0
 EXIT_FOUND = 1  # the command ran and found something to act on: a missing tick, a dead letter
 EXIT_REFUSED = 2  # bad input, an unreachable target, a function that failed
-EXIT_PARTITIONS_FAILING = 3  # the tick was claimed and fanned out, and its partitions are failing
+# The tick ran (or had run) and is not done: it ended failed, or it was fanned out and its
+# partitions are failing or stuck.
+EXIT_PARTITIONS_FAILING = 3
 EXIT_NOT_WRITTEN = 4  # the command's result was printed, but a file it was asked to write could not be
+EXIT_PAUSED = 5  # the job is paused: nothing ran (--override-pause runs it anyway)
 
 # Set by the Makefile on the commands it runs for a target, so errors name what the user typed there.
 UNDER_MAKE = "CLOCKLESS_UNDER_MAKE"
@@ -93,11 +97,12 @@ TIME_EXAMPLE = "2026-11-28T14:00:00Z"
 _HAS_EXAMPLE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?Z")
 
 
-def parse_time(value: str, option: str) -> datetime:
+def parse_time(value: str, option: str, *, tick: bool = False) -> datetime:
     """A time with its zone (`Z` or an offset), converted to UTC, or one clear error naming the
-    option (or its make variable) with one example."""
+    option (or its make variable) with one example. `tick`: also a whole minute, refused otherwise
+    with the sentence the trigger and the kit give a scheduled time that is not one."""
     try:
-        return parse_scheduled_time(value, field=option)
+        return parse_tick_time(value, field=option) if tick else parse_scheduled_time(value, field=option)
     except MalformedTickError as error:
         problem = error.problem
         # One example per line: the kit's message may carry its own.

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from clockless import format_scheduled_time, parse_scheduled_time
+from clockless.ledger import STATUS_FAILED
 from clockless_tools.cli.common import (
     RUN_LOCALLY,
     TemplateOption,
@@ -67,7 +68,8 @@ def invoke(
 
     Then the messages it sent to queues with an event source mapping are handed to their functions
     in this process (the workers of a fanned-out tick), until no message is visible; for a tick that
-    fanned out, a second line on stdout says what the tick did (its ledger entry's summary)."""
+    fanned out, a second line on stdout says what the tick did (its ledger entry's summary). Exit 1
+    when the function failed, its work is not all done, or the tick ended `failed`."""
     tpl = load_template(template)
     try:
         tpl.function(function)
@@ -94,8 +96,9 @@ def invoke(
         print_function_log(shown(log_path))
     if run.refused is not None:
         raise fail(run.refused)
-    if not run.done:
-        raise typer.Exit(code=1)  # the function failed, or the work the invoke started is not all done
+    if not run.done or (tick is not None and tick["status"] == STATUS_FAILED):
+        # The function failed, the work the invoke started is not all done, or the tick ended failed.
+        raise typer.Exit(code=1)
 
 
 @dataclass

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 
-from clockless import format_scheduled_time, parse_scheduled_time
+from clockless import format_scheduled_time
 from clockless_tools.cli.common import (
     EXIT_PARTITIONS_FAILING,
     OPERATE,
@@ -28,21 +28,27 @@ from clockless_tools.cli.common import (
     utc,
 )
 from clockless_tools.cli.target import TargetOptions, acting_on, target_options
-from clockless_tools.operations.backfill import (
-    OUTCOME_PARTITIONS_FAILING,
-    OUTCOME_STILL_FAILING,
-    BackfillPolicy,
-    backfill,
-)
-from clockless_tools.operations.report import OUTCOME_DUPLICATE, failing_line, still_failing_line, verdict, what_it_did
-from clockless_tools.operations.run_now import run_now
-from clockless_tools.operations.status import failing_progress
-from clockless_tools.operations.targets import LocalTarget, PartitionsFailing
+from clockless_tools.operations.backfill import NOT_DONE_OUTCOMES, BackfillPolicy, backfill
+from clockless_tools.operations.pause import OVERRIDE_FLAG, guard_pause
+from clockless_tools.operations.report import failing_line, tick_trouble, verdict, what_it_did
+from clockless_tools.operations.restart import RESTART_FLAG, Restarted
+from clockless_tools.operations.restart import restart as restart_tick
+from clockless_tools.operations.run_now import run_now, tick_to_run
+from clockless_tools.operations.targets import JobTarget, LocalTarget, PartitionsFailing
+from clockless_tools.template.model import Template
 
 app = typer.Typer()
 
 VerboseOption = Annotated[
     bool, typer.Option("--verbose", help="Stream the functions' logs to stderr instead of the --log file.")
+]
+
+
+OverridePauseOption = Annotated[
+    bool,
+    typer.Option(
+        OVERRIDE_FLAG, help="Run the job though it is paused; the ledger records who ran which tick through the pause."
+    ),
 ]
 
 
@@ -79,6 +85,7 @@ def backfill_command(
     ] = BackfillPolicy.ALL,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be done; change nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Allow a range over the safety limits.")] = False,
+    override_pause: OverridePauseOption = False,
     verbose: VerboseOption = False,
     log_file: LogOption = BACKFILL_LOG,
     as_json: JsonOption = False,
@@ -109,6 +116,7 @@ def backfill_command(
             policy=policy,
             dry_run=dry_run,
             force=force,
+            override_pause=override_pause,
             on_plan=lambda planned: progress.update(task, total=len(planned)),
             on_tick=advance,
         )
@@ -128,20 +136,16 @@ def backfill_command(
         line_stdout.print(escape(f"  {key}  {result.did.get(key) or result.outcomes.get(key, result.verb)}"))
     for key, outcome in result.superseded.items():
         line_stdout.print(f"  {key}  {outcome}")
+    failing = [key for key, outcome in result.outcomes.items() if outcome in NOT_DONE_OUTCOMES]
     if result.planned and not dry_run:
-        ran = [outcome for outcome in result.outcomes.values() if outcome != OUTCOME_STILL_FAILING]
-        line_stdout.print(f"{result.verb}: {len(ran)}")
+        counted = f"{result.verb}: {len(result.outcomes) - len(failing)}"
+        line_stdout.print(counted + (f", not done: {len(failing)}" if failing else ""))
     if log is not None and result.outcomes and policy is not BackfillPolicy.SKIP:
         print_function_log(log)
-    failing = [
-        key
-        for key, outcome in result.outcomes.items()
-        if outcome in (OUTCOME_PARTITIONS_FAILING, OUTCOME_STILL_FAILING)
-    ]
     if failing:
         line_stderr.print(
-            f"error: {len(failing)} tick(s) were claimed and fanned out and their partitions are failing "
-            f"({', '.join(failing)}); `clockless status` shows each partition"
+            f"error: {len(failing)} tick(s) are not done ({', '.join(failing)}): the line of each says why; "
+            "`clockless status` shows each partition"
         )
         raise typer.Exit(code=EXIT_PARTITIONS_FAILING)
 
@@ -166,6 +170,15 @@ def run_now_command(
             "trigger off-schedule.",
         ),
     ] = False,
+    restart: Annotated[
+        bool,
+        typer.Option(
+            RESTART_FLAG,
+            help="For a started, fanned-out tick whose partition messages were lost (a purged work queue): send "
+            "the partitions not done again (each item is still applied once); nothing else is delivered.",
+        ),
+    ] = False,
+    override_pause: OverridePauseOption = False,
     verbose: VerboseOption = False,
     log_file: LogOption = RUN_NOW_LOG,
     as_json: JsonOption = False,
@@ -175,21 +188,25 @@ def run_now_command(
     """Run one manual tick with exactly a scheduled tick's semantics; say whether it ran and what it did.
 
     Exit 2 when it was refused (an instant that is not a scheduled time, without --off-schedule) or its
-    function failed, 3 when it was claimed and fanned out and its partitions are failing (now or before)."""
-    when = None if at is None else parse_time(at, "--at")
+    function failed, 3 when the tick is not done (it ended failed, or it fanned out and its partitions
+    fail or are stuck: --restart sends them again), 5 when the job is paused (--override-pause)."""
+    when = None if at is None else parse_time(at, "--at", tick=True)
     tpl, target = where.open()
     # Only the local runtime runs functions in this process; a stack's logs are in CloudWatch.
     log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
     log = None if log_path is None else shown(log_path)
     logs_at = f"; function logs: {log}" if log else ""
     logged_before = _size(log_path)
+    restarted = None
     try:
         with acting_on(target), function_output(log_path):
-            result = run_now(target, tpl, job, at=when, off_schedule=off_schedule)
-            progress = None
-            if result.get("outcome") == OUTCOME_DUPLICATE:
-                tick = parse_scheduled_time(str(result.get("scheduled_time")))
-                progress = failing_progress(tpl, target, job, tick, now=datetime.now(UTC))
+            if restart:
+                restarted, result = _restart(
+                    target, tpl, job, when, off_schedule=off_schedule, override_pause=override_pause
+                )
+            else:
+                result = run_now(target, tpl, job, at=when, off_schedule=off_schedule, override_pause=override_pause)
+            trouble = tick_trouble(tpl, target, job, result, now=datetime.now(UTC))
             did = what_it_did(target, job, result)
     except PartitionsFailing as failing:
         line_stderr.print(escape(f"error: {failing_line(job, failing)}{logs_at}"))
@@ -198,15 +215,39 @@ def run_now_command(
         if log and _size(log_path) != logged_before:  # a function ran and wrote; a refusal wrote nothing
             print_function_log(log)
         raise
-    if progress is not None:
-        line_stderr.print(escape(f"error: {still_failing_line(job, progress)}{logs_at}"))
+    said = f"{job} @ {result.get('scheduled_time')} restarted: {restarted.line()}; " if restarted else ""
+    if trouble is not None:
+        line_stderr.print(escape(f"error: {said}{trouble[1]}{logs_at}"))
         raise typer.Exit(code=EXIT_PARTITIONS_FAILING)
     if as_json:
-        print(json.dumps({**result, "did": did, "function_log": log}, indent=2))
+        extra = {"restarted": restarted.as_dict()} if restarted else {}
+        print(json.dumps({**result, **extra, "did": did, "function_log": log}, indent=2))
         return
-    line_stdout.print(escape(f"{job} @ {result.get('scheduled_time')} {verdict(result)}: {did}"))
+    if restarted:
+        line_stdout.print(escape(f"{said}then {did}"))
+    else:
+        line_stdout.print(escape(f"{job} @ {result.get('scheduled_time')} {verdict(result)}: {did}"))
     if log:
         print_function_log(log)
+
+
+def _restart(
+    target: JobTarget, tpl: Template, job: str, at: datetime | None, *, off_schedule: bool, override_pause: bool
+) -> tuple[Restarted, dict[str, Any]]:
+    """`--restart`: the named tick's lost partitions sent again and, here, run; the tick's identity as
+    a delivery's answer names it (outcome `restarted`)."""
+    now = datetime.now(UTC)
+    scheduled_time, _ = tick_to_run(target, tpl, job, at=at, now=now, off_schedule=off_schedule)
+    guard_pause(target, job, override=override_pause, what="run-now --restart", ticks=[scheduled_time], now=now)
+    restarted = restart_tick(target, tpl, job, scheduled_time, now_ms=int(now.timestamp() * 1000))
+    when = format_scheduled_time(scheduled_time)
+    response: dict[str, Any] = {"job": job, "scheduled_time": when, "outcome": "restarted"}
+    try:
+        target.drain(job, when)
+    except PartitionsFailing as failing:
+        failing.response = {**response, "summary": {"fan_out": {"partitions": restarted.partitions_total}}}
+        raise
+    return restarted, response
 
 
 def _size(path: Path | None) -> int:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from clockless_tools.cli.common import TemplateOption, fail, flag
+from clockless_tools.cli.common import EXIT_PAUSED, TemplateOption, fail, flag
 from clockless_tools.local.server import running_endpoint
 from clockless_tools.operations.connection import (
     DEFAULT_CONFIG_ENV,
@@ -29,6 +29,7 @@ from clockless_tools.operations.connection import (
     require_endpoint,
     resolve_connection,
 )
+from clockless_tools.operations.pause import JobPaused
 from clockless_tools.operations.targets import JobTarget, LocalTarget, OperationError, PartitionsFailing
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
@@ -153,12 +154,14 @@ def target_options[R](command: Callable[..., R]) -> Callable[..., R]:
 
 @contextlib.contextmanager
 def acting_on(target: JobTarget) -> Iterator[None]:
-    """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2. A tick whose
-    partitions fail is the command's to report (exit 3)."""
+    """A refusal or an AWS failure while acting on `target`: one line on stderr, exit 2 (a paused job:
+    exit 5). A tick whose partitions fail is the command's to report (exit 3)."""
     try:
         with reported(target.description):
             yield
     except PartitionsFailing:
         raise
+    except JobPaused as paused:
+        raise fail(str(paused), code=EXIT_PAUSED) from None
     except (OperationError, TemplateError) as error:
         raise fail(str(error)) from None

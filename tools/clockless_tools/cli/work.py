@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from clockless_tools.cli.common import JsonOption, line_stdout, stdout
-from clockless_tools.cli.operations import JobArgument
+from clockless_tools.cli.common import (
+    EXIT_PARTITIONS_FAILING,
+    JsonOption,
+    function_log,
+    function_output,
+    line_stdout,
+    print_function_log,
+    shown,
+    stdout,
+)
+from clockless_tools.cli.operations import JobArgument, VerboseOption
 from clockless_tools.cli.target import TargetOptions, acting_on, target_options
+from clockless_tools.operations.targets import LocalTarget, PartitionsFailing, one_line
 from clockless_tools.operations.work import DeadLetter, redrive, show
 
 app = typer.Typer(no_args_is_help=True, help=__doc__.splitlines()[0])
@@ -64,33 +77,67 @@ def work_show(
         raise typer.Exit(code=1)
 
 
+REDRIVE_LOG = function_log("work-redrive")
+
+
 @app.command("redrive")
 @target_options
 def work_redrive(
     job: JobArgument,
+    verbose: VerboseOption = False,
+    log_file: Annotated[
+        Path,
+        typer.Option(
+            "--log",
+            help="Where the workers' logs and metrics go on the local runtime (appended). E.g. --log redrive.log",
+        ),
+    ] = REDRIVE_LOG,
     as_json: JsonOption = False,
     *,
     where: TargetOptions,
 ) -> None:
     """Move every message of the job's work dead-letter queue back to its work queue, to be applied once.
 
-    On the local runtime the workers then run at once, as Lambda's poller would run them."""
+    On the local runtime the job's workers then run at once, as Lambda's poller would run them (other
+    jobs' queues are left alone). Exit 3 when redriven messages failed again (the cause is not fixed
+    yet): they are back on the work queue, and on the dead-letter queue after its receives."""
     tpl, target = where.open()
-    with acting_on(target):
+    log_path = None if verbose or not isinstance(target, LocalTarget) else log_file
+    failed_again: PartitionsFailing | None = None
+    with acting_on(target), function_output(log_path):
         result = redrive(target, tpl, job)
-        drained = target.drain() if result.moved else []
+        try:
+            drained = target.drain(job) if result.moved else []
+        except PartitionsFailing as failing:
+            failed_again, drained = failing, failing.drained
+    log = None if log_path is None or not result.moved else shown(log_path)
     if as_json:
-        print(json.dumps({"target": target.description, **result.as_dict(), "drained": drained}, indent=2))
-        return
-    queues = result.queues
-    line_stdout.print(
-        f"{job}: moved {len(result.moved)} message(s) from {queues.dead_letter_queue} to {queues.queue} "
-        f"on {target.description}"
-    )
-    for line in drained:
-        line_stdout.print(f"drained {line}")
-    if result.not_deleted:
-        line_stdout.print(
-            f"{len(result.not_deleted)} of them could not be deleted from {queues.dead_letter_queue} and are "
-            "in both queues: harmless (each item is applied once); run the redrive again to clear them"
+        again = None if failed_again is None else {"function": failed_again.function_id, "failed": failed_again.failed}
+        body = {"target": target.description, **result.as_dict(), "drained": drained, "failed_again": again}
+        print(json.dumps({**body, "function_log": log}, indent=2))
+    else:
+        queues = result.queues
+        moved = (
+            f"{job}: moved {len(result.moved)} message(s) from {queues.dead_letter_queue} to {queues.queue} "
+            f"on {target.description}"
         )
+        if failed_again is not None:
+            why = f": {one_line(failed_again.error, 120)}" if failed_again.error else ""
+            moved += (
+                f"; {failed_again.failed} of them failed again ({failed_again.function_id}{why}): the cause is not "
+                f"fixed yet; they come back after the kit's backoff and rest in {queues.dead_letter_queue} after "
+                f"{queues.max_receive_count} receives; `clockless status` shows each partition"
+            )
+        line_stdout.print(escape(moved))
+        if failed_again is None:
+            for line in drained:
+                line_stdout.print(escape(f"drained {line}"))
+        if result.not_deleted:
+            line_stdout.print(
+                f"{len(result.not_deleted)} of them could not be deleted from {queues.dead_letter_queue} and are "
+                "in both queues: harmless (each item is applied once); run the redrive again to clear them"
+            )
+    if log is not None:
+        print_function_log(log)
+    if failed_again is not None:
+        raise typer.Exit(code=EXIT_PARTITIONS_FAILING)

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from clockless.fanout.retry import redelivery_backoff_text
 from clockless_tools.local.event_sources import SqsEventSource, failed_message_ids, sqs_event_sources, sqs_record
 from clockless_tools.local.queues import queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
@@ -297,8 +298,8 @@ def describe_drain(invocations: Sequence[Invocation], poller: SqsPoller) -> list
                 else ""
             )
             line += (
-                f"; {failed} message(s) failed ({errors} function error(s)): back on the queue after its "
-                f"visibility timeout ({source.queue.visibility_timeout} s){redrive}"
+                f"; {failed} message(s) failed ({errors} function error(s)): back on the queue after the kit's "
+                f"backoff ({redelivery_backoff_text()}){redrive}"
             )
         else:
             line += ", all done"

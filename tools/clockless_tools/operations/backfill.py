@@ -11,16 +11,26 @@ from typing import Any
 
 from clockless import Trigger, format_scheduled_time
 from clockless.tick import utc_now
-from clockless_tools.operations.report import OUTCOME_DUPLICATE, failing_line, still_failing_line, verdict, what_it_did
+from clockless_tools.operations.pause import guard_pause
+from clockless_tools.operations.report import (
+    OUTCOME_FAILED,
+    OUTCOME_NOT_DONE,
+    OUTCOME_STILL_FAILING,
+    failing_line,
+    tick_trouble,
+    verdict,
+    what_it_did,
+)
 from clockless_tools.operations.spans import format_span
-from clockless_tools.operations.status import expected_ticks, failing_progress, missing_ticks
+from clockless_tools.operations.status import expected_ticks, missing_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, PartitionsFailing, require_job, tick_event
 from clockless_tools.template.model import Template
 
 # The outcome of a replayed tick that was claimed and fanned out and whose partitions fail.
 OUTCOME_PARTITIONS_FAILING = "partitions failing"
-# A tick claimed and fanned out before, whose partitions still fail: delivered again, nothing ran.
-OUTCOME_STILL_FAILING = "still failing"
+# The outcomes of a replayed tick that is not done (each with its line in `did`): counted apart
+# from the replayed ones, and the command's exit says so.
+NOT_DONE_OUTCOMES = (OUTCOME_PARTITIONS_FAILING, OUTCOME_STILL_FAILING, OUTCOME_FAILED, OUTCOME_NOT_DONE)
 DEFAULT_MAX_BACKFILL_TICKS = 200
 DEFAULT_MAX_BACKFILL_RANGE = timedelta(days=31)
 
@@ -77,6 +87,7 @@ def backfill(
     policy: BackfillPolicy,
     dry_run: bool = False,
     force: bool = False,
+    override_pause: bool = False,
     max_ticks: int = DEFAULT_MAX_BACKFILL_TICKS,
     max_range: timedelta = DEFAULT_MAX_BACKFILL_RANGE,
     on_plan: Callable[[list[datetime]], None] = lambda _planned: None,
@@ -85,7 +96,8 @@ def backfill(
 ) -> BackfillResult:
     """Replay each tick in [start, end) that never succeeded, through the job's own function.
 
-    Ticks after `now` (default: this machine's clock) are left out: they have not happened.
+    A paused job is refused (`JobPaused`, nothing replayed) unless `override_pause`, which the
+    ledger records per tick. Ticks after `now` (default: this machine's clock) are left out: they have not happened.
     `latest` replays the newest missing tick and, once it has run, records the older ones as
     skipped (superseded by it), so the next backfill of the range finds nothing to do.
     """
@@ -114,6 +126,8 @@ def backfill(
     if dry_run:
         result.superseded = {format_scheduled_time(t): "would skip (superseded by the newest)" for t in older}
         return result
+    if planned and policy is not BackfillPolicy.SKIP:
+        guard_pause(target, job, override=override_pause, what="backfill", ticks=planned, now=now)
     for scheduled_time in planned:
         key = format_scheduled_time(scheduled_time)
         if policy is BackfillPolicy.SKIP:
@@ -142,9 +156,7 @@ def _replay(template: Template, target: JobTarget, job: str, scheduled_time: dat
     except PartitionsFailing as failing:
         # Claimed and fanned out: the next ticks are independent of its workers, go on.
         return OUTCOME_PARTITIONS_FAILING, failing_line(job, failing)
-    outcome = str(response.get("outcome"))
-    if outcome == OUTCOME_DUPLICATE:
-        progress = failing_progress(template, target, job, scheduled_time, now=utc_now())
-        if progress is not None:
-            return OUTCOME_STILL_FAILING, still_failing_line(job, progress)
-    return outcome, f"{verdict(response)}: {what_it_did(target, job, response)}"
+    trouble = tick_trouble(template, target, job, response, now=utc_now())
+    if trouble is not None:
+        return trouble
+    return str(response.get("outcome")), f"{verdict(response)}: {what_it_did(target, job, response)}"

@@ -15,12 +15,23 @@ from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.ledger import RunLedger
+from clockless.pause import (
+    CURRENT_STATE,
+    PAUSE_OVERRIDDEN,
+    PAUSED,
+    RESUMED,
+    STATE_PREFIX,
+    Pause,
+    history_key,
+    override_item,
+    state_item,
+)
 from clockless_tools.operations.targets import JobTarget, OperationError, ScheduleNotDeployed, require_job
 from clockless_tools.template.model import Template
 from clockless_tools.template.scheduler import DISABLED, ENABLED
 
-STATE_PREFIX = "state#"
-PAUSED, RESUMED = "paused", "resumed"
+# The flag that runs a paused job anyway (`run-now`, `backfill`), recorded in the ledger.
+OVERRIDE_FLAG = "--override-pause"
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,8 @@ def state_history(ledger: RunLedger, job: str) -> list[StateChange]:
     changes = []
     for page in ledger.client.get_paginator("query").paginate(**request):
         for item in page["Items"]:
+            if item["status"]["S"] not in (PAUSED, RESUMED):
+                continue  # a run through the pause (PAUSE_OVERRIDDEN) changes no state
             changes.append(
                 StateChange(
                     at=_changed_at(item),
@@ -154,21 +167,19 @@ def set_paused(
     currently_recorded = bool(history) and history[-1].action == PAUSED
     changed = before.get("State") != (DISABLED if paused else ENABLED)
     change = StateChange(at=now.replace(microsecond=0), action=action, by=target.operator(), reason=reason)
-    # Microseconds in the key keep two changes within a second apart (and in order).
-    key = STATE_PREFIX + now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    at = format_scheduled_time(change.at)
     # Recorded when the schedule changed, or when an earlier run changed it but lost the record.
     if changed or currently_recorded != paused:
         ledger.client.put_item(
             TableName=ledger.table_name,
-            Item={
-                **ledger.key(job, key),
-                "status": {"S": action},
-                "changed_at": {"S": format_scheduled_time(change.at)},
-                "changed_by": {"S": change.by},
-                "reason": {"S": reason[:1000] or "-"},
-            },
+            Item=state_item(ledger.key(job, history_key(now)), action=action, at=at, by=change.by, reason=reason),
             ConditionExpression="attribute_not_exists(job)",
         )
+    # The current state, which the HTTP trigger reads with one GetItem (clockless.pause).
+    ledger.client.put_item(
+        TableName=ledger.table_name,
+        Item=state_item(ledger.key(job, CURRENT_STATE), action=action, at=at, by=change.by, reason=reason),
+    )
     return PauseResult(
         job=job,
         schedule=f"{schedule.group}/{schedule.name}",
@@ -177,3 +188,65 @@ def set_paused(
         change=change,
         alarms=alarms,
     )
+
+
+class JobPaused(OperationError):
+    """The job is paused and the caller did not override the pause; nothing ran."""
+
+    def __init__(self, job: str, pause: Pause, what: str) -> None:
+        super().__init__(
+            f"{pause.describe(job)}: {what} refused; resume it with `clockless resume {job}`, or pass "
+            f"{OVERRIDE_FLAG} to run it anyway (recorded in the ledger)"
+        )
+        self.pause = pause
+
+
+def current_pause(target: JobTarget, job: str) -> Pause | None:
+    """The job's pause now, as the ledger records it: the verdict the HTTP trigger reaches from the
+    current-state item, read here from the history (which also holds pauses recorded before it). A
+    schedule disabled outside clockless is `status`'s to show, not a pause anyone recorded."""
+    history = state_history(target.ledger(), job)
+    if not history or history[-1].action != PAUSED:
+        return None
+    last = history[-1]
+    return Pause(since=format_scheduled_time(last.at), by=last.by, reason=last.reason)
+
+
+def guard_pause(
+    target: JobTarget, job: str, *, override: bool, what: str, ticks: list[datetime], now: datetime
+) -> Pause | None:
+    """Refuse (JobPaused) to run a paused job unless `override`; an override is recorded in the
+    ledger's history of the job, one item per tick it runs. The pause overridden, or None."""
+    pause = current_pause(target, job)
+    if pause is None:
+        return None
+    if not override:
+        raise JobPaused(job, pause, what)
+    ledger = target.ledger()
+    for index, tick in enumerate(ticks):
+        # Each item its own microsecond: several ticks recorded in one second stay apart.
+        key = ledger.key(job, history_key(now.replace(microsecond=(now.microsecond + index) % 1_000_000)))
+        item = override_item(
+            key,
+            at=format_scheduled_time(now.replace(microsecond=0)),
+            by=target.operator(),
+            scheduled_time=format_scheduled_time(tick),
+            door=what,
+            pause=pause,
+        )
+        ledger.client.put_item(TableName=ledger.table_name, Item=item, ConditionExpression="attribute_not_exists(job)")
+    return pause
+
+
+def overrides(ledger: RunLedger, job: str) -> list[dict[str, str]]:
+    """The runs through the job's pauses the ledger records (tick, by, reason), oldest first."""
+    response = ledger.client.query(
+        TableName=ledger.table_name,
+        KeyConditionExpression="job = :job AND begins_with(scheduled_time, :prefix)",
+        ExpressionAttributeValues={":job": {"S": job}, ":prefix": {"S": STATE_PREFIX}},
+    )
+    return [
+        {"tick": item["tick"]["S"], "by": item["changed_by"]["S"], "reason": item["reason"]["S"]}
+        for item in response.get("Items") or []
+        if item["status"]["S"] == PAUSE_OVERRIDDEN
+    ]

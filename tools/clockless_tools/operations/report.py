@@ -4,16 +4,27 @@ ran or not, and what the ledger says it did (the fanned-out tick's counters, or 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
-from clockless.ledger import LedgerEntry
+from clockless.fanout.retry import redelivery_backoff_text
+from clockless.ledger import STATUS_FAILED, STATUS_STARTED, LedgerEntry
 from clockless_tools.operations.progress import TickProgress
-from clockless_tools.operations.targets import JobTarget, PartitionsFailing
+from clockless_tools.operations.status import failing_progress
+from clockless_tools.operations.targets import JobTarget, PartitionsFailing, one_line
+from clockless_tools.template.model import Template
 
 OUTCOME_EXECUTED = "executed"
 OUTCOME_DUPLICATE = "duplicate"
+# A tick delivered again whose partitions still fail: nothing ran again.
+OUTCOME_STILL_FAILING = "still failing"
+# A tick that ended failed (its items failed, or its function).
+OUTCOME_FAILED = "failed"
+# A started, fanned-out tick delivered again whose partitions neither run nor fail: lost messages.
+OUTCOME_NOT_DONE = "not done"
+# The share of a line one error may take: the line says what kind of failure, `status` says the rest.
+FIRST_ERROR_LENGTH = 120
 
 
 def verdict(response: Mapping[str, Any]) -> str:
@@ -73,17 +84,65 @@ def failing_line(job: str, failing: PartitionsFailing) -> str:
     return (
         f"{job} @ {response.get('scheduled_time', '?')} was claimed and fanned out to {partitions} partition(s), "
         f"and its partitions are failing ({failing.function_id} failed on {failing.failed} message(s){why}); "
-        "they are retried after the work queue's visibility timeout, `clockless status` shows each partition"
+        f"they come back after the kit's backoff ({redelivery_backoff_text()}); `clockless status` shows each "
+        "partition"
     )
 
 
 def still_failing_line(job: str, progress: TickProgress) -> str:
-    """One line for a tick delivered again while its partitions fail: nothing ran again, and the
-    ledger's `duplicate` must not read as `already done`."""
-    troubles = "; ".join(progress.troubles())
+    """One short line for a tick delivered again while its partitions fail: nothing ran again, and
+    the ledger's `duplicate` must not read as `already done`. Each partition's error is `status`'s
+    to show, not this line's: the first one, cut short, says what kind of failure it is."""
+    troubles = [p for p in progress.partitions if p.last_error]
+    first = f"; first error: {one_line(str(troubles[0].last_error), FIRST_ERROR_LENGTH)}" if troubles else ""
     return (
-        f"{job} @ {format_scheduled_time(progress.scheduled_time)} is failing, not done: its coordinator fanned it "
-        f"out and {progress.describe()} ({troubles}); delivering it again runs nothing. Retrying partitions come "
-        f"back after the work queue's visibility timeout; dead-lettered ones: `clockless work redrive {job}` once "
-        "the cause is fixed; `clockless status` shows each partition"
+        f"{job} @ {format_scheduled_time(progress.scheduled_time)} is failing, not done: {progress.describe()}"
+        f"{first}; delivering it again runs nothing: retrying partitions come back by themselves, dead-lettered "
+        f"ones with `clockless work redrive {job}` once the cause is fixed; `clockless status` shows each partition"
     )
+
+
+def failed_line(job: str, entry: LedgerEntry) -> str:
+    """One line for a tick the ledger says ended `failed`."""
+    why = f": {one_line(entry.error, FIRST_ERROR_LENGTH)}" if entry.error else ""
+    redrive = (
+        f"; its failed items: `clockless work redrive {job}` once the cause is fixed" if entry.partitions_total else ""
+    )
+    return (
+        f"{job} @ {format_scheduled_time(entry.scheduled_time)} ended failed{why}{redrive}; "
+        "`clockless status` shows the tick"
+    )
+
+
+def not_done_line(job: str, entry: LedgerEntry) -> str:
+    """One line for a started, fanned-out tick delivered again whose partitions neither run nor fail
+    where anything can see: its messages may be lost, and delivering it again sends none."""
+    when = format_scheduled_time(entry.scheduled_time)
+    done = entry.partitions_done or 0
+    left = (entry.partitions_total or 0) - done
+    return (
+        f"{job} @ {when} is not done: fanned out to {entry.partitions_total} partition(s), {done} "
+        f"done, none failing; delivering it again runs nothing; if its partition messages were lost (a purged work "
+        f"queue), `clockless run-now {job} --at {when} --restart` sends the {left} not done again, each item still "
+        "applied once"
+    )
+
+
+def tick_trouble(
+    template: Template, target: JobTarget, job: str, response: Mapping[str, Any], *, now: datetime
+) -> tuple[str, str] | None:
+    """Why the tick a delivery named is not done, as (outcome, one line): it ended `failed`; or it was
+    answered as a duplicate while started and fanned out, its partitions failing or stuck. None
+    when it is done, or was handed on and runs (a deployed stack's workers)."""
+    scheduled_time = str(response.get("scheduled_time"))
+    entry = ledger_entry(target, job, scheduled_time)
+    if entry is None:
+        return None
+    if entry.status == STATUS_FAILED:
+        return OUTCOME_FAILED, failed_line(job, entry)
+    if response.get("outcome") != OUTCOME_DUPLICATE or entry.status != STATUS_STARTED or not entry.partitions_total:
+        return None
+    progress = failing_progress(template, target, job, entry.scheduled_time, now=now)
+    if progress is not None:
+        return OUTCOME_STILL_FAILING, still_failing_line(job, progress)
+    return OUTCOME_NOT_DONE, not_done_line(job, entry)

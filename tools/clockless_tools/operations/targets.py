@@ -17,7 +17,8 @@ from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
-from clockless_tools.local.poller import DrainError, SqsPoller, describe_drain
+from clockless_tools.local.event_sources import worker_functions
+from clockless_tools.local.poller import DrainError, Invocation, SqsPoller, describe_drain
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import local_schedule
 from clockless_tools.template.events import schedule_arn
@@ -108,9 +109,10 @@ class JobTarget(Protocol):
         """The URL of one of the template's queues, or an OperationError saying it is not there."""
         ...
 
-    def drain(self) -> list[str]:
-        """Run the workers on what their queues hold, where nothing else would (the local runtime);
-        one line per queue drained, or an OperationError when a message failed (its work is not done)."""
+    def drain(self, job: str, scheduled_time: str | None = None) -> list[str]:
+        """Run the job's workers on what its queues hold, where nothing else would (the local runtime);
+        one line per queue drained, or PartitionsFailing when a message of the tick `scheduled_time`
+        (None: any of the job's) failed: its work is not done. Other jobs' queues are left alone."""
         ...
 
 
@@ -146,9 +148,10 @@ class LocalTarget:
                 raise OperationError(
                     f"{function.logical_id} failed: {type(error).__name__}: {one_line(str(error))}"
                 ) from error
-        # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them.
+        # A fanned-out tick's workers run to completion here, as Lambda's pollers would run them;
+        # only this job's, and only this tick's failures are this tick's.
         try:
-            lines = self.drain()
+            lines = self.drain(job, str(event.get("scheduled_time")))
         except PartitionsFailing as failing:
             failing.response = dict(result)
             raise
@@ -156,18 +159,23 @@ class LocalTarget:
             print(f"drained {line}", file=sys.stderr)
         return dict(result)
 
-    def drain(self) -> list[str]:
+    def drain(self, job: str, scheduled_time: str | None = None) -> list[str]:
         try:
+            # The functions the job's queues feed (as Lambda wires them), and those declared its workers.
+            coordinator = self.template.function_for_job(job).logical_id
+            workers = {*worker_functions(self.template, coordinator), *self.template.workers_of(coordinator)}
             with contextlib.redirect_stdout(sys.stderr):
-                poller = SqsPoller(self.runtime, self.endpoint, self.names)
+                poller = SqsPoller(
+                    self.runtime, self.endpoint, self.names, held=lambda source: source.function_id not in workers
+                )
                 invocations = poller.drain()
         except (DrainError, TemplateError) as error:
             raise OperationError(str(error)) from None
         lines = describe_drain(invocations, poller)
-        failed = [invocation for invocation in invocations if invocation.failed]
+        failed = [(i, ids) for i in invocations if (ids := _failed_of(i, job, scheduled_time))]
         if failed:
-            why = next((one_line(i.error) for i in failed if i.error), None)
-            raise PartitionsFailing(failed[0].function_id, sum(len(i.failed) for i in failed), why, lines)
+            why = next((one_line(i.error) for i, _ in failed if i.error), None)
+            raise PartitionsFailing(failed[0][0].function_id, sum(len(ids) for _, ids in failed), why, lines)
         return lines
 
     def schedule_arn(self, job: str) -> str | None:
@@ -309,7 +317,7 @@ class StackTarget:
     def sqs(self) -> Any:
         return self._session.client("sqs")
 
-    def drain(self) -> list[str]:
+    def drain(self, job: str, scheduled_time: str | None = None) -> list[str]:
         return []  # Lambda's own pollers run the workers
 
     def queue_url(self, logical_id: str) -> str:
@@ -356,6 +364,22 @@ class StackTarget:
             group=str(group),
             expected=expected_schedule(schedule, function_arn=self._arn(schedule.function_id), resolve=resolve),
         )
+
+
+def _failed_of(invocation: Invocation, job: str, scheduled_time: str | None) -> list[str]:
+    """The invocation's failed messages that are the job's (and, given, that tick's): a message of
+    another tick drained at the same time is that tick's failure, not this one's."""
+    mine = []
+    for message in invocation.messages:
+        if message.message_id not in invocation.failed:
+            continue
+        body = message.json()
+        if isinstance(body, Mapping) and (
+            body.get("job") != job or (scheduled_time is not None and body.get("scheduled_time") != scheduled_time)
+        ):
+            continue
+        mine.append(message.message_id)
+    return mine
 
 
 def dead_man_alarm_ids(template: Template, job: str) -> list[str]:

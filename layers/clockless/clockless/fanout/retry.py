@@ -73,6 +73,12 @@ def redelivery_backoff_seconds(receives: int) -> int:
     return int(min(MAX_BACKOFF_SECONDS, FIRST_BACKOFF_SECONDS * 2 ** max(0, min(receives, 16) - 1)))
 
 
+def redelivery_backoff_text() -> str:
+    """The backoff in words, for lines that tell an operator when a failed message is back."""
+    first, last = redelivery_backoff_seconds(1), redelivery_backoff_seconds(MAX_BACKOFF_SECONDS)
+    return f"{first} s after its first failure, doubling per receive up to {last} s"
+
+
 # A message being run is hidden until its attempt is surely over plus this (its lease has run out
 # by then), so a run that dies is tried again then, not after the queue's visibility timeout; a
 # watch comes as late.
