@@ -66,6 +66,7 @@ MAKE_VARIABLES = {
     "--policy": "POLICY=",
     "--event": "EVENT=",
     "-e": "EVENT=",
+    "--port": "PORT=",
 }
 
 
