@@ -164,7 +164,7 @@ invoke: $(STAMP) ## Invoke a function without Docker: make invoke FN=<LogicalId>
 
 PORT ?=
 local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, until local-down) with the template's tables (PORT=8766 for another port)
-	$(CLOCKLESS) local up$(if $(PORT), --port "$(PORT)")
+	$(CLOCKLESS_FOR_MAKE) local up$(if $(PORT), --port "$(PORT)")
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down

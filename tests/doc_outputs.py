@@ -109,6 +109,9 @@ _VOLATILE: Final = (
     (re.compile(r"\bpid \d+"), "pid <pid>"),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
     (re.compile(r"\bport \d+"), "port <port>"),
+    # A backfill over a range relative to now (`--from "$(date ...)"`): its range and its ticks.
+    (re.compile(r"missing tick\(s\) in \[[^,]+, [^)]+\)"), "missing tick(s) in [<from>, <to>)"),
+    (re.compile(r"^  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  "), "  <tick>  "),
 )
 
 

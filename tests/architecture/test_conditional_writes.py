@@ -5,6 +5,7 @@ batch path pass. Plants go into the repository of every job the template declare
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,90 @@ def test_a_batch_write_the_jobs_code_calls_is_caught_and_one_only_the_seed_calls
     violation = found(violations, file=repository, resource=owner, containing="a batch write (batch_write)")
     assert "handler:" in violation.message
     assert "demo seed" in violation.fix
+
+
+# Conditions that hold whatever the item, so a second delivery applies the write again.
+ALWAYS_TRUE = [
+    ("    model.update(actions=[], condition=True)\n", "the literal True"),
+    (
+        "    client.put_item(TableName='t', Item={}, "
+        "ConditionExpression='attribute_exists(pk) OR attribute_not_exists(pk)')\n",
+        "holds for any item",
+    ),
+    ("    model.save(condition=model.status.exists() | model.status.does_not_exist())\n", "model.status.exists() |"),
+    (
+        "    transaction.update(model, actions=[], condition=Or(model.a.does_not_exist(), model.a.exists()))\n",
+        "model.a.exists() |",
+    ),
+    (
+        "    actions.append({'Put': {'TableName': 't', 'Item': {}, "
+        "'ConditionExpression': 'attribute_not_exists(#k) or attribute_exists(#k)'}})\n",
+        "holds for any item",
+    ),
+    ("    model.delete(condition=_PLANTED_ANY)\n", "model.done.exists() |"),
+]
+
+
+def test_each_condition_that_cannot_fail_is_caught(planted: PlantedCopy) -> None:
+    # Given writes whose conditions hold for any item (through a module constant too), in functions nothing calls
+    repository = (_package(FIRST) / "repository.py").as_posix()
+    planted.append(
+        repository,
+        "\n\n_PLANTED_ANY = model.done.exists() | model.done.does_not_exist()\n"
+        + "".join(HEAD.replace("_planted", f"_planted_{n}") + w for n, (w, _) in enumerate(ALWAYS_TRUE)),
+    )
+
+    # Then each is a write without a condition, at its line, with what makes it hold
+    violations = planted.violations(CONDITIONAL_WRITES)
+    owner = PROJECT.source(PROJECT_ROOT / repository).owner
+    text = (planted.root / repository).read_text(encoding="utf-8").splitlines()
+    for number, (write, why) in enumerate(ALWAYS_TRUE):
+        violation = found(violations, file=repository, resource=owner, containing=f"._planted_{number} makes ")
+        assert "cannot fail once it applied" in violation.message
+        assert why in violation.message
+        assert violation.line is not None
+        assert text[violation.line - 1].strip() in write
+    assert len(violations) == len(ALWAYS_TRUE)
+
+
+def _model_and_key(repository: Path) -> tuple[str, str]:
+    """The first PynamoDB model the repository declares and its hash key's attribute."""
+    tree = ast.parse(repository.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and not any(isinstance(base, ast.Subscript) for base in node.bases):
+            for statement in node.body:
+                if isinstance(statement, ast.Assign) and "hash_key=True" in ast.unparse(statement.value):
+                    target = statement.targets[0]
+                    assert isinstance(target, ast.Name)
+                    return node.name, target.id
+    raise AssertionError(f"{repository}: no model with a hash key")
+
+
+@pytest.mark.parametrize("function_id", SCHEDULED)
+def test_an_update_conditioned_on_its_own_key_is_caught_where_the_job_calls_it(
+    planted: PlantedCopy, function_id: str
+) -> None:
+    # Given an update whose only condition is that the item has its own key (a written item always has)
+    package = _package(function_id)
+    repository, handler = (package / "repository.py").as_posix(), (package / "handler.py").as_posix()
+    model, key = _model_and_key(PROJECT_ROOT / repository)
+    planted.append(
+        repository,
+        f"\n\ndef touch(item: Any) -> None:\n    item.update(actions=[], condition={model}.{key}.exists())\n\n\n"
+        f"def drop(item: Any) -> None:\n    item.delete(condition={model}.{key}.exists())\n\n\n"
+        f"def mark(item: Any) -> None:\n"
+        f"    item.update(actions=[], condition=And({model}.{key}.exists(), {model}.x == 1))\n",
+    )
+    # Only the seed's path (nothing in the job calls it): a platform write that must not create a row
+    assert planted.violations(CONDITIONAL_WRITES) == []
+
+    # When the job's handler calls all three
+    planted.append(handler, "\n\ndef _apply(item: Any) -> None:\n    touch(item)\n    drop(item)\n    mark(item)\n")
+
+    # Then the update is caught; the delete (which the key's absence does fail) and the And pass
+    owner = PROJECT.source(PROJECT_ROOT / repository).owner
+    violations = planted.violations(CONDITIONAL_WRITES)
+    violation = found(violations, file=repository, resource=owner, containing=f"own key {model}.{key}")
+    assert ".touch makes update()" in violation.message
+    assert "handler:" in violation.message
+    assert len(violations) == 1

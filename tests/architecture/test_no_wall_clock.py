@@ -3,12 +3,14 @@ kit reads the clock only in its named exceptions; text that mentions a clock is 
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from clockless_tools.architecture import Project
 from clockless_tools.architecture.no_wall_clock import KIT_CLOCK_READS, NO_WALL_CLOCK, check_no_wall_clock, clock_reads
+from clockless_tools.architecture.project import SourceFile
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy, found
 
 PROJECT = Project.at(PROJECT_ROOT)
@@ -71,6 +73,77 @@ def test_every_spelling_of_a_clock_read_in_a_jobs_logic_is_caught(planted: Plant
     violations = planted.violations(NO_WALL_CLOCK)
 
     found(violations, file=module, resource=function_id, containing=f"({read})")
+
+
+def test_getattr_of_a_clock_planted_in_a_jobs_logic_is_caught(planted: PlantedCopy) -> None:
+    function_id = next(iter(PROJECT.template.scheduled_functions))
+    module = Path(_handler(function_id)).with_name("clock.py").as_posix()
+    planted.write(
+        module, 'import datetime\n\n\ndef cutoff() -> object:\n    return getattr(datetime, "datetime").now()\n'
+    )
+
+    violations = planted.violations(NO_WALL_CLOCK)
+
+    found(violations, file=module, resource=function_id, containing="(datetime.datetime.now)")
+
+
+# Each spelling of reading the clock, as the rule names what it read.
+SPELLINGS = {
+    "getattr": ("import datetime\n\nX = getattr(datetime.datetime, 'now')()\n", "datetime.datetime.now"),
+    "getattr-of-class": (
+        "from datetime import datetime\n\nX = getattr(datetime, 'utcnow')()\n",
+        "datetime.datetime.utcnow",
+    ),
+    "getattr-computed": ("import time\n\nNAME = 'ti' + 'me'\nX = getattr(time, NAME)()\n", "time.<computed>"),
+    "import-as": ("from datetime import datetime as dt\n\nX = dt.now()\n", "datetime.datetime.now"),
+    "class-alias": ("import datetime\n\nMoment = datetime.datetime\nX = Moment.utcnow()\n", "datetime.datetime.utcnow"),
+    "alias-of-alias": ("import time\n\nT = time\nclock = T.time\n", "time.time"),
+    "tuple-alias": ("import time\n\nclock, pause = time.time, 1\n", "time.time"),
+    "walrus": ("import time\n\nif clock := time.time_ns:\n    pass\n", "time.time_ns"),
+    "star-import": ("from time import *\n\nX = time()\n", "time.time"),
+    "dunder-import": ("X = __import__('time').time()\n", "time.time"),
+    "import-module": ("import importlib\n\nX = importlib.import_module('time').time()\n", "time.time"),
+    "sys-modules": ("import sys\n\nX = sys.modules['time'].time()\n", "time.time"),
+    "vars": ("import time\n\nX = vars(time)['time']()\n", "time.time"),
+    "dunder-dict": ("import datetime\n\nX = datetime.datetime.__dict__['now']\n", "datetime.datetime.now"),
+    "subclass": (
+        "from datetime import datetime\n\n\nclass M(datetime):\n    pass\n\n\nX = M.now()\n",
+        "datetime.datetime.now",
+    ),
+    "attrgetter": (
+        "import datetime\nimport operator\n\nX = operator.attrgetter('now')(datetime.datetime)()\n",
+        "datetime.datetime.now",
+    ),
+    "clock-gettime": ("import time\n\nX = time.clock_gettime(time.CLOCK_REALTIME)\n", "time.clock_gettime"),
+    # Whatever the receiver: a datetime instance's now() reads the clock, and so does its type's.
+    "instance-now": ("def f(run: object) -> object:\n    return run.tick.scheduled_time.now()\n", "<object>.now"),
+    "type-of-utcnow": ("def f(run: object) -> object:\n    return type(run.tick).utcnow()\n", "<object>.utcnow"),
+    "methodcaller": ("import operator\n\nTODAY = operator.methodcaller('today')\n", "<object>.today"),
+    "getattr-now": ("def f(moment: object) -> object:\n    return getattr(moment, 'now')()\n", "<object>.now"),
+    "pandas": ("import pandas as pd\n\nX = pd.Timestamp.now()\n", "pandas.Timestamp.now"),
+}
+
+
+def _reads(code: str, *, kit: bool = False) -> list[str]:
+    source = SourceFile(Path("clock.py"), "clock.py", "job.clock", "JobFunction", ast.parse(code))
+    return [read.name for read in clock_reads(source, kit=kit)]
+
+
+@pytest.mark.parametrize(("code", "read"), SPELLINGS.values(), ids=SPELLINGS.keys())
+def test_a_clock_read_is_found_however_it_is_spelled(code: str, read: str) -> None:
+    assert _reads(code) == [read]
+
+
+def test_durations_and_attributes_that_read_no_clock_are_not_reads() -> None:
+    code = (
+        "import time\n\n\ndef took(error: object, started: float) -> object:\n"
+        "    cause = getattr(error, 'cause', None)\n"
+        "    return cause, time.monotonic() - started, time.perf_counter()\n"
+    )
+
+    assert _reads(code) == []
+    # The kit's injected clocks (`self.clock.now()`) are its own: only its named readers count there.
+    assert _reads("def f(self: object) -> object:\n    return self.clock.now()\n", kit=True) == []
 
 
 def test_a_clock_read_in_the_kit_outside_its_named_exceptions_is_caught(planted: PlantedCopy) -> None:

@@ -15,6 +15,7 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from clockless_tools.cli.app import app
+from clockless_tools.cli.common import UNDER_MAKE
 from clockless_tools.local import server
 from clockless_tools.operations.connection import reported, resolve_connection
 from clockless_tools.operations.targets import OperationError
@@ -194,8 +195,16 @@ def test_local_up_on_a_taken_port_says_so_and_starts_nothing(tmp_path: Path, mon
         port = taken.getsockname()[1]
 
         result = CliRunner().invoke(app, ["local", "up", "--port", str(port)])
+        # `make local-up PORT=...` sets CLOCKLESS_UNDER_MAKE: the error says the make variable
+        monkeypatch.setenv(UNDER_MAKE, "1")
+        under_make = CliRunner().invoke(app, ["local", "up", "--port", str(port)])
 
-    _assert_one_line(result, f"port {port} on 127.0.0.1 is taken by another program: choose another with --port")
+    _assert_one_line(
+        result, f"port {port} on 127.0.0.1 is taken by another program: choose another, e.g. --port {port + 1}"
+    )
+    _assert_one_line(
+        under_make, f"port {port} on 127.0.0.1 is taken by another program: choose another, e.g. PORT={port + 1}"
+    )
     assert not (tmp_path / "local.json").exists()
 
 

@@ -23,7 +23,7 @@ from clockless_tools.bench.measure import (
 )
 from clockless_tools.bench.results import FULL, QUICK, BenchError, BenchSizes
 from clockless_tools.bench.run import SECTIONS, run_bench
-from clockless_tools.cli.common import JsonOption, TemplateOption, fail, load_template
+from clockless_tools.cli.common import JsonOption, TemplateOption, fail, load_template, writable
 from clockless_tools.cli.common import line_stderr as stderr
 from clockless_tools.cli.common import line_stdout as stdout
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
@@ -93,6 +93,7 @@ def run(
     if only and output == DEFAULT_RESULTS and not merge:
         # A partial run never overwrites the full results the README quotes.
         output = Path("bench") / "partial-results.tmp"
+    writable(output, "--output")  # before minutes of measuring, not after
     tpl = load_template(template)
     log_path = Path(".clockless") / "bench-function-output.log"
     log_path.parent.mkdir(exist_ok=True)
@@ -223,6 +224,7 @@ def measure_command(
     unknown = sorted(set(names) - set(COMMANDS))
     if unknown:
         raise fail(f"--only {', '.join(unknown)}: not a measured command; the commands are {', '.join(COMMANDS)}")
+    writable(output, "--output")
     try:
         document = measure(names)
     except MeasureError as error:

@@ -70,6 +70,7 @@ MAKE_VARIABLES = {
     "--policy": "POLICY=",
     "--event": "EVENT=",
     "-e": "EVENT=",
+    "--port": "PORT=",
 }
 
 
@@ -123,6 +124,39 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def writable(path: Path, option: str, *, folder: bool = False) -> Path:
+    """`path` as a command will write it (a file, or with `folder` a folder it writes files into),
+    refused before anything is done when it cannot be: one line naming the option. Inside the project
+    the folders a write needs are created; outside it nothing is but what the option names, so a
+    missing parent is refused (`--log /nonexistent/dir/x.log` creates no `/nonexistent/dir`)."""
+    what = "folder" if folder else "file"
+    if path.exists():
+        if path.is_dir() != folder:
+            raise fail(f"{flag(option)} {path}: {'not a folder' if folder else 'is a folder'}; name a {what}")
+        if not os.access(path, os.W_OK):
+            raise fail(f"{flag(option)} {path}: not writable")
+        return path
+    existing = next(parent for parent in path.absolute().parents if parent.exists())
+    if not existing.is_dir():
+        raise fail(f"{flag(option)} {path}: {existing} is not a folder")
+    if existing != path.absolute().parent and not _in_project(path):
+        raise fail(
+            f"{flag(option)} {path}: no folder {path.parent} (outside the project only the {what} itself is created)"
+        )
+    if not os.access(existing, os.W_OK):
+        raise fail(f"{flag(option)} {path}: {existing} is not writable")
+    return path
+
+
+def _in_project(path: Path) -> bool:
+    return path.resolve().is_relative_to(PROJECT_ROOT)
+
+
+def write_error(path: Path, option: str, error: OSError) -> typer.Exit:
+    """A write that failed after `writable` passed it (a full disk, /proc): one line naming the option."""
+    return fail(f"{flag(option)} {path}: cannot write: {error.strerror or error}")
+
+
 FUNCTION_LOGS = PROJECT_ROOT / ".clockless"
 
 
@@ -146,11 +180,16 @@ def function_output(log_path: Path | None) -> Iterator[TextIO]:
     if log_path is None:
         yield sys.stderr
         return
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    writable(log_path, "--log")
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)  # only inside the project: `writable`
+        opened = log_path.open("a", encoding="utf-8")
+    except OSError as error:
+        raise write_error(log_path, "--log", error) from None
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with log_path.open("a", encoding="utf-8") as log, os.fdopen(os.dup(2), "w", encoding="utf-8") as terminal:
+    with opened as log, os.fdopen(os.dup(2), "w", encoding="utf-8") as terminal:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         try:

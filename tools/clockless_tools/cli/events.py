@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout
+from clockless_tools.cli.common import RUN_LOCALLY, TemplateOption, fail, shown, stderr, stdout, writable, write_error
 from clockless_tools.template.events import check_events, write_events
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError
 from clockless_tools.template.model import Template
@@ -32,9 +32,11 @@ def events(
         if check:
             problems = check_events(tpl, folder)
         else:
-            changed = write_events(tpl, folder)
+            changed = write_events(tpl, writable(folder, "--dir", folder=True))
     except TemplateError as error:
         raise fail(str(error)) from None
+    except OSError as error:
+        raise write_error(folder, "--dir", error) from None
     if check:
         for problem in problems:
             stderr.print(escape(problem), highlight=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from clockless_tools.cli.common import TemplateOption, fail, line_stdout, load_template, parse_time, stdout
+from clockless_tools.cli.common import TemplateOption, fail, flag, line_stdout, load_template, parse_time, stdout
 from clockless_tools.local.dynamodb import local_environment, patched_environ
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.seed import DEMO_MODULE, SeedPlan, describe, seed_jobs
@@ -37,7 +37,7 @@ def local_up(
     """Start moto's server on loopback in the background and create the template's tables and queues."""
     tpl = load_template(template)
     try:
-        state = start_server(tpl, port=port)
+        state = start_server(tpl, port=port, port_option=flag("--port"))
     except LocalServerError as error:
         raise fail(str(error)) from None
     line_stdout.print(

@@ -113,21 +113,32 @@ def _wait_for_port(port: int, timeout: float = 15.0) -> None:
     )
 
 
-def start_server(template: Template, *, port: int, state_file: Path | None = None) -> dict[str, Any]:
-    """Start the server on `port` (or reuse the running one when it listens there)."""
+def _given(option: str, value: int) -> str:
+    """`--port 8766`, or `PORT=8766` as make takes it."""
+    return f"{option}{value}" if option.endswith("=") else f"{option} {value}"
+
+
+def start_server(
+    template: Template, *, port: int, state_file: Path | None = None, port_option: str = "--port"
+) -> dict[str, Any]:
+    """Start the server on `port` (or reuse the running one when it listens there). `port_option`:
+    how the user gives a port, for the errors (`--port`, or `PORT=` under make)."""
     path = _state_file(state_file)
     state = read_state(path)
     if state is not None and state.ours:
         if state.port != port:
             raise LocalServerError(
                 f"the embedded DynamoDB already runs on port {state.port} (pid {state.pid}): stop it with "
-                f"`clockless local down` before starting one on {port}, or use --port {state.port}"
+                f"`clockless local down` before starting one on {port}, or use {_given(port_option, state.port)}"
             )
         tables = create_tables(template, state.endpoint)
         provision_services(template, state.endpoint)
         return {"pid": state.pid, "endpoint": state.endpoint, "port": state.port, "tables": tables}
     if _listening(port):
-        raise LocalServerError(f"port {port} on 127.0.0.1 is taken by another program: choose another with --port")
+        raise LocalServerError(
+            f"port {port} on 127.0.0.1 is taken by another program: "
+            f"choose another, e.g. {_given(port_option, port + 1)}"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     log = (path.parent / "moto-server.log").open("ab")
     process = subprocess.Popen(

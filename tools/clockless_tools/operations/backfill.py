@@ -139,9 +139,11 @@ def backfill(
         on_tick(scheduled_time, outcome)
     if planned and result.outcomes.get(format_scheduled_time(planned[-1])) in ("executed", "duplicate"):
         newest = format_scheduled_time(planned[-1])
+        # The reason names the command that recorded it, as it was run.
+        run = f"clockless backfill {job} --from {format_scheduled_time(start)} --to {format_scheduled_time(end)}"
         for scheduled_time in older:
             recorded = target.ledger().record_skipped(
-                job, scheduled_time, reason=f"superseded by {newest} (clockless backfill --policy latest)"
+                job, scheduled_time, reason=f"superseded by {newest} ({run} --policy latest)"
             )
             result.superseded[format_scheduled_time(scheduled_time)] = (
                 "skipped (superseded by the newest)" if recorded else "already recorded"

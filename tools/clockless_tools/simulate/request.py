@@ -136,8 +136,8 @@ class SimulationRequest:
             raise SimulationInputError(f"--scale {self.scale:g} needs --capacity ({_capacity_choices()})")
         if self.capacity is not None and self.endpoint is not None:
             raise SimulationInputError(
-                "--capacity applies to the simulation's own embedded DynamoDB; a running server enforces what "
-                "`clockless local up --capacity` told it: drop --endpoint or --capacity"
+                "--capacity applies to the simulation's own embedded DynamoDB; a running server (`clockless local up`) "
+                "enforces no capacity: drop --endpoint or --capacity"
             )
 
 
