@@ -12,7 +12,7 @@ import moto  # noqa: F401  - first, so no client is created before moto can patc
 import pytest
 
 from clockless_tools.template.model import Template
-from tests.botocore_data import share_data_loader
+from clockless_tools.local.data_loader import share_data_loader
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 EVENTS = PROJECT_ROOT / "events"
