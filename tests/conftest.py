@@ -11,8 +11,8 @@ from typing import Any
 import moto  # noqa: F401  - first, so no client is created before moto can patch botocore
 import pytest
 
+from clockless_tools.local.data_loader import share_data_loader
 from clockless_tools.template.model import Template
-from tests.botocore_data import share_data_loader
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 EVENTS = PROJECT_ROOT / "events"

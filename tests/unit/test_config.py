@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from clockless import ConfigurationError, KitSettings
 from clockless.config import ledger_retention_seconds, metrics_namespace
 from clockless.fanout.settings import WorkerSettings
+from clockless.job import STORE_ENVIRONMENT, ScheduledJob
 from job_trigger.settings import JobTriggerSettings
 from session_cleanup.settings import SessionCleanupSettings
 from window_generation.settings import WindowGenerationSettings
@@ -82,3 +85,59 @@ def test_the_metrics_namespace_defaults_to_clockless_when_unset_or_blank() -> No
 def test_a_ledger_retention_below_a_day_or_not_a_number_is_refused(value: str, complaint: str) -> None:
     with pytest.raises(ConfigurationError, match=complaint):
         ledger_retention_seconds({"LEDGER_RETENTION_DAYS": value})
+
+
+class _Recording(dict[str, str]):
+    """An environment that remembers which variables were read."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def get(self, name: str, default: object = None) -> Any:
+        self.read.add(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return super().__getitem__(name)
+
+
+KIT = {
+    "IDEMPOTENCY_TABLE_NAME": "IdempotencyTable",
+    "IDEMPOTENCY_EXPIRY_SECONDS": "3600",
+    "LEDGER_TABLE_NAME": "LedgerTable",
+    "LEDGER_RETENTION_DAYS": "30",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def test_the_idempotency_store_is_keyed_on_every_setting_it_is_made_from() -> None:
+    # The store is made from KitSettings; a setting read but left out of its key would keep a
+    # store made for another table or expiry.
+    environ = _Recording(KIT)
+    KitSettings.from_env(environ)
+    assert environ.read - {"POWERTOOLS_METRICS_NAMESPACE"} <= set(STORE_ENVIRONMENT)
+
+
+def test_the_idempotency_store_is_made_again_only_when_its_environment_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in KIT.items():
+        monkeypatch.setenv(name, value)
+    job = ScheduledJob("config-store")
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "coordinator")
+    first = job.persistence_store()
+    # The same job's worker function, as the local runtime runs it in the same process.
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "worker")
+    monkeypatch.setenv("WORK_QUEUE_URL", "http://127.0.0.1:1/queue/work")
+    assert job.persistence_store() is first
+    for name, value in {
+        "IDEMPOTENCY_EXPIRY_SECONDS": "7200",
+        "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:2",
+    }.items():
+        monkeypatch.setenv(name, value)
+        again = job.persistence_store()
+        assert again is not first, f"{name} changed and the store was kept"
+        first = again
+    assert first.client.meta.endpoint_url == "http://127.0.0.1:2"

@@ -150,20 +150,20 @@ def test_every_botocore_request_passes_through_endpoint_send(monkeypatch: pytest
 
 
 def test_every_botocore_session_takes_its_data_loader_from_register_data_loader() -> None:
-    """tests/botocore_data.py gives every session of the test process one data loader by replacing
-    Session._register_data_loader (tests/conftest.py installs it): each session would otherwise
-    parse the service models and endpoints.json again."""
+    """clockless_tools.local.data_loader gives every session of the test process (and of each of the
+    simulator's replays) one data loader by replacing Session._register_data_loader (tests/conftest.py
+    installs it): each session would otherwise parse the service models and endpoints.json again."""
     from botocore.session import Session
 
-    from tests.botocore_data import data_loader
+    from clockless_tools.local.data_loader import data_loader
 
     sessions = [boto3.session.Session()._session, Session(), Session()]  # boto3's and botocore's own
 
     loaders = {id(data_loader(session)) for session in sessions}
     assert len(loaders) == 1, (
         f"{_version('botocore')}: sessions no longer get their data loader from Session._register_data_loader "
-        f"({len(loaders)} loaders for {len(sessions)} sessions); tests/botocore_data.py shares it through that "
-        "method, and every client the tests make would parse the service models again"
+        f"({len(loaders)} loaders for {len(sessions)} sessions); clockless_tools.local.data_loader shares it "
+        "through that method, and every client the tests and the replays make would parse the service models again"
     )
     clients = [session.create_client("dynamodb", region_name="us-east-1") for session in sessions]
     assert {client.meta.service_model.service_name for client in clients} == {"dynamodb"}

@@ -21,6 +21,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from clockless.config import (
+    CLIENT_ENVIRONMENT,
     PerEnvironment,
     env_int,
     env_str,
@@ -135,6 +136,20 @@ JobFunction = Callable[[JobRun], Mapping[str, Any]]
 LambdaHandler = Callable[[Any, Any], dict[str, Any]]
 
 
+# What the idempotency store is made from: the client's endpoint and region, and the settings it
+# takes (the expiry included: Powertools configures a store once). The local runtime runs a job's
+# coordinator and worker functions in one process, under environments that differ in the
+# function's name and the worker's settings: the store (a boto3 session and client) is not made
+# again on every such switch.
+STORE_ENVIRONMENT: Final = (
+    *CLIENT_ENVIRONMENT,
+    "IDEMPOTENCY_TABLE_NAME",
+    "IDEMPOTENCY_EXPIRY_SECONDS",
+    "LEDGER_TABLE_NAME",
+    "LEDGER_RETENTION_DAYS",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class KitSettings:
     idempotency_table: str
@@ -182,7 +197,7 @@ class ScheduledJob:
         self.logger = service_logger(name)
         self.observability = Observability(self.logger, service=name)
         self._injected_store = persistence_store
-        self._store = PerEnvironment(self._make_store)
+        self._store = PerEnvironment(self._make_store, STORE_ENVIRONMENT)
         self._settings = PerEnvironment(KitSettings.from_env)
         # Set by `clockless.fanout.FanOut`: this job's ticks are split into this many partitions.
         self.partitions_total: int | None = None

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 import time_machine
 
 from clockless_tools.local.capacity import capacity_settings, describe_settings, describe_throttling
+from clockless_tools.local.data_loader import share_data_loader
 from clockless_tools.local.dynamodb import (
     EmbeddedDynamoDB,
     create_tables,
@@ -249,6 +250,9 @@ def _stream(
 def main(argv: list[str] | None = None) -> int:
     spec_path, out_path = argv if argv is not None else sys.argv[1:]
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    # One process hosts every function's execution environments, each of which makes its own
+    # botocore sessions (again whenever the function running changes): they share one data loader.
+    share_data_loader()
     channel, commands = sys.stdout, sys.stdin
     log_path = Path(spec["log"])
     log_path.parent.mkdir(parents=True, exist_ok=True)

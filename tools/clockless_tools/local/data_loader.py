@@ -1,13 +1,14 @@
-"""One botocore data loader for every session the test process makes.
+"""One botocore data loader for every session a long-running tool process makes.
 
 Each botocore session loads the service models and `endpoints.json` it needs from disk the first
 time it is asked, and keeps them in its own data loader. Lambda makes its sessions once per
-execution environment; the tests make hundreds (Powertools' persistence layer, its secrets
-provider and PynamoDB each make a session of their own, again whenever a test's environment
-differs), and parsing those JSON files again was about an eighth of the test process's CPU. So
-every session of the test process gets the same loader: what one session of a long-running process
-does for all its clients (the loaded data is read, never written). Subprocesses a test starts (the
-CLI, the simulation's replays) load their own, as users' do.
+execution environment; the test process and the simulator's replays host many functions' worth
+of them (Powertools' persistence layer, its secrets provider and PynamoDB each make a session of
+their own, again whenever a function's environment differs), and parsing those JSON files again
+was about an eighth of the test process's CPU and of a replay's. So every session of such a process
+gets the same loader: what one session of a long-running process does for all its clients (the
+loaded data is read, never written). `tests/conftest.py` installs it in the test process,
+`clockless_tools.simulate.replay` in each replay; the CLI and the local server load their own.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def share_data_loader() -> None:
     """Every botocore session made from now on uses one data loader per data path."""
     if not callable(getattr(Session, "_register_data_loader", None)):
         raise RuntimeError(
-            "botocore.session.Session._register_data_loader is gone: tests/botocore_data.py shares the "
-            "data loader through it (see test_upgrade_canaries.py)"
+            "botocore.session.Session._register_data_loader is gone: clockless_tools.local.data_loader shares "
+            "the data loader through it (see test_upgrade_canaries.py)"
         )
     setattr(Session, "_register_data_loader", _register_data_loader)  # noqa: B010 - botocore's stubs omit it
 
