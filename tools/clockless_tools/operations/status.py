@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from clockless import format_scheduled_time
-from clockless.fanout.messages import KIND_PARTITION
 from clockless.items import REASON_PARTITION
 from clockless.ledger import (
     STATUS_FAILED,
@@ -23,7 +22,7 @@ from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
 from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
-from clockless_tools.operations.work import show
+from clockless_tools.operations.work import work_queues
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 
@@ -197,17 +196,14 @@ def declared_overlap(template: Template, function_id: str) -> str | None:
 def _fanned_out(
     template: Template, target: JobTarget, job: str, start: datetime, end: datetime, *, now: datetime
 ) -> list[TickProgress]:
-    """The window's fanned-out ticks; when one is still started, its partitions' states read with
-    the work dead-letter queue (peeked, as `clockless work show` does)."""
-    ledger = target.ledger()
+    """The window's fanned-out ticks, each partition's state read from its ledger record (the work
+    dead-letter queue is not read: receiving a message to look at it raises its receive count)."""
+    try:
+        max_receives: int | None = work_queues(template, job).max_receive_count
+    except OperationError:
+        max_receives = None  # no work queue in this template: the records' states stand alone
     now_ms = int(now.timestamp() * 1000)
-    ticks = fanned_out_ticks(ledger, job, start, end, now_ms=now_ms)
-    if all(tick.finished for tick in ticks):
-        return ticks
-    dead = _dead_lettered_partitions(template, target, job)
-    if not dead:
-        return ticks
-    return fanned_out_ticks(ledger, job, start, end, now_ms=now_ms, dead_lettered=dead)
+    return fanned_out_ticks(target.ledger(), job, start, end, now_ms=now_ms, max_receives=max_receives)
 
 
 def failing_progress(
@@ -217,18 +213,6 @@ def failing_progress(
     dead-lettered), read as `status` reads it; None otherwise."""
     ticks = _fanned_out(template, target, job, scheduled_time, scheduled_time + timedelta(seconds=1), now=now)
     return next((tick for tick in ticks if tick.failing), None)
-
-
-def _dead_lettered_partitions(template: Template, target: JobTarget, job: str) -> set[tuple[str, str]]:
-    try:
-        letters = show(target, template, job).dead_letters
-    except OperationError:
-        return set()  # no work queue here (or none deployed): the ledger's states stand alone
-    return {
-        (str(letter.scheduled_time), str(letter.partition))
-        for letter in letters
-        if letter.kind == KIND_PARTITION and letter.scheduled_time and letter.partition is not None
-    }
 
 
 def _worth_showing(ticks: list[TickProgress]) -> list[TickProgress]:
