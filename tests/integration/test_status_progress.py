@@ -213,6 +213,17 @@ def test_a_failing_tick_is_the_last_failure(tables: Any, template: Template, dyn
     assert status.failing == [datetime(2026, 11, 29, 10, 15, tzinfo=UTC)]
     assert status.as_dict()["failing"] == [FAILING]
     assert table_cells(status)[2] == [f"{FAILING} failing", "partitions failing: see below"]
+    # --json says what the table says (before: null, as no entry is `failed` yet).
+    document = status.as_dict()
+    assert document["last_failure"] == {
+        "scheduled_time": FAILING,
+        "status": "failing",
+        "ledger_status": "started",
+        "error": "3 partition(s) failing: p3 retrying (receive 3, 1 after throttling, last error: "
+        "ConnectionError: sessions index unreachable (while reading page 2))",
+        "partitions_failing": ["3", "4", "5"],
+    }
+    assert document["last_failed"] is None
 
 
 def test_work_show_names_a_dead_lettered_partition_with_its_records_last_error(

@@ -44,6 +44,10 @@ class PartitionState(StrEnum):
     NOT_STARTED = "not started"
 
 
+# The states that make a started tick failing.
+FAILING_STATES = frozenset({PartitionState.RETRYING, PartitionState.DEAD_LETTERED})
+
+
 @dataclass(frozen=True)
 class PartitionProgress:
     partition: str
@@ -136,9 +140,7 @@ class TickProgress:
     @property
     def failing(self) -> bool:
         """Started, with a partition whose attempts fail (retrying) or gave up (dead-lettered)."""
-        return not self.finished and any(
-            p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED) for p in self.partitions
-        )
+        return not self.finished and any(p.state in FAILING_STATES for p in self.partitions)
 
     @property
     def never_fanned_out(self) -> bool:
@@ -176,9 +178,7 @@ class TickProgress:
 
     def troubles(self) -> list[str]:
         """One line per partition retrying or dead-lettered, with its receive count and last error."""
-        return [
-            p.describe() for p in self.partitions if p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED)
-        ]
+        return [p.describe() for p in self.partitions if p.state in FAILING_STATES]
 
     def as_dict(self) -> dict[str, Any]:
         return {

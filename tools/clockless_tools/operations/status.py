@@ -3,6 +3,7 @@ the ledger does not show as succeeded."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from clockless.ledger import (
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
-from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
+from clockless_tools.operations.progress import FAILING_STATES, TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
 from clockless_tools.operations.work import work_queues
 from clockless_tools.template.loader import TemplateError
@@ -63,6 +64,21 @@ class JobStatus:
             found.append((self.last_failure.scheduled_time, "failed"))
         return max(found) if found else None
 
+    def _failing_entry(self) -> dict[str, Any] | None:
+        """The newest failure as `last_failure` has it when it is a failing tick (no `failed` entry yet)."""
+        latest = self.latest_failure
+        if latest is None or latest[1] != "failing":
+            return None
+        tick = next(t for t in self.fanned_out if t.scheduled_time == latest[0] and t.failing)
+        troubles = tick.troubles()
+        return {
+            "scheduled_time": format_scheduled_time(tick.scheduled_time),
+            "status": "failing",
+            "ledger_status": tick.status,
+            "error": f"{len(troubles)} partition(s) failing: {troubles[0]}" if troubles else None,
+            "partitions_failing": [p.partition for p in tick.partitions if p.state in FAILING_STATES],
+        }
+
     def as_dict(self) -> dict[str, Any]:
         def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
             if e is None:
@@ -87,7 +103,9 @@ class JobStatus:
             "schedule": self.expression,
             "window": [format_scheduled_time(self.window_start), format_scheduled_time(self.window_end)],
             "last_success": entry(self.last_success),
-            "last_failure": entry(self.last_failure),
+            # What the table's "last failure" shows: a failing tick when it is the newest failure.
+            "last_failure": self._failing_entry() or entry(self.last_failure),
+            "last_failed": entry(self.last_failure),
             "next_ticks": [format_scheduled_time(t) for t in self.next_ticks],
             "expected": self.expected,
             "missing": [format_scheduled_time(t) for t in self.missing],
@@ -290,6 +308,24 @@ def table_cells(s: JobStatus) -> list[list[str]]:
         [str(s.expected)],
         [str(len(s.missing)), *missing],
     ]
+
+
+def fit_lines(lines: list[str], width: int) -> list[str]:
+    """`fanned_out_lines` on a terminal `width` wide: a tick's line wrapped under itself, a partition's
+    (its last error may be long) in at most two lines, cut with `…` (`--json` and `--html` keep it whole)."""
+    fitted = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        wrapped = textwrap.wrap(
+            line,
+            width=max(width, 40),
+            subsequent_indent=indent + "    ",
+            max_lines=2 if indent else None,
+            placeholder=" …",
+            break_on_hyphens=False,
+        )
+        fitted += wrapped or [line]
+    return fitted
 
 
 def fanned_out_lines(s: JobStatus) -> list[str]:
