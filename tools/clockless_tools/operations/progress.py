@@ -180,6 +180,23 @@ class TickProgress:
         """One line per partition retrying or dead-lettered, with its receive count and last error."""
         return [p.describe() for p in self.partitions if p.state in FAILING_STATES]
 
+    def grouped_troubles(self, named: int = 8) -> list[str]:
+        """`troubles`, partitions whose line says the same (state, receive count, last error) in one
+        line with their count and the first `named` of them: `64 partitions retrying (...): p0, p1, …`."""
+        groups: dict[str, list[str]] = {}
+        for p in self.partitions:
+            if p.state in FAILING_STATES:
+                groups.setdefault(p.describe().removeprefix(f"p{p.partition} "), []).append(p.partition)
+        lines = []
+        for said, partitions in groups.items():
+            if len(partitions) == 1:
+                lines.append(f"p{partitions[0]} {said}")
+                continue
+            names = ", ".join(f"p{p}" for p in partitions[:named])
+            more = f", … ({len(partitions) - named} more)" if len(partitions) > named else ""
+            lines.append(f"{len(partitions)} partitions {said}: {names}{more}")
+        return lines
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "scheduled_time": format_scheduled_time(self.scheduled_time),

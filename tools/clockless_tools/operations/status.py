@@ -329,7 +329,8 @@ def fit_lines(lines: list[str], width: int) -> list[str]:
 
 
 def fanned_out_lines(s: JobStatus) -> list[str]:
-    """Per fanned-out tick worth showing, one line of progress, then one per partition in trouble."""
+    """Per fanned-out tick worth showing, one line of progress, then one per kind of partition trouble
+    (partitions whose line says the same: one line with their count)."""
     lines = []
     for progress in s.fanned_out:
         when = f"{s.job} @ {format_scheduled_time(progress.scheduled_time)}"
@@ -341,5 +342,5 @@ def fanned_out_lines(s: JobStatus) -> list[str]:
             )
             continue
         lines.append(f"{when} fanned out, {progress.shown_status}: {progress.describe()}{why}")
-        lines += [f"  {trouble}" for trouble in progress.troubles()]
+        lines += [f"  {trouble}" for trouble in progress.grouped_troubles()]
     return lines
