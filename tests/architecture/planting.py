@@ -86,6 +86,21 @@ class PlantedCopy:
         edit(document["Resources"][logical_id])
         path.write_text(render(document), encoding="utf-8")
 
+    def declare_overlap(self, policies: dict[str, str]) -> None:
+        """Plant `Overlap: <policy>` in each job's Mappings.Jobs entry (by its stem) of the project's
+        template, and write the template out again as the copy has it (loops expanded, maps looked
+        up): plants in the template come after this one."""
+        text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
+        for stem, policy in policies.items():
+            entry = f"\n    {stem}:\n"
+            assert text.count(entry) == 1, f"template.yaml: no one Mappings.Jobs entry {stem!r}"
+            at = text.index(entry) + len(entry)
+            text = f"{text[:at]}      Overlap: {policy}\n{text[at:]}"
+        declared = self.root / "template.declared.yaml"
+        declared.write_text(text, encoding="utf-8")
+        (self.root / "template.yaml").write_text(render(Template.load(declared).document), encoding="utf-8")
+        declared.unlink()
+
     def _tools_for(self, relative: str) -> None:
         if relative.split("/", 1)[0] == TOOLS:
             self.with_tools()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.architecture.planting import PlantedCopy, found
@@ -237,3 +239,87 @@ def test_condition_check_item_on_a_table_no_code_checks_is_caught_and_allowed_on
     )
 
     assert not [v for v in planted.violations("least-privilege") if "ConditionCheckItem" in v.message]
+
+
+# ---------------------------------------------------------------------------------------------- overlap's ledger calls
+HOLD_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:ConditionCheckItem")
+RUN_BOTH_LEDGER = "Action: [dynamodb:UpdateItem]\n              Resource: !GetAtt LedgerTable.Arn"
+LAST_SUCCESS_DENIED = "- Sid: BufferedTickLastSuccess\n              Effect: Deny"
+
+
+def _declare_in_code(planted: PlantedCopy, package: str, policy: str) -> None:
+    relative = f"functions/{package}/{package}/handler.py"
+    planted.replace(relative, "job = ScheduledJob(JOB_NAME)", f'job = ScheduledJob(JOB_NAME, overlap="{policy}")')
+
+
+def test_a_run_both_coordinator_granted_the_hold_calls_is_caught(planted: PlantedCopy) -> None:
+    # Given the hourly job's coordinator allowed what a skip or buffer policy sends (the grant every
+    # job had before its policy picked it), while its code declares no policy (run-both)
+    planted.replace(
+        TEMPLATE,
+        RUN_BOTH_LEDGER,
+        RUN_BOTH_LEDGER.replace("[dynamodb:UpdateItem]", "[dynamodb:UpdateItem, " + ", ".join(HOLD_ACTIONS) + "]"),
+        resource=HOURLY_JOB.function_id,
+    )
+
+    violations = planted.violations("least-privilege")
+
+    for action in HOLD_ACTIONS:
+        violation = found(
+            violations, file=TEMPLATE, resource=HOURLY_JOB.function_id, containing=f"may {action} on LedgerTable"
+        )
+        assert "only overlap='skip' or 'buffer' sends" in violation.message
+        assert "declares overlap='run-both'" in violation.message
+        assert "Overlap: run-both" in violation.fix
+
+
+def test_a_worker_of_a_job_that_does_not_buffer_allowed_the_last_success_is_caught(planted: PlantedCopy) -> None:
+    # Given the hourly job's worker allowed the index query only a buffered tick's start sends
+    planted.replace(
+        TEMPLATE,
+        LAST_SUCCESS_DENIED,
+        LAST_SUCCESS_DENIED.replace("Deny", "Allow"),
+        resource=str(HOURLY_JOB.worker_id),
+    )
+
+    violation = found(
+        planted.violations("least-privilege"),
+        file=TEMPLATE,
+        resource=str(HOURLY_JOB.worker_id),
+        containing="may dynamodb:Query on LedgerTable/index/succeeded-by-time, which only overlap='buffer' sends",
+    )
+    assert f"{HOURLY_JOB.function_id}'s code declares overlap='run-both'" in violation.message
+
+
+def test_a_declaration_that_buffers_for_a_job_whose_code_skips_is_caught(planted: PlantedCopy) -> None:
+    # Given the code skips and the template's declaration says buffer: the worker's grant is a buffer's
+    _declare_in_code(planted, DAILY_JOB.package, "skip")
+    planted.declare_overlap({DAILY_JOB.stem: "buffer"})
+
+    violations = planted.violations("least-privilege")
+
+    found(violations, file=TEMPLATE, resource=str(DAILY_JOB.worker_id), containing="only overlap='buffer' sends")
+    assert not [v for v in violations if v.resource == DAILY_JOB.function_id]
+
+
+@pytest.mark.parametrize("policy", ["skip", "buffer"])
+def test_a_policy_declared_alike_in_code_and_template_is_granted_exactly(planted: PlantedCopy, policy: str) -> None:
+    _declare_in_code(planted, DAILY_JOB.package, policy)
+    planted.declare_overlap({DAILY_JOB.stem: policy})
+
+    violations = planted.violations("least-privilege") + planted.violations("overlap-declared")
+
+    assert violations == []
+    statements = _statements(planted, DAILY_JOB.function_id) | _statements(planted, str(DAILY_JOB.worker_id))
+    assert set(HOLD_ACTIONS) <= set(statements["RunLedger"]["Action"])
+    assert statements["BufferedTickLastSuccess"]["Effect"] == ("Allow" if policy == "buffer" else "Deny")
+
+
+def _statements(planted: PlantedCopy, logical_id: str) -> dict[str, dict[str, Any]]:
+    fn = planted.project.template.functions[logical_id]
+    return {
+        str(statement["Sid"]): statement
+        for policy in fn.prop("Policies")
+        if isinstance(policy, dict) and "Statement" in policy
+        for statement in policy["Statement"]
+    }

@@ -46,29 +46,23 @@ def test_each_known_policy_stated_plainly_passes(planted: PlantedCopy) -> None:
     jobs = _jobs(planted)
     template = planted.project.template
     originals = {relative: (planted.root / relative).read_text(encoding="utf-8") for _, relative, _ in jobs}
-    for overlap in ('"run-both"', '"skip"', '"buffer"', "Overlap.SKIP", "POLICY"):
+    for overlap, policy in (
+        ('"run-both"', "run-both"),
+        ('"skip"', "skip"),
+        ('"buffer"', "buffer"),
+        ("Overlap.SKIP", "skip"),
+        ("POLICY", "skip"),
+    ):
+        for relative, original in originals.items():
+            planted.write(relative, original)
         for logical_id, relative, line in jobs:
-            planted.write(relative, originals[relative])
             if overlap == '"buffer"' and not template.workers_of(logical_id):
                 continue  # buffer needs a worker to start the held tick: refused below for a job without one
             planted.replace(relative, line, f'from clockless.overlap import Overlap\n\nPOLICY = "skip"\n{line}')
             _declare(planted, relative, line, overlap)
+        # The template's declarations say the same (each job's Mappings.Jobs entry: OverlapGrants grants it).
+        planted.declare_overlap({logical_id.removesuffix("Function"): policy for logical_id, _, _ in jobs})
         assert planted.violations(RULE) == [], overlap
-
-
-def test_a_policy_the_kit_does_not_know_is_caught(planted: PlantedCopy) -> None:
-    jobs = _jobs(planted)
-    originals = {relative: (planted.root / relative).read_text(encoding="utf-8") for _, relative, _ in jobs}
-    # misspelt, in the wrong case, computed
-    for overlap, shown in (('"skip-it"', "overlap='skip-it'"), ('"Skip"', "overlap='Skip'"), ("f()", "overlap=f()")):
-        for logical_id, relative, line in jobs:
-            planted.write(relative, originals[relative])
-            _declare(planted, relative, line, overlap)
-            violation = found(planted.violations(RULE), file=relative, resource=logical_id, containing=shown)
-            assert "is not a policy the kit knows" in violation.message
-            assert violation.line is not None
-            text = (planted.root / relative).read_text(encoding="utf-8").splitlines()
-            assert f"overlap={overlap}" in text[violation.line - 1]
 
 
 def test_buffer_on_a_job_no_worker_starts_is_caught(planted: PlantedCopy) -> None:
@@ -82,20 +76,16 @@ def test_buffer_on_a_job_no_worker_starts_is_caught(planted: PlantedCopy) -> Non
 
 def test_a_skip_job_whose_function_may_not_record_the_hold_is_caught(planted: PlantedCopy) -> None:
     logical_id, relative, line = _jobs(planted)[0]
+    # Given its code skips while the template's declaration leaves the default, run-both: the
+    # function's ledger statement is what a run-both job needs
     _declare(planted, relative, line, '"skip"')
-    # Given its function's ledger statement back to what a run-both job needs
-    planted.replace(
-        "template.yaml",
-        "Action: [dynamodb:UpdateItem, dynamodb:Query, dynamodb:PutItem, dynamodb:ConditionCheckItem]",
-        "Action: [dynamodb:UpdateItem]",
-        resource=logical_id,
-    )
 
     violations = planted.violations(RULE)
 
     for action in ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"):
         violation = found(violations, file="template.yaml", resource=logical_id, containing=f"may not {action} on")
         assert "overlap='skip'" in violation.message
+        assert "declare Overlap: skip in the job's Mappings.Jobs entry" in violation.fix
         assert "!GetAtt LedgerTable.Arn" in violation.fix
 
 
@@ -103,6 +93,7 @@ def test_a_buffer_job_whose_worker_may_not_read_the_last_success_is_caught(plant
     logical_id, relative, line = _fanned_out_job(planted)
     worker = next(iter(planted.project.template.workers_of(logical_id)))
     _declare(planted, relative, line, '"buffer"')
+    planted.declare_overlap({logical_id.removesuffix("Function"): "buffer"})
     # Given its worker without the grant on the ledger's index
     planted.replace(
         "template.yaml",

@@ -113,37 +113,53 @@ def _fan_out_failing(tables: Any) -> None:
 
 
 def _render_in_chromium(page: str, tmp_path: Path, name: str, *, width: int = 1280) -> dict[str, Any]:
-    """What a real browser laid out: each cell's state, letter, size, colours and title; the texts."""
+    """What a real browser laid out in a frame `width` CSS px wide (the page's own viewport, whatever
+    window the Chromium build gives: some clamp it to 500 px at least): each cell's state, letter,
+    box and colours, the texts, and what stands where."""
     assert BROWSER is not None, "CLOCKLESS_REQUIRE_BROWSER=1 but no chromium-headless-shell on PATH"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / f"{name}.html").write_text(page, encoding="utf-8")
     probe = (
-        "<script>document.body.setAttribute('data-rendered', JSON.stringify({"
-        "cells: [...document.querySelectorAll('table.grid td.cell')].map(c => {const r = c.getBoundingClientRect();"
-        "return {job: c.closest('table').dataset.job, state: c.dataset.state, letter: c.innerText,"
-        "width: r.width, height: r.height, left: r.left, right: r.right,"
+        "<script>parent.document.body.setAttribute('data-rendered', JSON.stringify({"
+        "cells: [...document.querySelectorAll('div.grid .cell')].map(c => {const r = c.getBoundingClientRect();"
+        "return {job: c.closest('div.grid').dataset.job, state: c.dataset.state, letter: c.innerText,"
+        "width: r.width, height: r.height, left: r.left, right: r.right, top: r.top, bottom: r.bottom,"
         "background: getComputedStyle(c).backgroundColor,"
         "ink: getComputedStyle(c).color, title: c.title}}),"
-        "rows: [...document.querySelectorAll('table.grid tr')].slice(1).map(r => r.querySelectorAll('td').length),"
-        "emptyRows: [...document.querySelectorAll('table.grid tr')].filter(r => r.querySelector('td')"
-        " && [...r.querySelectorAll('td')].every(c => c.dataset.state === 'no tick')).length,"
+        "emptyRows: [...document.querySelectorAll('div.grid')].flatMap(g => {"
+        "const n = +g.style.getPropertyValue('--cols'), cells = [...g.querySelectorAll('.cell')], rows = [];"
+        "for (let i = 0; i < cells.length; i += n) rows.push(cells.slice(i, i + n)); return rows;})"
+        ".filter(r => r.every(c => c.dataset.state === 'no tick')).length,"
         "headings: [...document.querySelectorAll('section h2')].map(h => h.innerText),"
         "status: Object.fromEntries([...document.querySelectorAll('table.status tr[data-job]')].map(r =>"
         " [r.dataset.job, Object.fromEntries([...r.cells].map(c => [c.dataset.column, c.innerText]))])),"
+        "statusTop: document.querySelector('table.status').getBoundingClientRect().top,"
+        "title: {width: document.querySelector('h1').getBoundingClientRect().width,"
+        " content: document.querySelector('h1').scrollWidth},"
         "text: document.body.innerText, viewport: window.innerWidth,"
-        "pageWidth: document.documentElement.scrollWidth,"
-        "boxes: [...document.querySelectorAll('table')].map(t => {const box = t.parentElement;"
-        "return {scrolls: getComputedStyle(box).overflowX, width: box.clientWidth, content: box.scrollWidth}})"
+        "pageWidth: document.documentElement.scrollWidth, pageHeight: document.documentElement.scrollHeight,"
+        "boxes: [...document.querySelectorAll('table, div.grid')].map(t => {const box = t.parentElement;"
+        "return {grid: t.matches('div.grid'), scrolls: getComputedStyle(box).overflowX, width: box.clientWidth,"
+        " content: box.scrollWidth}})"
         "}));</script>"
     )
+
+    def framed(document: str) -> str:
+        return (
+            '<!doctype html><html><body style="margin:0">'
+            f'<iframe style="border:0;width:{width}px;height:1400px" srcdoc="{html.escape(document)}"></iframe>'
+            "</body></html>"
+        )
+
+    (ARTIFACTS / f"{name}.html").write_text(page, encoding="utf-8")
+    (ARTIFACTS / f"{name}-framed.html").write_text(framed(page), encoding="utf-8")
     probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
-    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1400"]
+    probed.write_text(framed(page.replace("</body>", probe + "</body>")), encoding="utf-8")
+    flags = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width + 100},1400"]
     dumped = subprocess.run(
         [*flags, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=60, check=True
     )
     subprocess.run(
-        [*flags, f"--screenshot={ARTIFACTS / f'{name}.png'}", (ARTIFACTS / f"{name}.html").as_uri()],
+        [*flags, f"--screenshot={ARTIFACTS / f'{name}.png'}", (ARTIFACTS / f"{name}-framed.html").as_uri()],
         capture_output=True,
         timeout=60,
         check=True,
@@ -231,27 +247,74 @@ def test_the_incident_page_in_a_real_browser(
     assert all(any(hour in tip for hour in tick_hours) for tip in weekly_tips), weekly_tips
 
 
+NIGHT = DAY + timedelta(hours=22, minutes=30)
+NIGHT_ERROR = "ConnectionError: sessions index unreachable (while reading page 2 of the empty-by-start index)"
+
+
+def _bad_night_page(template: Template, target: LocalTarget, tables: Any) -> str:
+    """A bad night's page at 22:30: the 04:00 tick failed, the 22:00 tick fanned out to 64 partitions
+    all retrying on the same error, the week before missed, a weekly job paused; a title naming a
+    stack by its long ARN."""
+    create_schedules(template, target.endpoint)
+    for hour in range(22):
+        record_tick(tables, hour, "failed" if hour == 4 else "succeeded", error={"S": NIGHT_ERROR})
+    record_tick(tables, 22, "started", partitions_total={"N": "64"}, partitions_done={"N": "0"})
+    for partition in range(64):
+        tables.put_item(
+            TableName="LedgerTable",
+            Item={
+                "job": {"S": f"{JOB}#work"},
+                "scheduled_time": {"S": f"2026-11-29T22:00:00Z#p{partition}"},
+                "status": {"S": "running"},
+                "receives": {"N": "3"},
+                "last_error": {"S": NIGHT_ERROR},
+            },
+        )
+    weekly = _weekly_job(template, target)
+    set_paused(target, template, weekly, paused=True, reason="vendor API down, INC-42", now=NIGHT - timedelta(hours=1))
+    window = timedelta(days=9)
+    statuses = [job_status(template, target, job, now=NIGHT, window=window) for job in (JOB, weekly)]
+    grids = [job_grid(template, target, s.job, now=NIGHT, window=window, failing=s.failing) for s in statuses]
+    title = (
+        "clockless status: stack clockless-production-eu-central-1 (arn:aws:cloudformation:eu-central-1:"
+        "123456789012:stack/clockless-production-eu-central-1/3f2a9c1e-0b7d-11ef-9a4b-0a1b2c3d4e5f)"
+    )
+    return render_page(StatusPage(title, "stack", NIGHT, NIGHT - window, NIGHT, statuses=statuses, grids=grids))
+
+
 @needs_browser
-def test_the_incident_page_at_a_phones_width(
-    grid: Grid, tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
+def test_the_bad_nights_page_at_a_phones_width(
+    tables: Any, template: Template, dynamodb_endpoint: str, tmp_path: Path
 ) -> None:
-    """At 400 px nothing is cut off: the page is no wider than the window, a table wider than it
-    scrolls in its own box, and the failing cell is on the screen."""
-    page, _, _ = _incident_page(template, LocalTarget(template, dynamodb_endpoint), tables)
+    """At 400 px the picture comes first and is whole: the failing X at 22:00 on the screen, above the
+    table, however many partitions fail; nothing wider than the window, no grid scrolling sideways."""
+    page = _bad_night_page(template, LocalTarget(template, dynamodb_endpoint), tables)
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
 
     shown = _render_in_chromium(page, tmp_path, "status-page-400px", width=400)
 
     assert shown["viewport"] == 400
     assert shown["pageWidth"] <= shown["viewport"]
+    assert shown["title"]["content"] <= shown["title"]["width"] <= shown["viewport"]
     for box in shown["boxes"]:
-        assert box["content"] <= box["width"] or box["scrolls"] == "auto", box
+        assert box["content"] <= box["width"] or (box["scrolls"] == "auto" and not box["grid"]), box
     [failing] = [c for c in shown["cells"] if c["state"] == "failing"]
     assert failing["letter"] == "X"
+    assert failing["title"].startswith("2026-11-29T22:00:00Z: failing")
     assert failing["left"] >= 0, failing
     assert failing["right"] <= shown["viewport"], failing
     assert failing["width"] >= 14
-    assert "2026-11-29T12:00:00Z failing" in shown["status"][JOB]["last failure"]
+    # The picture first: the failing cell in the frame without scrolling it (1400 px, nine days of an
+    # hourly grid under a long title), above the status table and every error, however many.
+    assert failing["bottom"] <= 1400, failing
+    assert failing["bottom"] < shown["statusTop"]
+    assert "2026-11-29T22:00:00Z failing" in shown["status"][JOB]["last failure"]
+    # 64 identical troubles are one line with their count, the partitions named by number.
+    text = shown["text"]
+    assert text.count(NIGHT_ERROR) <= 3, text  # the 04:00 tick's error, its last failure, the grouped line
+    assert (
+        f"64 partitions retrying (receive 3, last error: {NIGHT_ERROR}): p0, p1, p2, p3, p4, p5, p6, p7, … (56 more)"
+    ) in text
 
 
 def test_cli_status_writes_the_html_page(
@@ -266,7 +329,7 @@ def test_cli_status_writes_the_html_page(
 
     assert result.stderr == f"status page written to {page}\n"
     written = page.read_text(encoding="utf-8")
-    assert written.count('<table class="grid"') == len(template.jobs)
+    assert written.count('<div class="grid') == len(template.jobs)
     assert written.count('<tr data-job="') == len(template.jobs)
     assert "legend: F failed" in result.stdout
     # each job's overlap policy, as its code declares it, above its grid (terminal and page)

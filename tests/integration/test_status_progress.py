@@ -11,7 +11,7 @@ from clockless.ledger import RunLedger
 from clockless_tools.operations.progress import fanned_out_ticks
 from clockless_tools.operations.status import fanned_out_lines, job_status, table_cells
 from clockless_tools.operations.targets import LocalTarget
-from clockless_tools.operations.work import work_queues
+from clockless_tools.operations.work import show, work_queues
 from clockless_tools.template.model import Template
 from tests.jobs import job_where
 
@@ -116,9 +116,7 @@ def test_each_partition_of_a_failing_tick_has_its_state_and_the_tick_is_failing(
     seed_failing_tick(tables)
     ledger = RunLedger("LedgerTable", tables, retention_seconds=86400)
 
-    (tick,) = fanned_out_ticks(
-        ledger, JOB, NOW - timedelta(hours=1), NOW, now_ms=NOW_MS, dead_lettered={(FAILING, "5"), ("other", "4")}
-    )
+    (tick,) = fanned_out_ticks(ledger, JOB, NOW - timedelta(hours=1), NOW, now_ms=NOW_MS, max_receives=5)
 
     assert [(p.partition, p.state.value) for p in tick.partitions] == [
         ("0", "done"),
@@ -146,20 +144,26 @@ def test_each_partition_of_a_failing_tick_has_its_state_and_the_tick_is_failing(
     )
 
 
-def test_status_reads_dead_lettered_partitions_from_the_work_queue(
+def test_status_reads_dead_lettered_partitions_from_their_records_and_never_receives_the_dlq(
     tables: Any, template: Template, dynamodb_endpoint: str
 ) -> None:
     seed_failing_tick(tables)
     target = LocalTarget(template, dynamodb_endpoint)
     queues = work_queues(template, JOB)
-    body = {"kind": "partition", "job": JOB, "scheduled_time": FAILING, "partition": "4", "trigger": "scheduled"}
-    target.sqs().send_message(QueueUrl=target.queue_url(queues.dead_letter_queue), MessageBody=json.dumps(body))
+    # The work queue's last receive of p5 failed: SQS moved its message to the dead-letter queue.
+    dead = target.queue_url(queues.dead_letter_queue)
+    body = {"kind": "partition", "job": JOB, "scheduled_time": FAILING, "partition": "5", "trigger": "schedule"}
+    target.sqs().send_message(QueueUrl=dead, MessageBody=json.dumps(body))
 
-    status = job_status(template, target, JOB, now=NOW, window=timedelta(hours=1))
+    statuses = [job_status(template, target, JOB, now=NOW, window=timedelta(hours=1)) for _ in range(3)]
 
-    (tick,) = status.fanned_out
-    assert {p.partition: p.state.value for p in tick.partitions}["4"] == "dead-lettered"
-    assert status.as_dict()["fanned_out"][0]["status"] == "failing"
+    (tick,) = statuses[-1].fanned_out
+    states = {p.partition: p.state.value for p in tick.partitions}
+    assert (states["4"], states["5"]) == ("retrying", "dead-lettered")
+    assert statuses[-1].as_dict()["fanned_out"][0]["status"] == "failing"
+    # Looking changed nothing: the message was never received, so this first receive is its first.
+    (message,) = target.sqs().receive_message(QueueUrl=dead, AttributeNames=["ApproximateReceiveCount"])["Messages"]
+    assert message["Attributes"]["ApproximateReceiveCount"] == "1"
 
 
 def test_status_lists_the_running_tick_and_the_latest_one(
@@ -209,3 +213,43 @@ def test_a_failing_tick_is_the_last_failure(tables: Any, template: Template, dyn
     assert status.failing == [datetime(2026, 11, 29, 10, 15, tzinfo=UTC)]
     assert status.as_dict()["failing"] == [FAILING]
     assert table_cells(status)[2] == [f"{FAILING} failing", "partitions failing: see below"]
+    # --json says what the table says (before: null, as no entry is `failed` yet).
+    document = status.as_dict()
+    assert document["last_failure"] == {
+        "scheduled_time": FAILING,
+        "status": "failing",
+        "ledger_status": "started",
+        "error": "3 partition(s) failing: p3 retrying (receive 3, 1 after throttling, last error: "
+        "ConnectionError: sessions index unreachable (while reading page 2))",
+        "partitions_failing": ["3", "4", "5"],
+    }
+    assert document["last_failed"] is None
+
+
+def test_work_show_names_a_dead_lettered_partition_with_its_records_last_error(
+    tables: Any, template: Template, dynamodb_endpoint: str
+) -> None:
+    seed_failing_tick(tables)
+    error = "ConnectionError: sessions index unreachable"
+    earlier = NOW_MS - 60_000
+    put(tables, job=f"{JOB}#work", scheduled_time=f"{FAILING}#p5", status="running", lease_until=earlier, receives=5)
+    tables.update_item(
+        TableName="LedgerTable",
+        Key={"job": {"S": f"{JOB}#work"}, "scheduled_time": {"S": f"{FAILING}#p5"}},
+        UpdateExpression="SET last_error = :e",
+        ExpressionAttributeValues={":e": {"S": error}},
+    )
+    target = LocalTarget(template, dynamodb_endpoint)
+    queues = work_queues(template, JOB)
+    dead = target.queue_url(queues.dead_letter_queue)
+    body = {"kind": "partition", "job": JOB, "scheduled_time": FAILING, "partition": "5", "trigger": "schedule"}
+    target.sqs().send_message(QueueUrl=dead, MessageBody=json.dumps(body))
+
+    from_ledger = show(target, template, JOB, now=NOW)
+    read = show(target, template, JOB, now=NOW, messages=True)
+
+    assert from_ledger.dead_letter_messages == 1
+    assert [(x.kind, x.scheduled_time, x.partition, x.receive_count, x.error) for x in from_ledger.dead_letters] == [
+        ("partition", FAILING, "5", 5, error)
+    ]
+    assert [(x.partition, x.error) for x in read.dead_letters] == [("5", error)]

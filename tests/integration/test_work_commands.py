@@ -51,28 +51,48 @@ def work(endpoint: str, *args: str) -> Any:
     return CliRunner().invoke(app, ["work", *args, "--template", str(FANOUT), "--endpoint", endpoint])
 
 
-def test_show_lists_the_dead_letters_and_leaves_them_where_they_are(fanout: Any, dynamodb_endpoint: str) -> None:
+def test_show_counts_the_dead_letters_without_receiving_them(fanout: Any, dynamodb_endpoint: str) -> None:
     dead = queue_url(fanout, "WorkDeadLetterQueue")
     for body in (FAILED_ITEMS, POISON_PARTITION):
         fanout.send_message(QueueUrl=dead, MessageBody=json.dumps(body))
 
-    shown = work(dynamodb_endpoint, "show", "producer", "--json")
-    again = work(dynamodb_endpoint, "show", "producer")
+    shown = [work(dynamodb_endpoint, "show", "producer", "--json") for _ in range(3)]
+    text = work(dynamodb_endpoint, "show", "producer")
 
-    assert shown.exit_code == 1  # dead letters are items not applied
-    report = json.loads(shown.stdout)
+    assert shown[-1].exit_code == 1  # dead letters are items not applied
+    report = json.loads(shown[-1].stdout)
     assert (report["queue"], report["dead_letter_queue"], report["worker"]) == (
         "WorkQueue",
         "WorkDeadLetterQueue",
         "WorkerFunction",
     )
+    assert (report["dead_letter_messages"], report["read_messages"]) == (2, False)
+    assert "WorkDeadLetterQueue has 2 message(s)" in text.stdout
+    assert "--messages reads every body" in text.stdout
+    assert "replay them: clockless work redrive producer" in text.stdout
+    # Looking received nothing: this first receive is each message's first.
+    received = fanout.receive_message(QueueUrl=dead, MaxNumberOfMessages=10, AttributeNames=["ApproximateReceiveCount"])
+    assert sorted(m["Attributes"]["ApproximateReceiveCount"] for m in received["Messages"]) == ["1", "1"]
+
+
+def test_show_messages_reads_the_bodies_and_says_what_the_read_did(fanout: Any, dynamodb_endpoint: str) -> None:
+    dead = queue_url(fanout, "WorkDeadLetterQueue")
+    for body in (FAILED_ITEMS, POISON_PARTITION):
+        fanout.send_message(QueueUrl=dead, MessageBody=json.dumps(body))
+
+    shown = work(dynamodb_endpoint, "show", "producer", "--messages", "--json")
+    again = work(dynamodb_endpoint, "show", "producer", "--messages")
+
+    assert shown.exit_code == 1
+    report = json.loads(shown.stdout)
     letters = sorted(report["dead_letters"], key=lambda letter: letter["kind"])
     assert [(x["kind"], x["scheduled_time"], x["partition"], x["items"], x["error"]) for x in letters] == [
         ("items", TICK, "3", 2, "ValidationException: item too large"),
         ("partition", TICK, "5", None, None),
     ]
-    assert "WorkDeadLetterQueue has 2 message(s)" in again.stdout
-    assert "replay them: clockless work redrive producer" in again.stdout
+    # The count before this read: never received before it.
+    assert [x["receive_count"] for x in letters] == [0, 0]
+    assert "read by receiving 2 message(s) (SQS has no peek)" in again.stdout
     attributes = fanout.get_queue_attributes(QueueUrl=dead, AttributeNames=["ApproximateNumberOfMessages"])
     assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "2"
 

@@ -45,6 +45,9 @@ def test_every_usage_error_of_every_command_is_one_line() -> None:
         assert line.endswith(f"{' '.join(path)} --help`"), line
     assert _error(["run-now"]).startswith("error: Missing argument 'job'; see `")
     assert _error(["status", "--window-days", "x"]).startswith("error: Invalid value for '--window-days': ")
+    assert _error(["status", "--window-days", "100000"]).startswith(
+        "error: Invalid value for '--window-days': Input should be less than or equal to 366"
+    )
     assert _error(["no-such-command"]).startswith("error: No such command 'no-such-command'; see `")
 
 

@@ -16,7 +16,10 @@ only where it does: `dynamodb:ConditionCheckItem` (a `ConditionCheck` in a trans
 of the job only when the function's own code builds one, on the kit's tables (ledger, idempotency)
 only when the kit's layer does. X-Ray's write access (SAM attaches AWSXrayWriteOnlyAccess, on every
 resource, to a function with any `Tracing`, PassThrough included; or a policy that names it) only
-when the code sends traces (Powertools' `Tracer` or the X-Ray SDK).
+when the code sends traces (Powertools' `Tracer` or the X-Ray SDK). The ledger requests a job's
+overlap policy adds (`skip`, `buffer`: rule overlap-declared's `overlap_calls`) are granted only to
+the functions of a job whose code declares that policy: a `run-both` job's coordinator may not
+Query, PutItem or ConditionCheckItem on the ledger, nor its worker Query the succeeded index.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from clockless.overlap import Overlap
+from clockless_tools.architecture.overlap_declared import declared_overlap, overlap_calls
 from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file, sub_text
+from clockless_tools.architecture.work_permissions import allowed, grants_of
 from clockless_tools.template.model import Function
 
 LEAST_PRIVILEGE: Final = "least-privilege"
@@ -67,6 +73,7 @@ def check_least_privilege(project: Project) -> Iterator[Violation]:
         own, layer = code_uses(project, fn)
         yield from _check_sam_queue_events(project, logical_id, fn)
         yield from _check_tracing(project, logical_id, fn, own | layer)
+        yield from _check_overlap_grants(project, logical_id, fn)
         policies = fn.prop("Policies")
         if policies is None:
             continue
@@ -149,6 +156,32 @@ def _check_condition_checks(
                 "in a transaction (no ConditionCheck)",
                 f"drop dynamodb:ConditionCheckItem from the statement on {table}",
             )
+
+
+def _check_overlap_grants(project: Project, logical_id: str, fn: Function) -> Iterator[Violation]:
+    """Ledger actions the job's overlap policy never sends, granted all the same."""
+    template = project.template
+    job = logical_id if logical_id in template.scheduled_functions else fn.worker_of
+    if job is None or job not in template.scheduled_functions:
+        return
+    policy = declared_overlap(project, job)
+    if policy is None:
+        return  # overlap-declared reports a policy it cannot read
+    own = {p: [c for c in overlap_calls(project, job, p) if c.fn.logical_id == logical_id] for p in Overlap}
+    sent = {(call.resource, call.action) for call in own[policy]}
+    grants = grants_of(project, fn)
+    for call in own[Overlap.BUFFER]:
+        if (call.resource, call.action) in sent or not allowed(grants, call.resource, call.action):
+            continue
+        needing = " or ".join(repr(p.value) for p in Overlap if any(c.action == call.action for c in own[p]))
+        yield _violation(
+            project,
+            logical_id,
+            f"may {call.action} on {call.resource}, which only overlap={needing} sends (it {call.why}); "
+            f"{job}'s code declares overlap={policy.value!r}",
+            f"make the job's Mappings.Jobs entry say Overlap: {policy.value} (OverlapGrants then leaves it out), "
+            f"or drop {call.action} on {call.resource} from {logical_id}'s Policies",
+        )
 
 
 def _allow_statements(where: str, document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -316,6 +349,7 @@ LEAST_PRIVILEGE_RULE = Rule(
     LEAST_PRIVILEGE,
     "policies name only the tables and queues the function uses; no '*' resource for DynamoDB, SQS or Lambda; "
     "messages are received and deleted only from the queue an event source mapping polls for the function; "
-    "ConditionCheckItem and X-Ray only where the code uses them",
+    "ConditionCheckItem and X-Ray only where the code uses them, the ledger calls of an overlap policy only where the "
+    "job declares it",
     check_least_privilege,
 )

@@ -34,20 +34,32 @@ def _sent(letter: DeadLetter) -> str:
     return datetime.fromtimestamp(letter.sent_at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+MessagesOption = Annotated[
+    bool,
+    typer.Option(
+        "--messages",
+        help="Read every message's body too. SQS has no peek: each receive raises the message's receive count "
+        "by one (receives shows the count before this read).",
+    ),
+]
+
+
 @app.command("show")
 @target_options
 def work_show(
     job: JobArgument,
     as_json: JsonOption = False,
+    messages: MessagesOption = False,
     *,
     where: TargetOptions,
 ) -> None:
-    """The job's work queue depth and every message in its dead-letter queue (read, left in place).
+    """The job's work queue depth, its dead-letter queue's, and the dead-lettered partitions the ledger names
+    (nothing is received: looking changes nothing).
 
     Exit 1 when the dead-letter queue holds messages: items that were not applied."""
     tpl, target = where.open()
     with acting_on(target):
-        found = show(target, tpl, job)
+        found = show(target, tpl, job, now=datetime.now(UTC), messages=messages)
     if as_json:
         print(json.dumps({"target": target.description, **found.as_dict()}, indent=2))
     else:
@@ -55,15 +67,25 @@ def work_show(
         line_stdout.print(
             f"{job} on {target.description}: {queues.queue} has {found.visible} message(s) waiting and "
             f"{found.in_flight} in flight (worker {queues.worker}); {queues.dead_letter_queue} has "
-            f"{len(found.dead_letters)} message(s)"
+            f"{found.dead_letter_messages} message(s)"
         )
+        if found.read_messages:
+            line_stdout.print(
+                f"read by receiving {len(found.dead_letters)} message(s) (SQS has no peek): each one's receive "
+                "count rose by one; receives shows it before this read"
+            )
+        elif found.dead_letter_messages:
+            line_stdout.print(
+                f"the ledger names {len(found.dead_letters)} dead-lettered partition(s); items messages are "
+                f"listed per tick by clockless status {job}; --messages reads every body (raising its receive count)"
+            )
         if found.dead_letters:
             table = Table()
             for column in ("sent", "kind", "tick", "partition", "items", "receives", "error"):
                 table.add_column(column, no_wrap=column != "error")
             for letter in found.dead_letters:
                 table.add_row(
-                    _sent(letter),
+                    _sent(letter) if found.read_messages else "-",
                     letter.kind,
                     letter.scheduled_time or "-",
                     letter.partition or "-",
@@ -72,8 +94,9 @@ def work_show(
                     letter.error or "-",
                 )
             stdout.print(table)
+        if found.dead_letter_messages:
             line_stdout.print(f"replay them: clockless work redrive {job}")
-    if found.dead_letters:
+    if found.dead_letter_messages:
         raise typer.Exit(code=1)
 
 

@@ -202,9 +202,30 @@ def render_text(grid: Grid, *, colour: bool, max_width: int | None = None) -> st
     lines.append(" " * width + "  " + " ".join(c[:2].rjust(2) for c in grid.columns))
     for label, row in zip(labels, grid.cells, strict=True):
         lines.append(label.ljust(width) + " " + " ".join(_mark(state, colour=colour) for state in row))
-    legend = [f"{_mark(state, colour=colour).strip()} {state.value}" for state in SEVERITY[:-1]]
-    lines.append("legend: " + ", ".join(legend))
+    lines += _legend(colour=colour, max_width=max_width)
     return "\n".join(lines)
+
+
+def _legend(*, colour: bool, max_width: int | None) -> list[str]:
+    """`legend: F failed, X failing, ...`, in as many lines as `max_width` needs (measured without markup)."""
+    states = SEVERITY[:-1]
+    pieces = [
+        (f"{_mark(state, colour=colour).strip()} {state.value}", f"{STYLE[state][0]} {state.value}") for state in states
+    ]
+    prefix = "legend: "
+    lines: list[str] = []
+    markup, length = prefix, len(prefix)
+    for i, (piece, plain) in enumerate(pieces):
+        comma = "," if i < len(pieces) - 1 else ""
+        needed = len(plain) + len(comma) + (0 if length == len(prefix) else 1)
+        if max_width is not None and length > len(prefix) and length + needed > max_width:
+            lines.append(markup)
+            markup, length = " " * len(prefix), len(prefix)
+            needed = len(plain) + len(comma)
+        markup += ("" if length == len(prefix) else " ") + piece + comma
+        length += needed
+    lines.append(markup)
+    return lines
 
 
 def _mark(state: TickState, *, colour: bool) -> str:

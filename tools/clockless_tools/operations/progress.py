@@ -3,8 +3,11 @@ entry (partitions_total, partitions_done, status, and the summary once finished)
 work records under `<job>#work` (a partition record per partition, a lane record per worker lane,
 whose applied/already_done/failed counters add up to the tick's so far).
 
-Each partition is in one state (`partition_state`), read from its record and, when the caller has
-read it, the work dead-letter queue: done; dead-lettered (its message is in the work DLQ); retrying
+Each partition is in one state (`partition_state`), read from its record alone (the work
+dead-letter queue is never read: SQS has no peek, and a receive raises the count it reports): done;
+dead-lettered (its record's receive count reached the work queue's maxReceiveCount and that attempt
+is over without the partition done, so SQS moves the message to the work DLQ instead of delivering
+it again); retrying
 (an attempt failed: the record's `last_error`, or a lease that ran out without the partition being
 done, so SQS brings the message back); continued (the lease handed on with a cursor, a continuation
 message on its way); running (a live lease). `receives` (the message's ApproximateReceiveCount at
@@ -15,7 +18,6 @@ left out when it does not. A tick with a retrying or dead-lettered partition is 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -40,6 +42,10 @@ class PartitionState(StrEnum):
     CONTINUED = "continued"
     DEAD_LETTERED = "dead-lettered"
     NOT_STARTED = "not started"
+
+
+# The states that make a started tick failing.
+FAILING_STATES = frozenset({PartitionState.RETRYING, PartitionState.DEAD_LETTERED})
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ class PartitionProgress:
         }
 
 
-def partition_state(record: dict[str, Any], *, now_ms: int, dead_lettered: Collection[str] = ()) -> PartitionProgress:
+def partition_state(record: dict[str, Any], *, now_ms: int, max_receives: int | None = None) -> PartitionProgress:
     """One partition record's state (see the module's docstring)."""
     partition = str(_text(record, "scheduled_time")).rpartition("#p")[2]
     receives = _number(record, "receives") if "receives" in record else None
@@ -85,12 +91,13 @@ def partition_state(record: dict[str, Any], *, now_ms: int, dead_lettered: Colle
     # The kit notes why it handed a partition on after throttling (`throttled: ...`) as well as why
     # an attempt failed; only the second is a failure. The note stays after the next acquire.
     failed = bool(last_error) and not str(last_error).startswith(THROTTLE_NOTE)
+    live = lease_until is not None and lease_until >= now_ms
     if _text(record, "status") == STATUS_DONE:
         state = PartitionState.DONE
-    elif partition in dead_lettered:
-        state = PartitionState.DEAD_LETTERED
     elif lease_until == 0 and "cursor" in record:
         state = PartitionState.CONTINUED
+    elif max_receives is not None and receives is not None and receives >= max_receives and not live:
+        state = PartitionState.DEAD_LETTERED  # its last receive is over, undone: SQS moves the message to the DLQ
     elif failed or (receives is not None and receives > 1):
         state = PartitionState.RETRYING  # an attempt failed, or SQS redelivered the message after one
     elif lease_until is not None and lease_until < now_ms:
@@ -133,9 +140,7 @@ class TickProgress:
     @property
     def failing(self) -> bool:
         """Started, with a partition whose attempts fail (retrying) or gave up (dead-lettered)."""
-        return not self.finished and any(
-            p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED) for p in self.partitions
-        )
+        return not self.finished and any(p.state in FAILING_STATES for p in self.partitions)
 
     @property
     def never_fanned_out(self) -> bool:
@@ -173,9 +178,24 @@ class TickProgress:
 
     def troubles(self) -> list[str]:
         """One line per partition retrying or dead-lettered, with its receive count and last error."""
-        return [
-            p.describe() for p in self.partitions if p.state in (PartitionState.RETRYING, PartitionState.DEAD_LETTERED)
-        ]
+        return [p.describe() for p in self.partitions if p.state in FAILING_STATES]
+
+    def grouped_troubles(self, named: int = 8) -> list[str]:
+        """`troubles`, partitions whose line says the same (state, receive count, last error) in one
+        line with their count and the first `named` of them: `64 partitions retrying (...): p0, p1, …`."""
+        groups: dict[str, list[str]] = {}
+        for p in self.partitions:
+            if p.state in FAILING_STATES:
+                groups.setdefault(p.describe().removeprefix(f"p{p.partition} "), []).append(p.partition)
+        lines = []
+        for said, partitions in groups.items():
+            if len(partitions) == 1:
+                lines.append(f"p{partitions[0]} {said}")
+                continue
+            names = ", ".join(f"p{p}" for p in partitions[:named])
+            more = f", … ({len(partitions) - named} more)" if len(partitions) > named else ""
+            lines.append(f"{len(partitions)} partitions {said}: {names}{more}")
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -196,6 +216,11 @@ class TickProgress:
 def _number(item: dict[str, Any], name: str) -> int:
     value = item.get(name)
     return int(value["N"]) if isinstance(value, dict) and "N" in value else 0
+
+
+def _partition_order(partition: str) -> tuple[int, int | str]:
+    """Partitions by number (p2 before p10), named ones after them."""
+    return (0, int(partition)) if partition.isdigit() else (1, partition)
 
 
 def _text(item: dict[str, Any], name: str) -> str | None:
@@ -219,11 +244,11 @@ def tick_progress(
     entry: dict[str, Any],
     *,
     now_ms: int,
-    dead_lettered: Collection[tuple[str, str]] = (),
+    max_receives: int | None = None,
 ) -> TickProgress:
     """A fanned-out tick entry's progress: a finished tick's summary, or the counters summed so far
-    and each partition's state. `dead_lettered`: the (scheduled time, partition) pairs whose
-    partition message is in the work dead-letter queue."""
+    and each partition's state. `max_receives`: the work queue's maxReceiveCount (a partition whose
+    last allowed receive failed is dead-lettered)."""
     job, scheduled_time = str(_text(entry, "job")), str(_text(entry, "scheduled_time"))
     status = _text(entry, "status") or STATUS_STARTED
     summary = json.loads(_text(entry, "summary") or "{}") if status == STATUS_SUCCEEDED else {}
@@ -233,15 +258,12 @@ def tick_progress(
     else:
         records = Finisher(ledger.client, ledger.table_name).records(job, scheduled_time)
         counters = {name: sum(_number(record, name) for record in records) for name in COUNTERS}
-        mine = {partition for time, partition in dead_lettered if time == scheduled_time}
         partitions = [
-            partition_state(record, now_ms=now_ms, dead_lettered=mine)
+            partition_state(record, now_ms=now_ms, max_receives=max_receives)
             for record in records
             if "#l" not in str(_text(record, "scheduled_time")).removeprefix(scheduled_time)
         ]
-        seen = {p.partition for p in partitions}
-        # A partition message dead-lettered before any worker wrote its record.
-        partitions += [PartitionProgress(p, PartitionState.DEAD_LETTERED) for p in sorted(mine - seen)]
+        partitions.sort(key=lambda p: _partition_order(p.partition))
         total = _number(entry, "partitions_total")
         partitions += [
             PartitionProgress("?", PartitionState.NOT_STARTED) for _ in range(max(0, total - len(partitions)))
@@ -267,7 +289,7 @@ def fanned_out_ticks(
     end: datetime,
     *,
     now_ms: int,
-    dead_lettered: Collection[tuple[str, str]] = (),
+    max_receives: int | None = None,
 ) -> list[TickProgress]:
     """The job's ticks in [start, end) that fanned out, oldest first, each with its progress."""
     entries = _query_all(
@@ -281,7 +303,7 @@ def fanned_out_ticks(
         },
     )
     return [
-        tick_progress(ledger, entry, now_ms=now_ms, dead_lettered=dead_lettered)
+        tick_progress(ledger, entry, now_ms=now_ms, max_receives=max_receives)
         for entry in entries
         if parse_scheduled_time(str(_text(entry, "scheduled_time"))) < end
     ]

@@ -3,12 +3,12 @@ the ledger does not show as succeeded."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from clockless import format_scheduled_time
-from clockless.fanout.messages import KIND_PARTITION
 from clockless.items import REASON_PARTITION
 from clockless.ledger import (
     STATUS_FAILED,
@@ -21,9 +21,9 @@ from clockless.ledger import (
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.pause import StateChange, is_paused_at, job_pauses, paused_intervals, state_history
-from clockless_tools.operations.progress import TickProgress, fanned_out_ticks
+from clockless_tools.operations.progress import FAILING_STATES, TickProgress, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError
-from clockless_tools.operations.work import show
+from clockless_tools.operations.work import work_queues
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
 
@@ -64,6 +64,21 @@ class JobStatus:
             found.append((self.last_failure.scheduled_time, "failed"))
         return max(found) if found else None
 
+    def _failing_entry(self) -> dict[str, Any] | None:
+        """The newest failure as `last_failure` has it when it is a failing tick (no `failed` entry yet)."""
+        latest = self.latest_failure
+        if latest is None or latest[1] != "failing":
+            return None
+        tick = next(t for t in self.fanned_out if t.scheduled_time == latest[0] and t.failing)
+        troubles = tick.troubles()
+        return {
+            "scheduled_time": format_scheduled_time(tick.scheduled_time),
+            "status": "failing",
+            "ledger_status": tick.status,
+            "error": f"{len(troubles)} partition(s) failing: {troubles[0]}" if troubles else None,
+            "partitions_failing": [p.partition for p in tick.partitions if p.state in FAILING_STATES],
+        }
+
     def as_dict(self) -> dict[str, Any]:
         def entry(e: LedgerEntry | None) -> dict[str, Any] | None:
             if e is None:
@@ -88,7 +103,9 @@ class JobStatus:
             "schedule": self.expression,
             "window": [format_scheduled_time(self.window_start), format_scheduled_time(self.window_end)],
             "last_success": entry(self.last_success),
-            "last_failure": entry(self.last_failure),
+            # What the table's "last failure" shows: a failing tick when it is the newest failure.
+            "last_failure": self._failing_entry() or entry(self.last_failure),
+            "last_failed": entry(self.last_failure),
             "next_ticks": [format_scheduled_time(t) for t in self.next_ticks],
             "expected": self.expected,
             "missing": [format_scheduled_time(t) for t in self.missing],
@@ -197,17 +214,14 @@ def declared_overlap(template: Template, function_id: str) -> str | None:
 def _fanned_out(
     template: Template, target: JobTarget, job: str, start: datetime, end: datetime, *, now: datetime
 ) -> list[TickProgress]:
-    """The window's fanned-out ticks; when one is still started, its partitions' states read with
-    the work dead-letter queue (peeked, as `clockless work show` does)."""
-    ledger = target.ledger()
+    """The window's fanned-out ticks, each partition's state read from its ledger record (the work
+    dead-letter queue is not read: receiving a message to look at it raises its receive count)."""
+    try:
+        max_receives: int | None = work_queues(template, job).max_receive_count
+    except OperationError:
+        max_receives = None  # no work queue in this template: the records' states stand alone
     now_ms = int(now.timestamp() * 1000)
-    ticks = fanned_out_ticks(ledger, job, start, end, now_ms=now_ms)
-    if all(tick.finished for tick in ticks):
-        return ticks
-    dead = _dead_lettered_partitions(template, target, job)
-    if not dead:
-        return ticks
-    return fanned_out_ticks(ledger, job, start, end, now_ms=now_ms, dead_lettered=dead)
+    return fanned_out_ticks(target.ledger(), job, start, end, now_ms=now_ms, max_receives=max_receives)
 
 
 def failing_progress(
@@ -217,18 +231,6 @@ def failing_progress(
     dead-lettered), read as `status` reads it; None otherwise."""
     ticks = _fanned_out(template, target, job, scheduled_time, scheduled_time + timedelta(seconds=1), now=now)
     return next((tick for tick in ticks if tick.failing), None)
-
-
-def _dead_lettered_partitions(template: Template, target: JobTarget, job: str) -> set[tuple[str, str]]:
-    try:
-        letters = show(target, template, job).dead_letters
-    except OperationError:
-        return set()  # no work queue here (or none deployed): the ledger's states stand alone
-    return {
-        (str(letter.scheduled_time), str(letter.partition))
-        for letter in letters
-        if letter.kind == KIND_PARTITION and letter.scheduled_time and letter.partition is not None
-    }
 
 
 def _worth_showing(ticks: list[TickProgress]) -> list[TickProgress]:
@@ -308,8 +310,27 @@ def table_cells(s: JobStatus) -> list[list[str]]:
     ]
 
 
+def fit_lines(lines: list[str], width: int) -> list[str]:
+    """`fanned_out_lines` on a terminal `width` wide: a tick's line wrapped under itself, a partition's
+    (its last error may be long) in at most two lines, cut with `…` (`--json` and `--html` keep it whole)."""
+    fitted = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        wrapped = textwrap.wrap(
+            line,
+            width=max(width, 40),
+            subsequent_indent=indent + "    ",
+            max_lines=2 if indent else None,
+            placeholder=" …",
+            break_on_hyphens=False,
+        )
+        fitted += wrapped or [line]
+    return fitted
+
+
 def fanned_out_lines(s: JobStatus) -> list[str]:
-    """Per fanned-out tick worth showing, one line of progress, then one per partition in trouble."""
+    """Per fanned-out tick worth showing, one line of progress, then one per kind of partition trouble
+    (partitions whose line says the same: one line with their count)."""
     lines = []
     for progress in s.fanned_out:
         when = f"{s.job} @ {format_scheduled_time(progress.scheduled_time)}"
@@ -321,5 +342,5 @@ def fanned_out_lines(s: JobStatus) -> list[str]:
             )
             continue
         lines.append(f"{when} fanned out, {progress.shown_status}: {progress.describe()}{why}")
-        lines += [f"  {trouble}" for trouble in progress.troubles()]
+        lines += [f"  {trouble}" for trouble in progress.grouped_troubles()]
     return lines

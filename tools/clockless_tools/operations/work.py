@@ -6,8 +6,12 @@ worker, and the queue's RedrivePolicy names the dead-letter queue. What lands th
 message per batch of items the workers could not apply (docs/fan-out.md), or a partition message
 received maxReceiveCount times without success.
 
-`show` reads the dead-letter queue the way the SQS console's "poll for messages" does: it
-receives every message, then makes each visible again at once, so it changes nothing. `redrive`
+`show` changes nothing: SQS has no peek (receiving a message, even to make it visible again at
+once as the console's "poll for messages" does, raises the receive count it reports), so it reads
+the queues' depths with GetQueueAttributes and the dead-lettered partitions from their ledger
+records (their receive count reached maxReceiveCount, and their last error), over the dead-letter
+queue's retention. `show --messages` reads the messages' bodies too, by receiving each one: it
+says so, and reports each receive count as it was before that read. `redrive`
 sends each message back to the work queue, then deletes it from the dead-letter queue (a message
 sent twice, should the delete fail, is harmless: workers apply each item once). SQS's own
 StartMessageMoveTask would move them server-side, but asynchronously and without saying what
@@ -17,10 +21,14 @@ moved; this way the command reports each message and works the same on the local
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any, Final
 
+from clockless import format_scheduled_time
+from clockless.fanout.messages import KIND_PARTITION
 from clockless_tools.local.event_sources import SqsEventSource, fed_by
+from clockless_tools.operations.progress import PartitionState, fanned_out_ticks
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Template
@@ -29,6 +37,8 @@ _BATCH: Final = 10
 # Long enough to read the whole queue before the first message read comes back on its own.
 _PEEK_VISIBILITY: Final = 60
 _MAX_MESSAGES: Final = 100_000
+# SQS's own default, for a dead-letter queue that states none.
+_DEFAULT_RETENTION_SECONDS: Final = 345_600
 
 
 @dataclass(frozen=True)
@@ -117,7 +127,12 @@ class WorkShow:
     # the work queue's messages: visible, in flight (a worker has them), delayed
     visible: int
     in_flight: int
+    # the dead-letter queue's messages (visible and in flight: a redrive under way holds some)
+    dead_letter_messages: int
+    # the dead-lettered partitions the ledger names, or with `messages`, every message read
     dead_letters: list[DeadLetter]
+    # whether the messages were received to read them (each one's receive count then rose by one)
+    read_messages: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +142,8 @@ class WorkShow:
             "visible": self.visible,
             "in_flight": self.in_flight,
             "dead_letter_queue": self.queues.dead_letter_queue,
+            "dead_letter_messages": self.dead_letter_messages,
+            "read_messages": self.read_messages,
             "dead_letters": [letter.as_dict() for letter in self.dead_letters],
         }
 
@@ -143,34 +160,90 @@ def _receive(client: Any, url: str, *, visibility: int) -> list[dict[str, Any]]:
     return list(response.get("Messages") or [])
 
 
-def show(target: JobTarget, template: Template, job: str) -> WorkShow:
-    """The work queue's depth and every message of the dead-letter queue, changing nothing."""
+def _depth(client: Any, url: str) -> tuple[int, int]:
+    attributes = client.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes.get("ApproximateNumberOfMessages", 0)), int(
+        attributes.get("ApproximateNumberOfMessagesNotVisible", 0)
+    )
+
+
+def show(target: JobTarget, template: Template, job: str, *, now: datetime, messages: bool = False) -> WorkShow:
+    """The work queue's depth, the dead-letter queue's, and what is in it: the dead-lettered
+    partitions the ledger names (changing nothing), or with `messages` every message, received to
+    read it and made visible again at once."""
     queues = work_queues(template, job)
     client = target.sqs()
     work_url, dead_url = target.queue_url(queues.queue), target.queue_url(queues.dead_letter_queue)
-    attributes = client.get_queue_attributes(
-        QueueUrl=work_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
+    visible, in_flight = _depth(client, work_url)
+    dead_visible, dead_in_flight = _depth(client, dead_url)
+    records = _dead_lettered_records(target, template, queues, now=now)
+    letters = _read_messages(client, dead_url, records) if messages else list(records.values())
+    return WorkShow(
+        queues,
+        visible=visible,
+        in_flight=in_flight,
+        dead_letter_messages=dead_visible + dead_in_flight,
+        dead_letters=sorted(letters, key=lambda letter: (letter.sent_at_ms, letter.message_id)),
+        read_messages=messages,
+    )
+
+
+def _dead_lettered_records(
+    target: JobTarget, template: Template, queues: WorkQueues, *, now: datetime
+) -> dict[tuple[str, str], DeadLetter]:
+    """Per (tick, partition), the partitions whose ledger record says their message was dead-lettered,
+    over the dead-letter queue's retention: what a message there would say, and its last error."""
+    retention = template.queues[queues.dead_letter_queue].message_retention or _DEFAULT_RETENTION_SECONDS
+    ticks = fanned_out_ticks(
+        target.ledger(),
+        queues.job,
+        now - timedelta(seconds=retention),
+        now + timedelta(seconds=1),
+        now_ms=int(now.timestamp() * 1000),
+        max_receives=queues.max_receive_count,
+    )
+    found: dict[tuple[str, str], DeadLetter] = {}
+    for tick in ticks:
+        when = format_scheduled_time(tick.scheduled_time)
+        for partition in tick.partitions:
+            if partition.state is PartitionState.DEAD_LETTERED:
+                found[(when, partition.partition)] = DeadLetter(
+                    message_id="-",
+                    kind=KIND_PARTITION,
+                    scheduled_time=when,
+                    partition=partition.partition,
+                    items=None,
+                    error=partition.last_error,
+                    receive_count=partition.receives or queues.max_receive_count,
+                    sent_at_ms=int(tick.scheduled_time.timestamp() * 1000),
+                    body="",
+                )
+    return found
+
+
+def _read_messages(client: Any, url: str, records: dict[tuple[str, str], DeadLetter]) -> list[DeadLetter]:
+    """Every message, received (SQS has no peek) and made visible again at once; each receive count
+    as it was before this read, and a partition's error from its ledger record."""
     seen: dict[str, DeadLetter] = {}
     handles: list[str] = []
     try:
         while len(seen) < _MAX_MESSAGES:
-            messages = [
-                m for m in _receive(client, dead_url, visibility=_PEEK_VISIBILITY) if m["MessageId"] not in seen
-            ]
-            if not messages:
+            received = [m for m in _receive(client, url, visibility=_PEEK_VISIBILITY) if m["MessageId"] not in seen]
+            if not received:
                 break
-            for message in messages:
-                seen[message["MessageId"]] = DeadLetter.of(message)
+            for message in received:
+                letter = DeadLetter.of(message)
+                record = records.get((str(letter.scheduled_time), str(letter.partition)))
+                recorded = record.error if record is not None and letter.kind == KIND_PARTITION else None
+                seen[letter.message_id] = replace(
+                    letter, receive_count=max(0, letter.receive_count - 1), error=letter.error or recorded
+                )
                 handles.append(message["ReceiptHandle"])
     finally:
-        _make_visible(client, dead_url, handles)
-    return WorkShow(
-        queues,
-        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
-        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
-        dead_letters=sorted(seen.values(), key=lambda letter: (letter.sent_at_ms, letter.message_id)),
-    )
+        _make_visible(client, url, handles)
+    return list(seen.values())
 
 
 def _make_visible(client: Any, url: str, handles: list[str]) -> None:
