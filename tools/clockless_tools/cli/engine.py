@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from clockless_tools.cli.common import fail, line_stdout
-from clockless_tools.engine.dockerd import EngineError, find_engine, require_engine, start_engine, stop_engine
+from clockless_tools.engine.dockerd import (
+    EngineError,
+    bridge_gateway,
+    find_engine,
+    require_engine,
+    start_engine,
+    stop_engine,
+)
 from clockless_tools.engine.runtime_image import (
     ARCHITECTURES,
     build_runtime_image,
@@ -62,6 +69,15 @@ def engine_status(
         return
     present = "on it" if status["image_present"] else "not on it (`make runtime-image`)"
     line_stdout.print(f"{engine.where}, DOCKER_HOST={engine.host}; runtime image {image.tag} {present}")
+
+
+@app.command("gateway")
+def engine_gateway() -> None:
+    """Print the bridge's gateway address: `clockless local up --host` on Linux, so containers reach it."""
+    try:
+        print(bridge_gateway(require_engine()))
+    except EngineError as error:
+        raise fail(str(error)) from None
 
 
 @app.command("image")

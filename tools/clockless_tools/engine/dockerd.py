@@ -58,6 +58,14 @@ class Engine:
         return {**os.environ, "DOCKER_HOST": self.host}
 
 
+def _data_root() -> Path:
+    """Images and containers (vfs keeps a full copy per layer: hundreds of MB), outside the checkout
+    so no linter or search walks them; kept between runs, so an image built once stays built."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    digest = hashlib.sha256(str(ENGINE_DIR).encode()).hexdigest()[:10]
+    return Path(base) / "clockless" / f"engine-{digest}"
+
+
 def _short_dir() -> Path:
     """Socket and exec root, outside the checkout: a unix socket's path holds at most 107 bytes,
     and containerd's sockets live under the exec root. One per checkout (the data root's hash)."""
@@ -128,6 +136,29 @@ def find_engine() -> Engine | None:
     return ours[1] if ours else None
 
 
+def docker(engine: Engine, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """The docker command on `engine`; with `check`, a failure is an EngineError naming its last line."""
+    command = shutil.which("docker")
+    if command is None:
+        raise EngineError("no docker command on PATH: `make engine` installs Debian's docker.io")
+    result = subprocess.run(  # noqa: S603 - docker from PATH, our own arguments
+        [command, *args], env=engine.environment(), capture_output=True, text=True, check=False
+    )
+    if check and result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EngineError(f"docker {args[0]} failed: {last}")
+    return result
+
+
+def bridge_gateway(engine: Engine) -> str:
+    """The default bridge's gateway: the host's address as containers on that bridge see it (Linux)."""
+    gateway = docker(engine, "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}")
+    address = gateway.stdout.strip()
+    if not address:
+        raise EngineError(f"{engine.where} reports no gateway for its bridge network")
+    return address
+
+
 def require_engine() -> Engine:
     engine = find_engine()
     if engine is None:
@@ -174,8 +205,9 @@ def start_engine() -> tuple[Engine, bool]:
         raise EngineError(missing)
     short = _short_dir()
     short.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data_root = ENGINE_DIR / "data"
+    data_root = _data_root()
     data_root.mkdir(parents=True, exist_ok=True)
+    ENGINE_DIR.mkdir(parents=True, exist_ok=True)
     host = f"unix://{short / 'docker.sock'}"
     command = [
         dockerd,

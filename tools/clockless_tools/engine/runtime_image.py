@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from clockless_tools.engine.dockerd import Engine, EngineError
+from clockless_tools.engine.dockerd import Engine, EngineError, docker
 from clockless_tools.template.loader import PROJECT_ROOT
 
 REPOSITORY: Final = "clockless/lambda-python3.13"
@@ -113,20 +113,8 @@ def runtime_image(architecture: str) -> RuntimeImage:
     return RuntimeImage(architecture, recipe.hexdigest())
 
 
-def _docker(engine: Engine, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    docker = shutil.which("docker")
-    if docker is None:
-        raise EngineError("no docker command on PATH: `make engine` installs Debian's docker.io")
-    result = subprocess.run(  # noqa: S603 - docker from PATH, our own arguments
-        [docker, *args], env=engine.environment(), capture_output=True, text=True, check=False
-    )
-    if check and result.returncode != 0:
-        raise EngineError(f"docker {args[0]} failed: {result.stderr.strip().splitlines()[-1:]}")
-    return result
-
-
 def image_present(engine: Engine, tag: str) -> bool:
-    return _docker(engine, "image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode == 0
+    return docker(engine, "image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode == 0
 
 
 def missing_image_error(tag: str, architecture: str) -> EngineError:
@@ -238,7 +226,7 @@ def _import(engine: Engine, image: RuntimeImage) -> None:
     arguments = ["import", "--message", "clockless stand-in python3.13 Lambda runtime"]
     for change in changes:
         arguments += ["--change", change]
-    _docker(engine, *arguments, str(image.tarball), image.tag)
+    docker(engine, *arguments, str(image.tarball), image.tag)
 
 
 def build_runtime_image(engine: Engine, architecture: str, *, rebuild: bool = False) -> tuple[RuntimeImage, str]:
