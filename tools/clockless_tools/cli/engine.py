@@ -71,6 +71,15 @@ def engine_status(
     line_stdout.print(f"{engine.where}, DOCKER_HOST={engine.host}; runtime image {image.tag} {present}")
 
 
+@app.command("host")
+def engine_host() -> None:
+    """Print the DOCKER_HOST of the engine in use: `export DOCKER_HOST="$(clockless engine host)"` before `sam local`."""
+    try:
+        print(require_engine().host)
+    except EngineError as error:
+        raise fail(str(error)) from None
+
+
 @app.command("gateway")
 def engine_gateway() -> None:
     """Print the bridge's gateway address: `clockless local up --host` on Linux, so containers reach it."""
