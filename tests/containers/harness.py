@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from clockless_tools.engine.dockerd import Engine
+from clockless_tools.local.dynamodb import local_client
 from tests.conftest import PROJECT_ROOT
 
 SAM = PROJECT_ROOT / ".venv-sam" / "bin" / "sam"
@@ -31,8 +32,19 @@ LOCAL_ENV = "events/env.local.json"
 DOCUMENTED_PORT = 8765
 # The seeded data's moment: the samples' scheduled time, so each tick has due work.
 SEEDED_AT = "2026-11-28T14:00:00Z"
-# What differs between two runs of the same events: clocks, durations, claims and request ids.
-VOLATILE = frozenset({"expiration", "in_progress_expiration", "claim_id", "request_id", "ttl"})
+# What differs between two runs of the same events: clocks, durations, claims, leases and message ids.
+VOLATILE = frozenset(
+    {
+        "expiration",
+        "in_progress_expiration",
+        "claim_id",
+        "request_id",
+        "ttl",
+        "finished_by",
+        "lease_owner",
+        "message_id",
+    }
+)
 
 
 def free_port() -> int:
@@ -74,7 +86,12 @@ class Stack:
         for name in [n for n in env if n.startswith("AWS_ENDPOINT_URL")]:
             del env[name]
         result = subprocess.run(
-            [str(CLOCKLESS), *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False,
+            [str(CLOCKLESS), *args],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
             timeout=timeout,
         )
         assert not check or result.returncode == 0, f"clockless {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
@@ -88,19 +105,16 @@ class Stack:
         self.cli("local", "down", check=False)
 
     def client(self, service: str) -> Any:
-        import boto3
-
-        return boto3.client(
-            service, endpoint_url=self.endpoint, region_name="us-east-1",
-            aws_access_key_id="testing", aws_secret_access_key="testing",  # noqa: S106 - moto's
-        )
+        return local_client(service, self.endpoint)
 
     def contents(self) -> dict[str, list[Any]]:
         """Every table's items, without what differs from run to run, in key order."""
         dynamodb = self.client("dynamodb")
         contents = {}
         for table in dynamodb.list_tables()["TableNames"]:
-            items = [item for page in dynamodb.get_paginator("scan").paginate(TableName=table) for item in page["Items"]]
+            items = [
+                item for page in dynamodb.get_paginator("scan").paginate(TableName=table) for item in page["Items"]
+            ]
             contents[table] = sorted((_stable(item) for item in items), key=lambda i: json.dumps(i, sort_keys=True))
         return contents
 
@@ -126,7 +140,11 @@ class SamLocal:
         env = self.engine.environment() | {"SAM_CLI_TELEMETRY": "0", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
         for name in [n for n in env if n.startswith("AWS_ENDPOINT_URL")]:
             del env[name]
-        return env | {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+        return env | {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
 
     def _run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         command = [str(SAM), *args]
@@ -150,15 +168,20 @@ class SamLocal:
 
     def _local_options(self) -> list[str]:
         return [
-            "--template", str(self.template),
+            "--template",
+            str(self.template),
             # samconfig.toml sets it, but SAM reads the one beside --template (the build directory).
             "--language-extensions",
-            "--env-vars", str(self.env_file),
+            "--env-vars",
+            str(self.env_file),
             # As documented for Linux: host-gateway is the bridge's gateway, where the stack listens.
-            "--add-host", "host.docker.internal:host-gateway",
-            "--invoke-image", self.image,
+            "--add-host",
+            "host.docker.internal:host-gateway",
+            "--invoke-image",
+            self.image,
             "--skip-pull-image",
-            "--parameter-overrides", *self.parameters,
+            "--parameter-overrides",
+            *self.parameters,
         ]
 
     def invoke(self, function_id: str, event: Path) -> subprocess.CompletedProcess[str]:
@@ -171,7 +194,7 @@ class SamLocal:
         self.commands.append(args)
         log = self.build_dir.parent / f"{command}.log"
         with log.open("w") as output:
-            process = subprocess.Popen(  # noqa: S603 - SAM CLI with our own arguments
+            process = subprocess.Popen(
                 args, cwd=self.root, env=self.environment(), stdout=output, stderr=subprocess.STDOUT, text=True
             )
         try:

@@ -29,8 +29,15 @@ SAMPLES = ("tick", "retry", "malformed")
 
 
 def _reference(stack: Stack, job: Job, sample: str) -> subprocess.CompletedProcess[str]:
-    return stack.cli("invoke", job.function_id, "-e", str(EVENTS / job.package / f"{sample}.json"),
-                     "--endpoint", stack.endpoint, check=False)
+    return stack.cli(
+        "invoke",
+        job.function_id,
+        "-e",
+        str(EVENTS / job.package / f"{sample}.json"),
+        "--endpoint",
+        stack.endpoint,
+        check=False,
+    )
 
 
 def _first_line(result: subprocess.CompletedProcess[str]) -> Any:
@@ -47,8 +54,11 @@ def _drain_through_sam(sam: SamLocal, workdir: Path) -> list[str]:
         from botocore.config import Config
 
         lambda_client = boto3.client(
-            "lambda", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-            aws_access_key_id="testing", aws_secret_access_key="testing",  # noqa: S106 - local
+            "lambda",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
             config=Config(read_timeout=300, retries={"max_attempts": 0}),
         )
 
@@ -107,7 +117,10 @@ def test_every_sample_through_sam_local_invoke_does_what_clockless_invoke_does(
     malformed = sam_local.invoke(job.function_id, EVENTS / job.package / "malformed.json")
     error = response_of(malformed)
     reference_error = _first_line(_reference(reference, job, "malformed"))
-    assert (error["errorType"], error["errorMessage"]) == (reference_error["errorType"], reference_error["errorMessage"])
+    assert (error["errorType"], error["errorMessage"]) == (
+        reference_error["errorType"],
+        reference_error["errorMessage"],
+    )
     assert "scheduled_time" in error["errorMessage"]
     assert "\n" not in error["errorMessage"]
     assert sam_local.stack.contents() == before

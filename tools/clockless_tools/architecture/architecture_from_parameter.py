@@ -69,7 +69,8 @@ def _layer(project: Project, logical_id: str, resource: Mapping[str, Any]) -> It
         yield _violation(
             project,
             logical_id,
-            f"CompatibleArchitectures is {compatible!r}: the layer would not attach to functions of the other architecture",
+            f"CompatibleArchitectures is {compatible!r}: "
+            "the layer would not attach to functions of the other architecture",
             f"CompatibleArchitectures: [!Ref {PARAMETER}]",
         )
     metadata = resource.get("Metadata") or {}

@@ -73,7 +73,7 @@ def engine_status(
 
 @app.command("host")
 def engine_host() -> None:
-    """Print the DOCKER_HOST of the engine in use: `export DOCKER_HOST="$(clockless engine host)"` before `sam local`."""
+    """Print the DOCKER_HOST of the engine in use, to export before `sam local`."""
     try:
         print(require_engine().host)
     except EngineError as error:

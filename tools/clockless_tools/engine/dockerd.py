@@ -141,9 +141,7 @@ def docker(engine: Engine, *args: str, check: bool = True) -> subprocess.Complet
     command = shutil.which("docker")
     if command is None:
         raise EngineError("no docker command on PATH: `make engine` installs Debian's docker.io")
-    result = subprocess.run(  # noqa: S603 - docker from PATH, our own arguments
-        [command, *args], env=engine.environment(), capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([command, *args], env=engine.environment(), capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise EngineError(f"docker {args[0]} failed: {last}")
@@ -226,7 +224,7 @@ def start_engine() -> tuple[Engine, bool]:
     env = {**os.environ, "HTTP_PROXY": NO_REGISTRY_PROXY, "HTTPS_PROXY": NO_REGISTRY_PROXY, "NO_PROXY": ""}
     env.pop("DOCKER_HOST", None)
     with LOG_FILE.open("ab") as log:
-        process = subprocess.Popen(  # noqa: S603 - dockerd from PATH, our own arguments
+        process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True
         )
     deadline = time.monotonic() + START_TIMEOUT_SECONDS

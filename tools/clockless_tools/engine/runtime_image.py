@@ -125,7 +125,7 @@ def missing_image_error(tag: str, architecture: str) -> EngineError:
 
 
 def _run(command: list[str], what: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603 - our own arguments
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
         raise EngineError(f"{what} failed ({result.returncode}): {tail[0]}")

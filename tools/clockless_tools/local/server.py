@@ -145,9 +145,11 @@ def start_server(
     if state is not None and state.ours:
         if (state.host, state.port) != (host, port):
             flags = f"--port {state.port}" + ("" if state.host == LOOPBACK else f" --host {state.host}")
+            running = f"port {state.port}" if state.host == LOOPBACK else f"{state.host}:{state.port}"
+            asked = str(port) if host == LOOPBACK else f"{host}:{port}"
             raise LocalServerError(
-                f"the embedded DynamoDB already runs on {state.host}:{state.port} (pid {state.pid}): stop it with "
-                f"`clockless local down` before starting one on {host}:{port}, or use {flags}"
+                f"the embedded DynamoDB already runs on {running} (pid {state.pid}): stop it with "
+                f"`clockless local down` before starting one on {asked}, or use {flags}"
             )
         tables = create_tables(template, state.endpoint)
         provision_services(template, state.endpoint)
