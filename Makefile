@@ -50,7 +50,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else code=$$?; cat "$$log" >&2; rm -f "$$log"; exit $$code; fi
 
 .PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint security run events invoke local-up local-down \
-        build deploy bench bench-model measure docs clean sam status backfill run-now new-job
+        build deploy bench bench-model measure docs clean sam status backfill run-now new-job \
+        engine engine-down runtime-image test-containers
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -100,6 +101,8 @@ lock: $(UV) ## Re-resolve uv.lock and write the layer's and tools' requirements 
 	  tools/sam-requirements.in -o tools/sam-requirements.txt
 	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.13 \
 	  tools/checkov-requirements.in -o tools/checkov-requirements.txt
+	$(UV) pip compile --quiet --universal --generate-hashes --python-version 3.13 \
+	  tools/runtime-image-requirements.in -o tools/runtime-image-requirements.txt
 
 setup: $(STAMP) ## Create the venv (Python 3.13, synced from uv.lock)
 
@@ -112,8 +115,15 @@ suites: $(STAMP) ## unit, integration and architecture tests in one parallel run
 	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP) $(SAM_STAMP) ## The tests marked slow (exhaustive sweeps, the docs' executed outputs, sam build of a job without fan-out), which CI runs
-	$(PYTEST) -m "slow and not alone" tests
-	$(PY) -m pytest -q -p no:cacheprovider -n 0 -m "slow and alone" tests
+	$(PYTEST) -m "slow and not alone and not containers" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 0 -m "slow and alone and not containers" tests
+
+# The container tests: every function through SAM CLI in real containers on the embedded stack
+# (tests/containers/). The engine is yours when one answers, else the project's own dockerd, which
+# is stopped afterwards whatever the tests did; nothing is pulled (a pull attempt fails them).
+test-containers: runtime-image ## sam local invoke / start-api / start-lambda of every function on the embedded stack, in containers (brings up the engine and image, stops the engine after), which CI runs
+	status=0; $(PY) -m pytest -q -p no:cacheprovider -n 0 -m containers tests || status=$$?; \
+	  $(CLOCKLESS) engine down; exit $$status
 
 unit: $(STAMP) ## Unit tests (no sockets)
 	$(PYTEST) -m "not slow" tests/unit
@@ -168,6 +178,29 @@ local-up: $(STAMP) ## Start the embedded DynamoDB in the background (in memory, 
 
 local-down: $(STAMP) ## Stop the embedded DynamoDB started by local-up
 	$(CLOCKLESS) local down
+
+# A container engine for `sam local`: yours where one answers (DOCKER_HOST, /var/run/docker.sock),
+# else Debian's dockerd (docker.io, with debootstrap for the runtime image, installed by apt when
+# missing; root) on a socket and data root of the project's own, until `make engine-down`.
+ARCH ?=
+engine: $(STAMP) ## Bring up a container engine for sam local: yours if one answers, else Debian's dockerd (apt-installed if missing, root) until make engine-down
+	@need=""; \
+	  if ! $(CLOCKLESS) engine status --json | grep -q '"docker_host": "'; then \
+	    command -v dockerd >/dev/null && command -v docker >/dev/null || need="docker.io"; \
+	  fi; \
+	  command -v debootstrap >/dev/null || need="$$need debootstrap"; \
+	  if [ -n "$$need" ]; then \
+	    echo "installing Debian packages:$$need (apt)"; \
+	    SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	    $(call quietly,$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$need); \
+	  fi
+	$(CLOCKLESS) engine up
+
+engine-down: $(STAMP) ## Stop the project's dockerd started by make engine (your own Docker is left alone)
+	$(CLOCKLESS) engine down
+
+runtime-image: engine $(SAM_STAMP) ## The stand-in python3.13 Lambda runtime image on the engine (built once from Debian packages and tools/runtime-image-requirements.txt, cached; never pulled); ARCH=arm64|x86_64
+	$(CLOCKLESS) engine image $(if $(ARCH),--architecture "$(ARCH)")
 
 sam: $(SAM_STAMP) ## Install the SAM CLI in its own venv, linked as .venv/bin/sam
 	@echo "sam is $(SAM); \`. .venv/bin/activate\` puts it and clockless on PATH"

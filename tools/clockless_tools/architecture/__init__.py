@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clockless_tools.architecture.architecture_from_parameter import ARCHITECTURE_FROM_PARAMETER_RULE
 from clockless_tools.architecture.conditional_writes import CONDITIONAL_WRITES_RULE
 from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.declared_keys import in_declaration_terms
@@ -85,6 +86,7 @@ RULES: tuple[Rule, ...] = (
     TIME_BUDGET_RULE,
     WORK_PERMISSIONS_RULE,
     OVERLAP_DECLARED_RULE,
+    ARCHITECTURE_FROM_PARAMETER_RULE,
 )
 
 

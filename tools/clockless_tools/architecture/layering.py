@@ -42,7 +42,9 @@ _FIXES: Final = {
     "logic-reads-no-environment": "read configuration in settings.py and pass the values to the logic",
     KIT_INDEPENDENT: "the kit must not know its jobs: pass what it needs in from the handler",
     JOBS_INDEPENDENT: "Lambda ships each CodeUri alone: move shared code into the layer",
-    TOOLS_LAYERS: "cli > simulate/operations/bench/architecture/timezones > local > template: import downwards",
+    TOOLS_LAYERS: (
+        "cli > simulate/operations/bench/architecture/timezones/scaffold/engine > local > template: import downwards"
+    ),
 }
 
 

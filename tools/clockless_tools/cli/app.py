@@ -17,6 +17,7 @@ from clockless_tools.cli import (
     bench,
     docs,
     drift,
+    engine,
     events,
     invoke,
     local,
@@ -72,6 +73,12 @@ app.add_typer(
     local.app,
     name="local",
     help="The embedded DynamoDB in the background (moto's server on loopback, in memory until `local down`).",
+    rich_help_panel=RUN_LOCALLY,
+)
+app.add_typer(
+    engine.app,
+    name="engine",
+    help="The container engine and the stand-in runtime image `sam local` runs the functions on (never pulls).",
     rich_help_panel=RUN_LOCALLY,
 )
 app.add_typer(status.app)

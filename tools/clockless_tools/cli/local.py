@@ -33,15 +33,24 @@ def local_up(
             min=1, max=65535, envvar="CLOCKLESS_LOCAL_PORT", help="Loopback port to listen on. E.g. --port 8766"
         ),
     ] = 8765,
+    host: Annotated[
+        str,
+        typer.Option(
+            envvar="CLOCKLESS_LOCAL_HOST",
+            help="Address to listen on: loopback by default; the container bridge's gateway for `sam local` on "
+            "Linux (`clockless engine gateway` prints it). E.g. --host 172.17.0.1",
+        ),
+    ] = "127.0.0.1",
 ) -> None:
-    """Start moto's server on loopback in the background and create the template's tables and queues."""
+    """Start moto's server in the background (on loopback unless --host) and create the template's tables and queues."""
     tpl = load_template(template)
     try:
-        state = start_server(tpl, port=port, port_option=flag("--port"))
+        state = start_server(tpl, port=port, host=host, port_option=flag("--port"))
     except LocalServerError as error:
         raise fail(str(error)) from None
     line_stdout.print(
-        f"embedded DynamoDB on {state['endpoint']} (pid {state['pid']}); tables: {', '.join(state['tables'])}"
+        f"embedded DynamoDB on {state['endpoint']}{'' if host == '127.0.0.1' else f' (listening on {host})'} "
+        f"(pid {state['pid']}); tables: {', '.join(state['tables'])}"
     )
 
 

@@ -30,6 +30,9 @@ STATE_FILE = PROJECT_ROOT / ".clockless" / "local.json"
 # developer's own, as the docs' executed tour runs one (tests/integration/test_doc_outputs.py).
 STATE_ENV = "CLOCKLESS_LOCAL_STATE"
 SERVER_MODULE = "clockless_tools.local.dynamodb"
+LOOPBACK = "127.0.0.1"
+# Listening on every address: this machine's own tools still reach it on loopback.
+_ANY_ADDRESS = ("0.0.0.0", "::")  # noqa: S104 - what the user asked for with --host
 
 
 class LocalServerError(RuntimeError):
@@ -46,6 +49,7 @@ class ServerState:
     endpoint: str
     ours: bool
     why_not: str = ""
+    host: str = LOOPBACK
 
 
 def _state_file(state_file: Path | None) -> Path:
@@ -73,10 +77,16 @@ def _command_line(pid: int) -> str | None:
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
+def _reachable_at(host: str) -> str:
+    """The address this machine's own tools connect to, for a server listening on `host`."""
+    return LOOPBACK if host in _ANY_ADDRESS else host
+
+
+def _listening(port: int, host: str = LOOPBACK) -> bool:
+    address = _reachable_at(host)
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
         probe.settimeout(1.0)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        return probe.connect_ex((address, port)) == 0
 
 
 def read_state(state_file: Path | None = None) -> ServerState | None:
@@ -85,16 +95,18 @@ def read_state(state_file: Path | None = None) -> ServerState | None:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         pid, port, endpoint = int(raw["pid"]), int(raw["port"]), str(raw["endpoint"])
+        host = str(raw.get("host", LOOPBACK))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not _alive(pid):
-        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} is not running")
+        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} is not running", host=host)
     argv = (_command_line(pid) or "").split()
     if SERVER_MODULE not in argv or not any(a == "--port" and b == str(port) for a, b in itertools.pairwise(argv)):
-        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} is another program")
-    if not _listening(port):
-        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} does not listen on {port}")
-    return ServerState(path, pid, port, endpoint, ours=True)
+        return ServerState(path, pid, port, endpoint, ours=False, why_not=f"pid {pid} is another program", host=host)
+    if not _listening(port, host):
+        why_not = f"pid {pid} does not listen on {host}:{port}"
+        return ServerState(path, pid, port, endpoint, ours=False, why_not=why_not, host=host)
+    return ServerState(path, pid, port, endpoint, ours=True, host=host)
 
 
 def running_endpoint(state_file: Path | None = None) -> str | None:
@@ -102,14 +114,14 @@ def running_endpoint(state_file: Path | None = None) -> str | None:
     return state.endpoint if state is not None and state.ours else None
 
 
-def _wait_for_port(port: int, timeout: float = 15.0) -> None:
+def _wait_for_port(port: int, host: str, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _listening(port):
+        if _listening(port, host):
             return
         time.sleep(0.05)
     raise LocalServerError(
-        f"moto's server did not listen on 127.0.0.1:{port} within {timeout:.0f} s: see .clockless/moto-server.log"
+        f"moto's server did not listen on {host}:{port} within {timeout:.0f} s: see .clockless/moto-server.log"
     )
 
 
@@ -118,45 +130,69 @@ def _given(option: str, value: int) -> str:
     return f"{option}{value}" if option.endswith("=") else f"{option} {value}"
 
 
+def _bindable(host: str) -> bool:
+    """Whether `host` is an address of this machine (or every address), which a server can listen on."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as probe:
+            probe.bind((host, 0))
+    except OSError:
+        return False
+    return True
+
+
 def start_server(
-    template: Template, *, port: int, state_file: Path | None = None, port_option: str = "--port"
+    template: Template,
+    *,
+    port: int,
+    host: str = LOOPBACK,
+    state_file: Path | None = None,
+    port_option: str = "--port",
 ) -> dict[str, Any]:
-    """Start the server on `port` (or reuse the running one when it listens there). `port_option`:
+    """Start the server on `host`:`port` (or reuse the running one when it listens there). `port_option`:
     how the user gives a port, for the errors (`--port`, or `PORT=` under make)."""
     path = _state_file(state_file)
     state = read_state(path)
     if state is not None and state.ours:
-        if state.port != port:
+        if (state.host, state.port) != (host, port):
+            flags = _given(port_option, state.port) + ("" if state.host == LOOPBACK else f" --host {state.host}")
+            running = f"port {state.port}" if state.host == LOOPBACK else f"{state.host}:{state.port}"
+            asked = str(port) if host == LOOPBACK else f"{host}:{port}"
             raise LocalServerError(
-                f"the embedded DynamoDB already runs on port {state.port} (pid {state.pid}): stop it with "
-                f"`clockless local down` before starting one on {port}, or use {_given(port_option, state.port)}"
+                f"the embedded DynamoDB already runs on {running} (pid {state.pid}): stop it with "
+                f"`clockless local down` before starting one on {asked}, or use {flags}"
             )
         tables = create_tables(template, state.endpoint)
         provision_services(template, state.endpoint)
-        return {"pid": state.pid, "endpoint": state.endpoint, "port": state.port, "tables": tables}
-    if _listening(port):
+        return {"pid": state.pid, "endpoint": state.endpoint, "port": state.port, "host": host, "tables": tables}
+    if not _bindable(host):
         raise LocalServerError(
-            f"port {port} on 127.0.0.1 is taken by another program: "
-            f"choose another, e.g. {_given(port_option, port + 1)}"
+            f"--host {host} is not an address of this machine: give one it has (the container bridge's gateway, "
+            "e.g. 172.17.0.1, or 0.0.0.0 for every address)"
+        )
+    if _listening(port, host):
+        raise LocalServerError(
+            f"port {port} on {host} is taken by another program: choose another, e.g. {_given(port_option, port + 1)}"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     log = (path.parent / "moto-server.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", SERVER_MODULE, "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", SERVER_MODULE, "--host", host, "--port", str(port)],
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
-        _wait_for_port(port)
+        _wait_for_port(port, host)
     except LocalServerError:
         process.terminate()
         raise
-    endpoint = f"http://127.0.0.1:{port}"
+    address = _reachable_at(host)
+    endpoint = f"http://{f'[{address}]' if ':' in address else address}:{port}"
     tables = create_tables(template, endpoint)
     provision_services(template, endpoint)
-    started = {"pid": process.pid, "endpoint": endpoint, "port": port, "tables": tables}
+    started = {"pid": process.pid, "endpoint": endpoint, "port": port, "host": host, "tables": tables}
     path.write_text(json.dumps(started), encoding="utf-8")
     return started
 
