@@ -76,8 +76,8 @@ def work_show(
             )
         elif found.dead_letter_messages:
             line_stdout.print(
-                f"the ledger names {len(found.dead_letters)} dead-lettered partition(s); items messages are "
-                f"listed per tick by clockless status {job}; --messages reads every body (raising its receive count)"
+                f"the ledger names {len(found.dead_letters)} dead-lettered partition(s); items' messages are "
+                "listed per tick by clockless status; --messages reads every body (raising its receive count)"
             )
         if found.dead_letters:
             table = Table()
