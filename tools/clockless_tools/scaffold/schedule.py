@@ -111,7 +111,9 @@ def schedule_keys(
                 "parameter the jobs' loop cannot set per job, and this one does not divide the hour or the day into "
                 "a cron; write the schedule as a cron, e.g. cron(0/15 * * * ? *) for every 15 minutes"
             )
-        lines.append(f"# --schedule {schedule}: the same rhythm as a cron counted from 00:00 UTC (the loop sets no StartDate)")
+        lines.append(
+            f"# --schedule {schedule}: the same rhythm as a cron counted from 00:00 UTC (the loop sets no StartDate)"
+        )
         schedule, spec = cron, utc_spec(cron)
     lines.append(f"Schedule: {schedule}")
     lines += _zone_lines(spec, schedule, zones, local_time, checked_from)
