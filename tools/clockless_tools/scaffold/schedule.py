@@ -50,7 +50,14 @@ from clockless_tools.timezones.rule import (
     LocalTimeRule,
     breaches,
 )
-from clockless_tools.timezones.suggest import describe_hours, fixed_minute, no_hour_advice, seasons, suggest_utc_hours
+from clockless_tools.timezones.suggest import (
+    describe_hours,
+    fixed_minute,
+    no_hour_advice,
+    per_zone_hours,
+    seasons,
+    suggest_utc_hours,
+)
 
 # The loops' defaults (template.yaml, the comment above Mappings: Jobs:).
 DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
@@ -201,7 +208,9 @@ def _zone_lines(
     if hours:
         instead = f"UTC hours that keep it all year: {describe_hours(hours, minute)}"
     else:
-        instead = no_hour_advice(seasons(rule, zone_list, begin, end, minute=minute), zone_list, minute)
+        stretches = seasons(rule, zone_list, begin, end, minute=minute)
+        per_zone = per_zone_hours(rule, zone_list, begin, end, minute=minute)
+        instead = no_hour_advice(stretches, zone_list, minute, per_zone)
         instead += _wider_rule(rule, zone_list, begin, end, minute)
     raise ScheduleOptionError(
         f"--schedule {schedule} breaks --local-time {local_time} in {', '.join(zone_list)} on {len(broken)} ticks "
