@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from rich.console import Console
 from typer.testing import CliRunner
 
-from clockless import format_scheduled_time
 from clockless_tools.cli import status as status_command
 from clockless_tools.cli.app import app
 from clockless_tools.cli.common import EXIT_FOUND, EXIT_NOT_WRITTEN
@@ -70,11 +70,9 @@ def test_every_state_reads_by_its_letter_with_or_without_colour(
 
 
 def test_no_color_status_in_a_pipe_shows_the_letters(bad_night: LocalTarget, dynamodb_endpoint: str) -> None:
-    # The bad night is on a fixed day: the window reaches back to it however long ago that is.
-    days = str((datetime.now(UTC) - DAY).days + 1)
-    result = CliRunner().invoke(
-        app, ["status", "--endpoint", dynamodb_endpoint, "--window-days", days], env={"NO_COLOR": "1"}
-    )
+    # On the bad night's morning: its ticks inside the default window whatever today's date is
+    with time_machine.travel(NOW, tick=False):
+        result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint], env={"NO_COLOR": "1"})
 
     assert result.exit_code == EXIT_FOUND
     grid_rows = [line for line in result.stdout.splitlines() if line.startswith("20") and " F " in line]
@@ -165,41 +163,3 @@ def test_an_html_path_it_cannot_write_is_one_line_and_its_own_exit_code(
 
 def test_each_state_of_the_legend_has_its_own_letter_in_the_plain_grid() -> None:
     assert len({STYLE[state][0] for state in TickState}) == len(TickState)
-
-
-def test_at_80_columns_every_line_of_status_fits(
-    tables: Any, template: Template, dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given the hour's tick (status reads the clock) fanned out, one partition retrying with a long error
-    create_schedules(template, dynamodb_endpoint)
-    tick = format_scheduled_time(datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1))
-    error = "ConnectionError: sessions index unreachable " + "(while reading page 2 of the empty-by-start index) " * 4
-    tables.put_item(
-        TableName="LedgerTable",
-        Item={
-            "job": {"S": JOB},
-            "scheduled_time": {"S": tick},
-            "status": {"S": "started"},
-            "attempts": {"N": "1"},
-            "partitions_total": {"N": "2"},
-            "partitions_done": {"N": "1"},
-        },
-    )
-    for partition, extra in (
-        ("0", {"status": {"S": "done"}}),
-        ("1", {"status": {"S": "running"}, "receives": {"N": "3"}, "last_error": {"S": error}}),
-    ):
-        tables.put_item(
-            TableName="LedgerTable",
-            Item={"job": {"S": f"{JOB}#work"}, "scheduled_time": {"S": f"{tick}#p{partition}"}, **extra},
-        )
-    # a terminal 80 columns wide (the CLI's consoles write to the runner's stdout)
-    monkeypatch.setattr(status_command, "stdout", Console(width=80, force_terminal=False))
-
-    result = CliRunner().invoke(app, ["status", "--endpoint", dynamodb_endpoint, "--window-days", "1"])
-
-    lines = result.stdout.splitlines()
-    assert "legend: F failed," in result.stdout
-    assert any(f"{JOB} @ {tick} fanned out, failing: 1/2 partitions done" in line for line in lines), result.stdout
-    assert any(line.startswith("  p1 retrying (receive 3") for line in lines)
-    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]

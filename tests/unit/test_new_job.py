@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from clockless_tools.architecture.project import Project
 from clockless_tools.architecture.trigger_schedules import SCHEDULES_VARIABLE, check_trigger_schedules
 from clockless_tools.cli.app import app
 from clockless_tools.scaffold.names import JobNames
+from clockless_tools.simulate.plan import RETRY_BACKOFF, plan_deliveries
 from clockless_tools.template.intrinsics import resolve
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import check_template
@@ -261,6 +262,54 @@ def test_a_schedule_given_writes_the_numbers_the_rules_ask_for(project: Path) ->
     assert list(check_trigger_schedules(Project.at(project))) == []
 
 
+# Schedules a team writes (minute :30, every 5/10/20 minutes, weekdays, a rate()), either kind of job.
+SPREAD = [
+    ("cron(30 13 * * ? *)", False),
+    ("cron(0/10 * * * ? *)", True),
+    ("cron(0/5 * * * ? *)", False),
+    ("cron(0 6 ? * MON-FRI *)", True),
+    ("rate(20 minutes)", True),
+]
+
+
+@pytest.mark.parametrize(("schedule", "fan_out"), SPREAD, ids=[f"{s}{' fan-out' if f else ''}" for s, f in SPREAD])
+def test_any_schedule_gets_numbers_the_rules_and_the_simulator_agree_with(
+    project: Path, schedule: str, fan_out: bool
+) -> None:
+    code, out, err = new(project, FANNED.job, *(["--fan-out"] if fan_out else []), "--schedule", schedule)
+
+    assert code == 0, out + err
+    template = Template.load(project / "template.yaml")
+    declared = template.jobs[FANNED.job]
+    period = declared.spec(template).nominal_period().total_seconds()
+    # The rules that read the derived numbers hold
+    lateness = latest_success(template, declared)
+    grace = read_bounds(template.function(declared.function_id)).grace
+    assert lateness.minimum_grace_minutes <= grace.total_seconds() // 60
+    assert lateness.precision + lateness.window + lateness.scheduler_retries < period
+    assert [p for p in dead_man_alarm_problems(template) if p.job == FANNED.job] == []
+    # And every failure the simulator plans is retried within the function's bounds, as Lambda
+    # retries it (1, then 2 minutes later), so `make run` counts every failure retried
+    times = declared.spec(template).ticks_between(datetime(2027, 1, 4, tzinfo=UTC), datetime(2027, 1, 6, tzinfo=UTC))
+    plans = [plan for plan in plan_deliveries(template, {FANNED.job: times}, seed=3) if plan.fail_after]
+    assert plans
+    for plan in plans:
+        assert plan.retries is not None
+        waited = sum((RETRY_BACKOFF * 2**n for n in range(len(plan.fail_after))), timedelta())
+        assert len(plan.fail_after) <= plan.retries.max_retries
+        assert waited.total_seconds() <= plan.retries.max_event_age_seconds
+
+
+def test_a_rate_is_declared_as_the_cron_of_its_rhythm_and_says_so(project: Path) -> None:
+    code, out, _ = new(project, PLAIN.job, "--schedule", "rate(20 minutes)")
+
+    assert code == 0, out
+    text = (project / "template.yaml").read_text(encoding="utf-8")
+    assert "      # --schedule rate(20 minutes): the same rhythm as a cron counted from 00:00 UTC" in text
+    assert "      Schedule: cron(0/20 * * * ? *)\n" in text
+    assert "rate(20 minutes)" in " ".join(out.split())
+
+
 def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(project: Path) -> None:
     code, out, _ = new(
         project, PLAIN.job, "--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin",
@@ -287,7 +336,7 @@ def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(pro
          "or a wider rule, --local-time not_before=09:00, kept all year by a daily tick at 08:00-21:00 UTC"),
         (["--schedule", "cron(0 5 * * ? *)", "--zones", "Europe/Berlin", "--local-time", "not_before=09:00"],
          "UTC hours that keep it all year: 08:00-"),
-        (["--schedule", "rate(15 minutes)"], "write the schedule as a cron"),
+        (["--schedule", "rate(7 minutes)"], "write the schedule as a cron"),
         (["--schedule", "cron(0 25 * * ? *)"], "--schedule 'cron(0 25 * * ? *)'"),
         (["--zones", "Europe/Atlantis"], "'Europe/Atlantis' is not an IANA time zone"),
         (["--local-time", "not_before=06:00"], "--local-time needs --zones"),

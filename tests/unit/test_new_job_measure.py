@@ -19,8 +19,10 @@ from clockless_tools.scaffold.measure import (
     Numstat,
     fanned_out_sentence,
     measure_fanned_out,
+    measure_without_fan_out,
     without_fan_out_sentence,
 )
+from clockless_tools.scaffold.new_job import new_job
 from tests.conftest import PROJECT_ROOT
 
 BEFORE = "a\nb\nc\nd\n"
@@ -87,17 +89,50 @@ def test_a_name_the_project_has_taken_is_not_measured(project: Path) -> None:
 
 def test_the_sentences_state_what_was_measured() -> None:
     fanned = FannedOutJob("subscription-expiry", Numstat(51, 3), table_lines=22, policy_lines=11)
-    plain = JobsWithoutFanOut(first=Numstat(257, 1), second=Numstat(51, 3))
+    plain = JobsWithoutFanOut(first=Numstat(257, 1), second=Numstat(51, 3), loop_lines=208)
+    more = JobsWithoutFanOut(first=None, second=Numstat(51, 3), loop_lines=208, existing=2)
 
     assert fanned_out_sentence(fanned) == (
-        "For `subscription-expiry --fan-out`, `clockless new job` adds 48 new lines to `template.yaml` and "
+        "For `subscription-expiry --fan-out` (daily, the loop's defaults; a `--schedule` adds a line per key it "
+        "derives), `clockless new job` adds 48 new lines to `template.yaml` and "
         "changes 3 (`git diff --numstat template.yaml`: 51 in, 3 out), 22 of them the table and 11 its tables "
         f"policy; a job written out by hand took {HAND_WRITTEN_LINES}.\n"
     )
     assert without_fan_out_sentence(plain) == (
         "Of the jobs without fan-out that `clockless new job` makes in a copy of the project, the first adds "
-        "256 new lines and changes 1 (`git diff --numstat`: 257 in, 1 out), a second 48 new lines and 3 changed.\n"
+        "256 new lines and changes 1 (`git diff --numstat`: 257 in, 1 out), 208 of them the two loops such jobs "
+        "share; a second 48 new lines and 3 changed.\n"
     )
+    assert without_fan_out_sentence(more) == (
+        "This project has 2 jobs without fan-out, so the two loops such jobs share are in `template.yaml` (208 "
+        "lines, which the first brought in); another that `clockless new job` makes in a copy of the project adds "
+        "48 new lines and changes 3 (`git diff --numstat`: 51 in, 3 out).\n"
+    )
+
+
+def test_the_figures_for_jobs_without_fan_out_are_what_the_next_one_adds_to_the_template(project: Path) -> None:
+    # Given what the project is told now: with no such job, the first's lines (the loops among them) and
+    # a second's; with some (a user's project), their count, the loops' lines and another's
+    before = measure_without_fan_out(project)
+    if before.first is not None:
+        assert before.existing == 0
+        # The first differs from a second by exactly the loops it brings in
+        assert before.first.new - before.second.new == before.loop_lines > 0
+
+    # When the project makes its next job without fan-out (at a schedule of its own)
+    template = project / "template.yaml"
+    text = template.read_text(encoding="utf-8")
+    new_job(project, "probe-plain-job", fan_out=False, schedule="cron(30 13 * * ? *)")
+    made = Numstat.of(text, template.read_text(encoding="utf-8"))
+
+    # Then it added what the sentence said it would
+    assert made == (before.first or before.second)
+    # And measured again, the sentence speaks of no first: the loops are counted in the template as
+    # written, and another job adds what a second did
+    after = measure_without_fan_out(project)
+    expected = (None, before.existing + 1, before.loop_lines, before.second)
+    assert (after.first, after.existing, after.loop_lines, after.second) == expected
+    assert f"This project has {before.existing + 1} job" in without_fan_out_sentence(after)
 
 
 def test_measuring_a_folder_without_a_template_says_so(tmp_path: Path) -> None:

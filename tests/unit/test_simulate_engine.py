@@ -45,7 +45,9 @@ def test_deliveries_fall_where_production_puts_them(template: Template) -> None:
         if plan.late_at is not None:
             assert plan.late_at > plan.scheduled_time + period
         assert plan.retries is not None
-        assert plan.retries.max_retries == template.jobs[plan.job].properties["RetryPolicy"]["MaximumRetryAttempts"]
+        config = template.function(plan.function_id).event_invoke_config
+        assert plan.retries.max_retries == config["MaximumRetryAttempts"]
+        assert plan.retries.max_event_age_seconds == config["MaximumEventAgeInSeconds"]
 
 
 def test_a_dropped_tick_is_never_delivered_and_the_others_keep_their_plans(template: Template) -> None:

@@ -132,3 +132,21 @@ def test_counts_moved_beside_an_item_changed_twice_are_not_proved() -> None:
     assert not report.ok
     assert "NOT proved (effects differ: sweep)" in report.proved()
     assert report.notes() == []
+
+
+def test_a_sampled_job_is_named_in_the_sentence_and_a_note_with_what_it_left_out() -> None:
+    # Given a 10-minute job of which a sampled day delivered 29 of its 144 ticks, beside an hourly one
+    sampled = _job("stale-cart-purge", ticks=29, effects=5)
+    sampled.ticks_scheduled = 144
+    hourly = _job("session-cleanup", ticks=24, effects=3)
+
+    report = _report(sampled, hourly)
+
+    # Then the verdict says which ticks it rests on, and a note how to deliver every one
+    assert report.proved().startswith(
+        "53 ticks of 2 jobs (sampled: stale-cart-purge 29 of 144) took effect exactly once"
+    )
+    (note,) = report.notes()
+    assert note.startswith("note: stale-cart-purge: 29 of its 144 ticks delivered (sampled")
+    assert "`make run FULL=1`" in note
+    assert (sampled.as_dict()["ticks_scheduled"], hourly.as_dict()["ticks_scheduled"]) == (144, 24)

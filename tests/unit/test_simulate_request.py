@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from clockless_tools.simulate.request import SimulationInputError, SimulationRequest, parse_drop
+from clockless_tools.simulate.request import (
+    SAMPLED_CONSECUTIVE,
+    SimulationInputError,
+    SimulationRequest,
+    parse_drop,
+    sampled_ticks,
+)
 from clockless_tools.template.model import Template
+from tests.conftest import PROJECT_ROOT
 from tests.jobs import DAY, HOUR, job_where
 
 # The jobs these tests run, picked from template.yaml by shape (tests/jobs.py): its first daily
@@ -46,3 +54,42 @@ def test_capacity_options_are_checked_before_anything_runs(
     with pytest.raises(SimulationInputError, match=refusal):
         request.validate()
     assert SimulationRequest(template, START, END, capacity="cold", scale=200).validate()
+
+
+def _every(minutes: int, start: datetime, end: datetime) -> list[datetime]:
+    return [start + timedelta(minutes=minutes * n) for n in range(int((end - start) / timedelta(minutes=minutes)))]
+
+
+@pytest.mark.parametrize(("minutes", "kept"), [(2, 29), (5, 29), (10, 29), (15, 27), (30, 25), (60, 24)])
+def test_a_sampled_day_keeps_each_hours_first_tick_and_a_run_from_the_last_hour(minutes: int, kept: int) -> None:
+    start, end = START, START + timedelta(days=1)
+    times = _every(minutes, start, end)
+
+    sampled = sampled_ticks(times, start=start, end=end)
+
+    # At most 24 + 5 ticks a job, whatever its schedule: every hour's first, and consecutive ticks from 23:00
+    assert len(sampled) == kept <= 24 + SAMPLED_CONSECUTIVE - 1
+    assert {t.replace(minute=0) for t in sampled} == {start + HOUR * h for h in range(24)}
+    last = [t for t in times if t >= end - HOUR][:SAMPLED_CONSECUTIVE]
+    assert set(last) <= set(sampled)
+
+
+def test_a_sampled_run_keeps_the_ticks_asked_to_drop_and_a_full_one_every_tick(tmp_path: Path) -> None:
+    day = START + timedelta(days=1)
+    # Given a template whose hourly job ticks every 10 minutes
+    text = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
+    hourly = f"    {HOURLY_JOB.stem}:\n"
+    block = text.index(hourly)
+    edited = text[:block] + text[block:].replace("Schedule: cron(0 * * * ? *)", "Schedule: cron(0/10 * * * ? *)", 1)
+    (tmp_path / "template.yaml").write_text(edited, encoding="utf-8")
+    ten_minutes = Template.load(tmp_path / "template.yaml")
+    dropped = (HOURLY_JOB.name, START + timedelta(hours=5, minutes=40))
+
+    sampled = SimulationRequest(ten_minutes, START, day, drops=(dropped,), sample=True)
+    every = SimulationRequest(ten_minutes, START, day, drops=(dropped,))
+
+    assert len(sampled.validate()[HOURLY_JOB.name]) == 29 + 1
+    assert dropped[1] in sampled.validate()[HOURLY_JOB.name]
+    assert len(every.validate()[HOURLY_JOB.name]) == sampled.scheduled()[HOURLY_JOB.name] == 144
+    # And a job ticking hourly or less often is never sampled
+    assert sampled.validate()[DAILY_JOB.name] == every.validate()[DAILY_JOB.name]

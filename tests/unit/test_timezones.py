@@ -29,9 +29,11 @@ from clockless_tools.timezones.rule import (
 )
 from clockless_tools.timezones.suggest import (
     describe_hours,
+    firing_stretches,
     fixed_minute,
     hour_runs,
     offset_changes,
+    per_zone_hours,
     seasons,
     suggest_utc_hours,
 )
@@ -241,6 +243,42 @@ def test_between_berlins_offset_changes_09_00_local_is_one_utc_hour_each_and_the
     assert "two schedules, each bounded by StartDate/EndDate" in advice
     assert "cron(0 7 * * ? *) from 2027-03-28T01:00:00Z to 2027-10-31T01:00:00Z" in advice
     assert "ScheduleExpressionTimezone: Europe/Berlin" in advice
+
+
+def test_07_30_local_in_new_york_and_chicago_is_advised_only_schedules_that_fire_and_a_job_per_zone() -> None:
+    # Given 07:30 to 08:30 local in New York and Chicago: no one UTC hour holds it in both, and the
+    # zones change their offsets an hour apart, so two of the stretches between changes are one hour long
+    rule = LocalTimeRule(not_before=time(7, 30), not_after=time(8, 30))
+    zones = (NY, CHICAGO)
+    assert suggest_utc_hours(rule, zones, *YEAR_2027, minute=30) == ()
+    found = seasons(rule, zones, *YEAR_2027, minute=30)
+    assert [s.end - s.start for s in found].count(timedelta(hours=1)) == 2
+
+    # When the advice is given
+    per_zone = per_zone_hours(rule, zones, *YEAR_2027, minute=30)
+    check = ScheduleCheck(
+        job="notices", function_id="Fn", event_id="Tick", expression="cron(30 13 * * ? *)", timezone="UTC",
+        declaration=TimeDeclaration("Fn", zones, None, rule), ticks_checked=365, violations=(),
+        not_expanded=None, suggested_hours=(), suggestion_minute=30, seasons=tuple(found), per_zone=per_zone,
+    )  # fmt: skip
+    advice = check.no_hour_advice or ""
+
+    # Then it lists only schedules that fire in their stretch, which still cover the year between them
+    listed = firing_stretches(found, 30)
+    assert [(hour, s.start, s.end) for hour, s in listed] == [
+        (13, YEAR_2027[0], utc("2027-03-14T08:00:00Z")),
+        (12, utc("2027-03-14T08:00:00Z"), utc("2027-11-07T07:00:00Z")),
+        (13, utc("2027-11-07T07:00:00Z"), YEAR_2027[1]),
+    ]
+    assert advice.count(" from ") == 3
+    assert "cron(30 8 * * ? *)" not in advice
+    assert "cron(30 7 * * ? *)" not in advice
+    # And, each zone holding it at one hour all year, a job per zone with its hour
+    assert per_zone == ((NY, 12), (CHICAGO, 13))
+    assert (
+        "a job per zone, each with its one zone (OperatingTimeZones) and a daily UTC hour that keeps the rule there "
+        f"all year: {NY} cron(30 12 * * ? *), {CHICAGO} cron(30 13 * * ? *)"
+    ) in advice
 
 
 def test_a_rule_no_hour_keeps_even_between_offset_changes_is_advised_to_be_widened() -> None:

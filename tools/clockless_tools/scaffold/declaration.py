@@ -130,12 +130,26 @@ def _add_to_loop(text: str, loop: str, stem: str) -> str:
     return text[: found.end(1)] + separator + stem + text[found.end(1) :]
 
 
+def plain_loops(stems: list[str]) -> tuple[str, str]:
+    """The two loops the jobs without fan-out share, as the command writes them into template.yaml
+    over these jobs: the Resources loop (with its heading) and the Outputs loop."""
+    fragment = FRAGMENT.read_text(encoding="utf-8").replace("    - [NewJob]\n", f"    - [{', '.join(stems)}]\n")
+    resources_loop, outputs_loop = fragment.split("\nResources:\n", 1)[1].split("\nOutputs:\n", 1)
+    return _PLAIN_HEADING + resources_loop + "\n", outputs_loop
+
+
+def plain_jobs(text: str) -> list[str]:
+    """The jobs in template.yaml's loop of jobs without fan-out, in order; [] when it has none."""
+    found = _loop_list(text, PLAIN_LOOPS[0])
+    listed = "" if found is None else found.group(1).split("[", 1)[1]
+    return [stem.strip() for stem in listed.split(",") if stem.strip()]
+
+
 def _with_plain_loops(text: str) -> str:
     """The fragment's two loops, over no job yet (`_add_to_loop` adds the first): the Resources loop
     before the external trigger's section, the Outputs loop first under Outputs."""
-    fragment = FRAGMENT.read_text(encoding="utf-8").replace("    - [NewJob]\n", "    - []\n")
-    resources_loop, outputs_loop = fragment.split("\nResources:\n", 1)[1].split("\nOutputs:\n", 1)
-    text = _before(text, _TRIGGER_SECTION, _PLAIN_HEADING + resources_loop + "\n", "the external trigger's section")
+    resources_loop, outputs_loop = plain_loops([])
+    text = _before(text, _TRIGGER_SECTION, resources_loop, "the external trigger's section")
     if text.count("\nOutputs:\n") != 1:
         raise WiringError("template.yaml: no Outputs section to add the jobs' outputs loop to")
     return text.replace("\nOutputs:\n", "\nOutputs:\n" + outputs_loop, 1)

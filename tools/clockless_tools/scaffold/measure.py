@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from clockless_tools.scaffold.declaration import TABLES_POLICY
+from clockless_tools.scaffold.declaration import FRAGMENT, TABLES_POLICY, plain_jobs, plain_loops
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.scaffold.new_job import new_job
 from clockless_tools.scaffold.wiring import TABLE
@@ -65,11 +65,14 @@ class FannedOutJob:
 
 @dataclass(frozen=True, slots=True)
 class JobsWithoutFanOut:
-    """Two jobs without fan-out made one after the other: the first brings in their loops (unless
-    the project has such a job already), the second only joins them."""
+    """What jobs without fan-out add: in a project with none, the first (which brings in the two
+    loops they share) and a second made after it; in one that has some (`existing`), one more.
+    `loop_lines`: the loops' lines, counted where the command wrote them in template.yaml."""
 
-    first: Numstat
+    first: Numstat | None
     second: Numstat
+    loop_lines: int
+    existing: int = 0
 
 
 def measure_fanned_out(root: Path) -> FannedOutJob:
@@ -87,15 +90,36 @@ def measure_fanned_out(root: Path) -> FannedOutJob:
 
 def measure_without_fan_out(root: Path) -> JobsWithoutFanOut:
     with _scratch(root) as scratch:
+        template = scratch / "template.yaml"
+        existing = len(plain_jobs(template.read_text(encoding="utf-8")))
+        if existing:
+            (name,) = _unused_names(scratch, 1)
+            loop_lines = _loop_lines(template.read_text(encoding="utf-8"))
+            return JobsWithoutFanOut(None, _made(scratch, name, fan_out=False), loop_lines, existing)
         first, second = _unused_names(scratch, 2)
-        return JobsWithoutFanOut(_made(scratch, first, fan_out=False), _made(scratch, second, fan_out=False))
+        made_first = _made(scratch, first, fan_out=False)
+        loop_lines = _loop_lines(template.read_text(encoding="utf-8"))
+        return JobsWithoutFanOut(made_first, _made(scratch, second, fan_out=False), loop_lines)
+
+
+def _loop_lines(text: str) -> int:
+    """The lines of the two loops of jobs without fan-out, found in the template as the command writes
+    them; a ValueError when they are not there as written (edited by hand), rather than a guess."""
+    loops = plain_loops(plain_jobs(text))
+    if not all(loop in text for loop in loops):
+        raise ValueError(
+            "template.yaml's loops of jobs without fan-out differ from what `clockless new job` writes "
+            f"(tools/clockless_tools/template/fragments/{FRAGMENT.name}), so their lines cannot be counted"
+        )
+    return sum(len(loop.splitlines()) for loop in loops)
 
 
 def fanned_out_sentence(job: FannedOutJob) -> str:
     """docs/adding-a-job.md's sentence: what a fanned-out job adds."""
     diff = job.diff
     return (
-        f"For `{job.name} --fan-out`, `clockless new job` adds {diff.new} new lines to `template.yaml` and "
+        f"For `{job.name} --fan-out` (daily, the loop's defaults; a `--schedule` adds a line per key it derives), "
+        f"`clockless new job` adds {diff.new} new lines to `template.yaml` and "
         f"changes {diff.lines_out} (`git diff --numstat template.yaml`: {diff.lines_in} in, {diff.lines_out} out), "
         f"{job.table_lines} of them the table and {job.policy_lines} its tables policy; a job written out by hand "
         f"took {HAND_WRITTEN_LINES}.\n"
@@ -103,12 +127,22 @@ def fanned_out_sentence(job: FannedOutJob) -> str:
 
 
 def without_fan_out_sentence(jobs: JobsWithoutFanOut) -> str:
-    """docs/decisions.md's sentence: what the first and a second job without fan-out add."""
-    first, second = jobs.first, jobs.second
+    """docs/decisions.md's sentence: what jobs without fan-out add, true of the project as it is."""
+    second, loops = jobs.second, jobs.loop_lines
+    if jobs.first is None:
+        plural = "s" if jobs.existing != 1 else ""
+        return (
+            f"This project has {jobs.existing} job{plural} without fan-out, so the two loops such jobs share are in "
+            f"`template.yaml` ({loops} lines, which the first brought in); another that `clockless new job` makes "
+            f"in a copy of the project adds {second.new} new lines and changes {second.lines_out} "
+            f"(`git diff --numstat`: {second.lines_in} in, {second.lines_out} out).\n"
+        )
+    first = jobs.first
     return (
         f"Of the jobs without fan-out that `clockless new job` makes in a copy of the project, the first adds "
         f"{first.new} new lines and changes {first.lines_out} (`git diff --numstat`: {first.lines_in} in, "
-        f"{first.lines_out} out), a second {second.new} new lines and {second.lines_out} changed.\n"
+        f"{first.lines_out} out), {loops} of them the two loops such jobs share; a second {second.new} new lines "
+        f"and {second.lines_out} changed.\n"
     )
 
 

@@ -14,6 +14,9 @@ From the schedule's period and longest gap (the tick engine's):
   gap + grace fit in a day, else hours);
 - `TickPeriodSeconds`: the period (its page's succeeded ticks, one per period).
 A key whose loop default already passes is not written, so a daily job's block stays five lines.
+A `rate()` whose period divides the hour or the day is written as the cron of that rhythm counted
+from 00:00 UTC (a comment above it says so): a rate() counts from a StartDate, a per-job parameter
+the jobs' loop cannot set (rule rate-anchored); any other rate() is refused.
 `--zones` and `--local-time` are checked as `clockless schedules check` checks them, over the year
 from the given day: a schedule that breaks the rule is refused with the hours that would keep it,
 or what to do when none does.
@@ -28,7 +31,13 @@ from datetime import date, datetime, timedelta
 from typing import Final
 
 from clockless.fanout.retry import FIRST_BACKOFF_SECONDS
-from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec, expression_kind, utc_spec
+from clockless.schedule.expressions import (
+    ScheduleExpressionError,
+    ScheduleSpec,
+    expression_kind,
+    rate_period,
+    utc_spec,
+)
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.timezones.check import one_year_from
@@ -41,7 +50,14 @@ from clockless_tools.timezones.rule import (
     LocalTimeRule,
     breaches,
 )
-from clockless_tools.timezones.suggest import describe_hours, fixed_minute, no_hour_advice, seasons, suggest_utc_hours
+from clockless_tools.timezones.suggest import (
+    describe_hours,
+    fixed_minute,
+    no_hour_advice,
+    per_zone_hours,
+    seasons,
+    suggest_utc_hours,
+)
 
 # The loops' defaults (template.yaml, the comment above Mappings: Jobs:).
 DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
@@ -93,15 +109,39 @@ def schedule_keys(
         raise ScheduleOptionError(f"--schedule {schedule!r}: {error}") from None
     if kind == "at":
         raise ScheduleOptionError(f"--schedule {schedule!r}: at() is one tick, not a job's schedule; use a cron")
+    lines = []
     if kind == "rate":
-        raise ScheduleOptionError(
-            f"--schedule {schedule!r}: a rate() counts from its StartDate, which rule rate-anchored asks for as a "
-            "parameter; write the schedule as a cron, e.g. cron(0/15 * * * ? *) for every 15 minutes"
+        cron = rate_as_cron(schedule)
+        if cron is None:
+            raise ScheduleOptionError(
+                f"--schedule {schedule!r}: a rate() counts from its StartDate, which rule rate-anchored asks for as a "
+                "parameter the jobs' loop cannot set per job, and this one does not divide the hour or the day into "
+                "a cron; write the schedule as a cron, e.g. cron(0/15 * * * ? *) for every 15 minutes"
+            )
+        lines.append(
+            f"# --schedule {schedule}: the same rhythm as a cron counted from 00:00 UTC (the loop sets no StartDate)"
         )
-    lines = [f"Schedule: {schedule}"]
+        schedule, spec = cron, utc_spec(cron)
+    lines.append(f"Schedule: {schedule}")
     lines += _zone_lines(spec, schedule, zones, local_time, checked_from)
     lines += _derived_lines(spec, fan_out=fan_out)
     return ScheduleKeys(tuple(lines))
+
+
+def rate_as_cron(expression: str) -> str | None:
+    """The cron that fires a rate()'s rhythm from the hour (or midnight), when its period divides the
+    hour or the day; else None. A rate() counts from a StartDate, a per-job parameter the loop has not."""
+    period = rate_period(expression)
+    minutes = 0 if period is None else int(period.total_seconds()) // 60
+    if 0 < minutes < 60 and 60 % minutes == 0:
+        return f"cron(0/{minutes} * * * ? *)"
+    if minutes == 60:
+        return "cron(0 * * * ? *)"
+    if minutes % 60 == 0 and 0 < minutes // 60 < 24 and 24 % (minutes // 60) == 0:
+        return f"cron(0 0/{minutes // 60} * * ? *)"
+    if minutes == 24 * 60:
+        return "cron(0 0 * * ? *)"
+    return None
 
 
 def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
@@ -168,7 +208,9 @@ def _zone_lines(
     if hours:
         instead = f"UTC hours that keep it all year: {describe_hours(hours, minute)}"
     else:
-        instead = no_hour_advice(seasons(rule, zone_list, begin, end, minute=minute), zone_list, minute)
+        stretches = seasons(rule, zone_list, begin, end, minute=minute)
+        per_zone = per_zone_hours(rule, zone_list, begin, end, minute=minute)
+        instead = no_hour_advice(stretches, zone_list, minute, per_zone)
         instead += _wider_rule(rule, zone_list, begin, end, minute)
     raise ScheduleOptionError(
         f"--schedule {schedule} breaks --local-time {local_time} in {', '.join(zone_list)} on {len(broken)} ticks "

@@ -4,9 +4,11 @@
 
 A tick is delivered at least once, the way production does it: the scheduler fires within its
 minute; Lambda may hand the same event over twice; several copies may arrive at once; a failed
-attempt is retried with the attempt number raised and a new execution id; and a delivery may
-arrive after the job's next tick. The engine is reactive like the scheduler: a delivery that
-fails is retried (within the schedule's `RetryPolicy`) because it failed, not because a plan said so.
+attempt is retried with the attempt number raised and a new execution id (as Scheduler renders its
+own retries: the harder case for a dedupe key); and a delivery may arrive after the job's next
+tick. The engine is reactive like Lambda: a delivery that fails is retried (within the function's
+`EventInvokeConfig`, the event's age counted from its first arrival) because it failed, not because
+a plan said so.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class _Round:
     attempt: int = field(compare=False)
     chain: str = field(compare=False)
     retry_number: int = field(compare=False, default=0)
+    # When Lambda first received this chain's event: its retries' age counts from here.
+    received: datetime | None = field(compare=False, default=None)
 
 
 class Clock(Protocol):
@@ -87,7 +91,7 @@ class Clock(Protocol):
 
 class DeliveryEngine:
     """Carries out plans in simulated time: moves the clock to each round, delivers its events
-    (concurrently when there are several), and retries failures as the scheduler would."""
+    (concurrently when there are several), and retries failures as Lambda would."""
 
     def __init__(
         self,
@@ -119,10 +123,21 @@ class DeliveryEngine:
         self.worker_records: list[WorkerRecord] = []
 
     def _push(
-        self, at: datetime, plan: TickPlan, *, kind: str, attempt: int, chain: str, retry_number: int = 0
+        self,
+        at: datetime,
+        plan: TickPlan,
+        *,
+        kind: str,
+        attempt: int,
+        chain: str,
+        retry_number: int = 0,
+        received: datetime | None = None,
     ) -> None:
         self._sequence += 1
-        heapq.heappush(self._queue, _Round(at, plan.order, self._sequence, plan, kind, attempt, chain, retry_number))
+        heapq.heappush(
+            self._queue,
+            _Round(at, plan.order, self._sequence, plan, kind, attempt, chain, retry_number, received or at),
+        )
 
     def run(self, plans: list[TickPlan]) -> list[DeliveryRecord]:
         """Deliver the plans (and the retries their failures call for) in simulated-time order.
@@ -243,8 +258,8 @@ class DeliveryEngine:
         if policy is None or failed.retry_number >= policy.max_retries:
             return False
         at = failed.at + RETRY_BACKOFF * 2**failed.retry_number
-        if (at - failed.plan.scheduled_time).total_seconds() > policy.max_event_age_seconds:
-            return False  # too old: the scheduler hands it to the dead-letter queue instead
+        if (at - (failed.received or failed.at)).total_seconds() > policy.max_event_age_seconds:
+            return False  # too old: Lambda hands it to the on-failure destination instead
         self._push(
             at,
             failed.plan,
@@ -252,6 +267,7 @@ class DeliveryEngine:
             attempt=failed.attempt + 1,
             chain=failed.chain,
             retry_number=failed.retry_number + 1,
+            received=failed.received,
         )
         return True
 
@@ -262,7 +278,7 @@ class DeliveryEngine:
             result = self.runtime.call(function_id, event)
             found = result.get("outcome") if isinstance(result, Mapping) else None
             outcome = _Outcome(found if found in SUPPRESSED | HELD_OUTCOMES else OUTCOME_EXECUTED)
-        except InjectedFault as error:  # the delivery failed; the scheduler sees an error and retries
+        except InjectedFault as error:  # the delivery failed; Lambda sees an error and retries
             outcome = _Outcome(
                 OUTCOME_FAILED, f"{type(error).__name__}: {error}", injected=True, writes=error.writes_done
             )

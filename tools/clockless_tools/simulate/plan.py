@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from clockless import format_scheduled_time
 from clockless_tools.template.model import Schedule, Template
+from clockless_tools.template.queues import literal_int
 
 # Chances per tick; one tick per job gets all of them, so every run shows every kind.
 P_REDELIVERY: Final = 0.3
@@ -26,25 +27,33 @@ P_LOST_ANSWER: Final = 0.3
 P_WORKER_FAULT: Final = 0.1
 MAX_LOST_ANSWER_AT: Final = 6
 MAX_BURST: Final = 8
+# Lambda's asynchronous retries of a failed attempt: about 1 minute after it, then about 2.
 RETRY_BACKOFF: Final = timedelta(seconds=60)
-# EventBridge Scheduler's defaults when a schedule sets no RetryPolicy.
-DEFAULT_MAX_RETRIES: Final = 185
-DEFAULT_MAX_EVENT_AGE: Final = 86400
+# Lambda's defaults when a function's EventInvokeConfig sets neither.
+DEFAULT_MAX_RETRIES: Final = 2
+DEFAULT_MAX_EVENT_AGE: Final = 21600
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How a failed attempt is retried: the function's EventInvokeConfig. A function error (the
+    injected failures) reaches Lambda, never Scheduler, whose RetryPolicy covers only handing the
+    event over; so Lambda's bounds decide, the event's age counted from when Lambda received it."""
+
     max_retries: int
     max_event_age_seconds: int
 
     @classmethod
-    def of(cls, schedule: Schedule) -> RetryPolicy:
-        policy = schedule.properties.get("RetryPolicy")
-        policy = policy if isinstance(policy, Mapping) else {}
+    def of(cls, template: Template, schedule: Schedule) -> RetryPolicy:
+        config = template.function(schedule.function_id).event_invoke_config
         return cls(
-            max_retries=int(policy.get("MaximumRetryAttempts", DEFAULT_MAX_RETRIES)),
-            max_event_age_seconds=int(policy.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE)),
+            max_retries=_or(literal_int(config.get("MaximumRetryAttempts")), DEFAULT_MAX_RETRIES),
+            max_event_age_seconds=_or(literal_int(config.get("MaximumEventAgeInSeconds")), DEFAULT_MAX_EVENT_AGE),
         )
+
+
+def _or(stated: int | None, default: int) -> int:
+    return default if stated is None else stated
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,7 @@ def plan_deliveries(
         spec = schedule.spec(template)
         # A late duplicate lands after the next tick; a one-time schedule has none, so a day later.
         period = timedelta(days=1) if spec.kind == "at" else spec.nominal_period()
-        retries = RetryPolicy.of(schedule)
+        retries = RetryPolicy.of(template, schedule)
         delivered = [moment for moment in times if (job, moment) not in dropped]
         showcase = random.Random(f"{seed}/{job}").choice(delivered) if delivered else None  # noqa: S311
         for moment in delivered:

@@ -70,6 +70,8 @@ class JobReport:
     expression: str
     tables: list[str]
     ticks_expected: int = 0
+    # Its ticks in the range when the run sampled them (`make run`'s default day); else ticks_expected.
+    ticks_scheduled: int = 0
     ticks_dropped: list[str] = field(default_factory=list)
     deliveries: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
@@ -155,6 +157,10 @@ class JobReport:
         return sum(1 for d in self.differences if d.lost)
 
     @property
+    def sampled(self) -> bool:
+        return self.ticks_scheduled > self.ticks_expected
+
+    @property
     def ticks_delivered(self) -> int:
         return self.ticks_expected - len(self.ticks_dropped)
 
@@ -184,6 +190,7 @@ class JobReport:
             "schedule": self.expression,
             "tables": self.tables,
             "ticks_expected": self.ticks_expected,
+            "ticks_scheduled": max(self.ticks_scheduled, self.ticks_expected),
             "ticks_dropped": self.ticks_dropped,
             "deliveries": self.deliveries,
             "deliveries_by_kind": self.by_kind,
@@ -233,15 +240,24 @@ class SimulationReport:
         return [job.job for job in self.jobs if job.ticks_delivered and not job.exactly_once and job.counts_elsewhere]
 
     def notes(self) -> list[str]:
-        """What a proof holds beyond its sentence: jobs whose per-tick counts are not a tick's own work."""
+        """What a proof holds beyond its sentence: the jobs whose ticks were sampled, and those whose
+        per-tick counts are not a tick's own work."""
+        notes = [
+            f"note: {job.job}: {job.ticks_expected} of its {job.ticks_scheduled} ticks delivered (sampled: each "
+            "hour's first and a run of consecutive ones from the last hour, `make run`'s budget per job); "
+            "`make run FULL=1` or a FROM= range delivers every tick (docs/simulation.md#sampled-ticks)"
+            for job in self.jobs
+            if job.sampled
+        ]
         if not self.counts_moved:
-            return []
+            return notes
         return [
+            *notes,
             f"note: {', '.join(self.counts_moved)}: effects identical item by item, counts attributed to other "
             "ticks: an item due to more than one tick was applied once, by another tick than in the reference "
             "(a late or repeated delivery ran first), so a tick's ledger counts are what that tick did, not its "
             "own window's items; where they must be, make each tick cover only its own window "
-            "(docs/simulation.md#what-the-verdict-means)"
+            "(docs/simulation.md#what-the-verdict-means)",
         ]
 
     def proved(self) -> str:
@@ -260,6 +276,8 @@ class SimulationReport:
             settled = sum(rows.ticks_failed + rows.ticks_tolerated for rows in judged)
             counts += f"; {named} of {planted} bad rows reported, {settled} ticks that met them settled"
         of = f"{ticks} ticks of {len(jobs)} job{'s' if len(jobs) != 1 else ''}"
+        sampled = [f"{job.job} {job.ticks_expected} of {job.ticks_scheduled}" for job in jobs if job.sampled]
+        of += f" (sampled: {', '.join(sampled)})" if sampled else ""
         if self.ok:
             return f"{of} took effect exactly once: {counts}"
         unproved = [job.job for job in jobs if job.no_work]
@@ -316,11 +334,13 @@ def build_report(
         )
     owned: set[str] = set()
     jobs = []
+    scheduled = request.scheduled() if request.sample else {}
     for job, times in ticks.items():
         schedule = template.jobs[job]
         tables = job_tables(template, schedule.function_id)
         owned.update(tables)
         report = JobReport(job, schedule.function_id, schedule.expression, tables, ticks_expected=len(times))
+        report.ticks_scheduled = scheduled.get(job, len(times))
         report.has_demo = job not in without_demo
         report.seeded_items = sum(len(before.get(names.table_name(table), [])) for table in tables)
         report.ticks_dropped = sorted(format_scheduled_time(t) for j, t in request.drops if j == job)

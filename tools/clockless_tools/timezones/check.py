@@ -38,6 +38,7 @@ from clockless_tools.timezones.suggest import (
     hour_runs,
     no_hour_advice,
     offset_changes,
+    per_zone_hours,
     seasons,
     suggest_utc_hours,
 )
@@ -116,6 +117,8 @@ class ScheduleCheck(ScheduledEvent):
     suggestion_minute: int
     # When no one hour fits all year: the stretches between the zones' offset changes and their hours.
     seasons: tuple[Season, ...] = ()
+    # And when several zones share no hour but each has one: each zone's (`per_zone_hours`).
+    per_zone: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -134,7 +137,7 @@ class ScheduleCheck(ScheduledEvent):
         """What to do when no daily UTC hour keeps the rule all year; None when one does."""
         if self.suggested_hours != () or not self.seasons or self.declaration is None:
             return None
-        return no_hour_advice(self.seasons, self.declaration.zones, self.suggestion_minute)
+        return no_hour_advice(self.seasons, self.declaration.zones, self.suggestion_minute, self.per_zone)
 
     def groups(self) -> list[ViolationGroup]:
         grouped: dict[tuple[Any, ...], list[LocalTimeViolation]] = {}
@@ -287,6 +290,11 @@ def _check_schedule(
         suggestion_minute=minute,
         not_expanded=not_expanded,
         seasons=fitting,
+        per_zone=(
+            per_zone_hours(rule, declaration.zones, begin, end, minute=minute)
+            if fitting and declaration is not None and rule is not None
+            else ()
+        ),
     )
 
 

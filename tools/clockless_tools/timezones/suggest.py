@@ -131,20 +131,75 @@ def seasons(
     return found
 
 
-def no_hour_advice(stretches: Sequence[Season], zones: Sequence[str], minute: int = 0) -> str:
+def _fires(hour: int, minute: int, start: datetime, end: datetime) -> bool:
+    """Whether a daily cron at hour:minute UTC fires at least once in [start, end)."""
+    first = datetime.combine(start.date(), time(hour, minute), UTC)
+    return (first if first >= start else first + timedelta(days=1)) < end
+
+
+def firing_stretches(stretches: Sequence[Season], minute: int = 0) -> list[tuple[int, Season]]:
+    """Each stretch with the hour its schedule takes (the first of its longest run of fitting hours),
+    leaving out a stretch whose schedule would never fire in it (one hour between two zones' offset
+    changes, which a daily tick at another hour never meets): its time goes to a neighbour whose
+    schedule does not fire in it either, so the schedules listed still cover the year between them."""
+    chosen = [(max(hour_runs(season.hours), key=len)[0], season) for season in stretches]
+    kept: list[tuple[int, Season]] = []
+    pending: Season | None = None  # a left-out stretch the next kept one may start at
+    for index, (hour, season) in enumerate(chosen):
+        if _fires(hour, minute, season.start, season.end):
+            widened = pending is not None and not _fires(hour, minute, pending.start, season.start)
+            kept.append((hour, Season(pending.start, season.end, season.hours) if pending and widened else season))
+            pending = None
+            continue
+        previous = kept[-1] if kept else None
+        if previous is not None and not _fires(previous[0], minute, season.start, season.end):
+            kept[-1] = (previous[0], Season(previous[1].start, season.end, previous[1].hours))
+        elif index + 1 < len(chosen):
+            pending = season if pending is None else Season(pending.start, season.end, pending.hours)
+    return kept
+
+
+def per_zone_hours(
+    rule: LocalTimeRule, zones: tuple[str, ...], begin: datetime, end: datetime, *, minute: int = 0
+) -> tuple[tuple[str, int], ...]:
+    """When several zones share no UTC hour: for each zone, the hour (the first of its longest run)
+    that keeps the rule there all year; () when there is one zone, or a zone has none."""
+    if len(zones) < 2:
+        return ()
+    found = []
+    for zone in zones:
+        hours = suggest_utc_hours(rule, (zone,), begin, end, minute=minute)
+        if not hours:
+            return ()
+        found.append((zone, max(hour_runs(hours), key=len)[0]))
+    return tuple(found)
+
+
+def no_hour_advice(
+    stretches: Sequence[Season],
+    zones: Sequence[str],
+    minute: int = 0,
+    per_zone: Sequence[tuple[str, int]] = (),
+) -> str:
     """What to do when no daily UTC hour keeps a rule all year: the stretches between the zones' offset
     changes (`seasons`) each with the hour that keeps it there, or, when even a stretch has none, what
     to widen."""
+    by_zone = (
+        "; or a job per zone, each with its one zone (OperatingTimeZones) and a daily UTC hour that keeps the rule "
+        "there all year: " + ", ".join(f"{zone} cron({minute} {hour} * * ? *)" for zone, hour in per_zone)
+        if per_zone
+        else ""
+    )
     if any(not season.hours for season in stretches):
         return (
             "no UTC hour keeps the rule even between the zones' offset changes: a daily tick cannot keep it in "
-            "all of these zones; widen the rule (LocalTimeRule) or serve fewer zones (OperatingTimeZones)"
+            "all of these zones; widen the rule (LocalTimeRule) or serve fewer zones (OperatingTimeZones)" + by_zone
         )
     parts = [
-        f"cron({minute} {max(hour_runs(season.hours), key=len)[0]} * * ? *) from "
+        f"cron({minute} {hour} * * ? *) from "
         f"{format_scheduled_time(season.start)} to {format_scheduled_time(season.end)} "
         f"({describe_hours(season.hours, minute)} fit)"
-        for season in stretches
+        for hour, season in firing_stretches(stretches, minute)
     ]
     zoned = (
         f"; or, for its one zone, a schedule written in it (ScheduleExpressionTimezone: {zones[0]}), which "
@@ -155,5 +210,5 @@ def no_hour_advice(stretches: Sequence[Season], zones: Sequence[str], minute: in
     )
     return (
         "no one UTC hour keeps the rule all year, because the zones' UTC offsets change: use two schedules, "
-        "each bounded by StartDate/EndDate at the changes: " + "; ".join(parts) + zoned
+        "each bounded by StartDate/EndDate at the changes: " + "; ".join(parts) + zoned + by_zone
     )
