@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -363,3 +364,24 @@ def _without_key_after(text: str, block: str, line_start: str) -> str:
     at = text.index(block) + len(block)
     start = text.index(line_start, at)
     return text[:start] + text[text.index("\n", start) + 1 :]
+
+
+@pytest.mark.parametrize("expression", ["cron(0 0 31 2 ? *)", "cron(0 0 LW * ? *)", "cron(0 0 * * ?)"])
+def test_schedules_check_gives_the_verdict_show_gives_whatever_the_rule(tmp_path: Path, expression: str) -> None:
+    # GIVEN every job's schedule set to one that never fires or that Scheduler refuses (jobs whose
+    # local-time rule is `none` included: their ticks are never expanded against a rule)
+    text = (PROJECT_ROOT / "template.yaml").read_text()
+    planted = re.sub(r"(?m)^(      Schedule: ).*$", lambda m: m.group(1) + expression, text)
+    assert planted != text
+    path = tmp_path / "template.yaml"
+    path.write_text(planted)
+
+    # WHEN check and show read it
+    checked = runner.invoke(app, ["schedules", "check", "-t", str(path)])
+    shown = runner.invoke(app, ["schedules", "show", "-t", str(path)])
+
+    # THEN both refuse it with the same one line, and exit 2
+    assert checked.exit_code == shown.exit_code == 2, checked.output
+    assert checked.stderr.strip() == shown.stderr.strip()
+    assert expression in checked.stderr
+    assert len(checked.stderr.strip().splitlines()) == 1

@@ -250,6 +250,12 @@ def _check_schedule(
     ticks: list[datetime] = []
     rule = None if declaration is None else declaration.rule
     not_expanded = None
+    # The expression is read by the tick engine whatever the rule, as `schedules show` and the
+    # rules read it: one that never fires, or that Scheduler refuses, fails here too.
+    try:
+        schedule.spec(template).next_ticks(begin, 1)
+    except ScheduleExpressionError as error:
+        raise expression_error(schedule, error) from None
     # A schedule outside UTC breaks utc_schedule above, and its ticks are still expanded in its
     # own zone (the tick engine places them as Scheduler does), so its local-time breaches show too.
     if declaration is None:
