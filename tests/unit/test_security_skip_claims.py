@@ -81,3 +81,6 @@ def test_the_secrets_reason_names_every_role_allowed_to_read_it() -> None:
     assert "only JobTriggerFunction's is allowed it, on this one secret" in reason
     # With the AWS managed key, IAM alone decides: the reason must not claim the key narrows readers.
     assert "any principal of the account whose IAM policies allow secretsmanager:GetSecretValue" in reason
+    # And it must not claim a customer key would narrow nothing: AWS then also asks kms:Decrypt on it.
+    assert "no narrower access" not in reason
+    assert "kms:Decrypt" in reason
