@@ -69,9 +69,11 @@ CASES: Final[tuple[Case, ...]] = (
         "example: hours that wrap past midnight (the evening)",
         "cron(0/30 20-2 ? * MON-FRI *)",
         "eb-cron",
-        "Run every 30 minutes Monday through Friday between 10:00 pm on the starting day to 2:00 am on the "
-        "following day (UTC). (Only the evening is checked here: the next row is where AWS's words and its "
-        "fields part.)",
+        f"{DISAGREE} on the hour the evening starts. The example's words: 'Run every 30 minutes Monday through "
+        "Friday between 10:00 pm on the starting day to 2:00 am on the following day (UTC) Run from 12:00 am to "
+        "2:00 am on Monday morning (UTC).' Its hours field is 20, which is 8:00 pm, not 10:00 pm. The engine "
+        "follows the field, as Scheduler parses it: the evening's ticks start at 20:00 (the next row is the "
+        "mornings)",
         utc(
             "2027-01-01T20:00",
             "2027-01-01T20:30",
@@ -88,9 +90,10 @@ CASES: Final[tuple[Case, ...]] = (
         "wrapped hours: which mornings",
         "cron(0/30 20-2 ? * MON-FRI *)",
         "eb-cron",
-        f"{DISAGREE}. The example's words: 'between 10:00 pm on the starting day to 2:00 am on the "
+        f"{DISAGREE}. The example's first sentence: 'between 10:00 pm on the starting day to 2:00 am on the "
         "following day', i.e. Friday night runs into Saturday 02:00 and Sunday night (not MON-FRI) does not run into "
-        "Monday, and nothing after 02:00. The field table: day-of-week 'MON-FRI' and hours '20-2' are matched "
+        "Monday, and nothing after 02:00. Its second sentence, 'Run from 12:00 am to 2:00 am on Monday morning "
+        "(UTC).', and the field table agree with each other: day-of-week 'MON-FRI' and hours '20-2' are matched "
         "against each tick's own date and hour, i.e. Monday 00:00-02:30 fires and Saturday's early hours do not. "
         "The engine follows the fields: they are what Scheduler parses (the same fields in any other example mean "
         "the tick's own day), and the words also disagree with the fields on 02:30",
