@@ -121,7 +121,7 @@ test-slow: $(STAMP) $(SAM_STAMP) ## The tests marked slow (exhaustive sweeps, th
 # The container tests: every function through SAM CLI in real containers on the embedded stack
 # (tests/containers/). The engine is yours when one answers, else the project's own dockerd, which
 # is stopped afterwards whatever the tests did; nothing is pulled (a pull attempt fails them).
-test-containers: runtime-image ## sam local invoke / start-api / start-lambda of every function on the embedded stack, in containers (brings up the engine and image, stops the engine after), which CI runs
+test-containers: runtime-image ## sam local invoke and start-lambda of every function on the embedded stack, in containers (brings up the engine and image, stops the engine after), which CI runs
 	status=0; $(PY) -m pytest -q -p no:cacheprovider -n 0 -m containers tests || status=$$?; \
 	  $(CLOCKLESS) engine down; exit $$status
 
