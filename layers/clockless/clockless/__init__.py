@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from clockless.job import OUTCOME_DUPLICATE as OUTCOME_DUPLICATE
     from clockless.job import OUTCOME_EXECUTED as OUTCOME_EXECUTED
     from clockless.job import OUTCOME_IN_PROGRESS as OUTCOME_IN_PROGRESS
-    from clockless.job import JobRun as JobRun
     from clockless.job import KitSettings as KitSettings
     from clockless.job import ScheduledJob as ScheduledJob
+    from clockless.run import JobRun as JobRun
     from clockless.tick import MalformedTickError as MalformedTickError
     from clockless.tick import Tick as Tick
     from clockless.tick import Trigger as Trigger
@@ -31,7 +31,7 @@ _EXPORTS = {
     "OUTCOME_DUPLICATE": "clockless.job",
     "OUTCOME_EXECUTED": "clockless.job",
     "OUTCOME_IN_PROGRESS": "clockless.job",
-    "JobRun": "clockless.job",
+    "JobRun": "clockless.run",
     "KitSettings": "clockless.job",
     "ScheduledJob": "clockless.job",
     "MalformedTickError": "clockless.tick",

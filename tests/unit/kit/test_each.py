@@ -11,8 +11,9 @@ import pytest
 
 from clockless.fanout.keys import tick_key
 from clockless.items import ItemsFailedError, parse_tolerance
-from clockless.job import JobRun, ScheduledJob
+from clockless.job import ScheduledJob
 from clockless.ledger import LedgerEntry
+from clockless.run import JobRun
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import Context
 

@@ -15,7 +15,8 @@ from typing import Any, Final
 from clockless.dynamo import shard_for
 from clockless.fanout import FanOut, Page
 from clockless.items import RowError
-from clockless.job import JobRun, ScheduledJob
+from clockless.job import ScheduledJob
+from clockless.run import JobRun
 from clockless_tools.local.dynamodb import table_definition
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template

@@ -46,7 +46,7 @@ def start_buffered(worker: PartitionWorker, message: WorkMessage) -> str:
     """Start a buffered tick: claimed in the ledger (`buffered` becomes `started` with its
     partitions_total, once), then the job's function fans it out as its coordinator would have.
     A redelivered start message sends the partitions again (duplicates change nothing)."""
-    from clockless.job import JobRun  # noqa: PLC0415 - workers without a buffered job never load it
+    from clockless.run import JobRun  # noqa: PLC0415 - workers without a buffered job never load it
 
     job = worker.job
     dynamodb = worker.clients()[0]

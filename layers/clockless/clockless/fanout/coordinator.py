@@ -30,7 +30,8 @@ from clockless.tick import format_scheduled_time
 if TYPE_CHECKING:
     from clockless.fanout.dispatcher import LambdaHandler
     from clockless.fanout.work import PartitionWork
-    from clockless.job import JobRun, ScheduledJob
+    from clockless.job import ScheduledJob
+    from clockless.run import JobRun
 
 
 class FanOut:
