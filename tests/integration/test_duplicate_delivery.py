@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from clockless_tools.bench import requests as expected
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
@@ -36,7 +37,7 @@ def test_duplicate_delivery_costs_exactly_one_dynamodb_request(
     # Then the kit's claim is the only request (its transaction, cancelled by its condition,
     # returns the completed record), and it says so
     assert result["outcome"] == "duplicate"
-    assert dict(requests.operations) == {"TransactWriteItems": 1}
+    assert dict(requests.operations) == expected.duplicate_delivery()
     if work is not None:
         work.delete()
 

@@ -12,6 +12,7 @@ import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from clockless.fanout.keys import tick_key
+from clockless_tools.bench import requests as expected
 from clockless_tools.local.botocore_hooks import count_requests
 from tests.unit.kit.toy import (
     BUSINESS_DATE,
@@ -48,8 +49,8 @@ def test_the_coordinator_costs_the_same_whatever_the_number_of_items(toy: Served
     with count_requests() as requests:
         coordinator(dict(TICK), Context())
 
-    # claim + ceil(4 partitions / 10) SendMessageBatch + completion
-    assert dict(requests.operations) == {"TransactWriteItems": 2, "SendMessageBatch": 1}
+    # the toy job fans out over 4 partitions
+    assert dict(requests.operations) == expected.coordinator(4)
 
 
 def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per_page(
@@ -74,20 +75,10 @@ def test_a_partition_costs_a_transaction_per_49_items_and_a_query_and_cursor_per
     with count_requests() as requests:
         worker(sqs_event([message]), Context())
 
-    pages = found // 60 + 1  # the last page is short (or empty, when the count divides)
-    transactions = sum(-(-min(60, found - 60 * page) // 49) for page in range(pages))
-    assert pages >= 2
-    # One partition, so this run also finishes the tick.
-    assert dict(requests.operations) == {
-        # the message hidden only until the attempt is over (a death is retried then)
-        "ChangeMessageVisibility": 1,
-        # a cursor after each page but the last, the finish, and the note that TickSucceeded is out
-        "UpdateItem": (pages - 1) + 1 + 1,
-        "Query": pages + 1,  # the pages, and the finisher's sum over the tick's records
-        # the lease with the ledger's check that the tick was claimed, the items, the partition done
-        "TransactWriteItems": 1 + transactions + 1,
-        "GetItem": 1,  # the finisher's look at the tick entry
-    }
+    pages = [60] * (found // 60) + [found % 60]  # the last page is short (or empty, when the count divides)
+    assert len(pages) >= 2
+    # One partition, so this run also finishes the tick; the toy's item is 2 actions (marked done, its output).
+    assert dict(requests.operations) == expected.partition_run(pages, actions_per_item=2, finishes_tick=True)
 
 
 def test_a_duplicate_message_costs_its_refused_lease_and_a_look_at_the_tick(toy: ServedToy) -> None:
@@ -101,7 +92,7 @@ def test_a_duplicate_message_costs_its_refused_lease_and_a_look_at_the_tick(toy:
         worker(sqs_event([message]), Context())
 
     # the message's visibility bound, the lease's transaction refused (its record says done), the finisher's GetItem
-    assert dict(requests.operations) == {"ChangeMessageVisibility": 1, "TransactWriteItems": 1, "GetItem": 1}
+    assert dict(requests.operations) == expected.duplicate_partition_message()
 
 
 def test_a_message_for_a_tick_nobody_claimed_costs_one_ledger_request_and_writes_nothing(toy: ServedToy) -> None:
@@ -116,7 +107,7 @@ def test_a_message_for_a_tick_nobody_claimed_costs_one_ledger_request_and_writes
     with count_requests() as requests, pytest.raises(BatchProcessingError, match="no coordinator claimed it"):
         worker(sqs_event([forged]), Context())
 
-    assert dict(requests.operations) == {"TransactWriteItems": 1, "ChangeMessageVisibility": 2}
+    assert dict(requests.operations) == expected.unbacked_message()
     assert toy.dynamodb.scan(TableName=OUTPUTS_TABLE, Select="COUNT")["Count"] == 0
     assert toy.dynamodb.scan(TableName="LedgerTable", Select="COUNT")["Count"] == 0
 

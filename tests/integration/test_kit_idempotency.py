@@ -11,6 +11,8 @@ import pytest
 import time_machine
 
 from clockless import JobRun, ScheduledJob, Tick, Trigger
+from clockless_tools.bench import requests as expected
+from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaContext
 from tests.integration.conftest import scan_all
 
@@ -140,9 +142,10 @@ def test_failure_releases_the_claim_and_emits_the_failed_metric_not_success(
     def handler(run: JobRun) -> dict[str, Any]:
         raise RuntimeError("boom")
 
-    with pytest.raises(RuntimeError, match="boom"):
+    with count_requests() as requests, pytest.raises(RuntimeError, match="boom"):
         handler(_event(), _context())
 
+    assert dict(requests.operations) == expected.failed_attempt()
     output = capsys.readouterr().out
     assert '"TickFailed"' in output
     assert '"TickSucceeded"' not in output
@@ -182,8 +185,6 @@ def test_importing_a_handler_touches_no_aws(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_last_success_is_read_only_by_a_job_that_asks_for_it(kit_env: Any) -> None:
-    from clockless_tools.local.botocore_hooks import count_requests
-
     asking, not_asking = ScheduledJob("kit-test"), ScheduledJob("kit-test-2")
 
     @asking.handler
@@ -199,7 +200,7 @@ def test_the_last_success_is_read_only_by_a_job_that_asks_for_it(kit_env: Any) -
     with count_requests() as not_asked:
         ignored = ignores_it(_event(job="kit-test-2"), _context())
 
-    assert asked.of("Query") == 1
+    assert dict(asked.operations) == expected.first_delivery() | expected.last_success_read()
     assert read["last_success"] is None
-    assert not_asked.of("Query") == 0
+    assert dict(not_asked.operations) == expected.first_delivery()
     assert "last_success" not in ignored

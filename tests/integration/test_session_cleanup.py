@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,8 @@ from typer.testing import CliRunner
 
 from clockless import MalformedTickError
 from clockless.dynamo import index_shard_for
+from clockless.fanout.settings import DEFAULT_PAGE_SIZE
+from clockless_tools.bench import requests as expected
 from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
@@ -272,28 +275,19 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
     with count_requests() as workers:
         queues.drain()
 
-    # coordinator: claim + ledger started, the last success (Query, for the range), completion +
-    # ledger, and the 16 partition messages 10 to a SendMessageBatch. It reads no session.
-    assert dict(coordinator.operations) == {"TransactWriteItems": 2, "Query": 1, "SendMessageBatch": 2}
-    # each partition: lease, one page, done + partitions_done, the finisher's GetItem; one
-    # transaction per 99 sessions of a shard; the last partition sums the counters and settles.
-    shards_with_sessions = len(
-        {
-            index_shard_for(f"{t}#{s}", EMPTY_INDEX_SHARDS)
-            for t, s in (("tenant-a", "old-empty-1"), ("tenant-b", "old-empty-2"))
-        }
+    # The coordinator reads no session, and its logic reads the last success (the range starts
+    # there); each partition run reads its shard and the last settles the tick: counted as the one
+    # table of requests (docs/tick-flow.md) says.
+    assert dict(coordinator.operations) == expected.coordinator(EMPTY_INDEX_SHARDS, reads_last_success=True)
+    due = Counter(
+        int(index_shard_for(f"{t}#{s}", EMPTY_INDEX_SHARDS))
+        for t, s in (("tenant-a", "old-empty-1"), ("tenant-b", "old-empty-2"))
     )
+    items = [due[shard] for shard in range(EMPTY_INDEX_SHARDS)]
     polled = ("ReceiveMessage", "DeleteMessage")
-    assert {op: n for op, n in workers.operations.items() if op not in polled} == {
-        # the last partition settles the tick, then notes that TickSucceeded is out
-        "UpdateItem": 2,
-        "Query": EMPTY_INDEX_SHARDS + 1,
-        # per partition the lease (with the ledger's check) and the done transaction
-        "TransactWriteItems": 2 * EMPTY_INDEX_SHARDS + shards_with_sessions,
-        "GetItem": EMPTY_INDEX_SHARDS,
-        # per partition its message held only until its attempt is over (a death is retried then)
-        "ChangeMessageVisibility": EMPTY_INDEX_SHARDS,
-    }
+    assert {op: n for op, n in workers.operations.items() if op not in polled} == expected.tick_workers(
+        items, actions_per_item=1, page_size=DEFAULT_PAGE_SIZE
+    )
 
 
 # Three fanned-out ticks and two redrives (about 4 s): CI's slow suite; `make test`'s bad-rows night

@@ -1,5 +1,6 @@
-"""`clockless bench run|show|measure|timings`: what a tick costs, measured beside a baseline (what `make
-bench` runs); how long `make run` and `make test` take (what `make measure` runs)."""
+"""`clockless bench run|show|measure|timings|requests`: what a tick costs, measured beside a baseline
+(what `make bench` runs); how long `make run` and `make test` take (what `make measure` runs); the
+requests each delivery sends, the one table the tests count against."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from clockless_tools.bench import requests as request_counts
 from clockless_tools.bench.measure import (
     COMMANDS,
     MEASURED,
@@ -248,3 +250,10 @@ def timings_command(
     except (OSError, ValueError) as error:
         raise fail(f"cannot read {measured}: {error}; run `make measure`") from None
     print(readme_sentence(document) if readme else markdown_table(document))
+
+
+@app.command("requests")
+def requests_command(template: TemplateOption = DEFAULT_TEMPLATE) -> None:
+    """The AWS requests each delivery sends, by operation, as a Markdown table
+    (docs/tick-flow.md#requests-per-delivery): the counts the integration tests hold the kit to."""
+    print(request_counts.markdown(load_template(template)))
