@@ -286,8 +286,37 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
     items = [due[shard] for shard in range(EMPTY_INDEX_SHARDS)]
     polled = ("ReceiveMessage", "DeleteMessage")
     assert {op: n for op, n in workers.operations.items() if op not in polled} == expected.tick_workers(
-        items, actions_per_item=1, page_size=DEFAULT_PAGE_SIZE
+        items, actions_per_item=1, page_size=DEFAULT_PAGE_SIZE, outside_queries=1
     )
+
+
+def test_rows_whose_key_sorts_outside_every_instant_are_found_on_both_sides_and_fail_by_name(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    # Given the 09:00 tick succeeded, so the 10:00 tick's range has a start (its due read is a
+    # BETWEEN), and two empty sessions whose start another client wrote as no instant: one sorting
+    # after every instant, one before
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
+    store = DynamoSessionStore("SessionsTable")
+    outside = {"session-not-a-date": "not-a-date", "session-spaced": " 2026-11-29T04:00:00Z"}
+    for session_id, started_at in outside.items():
+        store.start_sessions([SessionRef("tenant-bad", session_id, TICK - timedelta(hours=5))])
+        row = SessionModel(sessions_partition_key("tenant-bad", session_id), session_id)
+        row.update(actions=[SessionModel.started_at.set(started_at)])
+
+    # When the 10:00 tick runs
+    hour = "2026-11-29T10:00:00Z"
+    runtime.call(FN, delivery(TICK_SAMPLE) | {"scheduled_time": hour})
+    queues.drain()
+
+    # Then it fails naming both rows and the field, as for a row inside its range that does not decode
+    entry = _tick_entry(ready, hour)
+    assert entry["status"]["S"] == "failed"
+    for session_id in outside:
+        assert f"tenant-bad#{session_id}" in entry["failures"]["S"]
+    assert "started_at" in entry["failures"]["S"]
+    assert json.loads(entry["summary"]["S"])["failed"] == 2
 
 
 # Three fanned-out ticks and two redrives (about 4 s): CI's slow suite; `make test`'s bad-rows night

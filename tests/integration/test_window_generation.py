@@ -30,6 +30,7 @@ from window_generation.repository import (
     DUE_INDEX_SHARDS,
     TENANT_BUCKETS,
     DynamoProgramStore,
+    ProgramModel,
     WindowPartitionWork,
     program_key,
     programs_partition_key,
@@ -175,6 +176,30 @@ def test_concurrent_burst_of_one_tick_fans_out_once(
     assert _windows(ready) == EXPECTED_WINDOWS
 
 
+def test_a_row_whose_key_sorts_after_every_date_is_found_and_fails_by_name(
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+) -> None:
+    # Given an active program whose due-index key another client wrote as no date: `not-a-date`
+    # sorts after every date, so no tick's `<=` range ever reaches it
+    bad = Program("tenant-bad", "p-not-a-date", 7, BUSINESS_DATE)
+    DynamoProgramStore("ProgramsTable", "WindowsTable").save_programs([bad])
+    row = ProgramModel(programs_partition_key(bad.tenant_id, bad.program_id), bad.program_id)
+    row.update(actions=[ProgramModel.current_window_end.set("not-a-date")])
+
+    # When the tick runs
+    runtime.call(FN, delivery(TICK_SAMPLE))
+    queues.drain()
+
+    # Then the due programs are rolled, and the tick fails naming the row and its field, as it does
+    # for a row inside the range that does not decode
+    assert _windows(ready) == EXPECTED_WINDOWS
+    entry = _tick_entry(ready)
+    assert entry["status"]["S"] == "failed"
+    assert program_key(bad.tenant_id, bad.program_id) in entry["failures"]["S"]
+    assert "current_window_end" in entry["failures"]["S"]
+    assert json.loads(entry["summary"]["S"])["failed"] == 1
+
+
 def test_a_worker_run_that_fails_mid_partition_is_retried_after_the_first_backoff(
     ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -252,7 +277,9 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
     assert dict(coordinator.operations) == expected.coordinator(DUE_INDEX_SHARDS)
     due = Counter(int(_shard(*key)) for key in (("tenant-a", "p-due"), ("tenant-a", "p-behind")))
     items = [due[shard] for shard in range(DUE_INDEX_SHARDS)]
-    assert _without_the_poller(workers) == expected.tick_workers(items, actions_per_item=2, page_size=DEFAULT_PAGE_SIZE)
+    assert _without_the_poller(workers) == expected.tick_workers(
+        items, actions_per_item=2, page_size=DEFAULT_PAGE_SIZE, outside_queries=1
+    )
 
 
 def _shard(tenant_id: str, program_id: str) -> str:

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -22,10 +23,12 @@ from clockless.dynamo import (
     index_shard_for,
     is_condition_failure,
     raw_page,
+    raw_rows,
     tenant_of,
 )
 from clockless.fanout import Page
 from clockless.items import FieldError
+from clockless.tick import MAX_YEAR, MIN_YEAR
 from session_cleanup.logic import CleanupRange, SessionRef
 
 # Empty sessions are spread over this many partitions of the sparse index: each GSI partition
@@ -39,6 +42,10 @@ EMPTY_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(EMPTY_INDEX_
 # per second (docs/fan-out.md#a-whale-tenant). Changing it moves every session to another key:
 # that is a migration, not an edit.
 TENANT_BUCKETS: Final = 16
+# The first and last keys an instant can be (`parse_scheduled_time`'s years): an empty-index key that
+# sorts outside them (`not-a-date`) is no instant, and no tick's range reaches it.
+FIRST_INSTANT_KEY: Final = format_scheduled_time(datetime(MIN_YEAR, 1, 1, tzinfo=UTC))
+LAST_INSTANT_KEY: Final = format_scheduled_time(datetime(MAX_YEAR, 12, 31, 23, 59, 59, tzinfo=UTC))
 
 
 def sessions_partition_key(tenant_id: str, session_id: str) -> str:
@@ -131,6 +138,18 @@ class SessionPartitionWork:
         )
         rows, next_cursor = raw_page(results)
         return Page(items=rows, cursor=next_cursor)
+
+    def read_outside(self, partition: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """The shard's empty-index rows whose key sorts after every instant: one Query; and, when the
+        tick's range has a start (the due read's BETWEEN leaves the low side open), those that sort
+        before every instant: a second (the kit fails each by name, clockless.fanout.ReadsOutside)."""
+        shard = _shard(partition)
+        yield from raw_rows(
+            functools.partial(SessionModel.empty_index.query, shard, SessionModel.started_at > LAST_INSTANT_KEY)
+        )
+        if range_param(params).since is not None:
+            below = SessionModel.started_at < FIRST_INSTANT_KEY
+            yield from raw_rows(functools.partial(SessionModel.empty_index.query, shard, below))
 
     @property
     def table(self) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import date
 from typing import Any, Final
@@ -24,6 +25,7 @@ from clockless.dynamo import (
     index_shard_for,
     is_condition_failure,
     raw_page,
+    raw_rows,
     tenant_keys,
     tenant_of,
 )
@@ -51,6 +53,9 @@ MAX_WINDOWS_PER_ITEM: Final = 98
 # per second (docs/fan-out.md#a-whale-tenant). Changing it moves every program to another key:
 # that is a migration, not an edit.
 TENANT_BUCKETS: Final = 16
+# The last key a date can be: a due-index key that sorts after it (`not-a-date`) is no date, and no
+# tick's `<=` reaches it. Keys that sort before every date are within every tick's range.
+LAST_DATE_KEY: Final = date.max.isoformat()
 
 
 def program_key(tenant_id: str, program_id: str) -> str:
@@ -159,6 +164,12 @@ class WindowPartitionWork:
         )
         rows, next_cursor = raw_page(results)
         return Page(items=rows, cursor=next_cursor)
+
+    def read_outside(self, partition: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """The shard's due-index rows whose key sorts after every date: one Query (the kit fails
+        each by name, clockless.fanout.ReadsOutside)."""
+        above = ProgramModel.current_window_end > LAST_DATE_KEY
+        return raw_rows(functools.partial(ProgramModel.due_index.query, _shard(partition), above))
 
     @property
     def table(self) -> str:

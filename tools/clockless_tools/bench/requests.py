@@ -72,19 +72,22 @@ def coordinator(partitions: int, *, reads_last_success: bool = False) -> Operati
     return _ops(counts)
 
 
-def partition_run(pages: Sequence[int], actions_per_item: int, *, finishes_tick: bool = False) -> Operations:
+def partition_run(
+    pages: Sequence[int], actions_per_item: int, *, finishes_tick: bool = False, outside_queries: int = 0
+) -> Operations:
     """One worker run over one partition whose pages hold `pages` items each (the last page short
     or empty): the message's visibility bound to the attempt, the lease with the ledger's check, a
     Query per page, a transaction per `items_per_transaction` items of a page, a cursor after each
-    page but the last, done with the tick's `partitions_done`, the finisher's look at the tick;
-    the run that finishes the tick adds the counters' Query, the settling update and the note that
+    page but the last, a Query per side of the index's key range its due read leaves open
+    (`outside_queries`: clockless.fanout.ReadsOutside, none found), done with the tick's
+    `partitions_done`, the finisher's look at the tick; the run that finishes the tick adds the counters' Query, the settling update and the note that
     `TickSucceeded` is out."""
     per = items_per_transaction(actions_per_item)
     counts = Counter(
         {
             VISIBILITY: 1,
             TRANSACT: 1 + sum(-(-items // per) for items in pages) + 1,
-            QUERY: len(pages),
+            QUERY: len(pages) + outside_queries,
             UPDATE: len(pages) - 1,
             GET: 1,
         }
@@ -94,14 +97,16 @@ def partition_run(pages: Sequence[int], actions_per_item: int, *, finishes_tick:
     return _ops(counts)
 
 
-def tick_workers(items_by_partition: Sequence[int], actions_per_item: int, page_size: int) -> Operations:
+def tick_workers(
+    items_by_partition: Sequence[int], actions_per_item: int, page_size: int, *, outside_queries: int = 0
+) -> Operations:
     """Every partition run of one clean tick, each partition's items read `page_size` to a page; the
     last partition finishes the tick."""
     total: Counter[str] = Counter()
     for number, items in enumerate(items_by_partition):
         pages = [page_size] * (items // page_size) + [items % page_size]
         last = number == len(items_by_partition) - 1
-        total.update(partition_run(pages, actions_per_item, finishes_tick=last))
+        total.update(partition_run(pages, actions_per_item, finishes_tick=last, outside_queries=outside_queries))
     return _ops(total)
 
 
@@ -162,6 +167,12 @@ def rows(template: Template) -> list[Row]:
             "a partition run, one page",
             partition_run([0], 1),
             f"+ 1 `TransactWriteItems` per {per[0]} items of a page at 1 action an item, {per[1]} at 2",
+        ),
+        Row(
+            "a partition run's look at the keys outside its index's range",
+            {QUERY: 1},
+            "per side of the key range its due read leaves open (`ReadsOutside`): one after a `<=` "
+            "read, two after a `BETWEEN`; rows found there fail by name",
         ),
         Row("each further page of a partition run", {QUERY: 1, UPDATE: 1}, "its Query, the cursor before it"),
         Row(

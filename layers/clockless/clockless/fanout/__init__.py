@@ -7,6 +7,6 @@ from __future__ import annotations
 from clockless.fanout.coordinator import FanOut
 from clockless.fanout.messages import MalformedMessageError, WorkMessage
 from clockless.fanout.types import Counters
-from clockless.fanout.work import Page, PartitionWork
+from clockless.fanout.work import Page, PartitionWork, ReadsOutside
 
-__all__ = ["Counters", "FanOut", "MalformedMessageError", "Page", "PartitionWork", "WorkMessage"]
+__all__ = ["Counters", "FanOut", "MalformedMessageError", "Page", "PartitionWork", "ReadsOutside", "WorkMessage"]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from clockless.fanout.records import PartitionRecords
     from clockless.fanout.work import PartitionWork
 
+OUTSIDE_RANGE = "its index key sorts outside the range of keys the job reads: no tick would ever find it"
 # On the partition record: the first failures of its items, as JSON texts (attempts: one note each).
 FAILURE_NOTES = "failure_notes"
 
@@ -68,6 +69,26 @@ def entries_of(
             entries.append(Entry(key, [], item, failure_of(key, REASON_DOMAIN, error)))
             continue
         entries.append(Entry(key, actions, item))
+    return entries
+
+
+def outside_entries(work: PartitionWork[Any], rows: Iterable[Any], *, skip: Collection[str] = ()) -> list[Entry]:
+    """One failed entry per row whose index key sorts outside the job's key range (`ReadsOutside`):
+    why its row does not decode, or, if it does, that `read` can never reach it. Never applied."""
+    entries: list[Entry] = []
+    for index, row in enumerate(rows):
+        key = key_of(work.row_key, row, index)
+        if key in skip:
+            continue
+        try:
+            work.item_of(row)
+        except Exception as error:
+            if is_transient(error):
+                raise
+            entries.append(Entry(key, [], None, failure_of(key, REASON_DECODE, error)))
+            continue
+        problem = FailedItem(key, REASON_DECODE, OUTSIDE_RANGE)
+        entries.append(Entry(key, [], None, problem))
     return entries
 
 

@@ -10,7 +10,9 @@
 3. **writer**: each page applied by the batch writer (clockless.fanout.writer), its lanes in
    parallel and paced (clockless.fanout.pacing), what it applied counted in the same transactions;
 4. **cursor**: stored after each page, with the items the page found already done;
-5. **done**: after the last page, the partition marked done and the tick's `partitions_done`
+5. **outside**: after the last page, the rows whose key sorts outside every key the job reads
+   (`ReadsOutside`: `not-a-date` in a date key), failed by name, once per tick;
+6. **done**: then the partition marked done and the tick's `partitions_done`
    counted, in one transaction; then the finisher (clockless.fanout.finish).
 
 When the time budget is spent after a page, or throttling outlasts it, the partition is handed on
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aws_lambda_powertools.metrics import MetricUnit
 
 from clockless.fanout.continuation import OUTCOME_CONTINUED
-from clockless.fanout.failures import entries_of
+from clockless.fanout.failures import entries_of, outside_entries
 from clockless.fanout.finish import finish_or_continue
 from clockless.fanout.keys import tick_key
 from clockless.fanout.records import PartitionRecords, now_ms
@@ -45,6 +47,7 @@ from clockless.fanout.retry import (
 )
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, tick_entry_check, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
+from clockless.fanout.work import ReadsOutside
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
 from clockless.throttle import (
@@ -179,6 +182,7 @@ def page_through(
                 run.ended("time budget spent; continuation sent", metrics)
                 return False
             run.store_cursor(page.cursor)
+        run.report_outside()
         run.mark_done()
     except BudgetSpent as spent:
         run.ended("throttled until the time budget was spent", metrics)
@@ -251,6 +255,22 @@ class PartitionRun:
         entries = entries_of(self.work, page.items, message.params, message.tick_key, skip=self.lease.failed_items)
         self.found = self.writer.apply(entries)
         self.counters.add(self.found)
+
+    def report_outside(self) -> None:
+        """The partition's rows whose key no due read reaches (`ReadsOutside`), failed by name, once
+        per tick: after the last page, and not again for the keys an earlier run of this tick failed."""
+        work = self.work
+        if not isinstance(work, ReadsOutside):
+            return
+        message = self.message
+        rows = retry_throttled(
+            lambda: list(work.read_outside(message.partition, message.params)),
+            budget=self.budget,
+            what="reading the keys outside the index's range",
+        )
+        for start in range(0, len(rows), self.page_size):
+            entries = outside_entries(self.work, rows[start : start + self.page_size], skip=self.lease.failed_items)
+            self.counters.add(self.writer.apply(entries))
 
     def store_cursor(self, cursor: dict[str, Any]) -> None:
         self.records.store_cursor(cursor, already_done=self.found.already_done)

@@ -5,9 +5,9 @@ apply one item."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 ItemT = TypeVar("ItemT")
 
@@ -55,3 +55,17 @@ class PartitionWork(Protocol[ItemT]):
     def encode(self, item: ItemT) -> dict[str, Any]: ...
 
     def decode(self, data: Mapping[str, Any]) -> ItemT: ...
+
+
+@runtime_checkable
+class ReadsOutside(Protocol):
+    """A `PartitionWork` whose index may hold rows `read` can never return: their key sorts outside
+    every key the job writes (`not-a-date` in a date key sorts after every date), so no due range
+    reaches them.
+
+    `read_outside` returns a partition's such rows, undecoded (usually none: one Query per side
+    of the key range its due read leaves open). The kit reads them once per partition per tick,
+    after its last page, and fails each by name as it fails a row that does not decode: the work
+    DLQ, an ERROR line, the tick's failed count and its ledger entry."""
+
+    def read_outside(self, partition: str, params: Mapping[str, Any]) -> Iterable[Any]: ...

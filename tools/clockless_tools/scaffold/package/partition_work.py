@@ -29,6 +29,13 @@ class DuePartitionWork:
         rows, next_cursor = raw_page(results)
         return Page(items=rows, cursor=next_cursor)
 
+    def read_outside(self, partition: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """The shard's due-index rows whose key sorts after every instant (`not-a-date`), which no
+        tick's `<=` reaches: one Query; the kit fails each by name (clockless.fanout.ReadsOutside).
+        Keys that sort before every instant are within every tick's range."""
+        above = ItemModel.due_at > LAST_INSTANT_KEY
+        return raw_rows(functools.partial(ItemModel.due_index.query, partition, above))
+
     @property
     def table(self) -> str:
         return self._store.table
@@ -52,6 +59,10 @@ class DuePartitionWork:
 
     def decode(self, data: Mapping[str, Any]) -> Item:
         return Item(_text(data, "tenant_id"), _text(data, "item_id"), _instant(data, "due_at"))
+
+
+# The last key an instant can be (`parse_scheduled_time` reads years up to 9999).
+LAST_INSTANT_KEY: Final = "9999-12-31T23:59:59Z"
 
 
 def tick_params(as_of: datetime) -> dict[str, str]:
