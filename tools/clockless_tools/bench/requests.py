@@ -80,8 +80,8 @@ def partition_run(
     Query per page, a transaction per `items_per_transaction` items of a page, a cursor after each
     page but the last, a Query per side of the index's key range its due read leaves open
     (`outside_queries`: clockless.fanout.ReadsOutside, none found), done with the tick's
-    `partitions_done`, the finisher's look at the tick; the run that finishes the tick adds the counters' Query, the settling update and the note that
-    `TickSucceeded` is out."""
+    `partitions_done`, the finisher's look at the tick; the run that finishes the tick adds the
+    counters' Query, the settling update and the note that `TickSucceeded` is out."""
     per = items_per_transaction(actions_per_item)
     counts = Counter(
         {
