@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clockless.dynamo import index_shard_for, shard_for
-from clockless.fanout.failures import entries_of
+from clockless.fanout.failures import OUTSIDE_RANGE, entries_of, outside_entries
 from clockless_tools.template.model import Template
 from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 from window_generation.logic import Program
@@ -347,3 +347,50 @@ def test_a_bad_program_row_fails_alone_named_by_table_key_and_field(
     assert {entry.key for entry in entries if entry.actions} == {
         program_key(p.tenant_id, p.program_id) for p in good if _shard_of(p) == partition
     }
+
+
+def test_rows_whose_key_sorts_after_every_date_are_read_outside_and_fail_by_name_alone(
+    tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
+) -> None:
+    # Given a shard with due programs, one not yet due, and rows whose due-index key is no date:
+    # `not-a-date` sorts after every date, and `9999-12-31` is the last date there is
+    due = [Program("t", f"due-{n}", 7, BUSINESS_DATE - timedelta(days=1)) for n in range(3)]
+    later = Program("t", "later", 7, BUSINESS_DATE + timedelta(days=3))
+    last = Program("t", "last-date", 7, date.max)
+    undated = [Program("t", f"undated-{n}", 7, BUSINESS_DATE) for n in range(2)]
+    store.save_programs([*due, later, last, *undated])
+    for program in undated:
+        ProgramModel(programs_partition_key("t", program.program_id), program.program_id).update(
+            actions=[ProgramModel.current_window_end.set("not-a-date")]
+        )
+
+    # When the kit reads every shard's rows outside the key range and turns them into entries
+    outside = [row for partition in DUE_INDEX_PARTITIONS for row in work.read_outside(partition, PARAMS)]
+    entries = outside_entries(work, outside, skip={program_key("t", "undated-1")})
+
+    # Then only the undated rows are outside (the due read never returns them); each not skipped
+    # fails alone, named by its key and field, with no write
+    assert sorted(work.row_key(row) for row in outside) == [program_key("t", p.program_id) for p in undated]
+    assert not {work.row_key(row) for row in _due_rows(work)} & {work.row_key(row) for row in outside}
+    assert [(e.key, e.actions, e.failure.reason, e.failure.field) for e in entries if e.failure] == [
+        (program_key("t", "undated-0"), [], "decode", "current_window_end")
+    ]
+
+
+def _due_rows(work: WindowPartitionWork) -> list[Any]:
+    return [row for partition in DUE_INDEX_PARTITIONS for row in work.read(partition, PARAMS, None, 100).items]
+
+
+def test_a_row_outside_the_range_that_decodes_fails_as_unreachable() -> None:
+    # A job whose item_of accepts a key its reads never reach: the kit still fails the row, saying why.
+    class Lenient:
+        def row_key(self, row: Any) -> str:
+            return str(row["id"])
+
+        def item_of(self, row: Any) -> Any:
+            return row
+
+    (entry,) = outside_entries(Lenient(), [{"id": "k"}])  # type: ignore[arg-type]
+
+    assert entry.failure is not None
+    assert (entry.key, entry.actions, entry.failure.reason, entry.failure.message) == ("k", [], "decode", OUTSIDE_RANGE)

@@ -44,17 +44,19 @@ def seed(*, environ: Mapping[str, str], tenants: int, rng: random.Random, start:
 
 def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> list[str]:
     """Rows this job cannot use, for `clockless simulate --bad-rows`: due programs written by
-    another client, one without its window length (does not decode) and one whose length is 0 days
-    (a value the domain refuses). Each fails alone; returns their keys as the kit names them in the
-    ledger and the work DLQ."""
+    another client, one without its window length (does not decode), one whose length is 0 days
+    (a value the domain refuses) and one whose due date is `not-a-date` (its index key sorts after
+    every date, so only the kit's read outside the key range finds it). Each fails alone; returns
+    their keys as the kit names them in the ledger and the work DLQ."""
     settings = WindowGenerationSettings.from_env(environ)
     store = DynamoProgramStore(settings.programs_table, settings.windows_table)
     due = start.date() - timedelta(days=1)
-    missing, zero = (
+    missing, zero, undated = (
         Program("tenant-bad", "program-no-length", 7, due),
         Program("tenant-bad", "program-zero-days", 7, due),
+        Program("tenant-bad", "program-not-a-date", 7, due),
     )
-    store.save_programs([missing, zero])
+    store.save_programs([missing, zero, undated])
     ProgramModel(programs_partition_key(missing.tenant_id, missing.program_id), missing.program_id).update(
         # Only the rows just written: a key this hook got wrong fails here instead of planting nothing.
         actions=[ProgramModel.window_length_days.remove()],
@@ -64,4 +66,8 @@ def bad_rows(*, environ: Mapping[str, str], start: datetime, end: datetime) -> l
         actions=[ProgramModel.window_length_days.set(0)],
         condition=ProgramModel.program_id.exists(),
     )
-    return [program_key(p.tenant_id, p.program_id) for p in (missing, zero)]
+    ProgramModel(programs_partition_key(undated.tenant_id, undated.program_id), undated.program_id).update(
+        actions=[ProgramModel.current_window_end.set("not-a-date")],
+        condition=ProgramModel.program_id.exists(),
+    )
+    return [program_key(p.tenant_id, p.program_id) for p in (missing, zero, undated)]
