@@ -246,21 +246,20 @@ class ScheduledJob:
         run_once = idempotent_function(
             self._execute,
             data_keyword_argument="tick_identity",
-            persistence_store=store,
+            persistence_store=store.records(delivery),
             config=config,
             key_prefix=self.idempotency_key_prefix,
         )
-        with store.delivering(delivery):
-            try:
-                result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
-            except IdempotencyAlreadyInProgressError:
-                # Another delivery of this tick holds the claim, and it is alive: a failed
-                # attempt releases its claim, a timed-out one's claim expires with it, and
-                # Lambda's retry of either takes it over. Failing here would set off retries
-                # and end in the DLQ for a tick that is being handled.
-                return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
-            except Exception as error:
-                result = self._settle_failure(store, delivery, error, metrics)
+        try:
+            result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
+        except IdempotencyAlreadyInProgressError:
+            # Another delivery of this tick holds the claim, and it is alive: a failed
+            # attempt releases its claim, a timed-out one's claim expires with it, and
+            # Lambda's retry of either takes it over. Failing here would set off retries
+            # and end in the DLQ for a tick that is being handled.
+            return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
+        except Exception as error:
+            result = self._settle_failure(store, delivery, error, metrics)
         return result
 
     def _report(self, result: Mapping[str, Any], delivery: Delivery, metrics: EphemeralMetrics) -> None:
