@@ -28,6 +28,7 @@ from clockless.config import (
     ledger_table_name,
     metrics_namespace,
 )
+from clockless.errors import DeclarationError
 from clockless.items import (
     METRIC_ITEMS_FAILED,
     ItemsFailedError,
@@ -140,9 +141,9 @@ class ScheduledJob:
     def declare_fan_out(self, partitions_total: int) -> None:
         """The job's ticks fan out into `partitions_total` partitions (called by `FanOut`)."""
         if partitions_total < 1:
-            raise ValueError(f"a fanned-out job needs at least one partition, got {partitions_total}")
+            raise DeclarationError(f"a fanned-out job needs at least one partition, got {partitions_total}")
         if self.partitions_total not in (None, partitions_total):
-            raise ValueError(f"job {self.name!r} already fans out into {self.partitions_total} partitions")
+            raise DeclarationError(f"job {self.name!r} already fans out into {self.partitions_total} partitions")
         self.partitions_total = partitions_total
 
     @property
