@@ -1,6 +1,5 @@
-"""Rule `import-graph`: planted circles (lazy, relative, TYPE_CHECKING, inside the fan-out kit) and
-planted uses of another module's private names (the fan-out kit's too), each caught where planted.
-One plant goes into the tools (a copy of them costs half a second); the rest into the kit."""
+"""Rule `import-graph`: planted uses of another module's private names (the fan-out kit's too), each
+caught where planted (planted circles: tests/architecture/test_layering.py, contract no-circles)."""
 
 from __future__ import annotations
 
@@ -10,77 +9,10 @@ from clockless_tools.architecture import Project
 from clockless_tools.architecture.import_graph import package_modules
 from tests.architecture.planting import PROJECT_ROOT, PlantedCopy, found
 
-TEMPLATE_ERRORS = "tools/clockless_tools/template/errors.py"
-TEMPLATE_LOADER = "tools/clockless_tools/template/loader.py"
-KIT_TICK = "layers/clockless/clockless/tick.py"
-KIT_LEDGER = "layers/clockless/clockless/ledger.py"
-KIT_THROTTLE = "layers/clockless/clockless/throttle.py"
 KIT_JOB = "layers/clockless/clockless/job.py"
 FANOUT_REPLAY = "layers/clockless/clockless/fanout/replay.py"
 FANOUT_PARTITION = "layers/clockless/clockless/fanout/partition.py"
 FANOUT_KEYS = "layers/clockless/clockless/fanout/keys.py"
-FANOUT_RECORDS = "layers/clockless/clockless/fanout/records.py"
-
-
-def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
-    """The (last) line of the file that contains `text`."""
-    lines = (planted.root / relative).read_text(encoding="utf-8").splitlines()
-    return max(number for number, line in enumerate(lines, 1) if text in line)
-
-
-# ---------------------------------------------------------------------------------------------- circles
-@pytest.mark.parametrize(
-    ("relative", "code", "importer", "imported"),
-    [
-        (
-            TEMPLATE_ERRORS,
-            "\n\ndef _template() -> object:\n    from clockless_tools.template.loader import load_yaml\n\n"
-            "    return load_yaml\n",
-            (TEMPLATE_ERRORS, "clockless_tools.template.errors", "import load_yaml"),
-            (TEMPLATE_LOADER, "clockless_tools.template.loader", "from clockless_tools.template.errors import"),
-        ),
-        (
-            KIT_TICK,
-            "\nfrom . import ledger  # noqa: E402\n",
-            (KIT_LEDGER, "clockless.ledger", "from clockless.tick import"),
-            (KIT_TICK, "clockless.tick", "from . import ledger"),
-        ),
-        (
-            KIT_TICK,
-            "\nfrom typing import TYPE_CHECKING  # noqa: E402\n\nif TYPE_CHECKING:\n"
-            "    from clockless.ledger import RunLedger\n",
-            (KIT_LEDGER, "clockless.ledger", "from clockless.tick import"),
-            (KIT_TICK, "clockless.tick", "from clockless.ledger import RunLedger"),
-        ),
-        (
-            FANOUT_KEYS,
-            "\n\ndef _records() -> object:\n    from clockless.fanout.records import PartitionRecords\n\n"
-            "    return PartitionRecords\n",
-            (FANOUT_KEYS, "clockless.fanout.keys", "import PartitionRecords"),
-            (FANOUT_RECORDS, "clockless.fanout.records", "from clockless.fanout.keys import"),
-        ),
-    ],
-    ids=["lazy-import", "relative-import", "type-checking-import", "inside-the-fan-out-kit"],
-)
-def test_a_circle_closed_by_any_kind_of_import_is_caught(
-    planted: PlantedCopy, relative: str, code: str, importer: tuple[str, str, str], imported: tuple[str, str, str]
-) -> None:
-    # Given a copy where a module imports (lazily, relatively, or for the type checker only) a
-    # module that imports it
-    planted.append(relative, code)
-    (first_file, first, first_import), (second_file, second, second_import) = importer, imported
-
-    # When the rule reads the import graph
-    violations = planted.violations("import-graph")
-
-    # Then the circle is named module by module, with the line of each import, at its first module
-    violation = found(violations, file=first_file, resource=first, containing="import circle")
-    first_line = _line_of(planted, first_file, first_import)
-    second_line = _line_of(planted, second_file, second_import)
-    circle = f"import circle: {first} -> {second} (line {first_line}) -> {first} (line {second_line})"
-    assert violation.message.startswith(circle)
-    assert violation.line == first_line
-    assert "a module both import" in violation.fix
 
 
 # ---------------------------------------------------------------------------------------------- private names

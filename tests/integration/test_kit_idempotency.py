@@ -15,6 +15,7 @@ from clockless_tools.bench import requests as expected
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaContext
 from tests.integration.conftest import scan_all
+from tests.unit.test_upgrade_canaries import stored_records
 
 TICK_TIME = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
 
@@ -204,3 +205,37 @@ def test_the_last_success_is_read_only_by_a_job_that_asks_for_it(kit_env: Any) -
     assert read["last_success"] is None
     assert dict(not_asked.operations) == expected.first_delivery()
     assert "last_success" not in ignored
+
+
+def test_a_claim_takes_exactly_the_records_powertools_runs_the_function_again_for(kit_env: Any) -> None:
+    """clockless.persistence.CLAIMABLE against the table the upgrade canary holds Powertools to."""
+    job = ScheduledJob("kit-test")
+
+    @job.handler
+    def handler(run: JobRun) -> dict[str, Any]:
+        return {}
+
+    taken: dict[str, bool] = {}
+    expected: dict[str, bool] = {}
+    keys: set[str] = set()
+    for day, (shape, fields) in enumerate(stored_records(time.time()).items(), start=1):
+        scheduled_time = f"2026-12-{day:02d}T14:00:00Z"
+        handler(_event(scheduled_time=scheduled_time), _context())
+        (record,) = [item for item in scan_all(kit_env, "IdempotencyTable") if item["id"]["S"] not in keys]
+        keys.add(record["id"]["S"])
+        item = {
+            "id": record["id"],
+            "status": {"S": fields["status"]},
+            "expiration": {"N": str(fields["expiry_timestamp"])},
+        }
+        if "in_progress_expiry_timestamp" in fields:
+            item["in_progress_expiration"] = {"N": str(fields["in_progress_expiry_timestamp"])}
+        if "response_data" in fields:
+            item["data"] = record["data"]
+        kit_env.put_item(TableName="IdempotencyTable", Item=item)
+
+        again = handler(_event(attempt=2, execution_id="again", scheduled_time=scheduled_time), _context())
+        taken[shape] = again["outcome"] == "executed"
+        expected[shape] = bool(fields["runs"])
+
+    assert taken == expected

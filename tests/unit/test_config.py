@@ -140,4 +140,4 @@ def test_the_idempotency_store_is_made_again_only_when_its_environment_changes(
         again = job.persistence_store()
         assert again is not first, f"{name} changed and the store was kept"
         first = again
-    assert first.client.meta.endpoint_url == "http://127.0.0.1:2"
+    assert first.dynamodb.meta.endpoint_url == "http://127.0.0.1:2"

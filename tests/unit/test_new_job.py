@@ -128,8 +128,7 @@ def test_a_second_job_without_fan_out_joins_the_first_ones_loop(project: Path) -
         assert template.function_for_job(names.job).logical_id == names.function_id
         assert not template.workers_of(names.function_id)
     # And the second only joined the loops the first brought in: it writes out no resource but its
-    # table and tables policy (what it adds is measured by `clockless new measure`:
-    # tests/unit/test_new_job_measure.py)
+    # table and tables policy
     assert _types_written_out(first, text.splitlines()) == ["AWS::DynamoDB::Table", "AWS::IAM::ManagedPolicy"]
 
 

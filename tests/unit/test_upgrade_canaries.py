@@ -10,14 +10,21 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import logging
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Final
 
 import boto3
 import pytest
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyInconsistentStateError,
+    IdempotencyItemAlreadyExistsError,
+)
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS, DataRecord
 from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
@@ -29,16 +36,6 @@ from clockless_tools.local.moto_transactions import stock_transactions
 
 def _version(distribution: str) -> str:
     return f"{distribution} {importlib.metadata.version(distribution)}"
-
-
-class Recorder:
-    """Stands in for a boto3 client: records each call, answers nothing."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def __getattr__(self, operation: str) -> Any:
-        return lambda **kwargs: self.calls.append((operation, kwargs))
 
 
 # -------------------------------------------------------------------- aws-lambda-powertools
@@ -58,56 +55,131 @@ def test_powertools_own_formatter_still_reads_a_second_late_past_the_half_second
     )
 
 
-POWERTOOLS_RELIANCE = (
-    "clockless.persistence.LedgeredPersistenceLayer overrides _update_record to write the completion "
-    "and the ledger's 'succeeded' in one transaction, rebuilding Powertools' update with _get_key"
+# What clockless.persistence.TickRecords (a store built on Powertools' documented hooks) relies on
+# Powertools for: which stored records it runs the function for, and what each hook is handed.
+CLAIM_RELIANCE = (
+    "clockless.persistence.CLAIMABLE takes a tick's record exactly when Powertools would run the function "
+    "for it (tests/integration/test_kit_idempotency.py holds the claim to the same table)"
 )
 
 
-def test_powertools_saves_a_completion_through_update_record() -> None:
-    layer = DynamoDBPersistenceLayer(table_name="IdempotencyTable")
-    layer.configure(IdempotencyConfig(event_key_jmespath="[job, scheduled_time]"), function_name="canary")
-    seen: list[DataRecord] = []
-    layer._update_record = lambda data_record: seen.append(data_record)  # type: ignore[method-assign]  # noqa: PLW0108 - called by keyword
-
-    layer.save_success(data={"job": "j", "scheduled_time": "2026-11-29T14:00:00Z"}, result={"ok": True})
-
-    assert len(seen) == 1, f"{_version('aws-lambda-powertools')}: save_success no longer calls _update_record. " + (
-        POWERTOOLS_RELIANCE
-    )
-    changed = f"{_version('aws-lambda-powertools')}: the DataRecord save_success hands _update_record changed"
-    assert seen[0].status == STATUS_CONSTANTS["COMPLETED"], (
-        f"{changed} (status {seen[0].status!r}). {POWERTOOLS_RELIANCE}"
-    )
-    assert seen[0].response_data == '{"ok": true}', f"{changed} (response_data {seen[0].response_data!r})."
-
-
-def test_powertools_completion_is_the_update_we_fold_into_a_transaction() -> None:
-    layer = DynamoDBPersistenceLayer(table_name="IdempotencyTable")
-    layer.client = Recorder()  # type: ignore[assignment]
-    record = DataRecord("clockless#j#abc", status="COMPLETED", expiry_timestamp=1_800_000_000, response_data="{}")
-
-    layer._update_record(record)
-    key = layer._get_key("clockless#j#abc")
-
-    assert key == {"id": {"S": "clockless#j#abc"}}, (
-        f"{_version('aws-lambda-powertools')}: _get_key(key) returns {key!r}, not {{'id': {{'S': key}}}}. "
-        + POWERTOOLS_RELIANCE
-    )
-    expected = {
-        "TableName": "IdempotencyTable",
-        "Key": key,
-        "UpdateExpression": "SET #response_data = :response_data, #expiry = :expiry, #status = :status",
-        "ExpressionAttributeNames": {"#expiry": "expiration", "#response_data": "data", "#status": "status"},
-        "ExpressionAttributeValues": {
-            ":expiry": {"N": "1800000000"},
-            ":response_data": {"S": "{}"},
-            ":status": {"S": "COMPLETED"},
+def stored_records(now: float) -> dict[str, dict[str, Any]]:
+    """Records a claim may find, as DataRecord fields, and whether Powertools runs the function
+    for each (`runs`): the table clockless.persistence.CLAIMABLE is written from."""
+    seconds, millis = int(now), int(now * 1000)
+    completed = {"status": "COMPLETED", "response_data": '{"outcome": "executed"}'}
+    return {
+        "completed": {**completed, "expiry_timestamp": seconds + 3600, "runs": False},
+        "completed, expired": {**completed, "expiry_timestamp": seconds - 10, "runs": True},
+        "in progress": {
+            "status": "INPROGRESS",
+            "expiry_timestamp": seconds + 3600,
+            "in_progress_expiry_timestamp": millis + 60_000,
+            "runs": False,
         },
+        "in progress, its attempt timed out": {
+            "status": "INPROGRESS",
+            "expiry_timestamp": seconds + 3600,
+            "in_progress_expiry_timestamp": millis - 1_000,
+            "runs": True,
+        },
+        "in progress, no attempt deadline": {"status": "INPROGRESS", "expiry_timestamp": seconds + 3600, "runs": False},
     }
-    assert layer.client.calls == [("update_item", expected)], (  # type: ignore[attr-defined]
-        f"{_version('aws-lambda-powertools')}: the completed record's update changed; copy the new one into "
-        f"LedgeredPersistenceLayer._update_record. Now: {layer.client.calls!r}. {POWERTOOLS_RELIANCE}"  # type: ignore[attr-defined]
+
+
+LAMBDA_CONTEXT: Final = SimpleNamespace(get_remaining_time_in_millis=lambda: 30_000)
+
+
+class Refusing(BasePersistenceLayer):
+    """A store that refuses every claim, handing Powertools the record it found."""
+
+    def __init__(self, found: DataRecord) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.found = found
+
+    def _get_record(self, idempotency_key: str) -> DataRecord:
+        return self.found
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        raise IdempotencyItemAlreadyExistsError(old_data_record=self.found)
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        raise AssertionError("a refused claim runs nothing")
+
+    def _delete_record(self, data_record: DataRecord) -> None:
+        raise AssertionError("a refused claim runs nothing")
+
+
+@pytest.mark.parametrize("shape", list(stored_records(0)))
+def test_powertools_runs_the_function_again_for_exactly_the_records_our_claim_takes(shape: str) -> None:
+    fields = stored_records(time.time())[shape]
+    runs = fields.pop("runs")
+    found = DataRecord("clockless#j#abc", **fields)
+    config = IdempotencyConfig(event_key_jmespath="[job, scheduled_time]")
+    config.register_lambda_context(LAMBDA_CONTEXT)  # type: ignore[arg-type]
+    once = idempotent_function(
+        lambda **_: {"outcome": "executed"},
+        data_keyword_argument="tick",
+        persistence_store=Refusing(found),
+        config=config,
+    )
+
+    try:
+        answer = once(tick={"job": "j", "scheduled_time": "2026-11-29T14:00:00Z"})
+    except IdempotencyInconsistentStateError:
+        answer = "runs"  # Powertools expected the store to have taken this record
+    except IdempotencyAlreadyInProgressError:
+        answer = "held"
+    else:
+        answer = "held" if answer == {"outcome": "executed"} else f"answered {answer!r}"
+
+    assert answer == ("runs" if runs else "held"), (
+        f"{_version('aws-lambda-powertools')}: for a stored record {shape!r} Powertools now {answer}. " + CLAIM_RELIANCE
+    )
+
+
+def test_powertools_hands_each_hook_the_record_our_store_writes() -> None:
+    class Recording(Refusing):
+        def _put_record(self, data_record: DataRecord) -> None:
+            seen.append(("put", data_record))
+
+        def _update_record(self, data_record: DataRecord) -> None:
+            seen.append(("update", data_record))
+
+        def _delete_record(self, data_record: DataRecord) -> None:
+            seen.append(("delete", data_record))
+
+    seen: list[tuple[str, DataRecord]] = []
+    config = IdempotencyConfig(event_key_jmespath="[job, scheduled_time]")
+    config.register_lambda_context(LAMBDA_CONTEXT)  # type: ignore[arg-type]
+    store = Recording(DataRecord("unused"))
+
+    runs: list[int] = []
+
+    def job(**_: Any) -> dict[str, bool]:
+        runs.append(1)
+        if len(runs) == 2:
+            raise RuntimeError("the job failed")
+        return {"ok": True}
+
+    once = idempotent_function(job, data_keyword_argument="tick", persistence_store=store, config=config)
+    tick = {"job": "j", "scheduled_time": "2026-11-29T14:00:00Z"}
+    once(tick=tick)
+    with pytest.raises(RuntimeError):
+        once(tick=tick)
+
+    changed = f"{_version('aws-lambda-powertools')}: the hooks Powertools calls changed"
+    assert [hook for hook, _ in seen] == ["put", "update", "put", "delete"], (
+        f"{changed} ({[hook for hook, _ in seen]}); clockless.persistence.TickRecords claims in _put_record, "
+        "completes in _update_record and releases in _delete_record"
+    )
+    put, update = seen[0][1], seen[1][1]
+    assert put.status == STATUS_CONSTANTS["INPROGRESS"], f"{changed}: the claim's record is {put.status}"
+    assert put.in_progress_expiry_timestamp is not None, f"{changed}: the claim's record has no attempt deadline"
+    assert update.status == STATUS_CONSTANTS["COMPLETED"], f"{changed}: the completion's record is {update.status}"
+    assert update.response_data == '{"ok": true}', (
+        f"{changed}: the completion's record holds {update.response_data!r}; "
+        "TickRecords stores only completions with a result"
     )
 
 

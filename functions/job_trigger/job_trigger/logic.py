@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
+from clockless.errors import ClocklessError
 from clockless.ledger import STATUS_STARTED, STATUS_SUCCEEDED, LedgerEntry
 from clockless.pause import Pause
 from clockless.schedule.expressions import ScheduleSpec, not_a_tick
@@ -38,7 +39,7 @@ BODY_FIELDS: Final = ("scheduled_time", "off_schedule", "override_pause")
 STATUS_ACCEPTED: Final = "accepted"
 
 
-class TriggerRejected(Exception):
+class TriggerRejected(ClocklessError):
     """A request the trigger refuses; nothing was read from the ledger or invoked."""
 
     status_code: int = 400

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
+from clockless.errors import ClocklessError
 from clockless.ledger import LedgerEntry, RunLedger
 from clockless.pause import CURRENT_STATE, Pause, history_key, override_item, pause_of
 from clockless.tick import format_scheduled_time
@@ -141,7 +142,7 @@ class DynamoRequestRecords(_ServiceClient):
         return response
 
 
-class JobInvokeError(RuntimeError):
+class JobInvokeError(ClocklessError, RuntimeError):
     """Lambda did not queue the tick; the caller gets a 5xx and may press again."""
 
 

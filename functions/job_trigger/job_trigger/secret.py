@@ -9,12 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from clockless.errors import ClocklessError
+
 SECRET_HEADER: Final = "x-clockless-secret"  # noqa: S105 - the header's name, not a secret
 # Far above the generated secret's length: a longer header is refused before it is even hashed.
 MAX_SECRET_LENGTH: Final = 256
 
 
-class TriggerSecretError(ValueError):
+class TriggerSecretError(ClocklessError, ValueError):
     """The stored secret is not what template.yaml generates. The message never contains a value."""
 
 

@@ -12,6 +12,7 @@ from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.models import Model
 from pynamodb.pagination import ResultIterator
 
+from clockless.errors import ArgumentError, DeclarationError
 from clockless.items import RowError
 
 _ATTRIBUTE_NAMED = re.compile(r"'([^']+)'")
@@ -42,7 +43,7 @@ def index_shard_for(key: str, shards: int) -> str:
     sit in one bucket of its tenant (`bucketed_key`): a shard's worker would write one tenant key
     only. Any value below `shards` is read, so the hash may change without moving a stored item."""
     if shards < 1:
-        raise ValueError(f"an index needs at least one shard, got {shards}")
+        raise DeclarationError(f"an index needs at least one shard, got {shards}")
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     return str(int.from_bytes(digest, "big") % shards)
 
@@ -53,14 +54,14 @@ def bucketed_key(tenant_id: str, item_id: str, buckets: int) -> str:
     partitions as the hash gives them) instead of one key's 1,000 write units per second, and a
     lookup by (tenant, item) still names its one key (docs/fan-out.md#a-whale-tenant)."""
     if buckets < 1:
-        raise ValueError(f"a tenant's key needs at least one bucket, got {buckets}")
+        raise DeclarationError(f"a tenant's key needs at least one bucket, got {buckets}")
     return f"{tenant_id}#{shard_for(item_id, buckets)}"
 
 
 def tenant_keys(tenant_id: str, buckets: int) -> tuple[str, ...]:
     """Every partition key value one tenant's items are under: a read by tenant queries each."""
     if buckets < 1:
-        raise ValueError(f"a tenant's key needs at least one bucket, got {buckets}")
+        raise DeclarationError(f"a tenant's key needs at least one bucket, got {buckets}")
     return tuple(f"{tenant_id}#{bucket}" for bucket in range(buckets))
 
 
@@ -68,7 +69,7 @@ def tenant_of(key: str) -> str:
     """The tenant a `bucketed_key` names."""
     tenant, separator, _ = key.rpartition("#")
     if not separator or not tenant:
-        raise ValueError(f"a bucketed tenant key is <tenant>#<bucket>, got {key!r}")
+        raise ArgumentError(f"a bucketed tenant key is <tenant>#<bucket>, got {key!r}")
     return tenant
 
 

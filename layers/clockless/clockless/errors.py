@@ -18,3 +18,18 @@ class ClocklessError(Exception):
 
     def __str__(self) -> str:
         return _LINE_BREAKS.sub(" ", super().__str__()).strip()
+
+
+class DeclarationError(ClocklessError, ValueError):
+    """A job's declaration (`ScheduledJob`, `FanOut`, its pacing, its keys' layout) asks for what
+    the kit cannot do. Raised as the job's module is imported, before any tick is taken."""
+
+
+class ArgumentError(ClocklessError, ValueError):
+    """A value handed to the kit while a tick runs is not one it takes (a time without a zone,
+    `FanOut.start` params that are not JSON, a key not in the kit's layout)."""
+
+
+class StateError(ClocklessError, RuntimeError):
+    """What the kit read is not a state its own writes make (a record written outside the kit):
+    the delivery fails loudly, so Lambda's retries and the dead-letter queue see it."""

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from clockless.errors import ClocklessError
+from clockless.errors import ClocklessError, DeclarationError
 
 # What went wrong with an item.
 REASON_DECODE: Final = "decode"  # its row is not an item (a field missing or of the wrong kind)
@@ -193,20 +193,20 @@ def parse_tolerance(value: int | str | None, *, job: str) -> Tolerance:
     if value is None:
         return NO_TOLERANCE
     if isinstance(value, bool):
-        raise ValueError(problem)
+        raise DeclarationError(problem)
     if isinstance(value, int):
         if value < 0:
-            raise ValueError(problem)
+            raise DeclarationError(problem)
         return Tolerance(count=value)
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
             percent = float(value.strip()[:-1])
         except ValueError:
-            raise ValueError(problem) from None
+            raise DeclarationError(problem) from None
         if not math.isfinite(percent) or not 0 <= percent <= 100:
-            raise ValueError(problem)
+            raise DeclarationError(problem)
         return Tolerance(percent=percent)
-    raise ValueError(problem)
+    raise DeclarationError(problem)
 
 
 @dataclass

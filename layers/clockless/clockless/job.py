@@ -28,6 +28,7 @@ from clockless.config import (
     ledger_table_name,
     metrics_namespace,
 )
+from clockless.errors import DeclarationError
 from clockless.items import (
     METRIC_ITEMS_FAILED,
     ItemsFailedError,
@@ -140,9 +141,9 @@ class ScheduledJob:
     def declare_fan_out(self, partitions_total: int) -> None:
         """The job's ticks fan out into `partitions_total` partitions (called by `FanOut`)."""
         if partitions_total < 1:
-            raise ValueError(f"a fanned-out job needs at least one partition, got {partitions_total}")
+            raise DeclarationError(f"a fanned-out job needs at least one partition, got {partitions_total}")
         if self.partitions_total not in (None, partitions_total):
-            raise ValueError(f"job {self.name!r} already fans out into {self.partitions_total} partitions")
+            raise DeclarationError(f"job {self.name!r} already fans out into {self.partitions_total} partitions")
         self.partitions_total = partitions_total
 
     @property
@@ -246,21 +247,20 @@ class ScheduledJob:
         run_once = idempotent_function(
             self._execute,
             data_keyword_argument="tick_identity",
-            persistence_store=store,
+            persistence_store=store.records(delivery),
             config=config,
             key_prefix=self.idempotency_key_prefix,
         )
-        with store.delivering(delivery):
-            try:
-                result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
-            except IdempotencyAlreadyInProgressError:
-                # Another delivery of this tick holds the claim, and it is alive: a failed
-                # attempt releases its claim, a timed-out one's claim expires with it, and
-                # Lambda's retry of either takes it over. Failing here would set off retries
-                # and end in the DLQ for a tick that is being handled.
-                return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
-            except Exception as error:
-                result = self._settle_failure(store, delivery, error, metrics)
+        try:
+            result: dict[str, Any] = run_once(tick_identity=tick.identity, tick=tick, fn=fn, delivery=delivery)
+        except IdempotencyAlreadyInProgressError:
+            # Another delivery of this tick holds the claim, and it is alive: a failed
+            # attempt releases its claim, a timed-out one's claim expires with it, and
+            # Lambda's retry of either takes it over. Failing here would set off retries
+            # and end in the DLQ for a tick that is being handled.
+            return {**tick.identity, "outcome": OUTCOME_IN_PROGRESS}
+        except Exception as error:
+            result = self._settle_failure(store, delivery, error, metrics)
         return result
 
     def _report(self, result: Mapping[str, Any], delivery: Delivery, metrics: EphemeralMetrics) -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from clockless.errors import DeclarationError
 from clockless.ledger import STATUS_SKIPPED, STATUS_STARTED, RunLedger, iso_now
 from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
@@ -58,7 +59,7 @@ def parse_overlap(value: object, *, job: str) -> Overlap:
     if isinstance(value, str) and value in Overlap._value2member_map_:
         return Overlap(value)
     allowed = ", ".join(repr(p.value) for p in Overlap)
-    raise ValueError(f"ScheduledJob {job!r}: overlap must be one of {allowed}, got {value!r}")
+    raise DeclarationError(f"ScheduledJob {job!r}: overlap must be one of {allowed}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from clockless.errors import ClocklessError
+from clockless.errors import ArgumentError, ClocklessError
 
 # ids and ARNs: a schedule ARN is at most ~200 characters (64-character group and name), an
 # execution id or API request id a few dozen. Far above both, and far below DynamoDB's limits.
@@ -93,11 +93,11 @@ def format_scheduled_time(moment: datetime) -> str:
     """The one spelling of a scheduled time used in keys and payloads: UTC, seconds, `Z`, a
     four-digit year (zero-padded, whatever the platform's strftime does)."""
     if moment.tzinfo is None:
-        raise ValueError("scheduled time must be timezone-aware")
+        raise ArgumentError("scheduled time must be timezone-aware")
     try:
         utc = moment.astimezone(UTC)
     except OverflowError:
-        raise ValueError("scheduled time is outside the years 1 to 9999 once converted to UTC") from None
+        raise ArgumentError("scheduled time is outside the years 1 to 9999 once converted to UTC") from None
     return utc.replace(microsecond=0, tzinfo=None).isoformat(timespec="seconds") + "Z"
 
 

@@ -18,7 +18,6 @@ from clockless_tools.architecture.dead_man_alarm import DEAD_MAN_ALARM_RULE
 from clockless_tools.architecture.declared_keys import in_declaration_terms
 from clockless_tools.architecture.dedupe_outlives_retries import DEDUPE_OUTLIVES_RETRIES_RULE
 from clockless_tools.architecture.duration_bound import DURATION_BOUND_RULE
-from clockless_tools.architecture.environment_in_config import ENVIRONMENT_IN_CONFIG_RULE
 from clockless_tools.architecture.environment_size import ENVIRONMENT_SIZE_RULE
 from clockless_tools.architecture.event_samples import EVENT_SAMPLES_RULE
 from clockless_tools.architecture.failure_paths import FAILURE_PATHS_RULE
@@ -67,7 +66,6 @@ RULES: tuple[Rule, ...] = (
     LEAST_PRIVILEGE_RULE,
     LAYERING_RULE,
     IMPORT_GRAPH_RULE,
-    ENVIRONMENT_IN_CONFIG_RULE,
     ENVIRONMENT_SIZE_RULE,
     SECRET_COMPARISON_RULE,
     TRIGGER_TARGETS_RULE,

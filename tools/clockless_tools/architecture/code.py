@@ -6,7 +6,6 @@ import ast
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,24 +66,6 @@ def qualified_name(node: ast.AST, imports: dict[str, str]) -> str | None:
 
 
 # What reads the process environment, as code names it once imports are resolved.
-ENVIRONMENT_READS: Final = frozenset({"os.environ", "os.environb", "os.getenv", "os.getenvb"})
-
-
-def environment_reads(tree: ast.Module) -> set[int]:
-    """The lines of a module that read the process environment (`os.environ`, `os.getenv`, ...,
-    `from os import environ`), wherever they stand."""
-    imports = module_imports(tree)
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Name | ast.Attribute) and qualified_name(node, imports) in ENVIRONMENT_READS) or (
-            isinstance(node, ast.ImportFrom)
-            and node.module == "os"
-            and any(f"os.{alias.name}" in ENVIRONMENT_READS for alias in node.names)
-        ):
-            lines.add(node.lineno)
-    return lines
-
-
 def string_constants(tree: ast.Module) -> dict[str, str]:
     """Module-level names bound once to a string literal (`JOB = "x"`, `KEY: Final = "y"`)."""
     constants: dict[str, str] = {}

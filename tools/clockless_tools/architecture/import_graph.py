@@ -1,17 +1,15 @@
-"""Rule `import-graph`: the kit's and the tools' modules import one another without a circle, and no
-module uses another module's private names.
-
-The graph counts every import statement wherever it stands: at the top, inside a function (a lazy
-import) or under `if TYPE_CHECKING:`. A lazy import hides a circle from Python, not from a reader:
-the two modules still need each other, and neither can be read, tested or moved alone. A circle
-is broken by a module both sides import (the shared type, error or constant moved down), never by
-making one of its imports lazy. `import-linter`'s layers (rule `layering`) order the packages; this
-rule orders the modules inside them.
+"""Rule `import-graph`: no module of the kit or the tools uses another module's private names.
 
 A private name (`_records`, one leading underscore) is its module's own business. Another module
 that imports it (`from a import _x`), reaches it through the module (`a._x`) or calls it on an
 object of that module's types (`worker._records(...)`, `_records` being defined only elsewhere)
 depends on what its owner may change at will: make it public or move it to the one that uses it.
+Ruff cannot say this: `PLC2701` skips a private name imported from the same top-level package,
+and `SLF001` refuses every `obj._x` but `self`'s, whoever defines `_x` (a dependency's included).
+
+The graph's circles are import-linter's: the `no-circles` contract in pyproject.toml (rule
+`layering` runs it) counts every import, lazy and `TYPE_CHECKING` ones too, between the modules of
+each package and between its subpackages.
 
 Read: every package the template's layers ship (the kit, `clockless`) and every package under
 tools/. An import edge goes to the module named (`from a import b` to `a.b` when that is a module,
@@ -33,9 +31,6 @@ from clockless_tools.architecture.project import Project, Rule, SourceFile, Viol
 
 IMPORT_GRAPH: Final = "import-graph"
 
-_CIRCLE_FIX: Final = (
-    "move what both modules need into a module both import; a lazy import hides the circle, not breaks it"
-)
 _PRIVATE_FIX: Final = "make the name public (no leading underscore) or move it into the module that uses it"
 # Expressions through which a module reaches its own private names.
 _OWN: Final = frozenset({"self", "cls"})
@@ -79,9 +74,6 @@ class _Reading:
 def check_import_graph(project: Project) -> Iterator[Violation]:
     sources = {source.module: source for source in _checked_sources(project)}
     readings = {module: _read(source)[0] for module, source in sources.items()}
-    graph = {module: _edges(module, readings[module], sources) for module in sources}
-    for circle in _circles(graph):
-        yield _circle_violation(circle, graph, sources)
     defined: dict[str, set[str]] = {}
     for module, reading in readings.items():
         for name in reading.defines:
@@ -223,94 +215,6 @@ def _target(imported: _Import, modules: Mapping[str, SourceFile]) -> str | None:
     return name or None
 
 
-# ---------------------------------------------------------------------------------------------- circles
-def _circles(graph: Mapping[str, list[_Edge]]) -> Iterator[list[str]]:
-    """The strongly connected parts of the graph with more than one module (Tarjan's, iteratively):
-    each holds at least one circle."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work: list[tuple[str, Iterator[_Edge]]] = [(root, iter(graph[root]))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            module, edges = work[-1]
-            edge = next(edges, None)
-            if edge is not None:
-                target = edge.target
-                if target not in index:
-                    index[target] = low[target] = len(index)
-                    stack.append(target)
-                    on_stack.add(target)
-                    work.append((target, iter(graph.get(target, []))))
-                elif target in on_stack:
-                    low[module] = min(low[module], index[target])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[module])
-            if low[module] == index[module]:
-                part: list[str] = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    part.append(member)
-                    if member == module:
-                        break
-                if len(part) > 1:
-                    yield sorted(part)
-
-
-def _circle_violation(
-    part: list[str], graph: Mapping[str, list[_Edge]], sources: Mapping[str, SourceFile]
-) -> Violation:
-    """One circle of the part, from its first module; the part's other modules named too."""
-    start = part[0]
-    path = _path_back(start, set(part), graph)
-    steps = [start] + [f"{edge.target} (line {edge.line})" for edge in path]
-    others = sorted(set(part) - {start} - {edge.target for edge in path})
-    also = f"; in circles with these too: {', '.join(others)}" if others else ""
-    source = sources[start]
-    return Violation(
-        IMPORT_GRAPH,
-        source.relative,
-        start,
-        f"import circle: {' -> '.join(steps)}{also}",
-        _CIRCLE_FIX,
-        line=path[0].line,
-    )
-
-
-def _path_back(start: str, part: set[str], graph: Mapping[str, list[_Edge]]) -> list[_Edge]:
-    """The shortest walk of imports from `start` back to it, inside its strongly connected part."""
-    came: dict[str, tuple[str, _Edge]] = {}
-    frontier = [start]
-    while frontier:
-        following: list[str] = []
-        for module in frontier:
-            for edge in sorted(graph[module], key=lambda e: e.target):
-                if edge.target not in part or edge.target in came:
-                    continue
-                came[edge.target] = (module, edge)
-                if edge.target == start:
-                    walk: list[_Edge] = []
-                    at = start
-                    while True:
-                        at, step = came[at][0], came[at][1]
-                        walk.append(step)
-                        if at == start:
-                            return walk[::-1]
-                following.append(edge.target)
-        frontier = following
-    raise AssertionError(f"{start} is in a strongly connected part but no walk returns to it")
-
-
 # ---------------------------------------------------------------------------------------------- private names
 def _private_uses(
     module: str, reading: _Reading, modules: Mapping[str, SourceFile], defined: Mapping[str, set[str]]
@@ -335,7 +239,6 @@ def _private_uses(
 
 IMPORT_GRAPH_RULE = Rule(
     IMPORT_GRAPH,
-    "the kit and the tools: no import circle (lazy and TYPE_CHECKING imports count); no module uses another's "
-    "private names",
+    "the kit and the tools: no module uses another's private names (their import circles: contract no-circles)",
     check_import_graph,
 )

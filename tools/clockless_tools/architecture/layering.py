@@ -1,17 +1,19 @@
 """Rule `layering`: Handlers sit over repositories and settings, which sit over plain logic; the
-kit knows no job; no job imports another.
+kit knows no job; no job imports another; no import circle in the kit or the tools.
 
 Import direction is import-linter's job: its contracts live in pyproject.toml and this rule runs
 them through its API over the project's own directories, so a copy with a planted violation is
 checked as it is on disk. The contracts name the functions' packages as `{functions}`, which the
 rule replaces with every package the template deploys from functions/ (and adds them to the root
 packages): a new job is covered with no edit to pyproject.toml. What import-linter cannot see,
-reading the environment, is an AST check; and the rule fails when a package the template deploys is
-missing from the contracts (a contract that lost `{functions}`), so no job is silently unchecked.
+reading the environment, is ruff's (banned-api, TID251: pyproject.toml); and the rule fails when a
+package the template deploys is missing from the contracts (a contract that lost `{functions}`),
+so no job is silently unchecked.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import io
@@ -22,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from clockless_tools.architecture.code import environment_reads
-from clockless_tools.architecture.project import TOOLS_DIR, Project, Rule, SourceFile, Violation
+from clockless_tools.architecture.project import TOOLS_DIR, Project, Rule, Violation
 
 LAYERING: Final = "layering"
 
@@ -33,6 +34,7 @@ PLAIN_LOGIC: Final = "plain-logic"
 KIT_INDEPENDENT: Final = "kit-independent-of-jobs"
 JOBS_INDEPENDENT: Final = "jobs-independent"
 TOOLS_LAYERS: Final = "tools-layers"
+NO_CIRCLES: Final = "no-circles"
 # What the contracts in pyproject.toml write for "every function's package" (see the docstring).
 FUNCTIONS: Final = "{functions}"
 
@@ -45,39 +47,16 @@ _FIXES: Final = {
     TOOLS_LAYERS: (
         "cli > simulate/operations/bench/architecture/timezones/scaffold/engine > local > template: import downwards"
     ),
+    NO_CIRCLES: "move what both sides need into a module both import; a lazy import hides the circle, not breaks it",
 }
 
 
 def check_layering(project: Project) -> Iterator[Violation]:
-    yield from _check_logic_reads_no_environment(project)
     options = yield from _contract_options(project)
     if options is None:
         return
     yield from _check_coverage(project, options)
     yield from _check_contracts(project, options)
-
-
-# ---------------------------------------------------------------------------------------------- environment
-def _logic_sources(project: Project) -> Iterator[SourceFile]:
-    packages = set(project.function_packages.values())
-    for source in project.sources:
-        package, _, rest = source.module.partition(".")
-        if package in packages and (rest == "logic" or rest.startswith("logic.")):
-            yield source
-
-
-def _check_logic_reads_no_environment(project: Project) -> Iterator[Violation]:
-    for source in _logic_sources(project):
-        lines = environment_reads(source.tree)
-        for line in sorted(lines):
-            yield Violation(
-                LAYERING,
-                source.relative,
-                source.owner,
-                f"{source.module} reads the environment: logic must not depend on how the function is configured",
-                _FIXES["logic-reads-no-environment"],
-                line=line,
-            )
 
 
 # ---------------------------------------------------------------------------------------------- contracts
@@ -136,7 +115,8 @@ def _check_coverage(project: Project, options: _Options) -> Iterator[Violation]:
             (owner, package, "modules", JOBS_INDEPENDENT),
         ]
     expected += [(owner, package, "source_modules", KIT_INDEPENDENT) for owner, package in layers]
-    for contract_id in (JOB_LAYERS, PLAIN_LOGIC, KIT_INDEPENDENT, JOBS_INDEPENDENT, TOOLS_LAYERS):
+    expected += [(owner, package, "ancestors", NO_CIRCLES) for owner, package in layers]
+    for contract_id in (JOB_LAYERS, PLAIN_LOGIC, KIT_INDEPENDENT, JOBS_INDEPENDENT, TOOLS_LAYERS, NO_CIRCLES):
         if contract_id not in options.contracts:
             yield Violation(
                 LAYERING,
@@ -177,6 +157,7 @@ def _matches(pattern: str, module: str) -> bool:
 def _check_contracts(project: Project, options: _Options) -> Iterator[Violation]:
     from importlinter.application import use_cases
     from importlinter.application.user_options import InvalidUserOptions
+    from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
     from importlinter.contracts.forbidden import ForbiddenContract
     from importlinter.contracts.independence import IndependenceContract
     from importlinter.contracts.layers import LayersContract
@@ -186,6 +167,7 @@ def _check_contracts(project: Project, options: _Options) -> Iterator[Violation]
         ("forbidden", ForbiddenContract),
         ("layers", LayersContract),
         ("independence", IndependenceContract),
+        ("acyclic_siblings", AcyclicSiblingsContract),
     ):
         registry.register(contract_class, name)
     relative = project.relative(project.pyproject_path)
@@ -210,6 +192,12 @@ def _check_contracts(project: Project, options: _Options) -> Iterator[Violation]
         if check.kept:
             continue
         contract_id = str(contract.contract_options.get("id") or contract.name)
+        circles = check.metadata.get("cycle_breakers_by_package")
+        if circles:
+            for package, breakers in sorted(circles.items()):
+                for importer, imported in sorted(breakers):
+                    yield _circle_violation(project, contract_id, package, importer, imported)
+            continue
         chains = list(_chains(check.metadata))
         if not chains:
             yield Violation(
@@ -271,6 +259,44 @@ def _chain_violation(
     )
 
 
+def _circle_violation(project: Project, contract_id: str, package: str, importer: str, imported: str) -> Violation:
+    """One import import-linter would remove to break the circles among `package`'s children."""
+    source = project.module_file(importer)
+    relative = source.relative if source is not None else _tools_file(project, importer)
+    line = _import_line(project.root / relative, importer, imported)
+    at = "" if line is None else f" (line {line})"
+    return Violation(
+        LAYERING,
+        relative,
+        source.owner if source is not None else importer,
+        f"import circle among {package}'s modules: {importer} imports {imported}{at}, which imports it back",
+        _fix(contract_id),
+        line=line,
+    )
+
+
+def _import_line(path: Path, importer: str, imported: str) -> int | None:
+    """The first line of `importer`'s file that imports `imported` (or a name from it), wherever
+    the statement stands (a function's body, `if TYPE_CHECKING:`), relative imports resolved."""
+    if path.suffix != ".py" or not path.is_file():
+        return None
+    package = importer.split(".") if path.name == "__init__.py" else importer.split(".")[:-1]
+    lines: list[int] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parts = package[: len(package) - node.level + 1] if node.level else []
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        if isinstance(node, ast.Import | ast.ImportFrom) and any(
+            target == imported or target.startswith(f"{imported}.") for target in targets
+        ):
+            lines.append(node.lineno)
+    return min(lines, default=None)
+
+
 def _tools_file(project: Project, module: str) -> str:
     """Where a module of the tools lives, or pyproject.toml when it is no file of the project."""
     base = project.root.joinpath(TOOLS_DIR, *module.split("."))
@@ -291,7 +317,7 @@ def _fix(contract_id: str) -> str:
 
 LAYERING_RULE = Rule(
     LAYERING,
-    "handler > repository/settings > logic; logic imports no boto3/botocore/pynamodb and reads no os.environ; "
-    "layers import no function; tools: cli > features > local > template",
+    "handler > repository/settings > logic; logic imports no boto3/botocore/pynamodb nor clockless.config; "
+    "layers import no function; tools: cli > features > local > template; no import circle",
     check_layering,
 )

@@ -66,7 +66,7 @@ KIT_CLOCK_READS: Final = {
     "clockless.ledger.iso_now": "ledger timestamps (started_at, finished_at): what an operator reads",
     "clockless.ledger.RunLedger._expires_at": "the ledger record's TTL",
     "clockless.overlap.OverlapGuard.hold": "the TTL of the ledger record of a tick held back by the overlap policy",
-    "clockless.persistence.LedgeredPersistenceLayer._claim": "whether an idempotency claim has expired",
+    "clockless.persistence.TickRecords._claim": "whether an idempotency claim has expired",
     "clockless.fanout.records.now_ms": "leases and heartbeats of partition work records",
     "clockless.fanout.records.PartitionRecords.__post_init__": "the work records' TTL",
     "clockless.fanout.finisher._duration_ms": "the tick's duration metric",

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from clockless_tools.errors import ToolError
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Template
 from clockless_tools.template.queues import literal_int
@@ -29,7 +30,7 @@ _SKIPPED_DIRS = {"__pycache__", "node_modules"}
 _SUB_TOKEN = re.compile(r"\$\{([^}!]+)\}")
 
 
-class ProjectError(ValueError):
+class ProjectError(ToolError, ValueError):
     """The project cannot be checked (unreadable source, missing file); the message says where."""
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from clockless_tools.errors import ToolError
 from clockless_tools.template.loader import PROJECT_ROOT
 
 MEASURED: Final = PROJECT_ROOT / "bench" / "measured.json"
@@ -32,7 +33,7 @@ COMMANDS: Final = {"run": ("make", "run"), "test": ("make", "test")}
 _OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|deselected|errors?|xfailed|xpassed)\b")
 
 
-class MeasureError(RuntimeError):
+class MeasureError(ToolError, RuntimeError):
     """A measured command failed: its figures would describe a broken run."""
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless_tools.bench.spread import Estimate
+from clockless_tools.errors import ToolError
 
 RESULTS_SCHEMA: Final = 1
 WINDOW_JOB: Final = "window-generation"
@@ -23,7 +24,7 @@ KIT_ADDED_REQUESTS_TARGET: Final = 4
 SCALE_RATIO_TARGET: Final = 1.1
 
 
-class BenchError(RuntimeError):
+class BenchError(ToolError, RuntimeError):
     """The bench could not measure what it set out to (wrong effect, inconsistent counts...)."""
 
 

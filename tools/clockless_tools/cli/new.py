@@ -1,6 +1,5 @@
 """`clockless new job NAME [--schedule EXPR] [--zones Z,...] [--local-time RULE] [--fan-out]`: a new job's
-package, tests, demo seed, table and wiring; `clockless new measure [--fan-out]`: what it adds to
-template.yaml, measured in a scratch copy."""
+package, tests, demo seed, table and wiring."""
 
 from __future__ import annotations
 
@@ -12,12 +11,6 @@ from rich.markup import escape
 
 from clockless_tools.cli.common import fail, stdout
 from clockless_tools.cli.generated import regenerate_all, running_cli
-from clockless_tools.scaffold.measure import (
-    fanned_out_sentence,
-    measure_fanned_out,
-    measure_without_fan_out,
-    without_fan_out_sentence,
-)
 from clockless_tools.scaffold.new_job import NewJobError, new_job
 from clockless_tools.template.loader import PROJECT_ROOT
 
@@ -79,28 +72,3 @@ def job(
     stdout.print("left to do (docs/adding-a-job.md):", highlight=False)
     for number, step in enumerate(made.left_to_do(), 1):
         stdout.print(f"  {number}. {escape(step)}", highlight=False, soft_wrap=True)
-
-
-@app.command("measure")
-def measure(
-    fan_out: Annotated[
-        bool,
-        typer.Option("--fan-out", help="Measure a fanned-out job, instead of two jobs without fan-out in turn."),
-    ] = False,
-    project: Annotated[
-        Path, typer.Option(help="The project's root (its template.yaml, functions/ and events/). E.g. --project .")
-    ] = Path(),
-) -> None:
-    """Measure what `clockless new job` adds to template.yaml, making jobs in a scratch copy of the
-    project (the project is left alone); print it as docs/adding-a-job.md and docs/decisions.md say it."""
-    root = project.resolve()
-    if not (root / "template.yaml").is_file():
-        raise fail(f"{root} has no template.yaml: pass the project's root with --project")
-    try:
-        if fan_out:
-            said = fanned_out_sentence(measure_fanned_out(root))
-        else:
-            said = without_fan_out_sentence(measure_without_fan_out(root))
-    except (NewJobError, OSError, ValueError) as error:
-        raise fail(str(error)) from None
-    print(said, end="")

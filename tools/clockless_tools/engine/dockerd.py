@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlparse
 
+from clockless_tools.errors import ToolError
 from clockless_tools.template.loader import PROJECT_ROOT
 
 ENGINE_DIR: Final = PROJECT_ROOT / ".clockless" / "engine"
@@ -41,7 +42,7 @@ START_TIMEOUT_SECONDS: Final = 60.0
 STOP_TIMEOUT_SECONDS: Final = 30.0
 
 
-class EngineError(RuntimeError):
+class EngineError(ToolError, RuntimeError):
     """The engine cannot be found or started; the message is one line saying why and what to do."""
 
 

@@ -3,7 +3,7 @@
 Each botocore session loads the service models and `endpoints.json` it needs from disk the first
 time it is asked, and keeps them in its own data loader. Lambda makes its sessions once per
 execution environment; the test process and the simulator's replays host many functions' worth
-of them (Powertools' persistence layer, its secrets provider and PynamoDB each make a session of
+of them (the kit's idempotency store, Powertools' secrets provider and PynamoDB each make a session of
 their own, again whenever a function's environment differs), and parsing those JSON files again
 was about an eighth of the test process's CPU and of a replay's. So every session of such a process
 gets the same loader: what one session of a long-running process does for all its clients (the

@@ -26,6 +26,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from clockless.fanout.retry import redelivery_backoff_text
+from clockless_tools.errors import ToolError
 from clockless_tools.local.event_sources import SqsEventSource, failed_message_ids, sqs_event_sources, sqs_record
 from clockless_tools.local.queues import queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
@@ -75,7 +76,7 @@ class Invocation:
 Invoke = Callable[[str, dict[str, Any], Sequence[Message]], tuple[Any, Any]]
 
 
-class DrainError(RuntimeError):
+class DrainError(ToolError, RuntimeError):
     """The queues did not empty within the invocation limit (a message that keeps coming back)."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clockless_tools.errors import ToolError
 from clockless_tools.local.dynamodb import create_tables, dynamodb_client
 from clockless_tools.local.queues import sqs_client
 from clockless_tools.local.services import provision_services
@@ -35,7 +36,7 @@ LOOPBACK = "127.0.0.1"
 _ANY_ADDRESS = ("0.0.0.0", "::")  # noqa: S104 - what the user asked for with --host
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(ToolError, RuntimeError):
     """`local up` refused; the message is one line saying why and what to do."""
 
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from clockless import Tick, Trigger
 from clockless.ledger import RunLedger
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless_tools.errors import ToolError
 from clockless_tools.local.dynamodb import dynamodb_client, local_client
 from clockless_tools.local.event_sources import worker_functions
 from clockless_tools.local.poller import DrainError, Invocation, SqsPoller, describe_drain
@@ -28,7 +29,7 @@ from clockless_tools.template.model import Schedule, Template
 from clockless_tools.template.scheduler import ScheduleRef, expected_schedule, parameter_resolver
 
 
-class OperationError(Exception):
+class OperationError(ToolError):
     """The operation was refused; the message says why and what to do."""
 
 

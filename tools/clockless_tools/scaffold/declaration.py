@@ -138,13 +138,6 @@ def plain_loops(stems: list[str]) -> tuple[str, str]:
     return _PLAIN_HEADING + resources_loop + "\n", outputs_loop
 
 
-def plain_jobs(text: str) -> list[str]:
-    """The jobs in template.yaml's loop of jobs without fan-out, in order; [] when it has none."""
-    found = _loop_list(text, PLAIN_LOOPS[0])
-    listed = "" if found is None else found.group(1).split("[", 1)[1]
-    return [stem.strip() for stem in listed.split(",") if stem.strip()]
-
-
 def _with_plain_loops(text: str) -> str:
     """The fragment's two loops, over no job yet (`_add_to_loop` adds the first): the Resources loop
     before the external trigger's section, the Outputs loop first under Outputs."""

@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from clockless_tools.errors import ToolError
+
 _NAME: Final = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # Package names the project (or Python) already uses: a job named so would shadow them.
 _TAKEN: Final = frozenset({"clockless", "clockless_tools", "tests", "job_trigger", "functions", "layers", "tools"})
 
 
-class JobNameError(ValueError):
+class JobNameError(ToolError, ValueError):
     """The name cannot be a job's: the message says why and what would do."""
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from clockless_tools.errors import ToolError
 from clockless_tools.scaffold.declaration import declare, env_local
 from clockless_tools.scaffold.names import JobNameError, JobNames
 from clockless_tools.scaffold.package import package_files
@@ -21,7 +22,7 @@ from clockless_tools.template.loader import TemplateError, load_yaml
 from clockless_tools.template.model import Template
 
 
-class NewJobError(ValueError):
+class NewJobError(ToolError, ValueError):
     """The job cannot be made as asked; nothing was written. The message says why."""
 
 

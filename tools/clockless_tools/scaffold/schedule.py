@@ -40,6 +40,7 @@ from clockless.schedule.expressions import (
 )
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
+from clockless_tools.errors import ToolError
 from clockless_tools.timezones.check import one_year_from
 from clockless_tools.timezones.declaration import parse_rule, parse_zones
 from clockless_tools.timezones.rule import (
@@ -77,7 +78,7 @@ FANNED_OUT_GRACE_MINUTES: Final = 135  # the fanned-out loop's GraceMinutes defa
 ALARM_RANGE_LIMIT: Final = 7 * 86400  # CloudWatch: Period x EvaluationPeriods
 
 
-class ScheduleOptionError(ValueError):
+class ScheduleOptionError(ToolError, ValueError):
     """An option of `clockless new job` cannot be used; the message names it and what would do."""
 
 

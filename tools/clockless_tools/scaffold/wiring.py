@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from clockless_tools.errors import ToolError
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.template.loader import TemplateError, load_yaml
 
 
-class WiringError(ValueError):
+class WiringError(ToolError, ValueError):
     """The file lacks the place an edit goes; the message names it."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from clockless_tools.errors import ToolError
 from clockless_tools.security.declaration_values import declaration_problems, fold_literal_joins
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
 from clockless_tools.template.model import Template
@@ -33,7 +34,7 @@ SKIPS = PROJECT_ROOT / "tools" / "checkov-skips.yaml"
 CHECKOV = PROJECT_ROOT / ".venv-checkov" / "bin" / "checkov"
 
 
-class ScanError(Exception):
+class ScanError(ToolError):
     """The scan could not run or its inputs are malformed; the message says what and where."""
 
 

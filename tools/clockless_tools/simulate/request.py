@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from clockless import format_scheduled_time
 from clockless.overlap import Overlap
 from clockless.schedule.expressions import ScheduleExpressionError
+from clockless_tools.errors import ToolError
 from clockless_tools.local.capacity import Start
 from clockless_tools.local.seed import SeedPlan
 from clockless_tools.template.loader import PROJECT_ROOT, TemplateError
@@ -26,11 +27,11 @@ Progress = Callable[[str, int, int], None]
 Note = Callable[[str], None]
 
 
-class SimulationInputError(ValueError):
+class SimulationInputError(ToolError, ValueError):
     """Bad input (range, --drop, template): nothing was run."""
 
 
-class SimulationError(RuntimeError):
+class SimulationError(ToolError, RuntimeError):
     """A replay process broke down (not a finding about the jobs): the message says where."""
 
 

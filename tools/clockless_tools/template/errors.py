@@ -3,6 +3,8 @@ below them both (and loader.py re-exports it, where the tools have always import
 
 from __future__ import annotations
 
+from clockless_tools.errors import ToolError
 
-class TemplateError(ValueError):
+
+class TemplateError(ToolError, ValueError):
     """template.yaml is unreadable or lacks something the tools rely on; the message says where."""

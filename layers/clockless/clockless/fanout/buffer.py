@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from clockless.errors import DeclarationError
 from clockless.fanout.messages import KIND_START, WorkMessage
 from clockless.fanout.trust import UntrustedMessageError
 from clockless.ledger import RunLedger
@@ -58,7 +59,7 @@ def start_buffered(worker: PartitionWorker, message: WorkMessage) -> str:
     except dynamodb.exceptions.ConditionalCheckFailedException:
         raise UntrustedMessageError(message.tick_key, "-", f"not a tick buffered behind {after}") from None
     if job.function is None:
-        raise RuntimeError(f"job {job.name!r} has no @job.handler function to start a buffered tick with")
+        raise DeclarationError(f"job {job.name!r} has no @job.handler function to start a buffered tick with")
     ledger = _ledger(worker, dynamodb)
     job.function(JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time)))
     job.logger.info("buffered tick started", extra={"after": after})

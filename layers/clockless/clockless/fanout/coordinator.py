@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
+from clockless.errors import ArgumentError, DeclarationError
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.queue import WorkQueue
 from clockless.fanout.retry import SEND_MARGIN_SECONDS
@@ -40,11 +41,11 @@ class FanOut:
     ) -> None:
         partitions = tuple(partitions)
         if not partitions:
-            raise ValueError(f"FanOut of {job.name!r}: partitions must name at least one partition")
+            raise DeclarationError(f"FanOut of {job.name!r}: partitions must name at least one partition")
         if any(not isinstance(p, str) or not p or "#" in p for p in partitions):
-            raise ValueError(f"FanOut of {job.name!r}: partitions must be non-empty strings without '#'")
+            raise DeclarationError(f"FanOut of {job.name!r}: partitions must be non-empty strings without '#'")
         if len(set(partitions)) != len(partitions):
-            raise ValueError(f"FanOut of {job.name!r}: partitions must be unique, got {list(partitions)}")
+            raise DeclarationError(f"FanOut of {job.name!r}: partitions must be unique, got {list(partitions)}")
         self.job = job
         self.partitions = partitions
         # How many failed items a tick may have and still succeed (clockless.items): none by default.
@@ -62,9 +63,9 @@ class FanOut:
         try:
             json.dumps(params)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"FanOut.start of {self.job.name!r}: params must be JSON: {error}") from None
+            raise ArgumentError(f"FanOut.start of {self.job.name!r}: params must be JSON: {error}") from None
         if "fan_out" in params:
-            raise ValueError(f"FanOut.start of {self.job.name!r}: params may not use the key 'fan_out'")
+            raise ArgumentError(f"FanOut.start of {self.job.name!r}: params may not use the key 'fan_out'")
         tick = run.tick
         bodies = [
             WorkMessage(KIND_PARTITION, tick.job, tick.scheduled_time, tick.trigger, partition, params).body()

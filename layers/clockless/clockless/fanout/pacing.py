@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Final
 
+from clockless.errors import DeclarationError
 from clockless.throttle import SYSTEM_CLOCK, Clock
 
 DECREASE_FACTOR: Final = 0.5
@@ -36,12 +37,12 @@ class PacingSettings:
 
     def __post_init__(self) -> None:
         if not 0 < self.min_units_per_s <= self.max_units_per_s:
-            raise ValueError(
+            raise DeclarationError(
                 f"pacing needs 0 < minimum <= maximum write units per second, got "
                 f"{self.min_units_per_s} and {self.max_units_per_s}"
             )
         if self.increase_units_per_s <= 0:
-            raise ValueError(f"pacing's increase must be positive, got {self.increase_units_per_s}")
+            raise DeclarationError(f"pacing's increase must be positive, got {self.increase_units_per_s}")
 
 
 @dataclass

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from clockless.errors import StateError
 from clockless.fanout.continuation import OUTCOME_CONTINUED
 from clockless.fanout.failures import entries_of, outside_entries
 from clockless.fanout.finish import finish_or_continue
@@ -346,7 +347,7 @@ def mark_done(records: PartitionRecords, clock: Clock, *, already_done: int) -> 
             if codes and codes[0] == "ConditionalCheckFailed":
                 raise LeaseLost(f"partition {records.partition} is not this worker's to finish: {codes}") from None
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
-                raise RuntimeError(
+                raise StateError(
                     f"tick {records.job}@{records.scheduled_time} has no partitions_total in the ledger: "
                     "its coordinator did not claim it through the kit"
                 ) from None

@@ -33,7 +33,7 @@ from functools import cached_property
 from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from clockless.errors import ClocklessError
+from clockless.errors import ArgumentError, ClocklessError
 from clockless.schedule import cron as cron_fields
 from clockless.tick import format_scheduled_time
 
@@ -56,7 +56,7 @@ class RateAnchorUnknown(ScheduleExpressionError):
 
 def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
-        raise ValueError("times must be timezone-aware")
+        raise ArgumentError("times must be timezone-aware")
     return moment.astimezone(UTC)
 
 
