@@ -9,20 +9,15 @@ from typing import Any
 
 import pytest
 
-from clockless_tools.local.dynamodb import (
-    EmbeddedDynamoDB,
-    create_tables,
-    delete_tables,
-    dynamodb_client,
-    local_environment,
-)
+from clockless_tools.local.dynamodb import EmbeddedDynamoDB, dynamodb_client, local_environment
 from clockless_tools.local.in_process import served_in_process
 from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.local.poller import Invocation, SqsPoller
-from clockless_tools.local.queues import create_queues, delete_queues, sqs_client
+from clockless_tools.local.queues import sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
+from tests.moto_backends import FreshBackends
 
 
 @pytest.fixture(scope="session")
@@ -56,15 +51,20 @@ def local_aws(dynamodb_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
+@pytest.fixture(scope="session")
+def fresh_backends(template: Template, dynamodb_endpoint: str) -> FreshBackends:
+    """The template's tables and queues, made once through the wire, to copy for each test."""
+    return FreshBackends.made(template, dynamodb_endpoint)
+
+
 @pytest.fixture
-def tables(template: Template, dynamodb_endpoint: str) -> Iterator[Any]:
+def tables(fresh_backends: FreshBackends, dynamodb_endpoint: str) -> Iterator[Any]:
     """Fresh tables, and the template's queues (a coordinator sends its partitions to one), for one
-    test; a DynamoDB client for looking at them."""
-    create_tables(template, dynamodb_endpoint)
-    create_queues(template, dynamodb_endpoint)
+    test; a DynamoDB client for looking at them. Copies of empty ones put in moto's backends
+    (tests/moto_backends.py: what CreateTable and CreateQueue leave there, without their requests)."""
+    fresh_backends.install()
     yield dynamodb_client(dynamodb_endpoint)
-    delete_tables(template, dynamodb_endpoint)
-    delete_queues(template, dynamodb_endpoint)
+    fresh_backends.drop()
 
 
 @pytest.fixture

@@ -292,3 +292,43 @@ def _tables_moto_copies_in_a_transaction() -> list[str]:
         finally:
             setattr(models, "copy", copy)  # noqa: B010
     return copied
+
+
+def test_moto_keeps_each_table_and_queue_as_one_object_its_deletes_remove() -> None:
+    """tests/moto_backends.py (the integration tests' `tables` fixture) installs copies of empty
+    tables and queues in moto's backends and removes them, instead of CreateTable, CreateQueue,
+    DeleteTable and DeleteQueue: that holds while those requests only add and remove one object in
+    the backends' `tables` and `queues`, and a copied queue (its lock new) answers as a created one."""
+    from moto import mock_aws
+
+    from tests.moto_backends import copied, dynamodb_backend, sqs_backend
+
+    reliance = f"{_version('moto')}: tests/moto_backends.py (the `tables` fixture) would no longer give fresh tables"
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        table, queue = dynamodb_backend().tables.get("t"), sqs_backend().queues.get("q")
+        assert isinstance(table, Table), f"CreateTable no longer leaves a Table in the backend's tables. {reliance}"
+        assert queue is not None, f"CreateQueue no longer leaves the queue in the backend's queues. {reliance}"
+        fresh_table, fresh_queue = copied({"t": table})["t"], copied({"q": queue})["q"]
+
+        dynamodb.delete_table(TableName="t")
+        sqs.delete_queue(QueueUrl=url)
+        assert "t" not in dynamodb_backend().tables, f"DeleteTable does more than remove the object. {reliance}"
+        assert "q" not in sqs_backend().queues, f"DeleteQueue does more than remove the object. {reliance}"
+        dynamodb_backend().tables["t"] = fresh_table
+        sqs_backend().queues["q"] = fresh_queue
+        dynamodb.put_item(TableName="t", Item={"id": {"S": "a"}})
+        sqs.send_message(QueueUrl=url, MessageBody="m")
+        received = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
+        item = dynamodb.get_item(TableName="t", Key={"id": {"S": "a"}}).get("Item")
+
+    assert item == {"id": {"S": "a"}}, f"a copied table does not answer as a created one. {reliance}"
+    assert [m["Body"] for m in received] == ["m"], f"a copied queue does not answer as a created one. {reliance}"
