@@ -172,6 +172,9 @@ class _Armed:
     dead: bool = False
     requests: list[RequestRecord] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
+    # index Query (1-based, among this delivery's index reads) -> the lag it meets
+    index_plan: dict[int, FaultKind] = field(default_factory=dict)
+    index_reads: int = 0
 
 
 @dataclass
@@ -219,18 +222,21 @@ class FaultInjector:
         then: Mapping[int, FaultKind] | None = None,
         lost_answers: Collection[int] = (),
         every_thread: bool = False,
+        index_reads: Mapping[int, FaultKind] | None = None,
     ) -> None:
         """The fault hits this thread's `after_requests`-th request from now (1 = the next one;
         bookkeeping requests count only with `count_spared`); `then` adds faults at later
         requests of the same delivery. `lost_answers` are indexes among all its requests whose
         answer is lost (and resent by botocore). `every_thread`: the requests of every thread
         count, in the order they are sent (for code that sends from threads it starts; only
-        while nothing else sends)."""
+        while nothing else sends). `index_reads` aims index lags at this delivery's n-th Query of an
+        index (1 = its first), wherever among its requests that falls."""
         plan = {} if after_requests is None else {after_requests: FaultKind(kind)}
         plan.update({index: FaultKind(k) for index, k in (then or {}).items()})
         if min([*plan, *lost_answers], default=1) < 1:
             raise ValueError("a fault fires at the first request at the earliest")
         armed = _Armed(plan, count_spared, frozenset(lost_answers))
+        armed.index_plan = {index: FaultKind(k) for index, k in (index_reads or {}).items()}
         self._local.armed = armed
         if every_thread:
             self._everywhere = armed
@@ -289,6 +295,9 @@ class FaultInjector:
         kind = armed.plan.get(armed.seen) if counted else None
         if kind in INDEX_LAG_KINDS and index_name is None:
             kind = None  # only an index read lags
+        if index_name is not None:
+            armed.index_reads += 1
+            kind = kind or armed.index_plan.get(armed.index_reads)
         if kind is None and armed.seen_all in armed.lost_answers:
             kind = FaultKind.LOST_RESPONSE
         if kind is not None:
@@ -378,7 +387,9 @@ class FaultInjector:
                 self.hidden_rows.append(rows.pop(0))
         answer["Items"] = rows
         answer["Count"] = answer["ScannedCount"] = len(rows)
-        return made_up_response(request, 200, json.dumps(answer).encode(), dict(response.headers))
+        # Another body: its length and DynamoDB's CRC32 of it (which botocore checks) go with it.
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in ("x-amz-crc32", "content-length")}
+        return made_up_response(request, 200, json.dumps(answer).encode(), headers)
 
     def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
         if not self.client_request_tokens or operation_of(request) != "TransactWriteItems":
