@@ -379,11 +379,13 @@ def job_world(template: Template, runtime: LocalLambdaRuntime, client: Any, job:
         yield world, clock
 
 
-# `make test`: the first job's first page that found rows meets a stale re-read (the kit's count of
+# The job whose tick costs least (fewest shards, so fewest worker deliveries) for `make test`.
+CHEAPEST: Final = min((job for job in jobs() if job.worker_id is not None), key=lambda job: job.shards).name
+# `make test`: the cheapest job's first page that found rows meets a stale re-read (the kit's count of
 # what a redelivery finds already done); CI: every page that found rows, of every job, each kind.
 # A page that found no row has nothing a lag could show or hide.
 CASES: Final = [
-    pytest.param(LAGGED_JOBS[0], STALE, "first page", id=f"{LAGGED_JOBS[0]}-{STALE}-first page"),
+    pytest.param(CHEAPEST, STALE, "first page", id=f"{CHEAPEST}-{STALE}-first page"),
     *(
         pytest.param(job, kind, "every page", marks=pytest.mark.slow, id=f"{job}-{kind}-every page")
         for job in LAGGED_JOBS

@@ -10,6 +10,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from clockless.fanout.pacing import Pacer, PacingSettings
+from clockless.fanout.partition import PartitionAccounting
+from clockless.fanout.records import PartitionRecords
 from clockless.fanout.retry import WorkRetriesSpent
 from clockless.fanout.types import Counters
 from clockless.fanout.writer import (
@@ -19,6 +21,7 @@ from clockless.fanout.writer import (
     Entry,
     pack,
 )
+from clockless.items import FailedItem
 from clockless.throttle import Budget, BudgetSpent, client_request_token
 from tests.unit.kit.fake_clock import FakeClock
 from tests.unit.kit.toy import Context
@@ -286,3 +289,29 @@ def test_an_item_with_nothing_to_write_is_counted_already_done() -> None:
     counters = _writer(client).apply([*nothing, *entries("a")])
     assert counters == Counters(applied=1, already_done=1)
     assert _count(client.applied[0]) == {"lane": 0, "applied": [], "done": ["empty"], "failed": []}
+
+
+# DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB, and any expression string 4 KB.
+MAX_TRANSACTION_ACTIONS = 100
+MAX_EXPRESSION_BYTES = 4096
+
+
+def test_a_page_of_a_thousand_bad_rows_is_counted_within_dynamodbs_transaction_limits() -> None:
+    # Given a page whose 1,000 rows all failed before any write (none decodes), and the partition
+    # record's own accounting (its condition names each failed key, so a repeat counts nothing)
+    client = ScriptedClient()
+    records = PartitionRecords(client, "LedgerTable", "job", "2026-12-01T03:00:00Z", "0", "me", 3600)
+    writer = BatchWriter(client, PartitionAccounting(records), on_failed=lambda items, reason: None, concurrency=1)
+    keys = [f"tenant-01#15#session-{n:05d}" for n in range(1000)]
+    page = [Entry(key, [], None, FailedItem(key, "decode", "field 'started_at' missing")) for key in keys]
+    # When the writer counts them
+    counters = writer.apply(page)
+    # Then each is counted failed once, in transactions DynamoDB accepts
+    assert counters == Counters(failed=1000)
+    counted = [key for sent, _ in client.sent for key in sent[0]["Update"]["ExpressionAttributeValues"][":keys"]["SS"]]
+    assert sorted(counted) == keys
+    for sent, _ in client.sent:
+        assert len(sent) <= MAX_TRANSACTION_ACTIONS
+        for action in sent:
+            for name in ("ConditionExpression", "UpdateExpression"):
+                assert len(action["Update"].get(name, "").encode()) <= MAX_EXPRESSION_BYTES, name
