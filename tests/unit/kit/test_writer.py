@@ -3,6 +3,7 @@ a transaction, and what is counted (in the same transaction) for them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -315,3 +316,38 @@ def test_a_page_of_a_thousand_bad_rows_is_counted_within_dynamodbs_transaction_l
         for action in sent:
             for name in ("ConditionExpression", "UpdateExpression"):
                 assert len(action["Update"].get(name, "").encode()) <= MAX_EXPRESSION_BYTES, name
+
+
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+
+
+class SizedClient(ScriptedClient):
+    """Refuses a transaction over 4 MB as DynamoDB does: ValidationException, no per-item reasons."""
+
+    def transact_write_items(self, *, TransactItems: list[dict[str, Any]], ClientRequestToken: str) -> dict[str, Any]:
+        if len(json.dumps(TransactItems).encode()) > MAX_TRANSACTION_BYTES:
+            self.sent.append((TransactItems, ClientRequestToken))
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "Transaction request cannot be larger than 4 MB"}},
+                "TransactWriteItems",
+            )
+        return super().transact_write_items(TransactItems=TransactItems, ClientRequestToken=ClientRequestToken)
+
+
+def _sized(key: str, kilobytes: int) -> Entry:
+    return Entry(key, [{"Update": {"TableName": "t", "Key": {"k": {"S": key}}, "v": "x" * (kilobytes * 1024)}}], key)
+
+
+def test_a_partition_whose_items_exceed_4_mb_together_is_applied_and_an_item_over_it_alone_fails_by_name() -> None:
+    # Given 60 items of 100 KB (6 MB in one batch of 99 actions) and one item whose write is 5 MB
+    client, dead = SizedClient(), []
+    page = [_sized(f"k{n:02d}", 100) for n in range(60)] + [_sized("huge", 5 * 1024)]
+    # When the writer applies them
+    counters = _writer(client, dead).apply(page)
+    # Then every item that fits a transaction is applied once (the refused batch halved until its
+    # halves fit), the one that cannot fits no transaction and fails alone, named, and nothing is stuck
+    applied = [key for sent in client.applied for key in _count(sent)["applied"]]
+    assert sorted(applied) == [f"k{n:02d}" for n in range(60)]
+    assert counters == Counters(applied=60, failed=1)
+    assert [keys for keys, _ in dead] == [["huge"]]
+    assert "larger than 4 MB" in dead[0][1]
