@@ -28,7 +28,7 @@ import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import pytest
@@ -37,9 +37,9 @@ import time_machine
 from clockless_tools.local.dynamodb import patched_environ
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import AttemptDied, FaultInjector, FaultKind, RequestRecord
+from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
 from clockless_tools.template.events import Attempt, render_input, schedule_arn
 from clockless_tools.template.model import Template
-from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
 from session_cleanup.demo import LEAD, plan_sessions
 from session_cleanup.repository import DynamoSessionStore
 from tests.integration.test_fault_model import (
@@ -138,15 +138,13 @@ class Lagged:
             for _ in range(200):
                 received = sqs.receive_message(
                     QueueUrl=queue, MaxNumberOfMessages=1, VisibilityTimeout=1800, AttributeNames=["All"]
-                ).get(
-                    "Messages"
-                )
+                ).get("Messages")
                 if not received:
                     return
                 (message,) = received
 
                 def call(message: dict[str, Any] = message) -> None:
-                    answer = self.tick.runtime.call(work.worker, work._event(message))  # noqa: SLF001
+                    answer = self.tick.runtime.call(work.worker, work.event(message))
                     if answer.get("batchItemFailures"):
                         raise AssertionError(f"reported failed: {answer}")
 
@@ -160,9 +158,7 @@ class Lagged:
                     self.clock.shift(worker_timeout + timedelta(seconds=11))
         raise AssertionError("the work queue did not drain")
 
-    def _invoke(
-        self, function_id: str, message: str | None, aims: dict[int, Aim], call: Any
-    ) -> str:
+    def _invoke(self, function_id: str, message: str | None, aims: dict[int, Aim], call: Any) -> str:
         number = len(self.deliveries)
         if number in aims:
             aim = aims[number]
@@ -275,7 +271,6 @@ class World:
         lagged.run(self.next_event)
 
 
-
 @dataclass(frozen=True)
 class Reference:
     tables: dict[str, list[dict[str, Any]]]
@@ -300,7 +295,10 @@ def stale_rows(world: World, clock: time_machine.Traveller, reference: Reference
         redelivery = _redelivery_of(page, reference)
         lagged.run(
             world.event,
-            {page.delivery: Aim(page.writes, FaultKind.DIES_AFTER), redelivery: Aim(index_reads={1: FaultKind.STALE_ROWS})},
+            {
+                page.delivery: Aim(page.writes, FaultKind.DIES_AFTER),
+                redelivery: Aim(index_reads={1: FaultKind.STALE_ROWS}),
+            },
         )
         problems = []
         died = lagged.deliveries[page.delivery]
@@ -332,7 +330,6 @@ def _same_tables(tables: dict[str, list[dict[str, Any]]], reference: dict[str, l
         for table, items in reference.items()
         if tables[table] != items
     ]
-
 
 
 def not_yet_visible(world: World, clock: time_machine.Traveller, page: Page) -> list[str]:
@@ -367,6 +364,11 @@ def not_yet_visible(world: World, clock: time_machine.Traveller, page: Page) -> 
         return problems
 
 
+@pytest.fixture
+def service(template: Template, runtime: LocalLambdaRuntime, tables: Any) -> tuple[Template, LocalLambdaRuntime, Any]:
+    """The template, its functions, and their tables (each run seeds its own: `World.fresh`)."""
+    return template, runtime, tables
+
 
 @contextlib.contextmanager
 def job_world(template: Template, runtime: LocalLambdaRuntime, client: Any, job: str) -> Iterator[tuple[World, Any]]:
@@ -396,14 +398,16 @@ CASES: Final = [
 
 @pytest.mark.parametrize(("job", "kind", "pages"), CASES)
 def test_every_page_of_every_job_survives_an_index_that_lags(
-    job: str, kind: str, pages: str, template: Template, runtime: LocalLambdaRuntime, tables: Any
+    job: str, kind: str, pages: str, service: tuple[Template, LocalLambdaRuntime, Any]
 ) -> None:
-    with job_world(template, runtime, tables, job) as (world, clock):
+    with job_world(*service, job) as (world, clock):
         reference = reference_of(world, clock)
         found = [page for page in reference.pages if page.writes is not None]
         assert found, f"{job}: no page of the seeded tick found a row to apply"
         failures = []
         for page in found[:1] if pages == "first page" else found:
-            problems = stale_rows(world, clock, reference, page) if kind == STALE else not_yet_visible(world, clock, page)
+            problems = (
+                stale_rows(world, clock, reference, page) if kind == STALE else not_yet_visible(world, clock, page)
+            )
             failures += [f"{job} delivery {page.delivery} page {page.read}: {p}" for p in problems]
     assert not failures, "\n".join(failures)

@@ -81,7 +81,10 @@ def test_a_tick_with_thousands_of_failed_items_keeps_its_ledger_entry_under_dyna
     assert _item_bytes(succeeded) < MAX_ITEM_BYTES
     assert len(json.loads(succeeded["ExpressionAttributeValues"][":failures"]["S"])) == MAX_LISTED
     entry = LedgerEntry.from_item(
-        _item(summary={"S": succeeded["ExpressionAttributeValues"][":summary"]["S"]}, failures=succeeded["ExpressionAttributeValues"][":failures"])
+        _item(
+            summary={"S": succeeded["ExpressionAttributeValues"][":summary"]["S"]},
+            failures=succeeded["ExpressionAttributeValues"][":failures"],
+        )
     )
     assert entry.failed_items == 5000
     assert len(entry.failures) == MAX_LISTED

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,7 +60,7 @@ class _DynamoDB:
         return AWSResponse(request.url, 200, headers, _Raw(b'{"n": %d}' % len(self.received)))
 
 
-def _send(faults: FaultInjector, dynamodb: _DynamoDB, request: _Request) -> AWSResponse:
+def _send(faults: FaultInjector, dynamodb: Callable[[Any, _Request], AWSResponse], request: _Request) -> AWSResponse:
     return faults._send(dynamodb, None, request)  # type: ignore[arg-type]
 
 

@@ -134,7 +134,10 @@ def deliver_day(aws: Aws, overlap: str, semantics: str, arrivals: list[tuple[dat
     entries = {when: _entry(aws, when) for when, _ in arrivals}
     tables = {
         table: sorted(
-            ({k: v for k, v in item.items() if k not in PROVENANCE} for item in aws.dynamodb.scan(TableName=table)["Items"]),
+            (
+                {k: v for k, v in item.items() if k not in PROVENANCE}
+                for item in aws.dynamodb.scan(TableName=table)["Items"]
+            ),
             key=repr,
         )
         for table in (ITEMS_TABLE, OUTPUTS_TABLE)
@@ -183,6 +186,8 @@ def test_a_day_of_ticks_shuffled_and_hours_late_leaves_the_tables_of_the_day_in_
     def applied(day: dict[str, Any]) -> int:
         return sum(json.loads(entry["summary"])["applied"] for entry in day["entries"].values())
 
-    assert applied(late) == applied(in_order) == sum(
-        1 for index in range(ITEMS) if DAY + timedelta(minutes=30 * index - 1) <= ticks[-1]
+    assert (
+        applied(late)
+        == applied(in_order)
+        == sum(1 for index in range(ITEMS) if DAY + timedelta(minutes=30 * index - 1) <= ticks[-1])
     )

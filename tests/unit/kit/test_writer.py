@@ -340,7 +340,7 @@ def _sized(key: str, kilobytes: int) -> Entry:
 
 def test_a_partition_whose_items_exceed_4_mb_together_is_applied_and_an_item_over_it_alone_fails_by_name() -> None:
     # Given 60 items of 100 KB (6 MB in one batch of 99 actions) and one item whose write is 5 MB
-    client, dead = SizedClient(), []
+    client, dead = SizedClient(), list[tuple[list[str], str]]()
     page = [_sized(f"k{n:02d}", 100) for n in range(60)] + [_sized("huge", 5 * 1024)]
     # When the writer applies them
     counters = _writer(client, dead).apply(page)
