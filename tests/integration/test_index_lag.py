@@ -2,9 +2,10 @@
 is behind its table (GSI reads are eventually consistent only), and the tick must still take
 effect once (docs/tick-contract.md#index-reads-lag).
 
-For each job of template.yaml (tests/jobs.py: a job `clockless new job` adds is swept too), one
-clean tick on the jobs' demo data gives the reference: its tables and its ledger summary, and the
-deliveries' requests, among them every Query of an index (one per page). Then, for each page:
+For each fanned-out job of template.yaml (tests/jobs.py: one `clockless new job --fan-out` adds is
+swept too), one clean tick on the jobs' demo data gives the reference: its tables and its ledger
+summary, and the deliveries' requests, among them every Query of an index (one per page). Then,
+for each page:
 
 - **stale rows**: the delivery that read the page dies right after the page's writes took effect,
   before its cursor is stored, so its redelivery reads the page again, through an index that still
