@@ -73,7 +73,7 @@ class WorkQueues:
             if before_each is not None:
                 before_each(json.loads(message["Body"]))
             try:
-                answer = self.runtime.call(self.worker, self._event(message))
+                answer = self.runtime.call(self.worker, self.event(message))
             except Exception as error:  # the function failed: Lambda leaves the whole batch to SQS
                 answer = {"error": f"{type(error).__name__}: {error}"}
             self.answers.append(answer)
@@ -93,7 +93,8 @@ class WorkQueues:
         )
         return list(answer.get("Messages", []))
 
-    def _event(self, message: dict[str, Any]) -> dict[str, Any]:
+    def event(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The SQS event Lambda hands the worker for one received message."""
         names = LocalNames()
         return {
             "Records": [

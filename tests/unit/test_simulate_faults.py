@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,7 +60,7 @@ class _DynamoDB:
         return AWSResponse(request.url, 200, headers, _Raw(b'{"n": %d}' % len(self.received)))
 
 
-def _send(faults: FaultInjector, dynamodb: _DynamoDB, request: _Request) -> AWSResponse:
+def _send(faults: FaultInjector, dynamodb: Callable[[Any, _Request], AWSResponse], request: _Request) -> AWSResponse:
     return faults._send(dynamodb, None, request)  # type: ignore[arg-type]
 
 
@@ -250,3 +251,68 @@ def test_a_sweep_one_per_path_faults_each_step_once_and_leaves_repeated_cycles_t
 
     assert one_per_path(requests) == [1, 2, 3, 4, 8, 9, 10]
     assert aimed_at(requests, EVERY_REQUEST) == list(range(1, 11))
+
+
+class _Index:
+    """Stands in for DynamoDB answering a Query of an index: the rows it holds now."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+
+    def __call__(self, _endpoint: Any, request: _Request) -> AWSResponse:
+        body = json.dumps({"Items": self.rows, "Count": len(self.rows), "ScannedCount": len(self.rows)})
+        headers: Any = {}
+        return AWSResponse(request.url, 200, headers, _Raw(body.encode()))
+
+
+def _page(call: str, *, index: str | None = "due-by-time", start: str | None = None) -> _Request:
+    payload: dict[str, Any] = {"TableName": "Items", "KeyConditionExpression": "#s = :s"}
+    if index is not None:
+        payload["IndexName"] = index
+    if start is not None:
+        payload["ExclusiveStartKey"] = {"id": {"S": start}}
+    return _request(payload, call=call)
+
+
+def _ids(response: AWSResponse) -> list[str]:
+    return [row["id"]["S"] for row in json.loads(response.content)["Items"]]
+
+
+def test_a_lagging_index_shows_a_page_the_rows_that_left_it_since_it_was_read() -> None:
+    # Given a page of an index read once, and then one of its rows applied (gone from the index)
+    faults, index = FaultInjector(), _Index([{"id": {"S": "a"}}, {"id": {"S": "b"}}])
+    faults.watch()
+    assert _ids(_send(faults, index, _page("first read"))) == ["a", "b"]
+    index.rows = [{"id": {"S": "b"}}]
+    # When the same page is read again through a lagging index, and another page of it
+    faults.arm(1, FaultKind.STALE_ROWS)
+    again = _send(faults, index, _page("re-read"))
+    faults.arm(1, FaultKind.STALE_ROWS)
+    other_page = _send(faults, index, _page("other page", start="b"))
+    # Then the re-read still shows the applied row where it sorted; a page that never showed it does not
+    assert _ids(again) == ["a", "b"]
+    assert json.loads(again.content)["Count"] == 2
+    assert _ids(other_page) == ["b"]
+    assert faults.counts.stale_rows_shown == 1
+
+
+def test_a_row_not_yet_visible_is_missing_from_its_page_and_kept_aside() -> None:
+    faults, index = FaultInjector(), _Index([{"id": {"S": "a"}}, {"id": {"S": "b"}}])
+    faults.arm(1, FaultKind.NOT_YET_VISIBLE)
+
+    page = _send(faults, index, _page("read"))
+
+    assert _ids(page) == ["b"]
+    assert faults.hidden_rows == [{"id": {"S": "a"}}]
+    assert faults.requests()[0].index_name == "due-by-time"
+    assert faults.requests()[0].fault is FaultKind.NOT_YET_VISIBLE
+
+
+def test_an_index_lag_aimed_at_a_read_of_the_table_itself_changes_nothing() -> None:
+    faults, index = FaultInjector(), _Index([{"id": {"S": "a"}}])
+    faults.arm(1, FaultKind.NOT_YET_VISIBLE)
+
+    page = _send(faults, index, _page("base table read", index=None))
+
+    assert _ids(page) == ["a"]
+    assert faults.disarm() is False

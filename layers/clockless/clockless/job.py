@@ -286,7 +286,8 @@ class ScheduledJob:
 
     def _held_by_overlap(self, tick: Tick, store: LedgeredPersistenceLayer) -> Held | None:
         """Skipped or buffered behind an earlier tick still running, as the job declared; None:
-        run it. `run-both` asks nothing (no request); the others one Query, and a hold one write."""
+        run it. `run-both` asks nothing (no request); the others one Query, and a hold one write
+        (a `buffer` hold behind a running tick one Query more)."""
         if self.overlap is Overlap.RUN_BOTH:
             return None
         guard = OverlapGuard(store.ledger, self.overlap, running_at_most=self.running_at_most)

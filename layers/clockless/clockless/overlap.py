@@ -129,6 +129,16 @@ class OverlapGuard:
         settled meanwhile (None: run it). A tick the ledger already holds is answered as held."""
         other = earlier.scheduled_time
         if self.policy is Overlap.BUFFER and earlier.status == STATUS_STARTED:
+            # One tick buffered behind a running one, whatever order they arrive in: a late tick
+            # whose later neighbour is already buffered behind the same tick is skipped, as it
+            # would have buffered that neighbour out had it come on time. (Two buffered behind one
+            # tick would leave the later for ever: the finisher starts the tick buffered behind
+            # the one it finishes.)
+            after = buffered_after(self.ledger, tick.job, other)
+            if after is not None and after.scheduled_time != tick.scheduled_time:
+                earlier = Earlier(format_scheduled_time(after.scheduled_time), STATUS_BUFFERED)
+                other = earlier.scheduled_time
+        if self.policy is Overlap.BUFFER and earlier.status == STATUS_STARTED:
             held = Held(STATUS_BUFFERED, f"overlap: {other} still running; starts when it finishes", other)
         elif earlier.status == STATUS_BUFFERED:
             held = Held(STATUS_SKIPPED, f"overlap: {other} already buffered", other)

@@ -172,3 +172,24 @@ def test_a_buffered_tick_delivered_again_after_its_start_is_not_started_twice(aw
     assert _partition_ticks(aws) == []
     entry = _entry(aws, SECOND)
     assert (entry["status"], entry["attempts"]) == ("succeeded", "1")
+
+
+def test_buffer_judges_a_late_tick_by_its_scheduled_time_and_leaves_no_tick_buffered_for_ever(aws: Aws) -> None:
+    # GIVEN the first tick running, and the third (on time) buffered behind it
+    seed(aws.dynamodb, 8)
+    _, _, coordinator, worker = toy_job(overlap="buffer")
+    coordinator(_tick(FIRST), Context())
+    third = coordinator(_tick(THIRD), Context())
+    assert (third["outcome"], third["overlap_with"]) == ("buffered", FIRST)
+
+    # WHEN the second tick arrives late, while the first still runs
+    second = coordinator(_tick(SECOND), Context())
+
+    # THEN one tick is buffered behind the first, as for ticks in order: the late one is skipped,
+    # naming the tick buffered after it
+    assert (second["outcome"], second["reason"]) == ("skipped", f"overlap: {THIRD} already buffered")
+    drained = drain(aws.sqs, aws.work_queue, worker)
+    assert drained.errors == []
+    statuses = {when: _entry(aws, when)["status"] for when in (FIRST, SECOND, THIRD)}
+    assert statuses == {FIRST: "succeeded", SECOND: "skipped", THIRD: "succeeded"}
+    assert len(aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"]) == 8

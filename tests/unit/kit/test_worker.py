@@ -4,15 +4,21 @@ and their replay, malformed messages."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
+from clockless.fanout import FanOut
 from clockless.fanout.keys import lane_key, partition_key, tick_key
 from clockless.fanout.messages import WorkMessage
 from clockless.fanout.records import PartitionRecords, now_ms
+from clockless.job import ScheduledJob
 from clockless.ledger import LedgerEntry
+from clockless.run import JobRun
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.toy import (
     BUSINESS_DATE,
@@ -20,6 +26,7 @@ from tests.unit.kit.toy import (
     TOY_JOB,
     Context,
     FixedWork,
+    ToyWork,
     bodies,
     drain,
     receive,
@@ -246,3 +253,59 @@ def test_progress_shows_partitions_done_and_the_counters_so_far(aws: Aws) -> Non
     done = Finisher(aws.dynamodb, "LedgerTable").progress(TOY_JOB, SCHEDULED)
     assert (done.complete, done.status, done.counters.applied) == (True, "succeeded", 12)
     assert int(_entry(aws)["duration_ms"]["N"]) >= 0
+
+
+class _PausedAfterReading(ToyWork):
+    """The toy whose second page is read, then held while `meanwhile` runs (another worker)."""
+
+    def __init__(self, client: Any, meanwhile: Any) -> None:
+        super().__init__(client)
+        self.meanwhile = meanwhile
+        self.pages = 0
+
+    def read(self, partition: str, params: Any, cursor: Any, limit: int) -> Any:
+        page = super().read(partition, params, cursor, limit)
+        self.pages += 1
+        if self.pages == 2:
+            self.meanwhile()
+        return page
+
+
+def test_workers_whose_clocks_differ_by_seconds_never_apply_an_item_twice(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN worker A mid-partition, 6 s before its lease runs out by its own clock (a page applied,
+    # the next one read and in hand), and worker B whose clock is 7 s ahead of A's: for B the
+    # lease ran out a second ago, so it takes the partition over while A still holds it
+    monkeypatch.setenv("WORK_PAGE_SIZE", "2")
+    monkeypatch.setenv("WORK_TIME_BUDGET_SECONDS", "1")
+    seed(aws.dynamodb, 8, partitions=1)
+    job = ScheduledJob(TOY_JOB)
+    work = FanOut(job, partitions=["0"])
+
+    @job.handler
+    def coordinator(run: JobRun) -> Mapping[str, Any]:
+        return work.start(run, params={"until": BUSINESS_DATE})
+
+    worker_b = work.worker(lambda: ToyWork(aws.dynamodb))
+    answers: list[dict[str, Any]] = []
+    start = datetime.now(UTC).replace(microsecond=0)
+    with time_machine.travel(start, tick=False) as clock_a:
+
+        def meanwhile() -> None:
+            clock_a.shift(timedelta(seconds=54))
+            with time_machine.travel(start + timedelta(seconds=61), tick=False):
+                answers.append(_deliver(worker_b, _partition_message("0")))
+
+        worker_a = work.worker(lambda: _PausedAfterReading(aws.dynamodb, meanwhile))
+        coordinator(dict(TICK), Context())
+        # WHEN A goes on with the page it read, after B took the partition over and finished it
+        held = _deliver(worker_a, _partition_message("0"), Context(remaining_ms=60_000))
+    # THEN B applied the rest once (6 items, from A's stored cursor), A's page in hand was already
+    # done and A stopped at its cursor (its lease taken over): every item applied and counted once
+    assert answers == [{"batchItemFailures": []}]
+    assert held == {"batchItemFailures": []}
+    assert len(_outputs(aws)) == 8
+    summary = _summary(aws)
+    assert (summary["applied"], summary["failed"]) == (8, 0)
+    assert _entry(aws)["status"] == {"S": "succeeded"}

@@ -3,6 +3,7 @@ a transaction, and what is counted (in the same transaction) for them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from clockless.fanout.pacing import Pacer, PacingSettings
+from clockless.fanout.partition import PartitionAccounting
+from clockless.fanout.records import PartitionRecords
 from clockless.fanout.retry import WorkRetriesSpent
 from clockless.fanout.types import Counters
 from clockless.fanout.writer import (
@@ -19,6 +22,7 @@ from clockless.fanout.writer import (
     Entry,
     pack,
 )
+from clockless.items import FailedItem
 from clockless.throttle import Budget, BudgetSpent, client_request_token
 from tests.unit.kit.fake_clock import FakeClock
 from tests.unit.kit.toy import Context
@@ -286,3 +290,64 @@ def test_an_item_with_nothing_to_write_is_counted_already_done() -> None:
     counters = _writer(client).apply([*nothing, *entries("a")])
     assert counters == Counters(applied=1, already_done=1)
     assert _count(client.applied[0]) == {"lane": 0, "applied": [], "done": ["empty"], "failed": []}
+
+
+# DynamoDB's limits on one TransactWriteItems: 100 actions, 4 MB, and any expression string 4 KB.
+MAX_TRANSACTION_ACTIONS = 100
+MAX_EXPRESSION_BYTES = 4096
+
+
+def test_a_page_of_a_thousand_bad_rows_is_counted_within_dynamodbs_transaction_limits() -> None:
+    # Given a page whose 1,000 rows all failed before any write (none decodes), and the partition
+    # record's own accounting (its condition names each failed key, so a repeat counts nothing)
+    client = ScriptedClient()
+    records = PartitionRecords(client, "LedgerTable", "job", "2026-12-01T03:00:00Z", "0", "me", 3600)
+    writer = BatchWriter(client, PartitionAccounting(records), on_failed=lambda items, reason: None, concurrency=1)
+    keys = [f"tenant-01#15#session-{n:05d}" for n in range(1000)]
+    page = [Entry(key, [], None, FailedItem(key, "decode", "field 'started_at' missing")) for key in keys]
+    # When the writer counts them
+    counters = writer.apply(page)
+    # Then each is counted failed once, in transactions DynamoDB accepts
+    assert counters == Counters(failed=1000)
+    counted = [key for sent, _ in client.sent for key in sent[0]["Update"]["ExpressionAttributeValues"][":keys"]["SS"]]
+    assert sorted(counted) == keys
+    for sent, _ in client.sent:
+        assert len(sent) <= MAX_TRANSACTION_ACTIONS
+        for action in sent:
+            for name in ("ConditionExpression", "UpdateExpression"):
+                assert len(action["Update"].get(name, "").encode()) <= MAX_EXPRESSION_BYTES, name
+
+
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+
+
+class SizedClient(ScriptedClient):
+    """Refuses a transaction over 4 MB as DynamoDB does: ValidationException, no per-item reasons."""
+
+    def transact_write_items(self, *, TransactItems: list[dict[str, Any]], ClientRequestToken: str) -> dict[str, Any]:
+        if len(json.dumps(TransactItems).encode()) > MAX_TRANSACTION_BYTES:
+            self.sent.append((TransactItems, ClientRequestToken))
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "Transaction request cannot be larger than 4 MB"}},
+                "TransactWriteItems",
+            )
+        return super().transact_write_items(TransactItems=TransactItems, ClientRequestToken=ClientRequestToken)
+
+
+def _sized(key: str, kilobytes: int) -> Entry:
+    return Entry(key, [{"Update": {"TableName": "t", "Key": {"k": {"S": key}}, "v": "x" * (kilobytes * 1024)}}], key)
+
+
+def test_a_partition_whose_items_exceed_4_mb_together_is_applied_and_an_item_over_it_alone_fails_by_name() -> None:
+    # Given 60 items of 100 KB (6 MB in one batch of 99 actions) and one item whose write is 5 MB
+    client, dead = SizedClient(), list[tuple[list[str], str]]()
+    page = [_sized(f"k{n:02d}", 100) for n in range(60)] + [_sized("huge", 5 * 1024)]
+    # When the writer applies them
+    counters = _writer(client, dead).apply(page)
+    # Then every item that fits a transaction is applied once (the refused batch halved until its
+    # halves fit), the one that cannot fits no transaction and fails alone, named, and nothing is stuck
+    applied = [key for sent in client.applied for key in _count(sent)["applied"]]
+    assert sorted(applied) == [f"k{n:02d}" for n in range(60)]
+    assert counters == Counters(applied=60, failed=1)
+    assert [keys for keys, _ in dead] == [["huge"]]
+    assert "larger than 4 MB" in dead[0][1]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Final
 
 LOGIC_TEST: Final = '''"""__JOB__'s logic on an in-memory store: what a tick applies, that a second delivery of the
-same tick applies nothing twice, that a late delivery leaves the next tick the same items, and that a
-bad row fails alone."""
+same tick applies nothing twice, that a late delivery leaves the next tick the same items, that an
+index that lags (stale rows, a row not yet visible) costs nothing, and that a bad row fails alone."""
 
 from __future__ import annotations
 
@@ -82,6 +82,38 @@ def test_the_next_tick_applies_what_a_late_delivery_of_the_one_before_has_not_ye
     # Then the item is applied once, by the next tick (everything due, not only its own window)
     assert (first.applied, late.due, late.applied) == (1, 0, 0)
     assert store.applied == ["t#now"]
+
+
+class LaggingIndex(FakeStore):
+    """The due index behind its table, as a global secondary index may be: it still shows `stale`
+    rows (items applied since) and does not show `hidden` ones yet (written a moment ago)."""
+
+    def __init__(self, items: Iterable[Item], *, stale: Iterable[Item], hidden: Iterable[str]) -> None:
+        super().__init__(items)
+        self.stale = list(stale)
+        self.hidden = set(hidden)
+
+    def due_rows(self, *, as_of: datetime) -> Iterable[Any]:
+        shown = [row for row in super().due_rows(as_of=as_of) if self.row_key(row) not in self.hidden]
+        return [*self.stale, *shown]
+
+
+def test_an_index_that_lags_costs_nothing_and_leaves_a_row_not_yet_visible_to_the_next_tick() -> None:
+    # Given an index still showing an item applied an hour ago, and not yet one written just now
+    store = LaggingIndex(
+        [Item("t", "due", TICK - timedelta(hours=1)), Item("t", "new", TICK)],
+        stale=[Item("t", "applied", TICK - timedelta(hours=2))],
+        hidden={"t#new"},
+    )
+
+    tick = apply_due(store, as_of=TICK)
+    store.stale, store.hidden = [], set()
+    following = apply_due(store, as_of=TICK + timedelta(minutes=15))
+
+    # Then the stale row is counted already done (applied nothing), and the next tick applies the new one
+    assert (tick.due, tick.applied, tick.already_done) == (2, 1, 1)
+    assert (following.due, following.applied) == (1, 1)
+    assert store.applied == ["t#due", "t#new"]
 
 
 def test_a_row_that_does_not_decode_fails_alone() -> None:

@@ -15,7 +15,12 @@ against (docs/tick-contract.md):
   cancelled with `ThrottlingError` on its first action (botocore does not retry that), any other
   request as `throttled`;
 - `dies_after`: answered, and then the attempt dies (Lambda's timeout): nothing after it runs;
-- `error_after`: answered, and then the delivery raises (the simulator's partial run).
+- `error_after`: answered, and then the delivery raises (the simulator's partial run);
+- `stale_rows` (a Query of a global secondary index, which is eventually consistent): the page
+  also shows the rows an earlier read of the same page got that have left the index since (their
+  base items were applied or changed: a lagging index still shows them);
+- `not_yet_visible` (a Query of an index): the page lacks its first row, written a moment ago and
+  not yet in the index; `hidden_rows` keeps what each such page lacked.
 
 It also answers a resent `TransactWriteItems` as DynamoDB does: a request carrying the
 `ClientRequestToken` of one that succeeded less than 10 minutes ago gets that request's answer
@@ -28,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -74,6 +80,8 @@ class FaultKind(enum.StrEnum):
     TRANSACTION_THROTTLED = "transaction_throttled"
     DIES_AFTER = "dies_after"
     ERROR_AFTER = "error_after"
+    STALE_ROWS = "stale_rows"
+    NOT_YET_VISIBLE = "not_yet_visible"
 
 
 # The fault model's kinds, as the contract lists them (plus the lost answer whose resends are
@@ -85,6 +93,9 @@ MODEL_KINDS: Final = (
     FaultKind.LOST_THEN_THROTTLED,
     FaultKind.DIES_AFTER,
 )
+# An index's reads lag its table (GSI reads are eventually consistent only): what a Query of an
+# index can answer. Aimed at any other request, they change nothing and do not fire.
+INDEX_LAG_KINDS: Final = (FaultKind.STALE_ROWS, FaultKind.NOT_YET_VISIBLE)
 # The request took effect in DynamoDB although its sender may not know it.
 APPLIED_KINDS: Final = frozenset(
     {FaultKind.LOST_RESPONSE, FaultKind.LOST_THEN_THROTTLED, FaultKind.DIES_AFTER, FaultKind.ERROR_AFTER}
@@ -139,6 +150,8 @@ class RequestRecord:
     operation: str
     tables: frozenset[str]
     fault: FaultKind | None = None
+    # the global secondary index a Query reads (None: not an index read)
+    index_name: str | None = None
 
 
 @dataclass
@@ -159,6 +172,9 @@ class _Armed:
     dead: bool = False
     requests: list[RequestRecord] = field(default_factory=list)
     calls: set[str] = field(default_factory=set)
+    # index Query (1-based, among this delivery's index reads) -> the lag it meets
+    index_plan: dict[int, FaultKind] = field(default_factory=dict)
+    index_reads: int = 0
 
 
 @dataclass
@@ -167,6 +183,8 @@ class FaultCounts:
 
     # resent transactions answered from their ClientRequestToken, as DynamoDB answers them
     answered_from_token: int = 0
+    # rows a lagging index showed although their base items had left it (`stale_rows`)
+    stale_rows_shown: int = 0
 
 
 class FaultInjector:
@@ -186,6 +204,10 @@ class FaultInjector:
         # (the kit's batch writer), run while nothing else sends.
         self._everywhere: _Armed | None = None
         self._sending = threading.Lock()
+        # What each page of an index has shown (by query and start key), for `stale_rows`.
+        self._pages_shown: dict[str, list[dict[str, Any]]] = {}
+        # The rows `not_yet_visible` kept out of pages, in the order it did.
+        self.hidden_rows: list[dict[str, Any]] = []
 
     def _armed(self) -> _Armed | None:
         armed: _Armed | None = getattr(self._local, "armed", None)
@@ -200,18 +222,21 @@ class FaultInjector:
         then: Mapping[int, FaultKind] | None = None,
         lost_answers: Collection[int] = (),
         every_thread: bool = False,
+        index_reads: Mapping[int, FaultKind] | None = None,
     ) -> None:
         """The fault hits this thread's `after_requests`-th request from now (1 = the next one;
         bookkeeping requests count only with `count_spared`); `then` adds faults at later
         requests of the same delivery. `lost_answers` are indexes among all its requests whose
         answer is lost (and resent by botocore). `every_thread`: the requests of every thread
         count, in the order they are sent (for code that sends from threads it starts; only
-        while nothing else sends)."""
+        while nothing else sends). `index_reads` aims index lags at this delivery's n-th Query of an
+        index (1 = its first), wherever among its requests that falls."""
         plan = {} if after_requests is None else {after_requests: FaultKind(kind)}
         plan.update({index: FaultKind(k) for index, k in (then or {}).items()})
         if min([*plan, *lost_answers], default=1) < 1:
             raise ValueError("a fault fires at the first request at the earliest")
         armed = _Armed(plan, count_spared, frozenset(lost_answers))
+        armed.index_plan = {index: FaultKind(k) for index, k in (index_reads or {}).items()}
         self._local.armed = armed
         if every_thread:
             self._everywhere = armed
@@ -263,8 +288,16 @@ class FaultInjector:
         counted = armed.count_spared or domain
         armed.seen_all += 1
         armed.seen += counted
-        armed.requests.append(RequestRecord(armed.seen_all, operation_of(request), frozenset(tables)))
+        index_name = _index_read(request)
+        armed.requests.append(
+            RequestRecord(armed.seen_all, operation_of(request), frozenset(tables), index_name=index_name)
+        )
         kind = armed.plan.get(armed.seen) if counted else None
+        if kind in INDEX_LAG_KINDS and index_name is None:
+            kind = None  # only an index read lags
+        if index_name is not None:
+            armed.index_reads += 1
+            kind = kind or armed.index_plan.get(armed.index_reads)
         if kind is None and armed.seen_all in armed.lost_answers:
             kind = FaultKind.LOST_RESPONSE
         if kind is not None:
@@ -280,6 +313,8 @@ class FaultInjector:
         response = self._forward(original, endpoint, request)
         if domain and operation_of(request) in WRITE_OPERATIONS:
             armed.writes += 1
+        if _index_read(request) is not None:
+            self._remember_page(request, response)
         return response
 
     def _resend_after(
@@ -304,6 +339,8 @@ class FaultInjector:
             return throttle_error_response(request)
         if kind is FaultKind.TRANSACTION_THROTTLED:
             return throttled_response(request)
+        if kind in INDEX_LAG_KINDS:
+            return self._lagging_page(original, endpoint, request, kind)
         response = self._forward(original, endpoint, request)
         if not first:
             return response  # the SDK's resend after a lost answer, answered as DynamoDB would
@@ -319,6 +356,40 @@ class FaultInjector:
             f"({armed.writes} domain write(s) already done)",
             writes_done=armed.writes,
         )
+
+    # ----------------------------------------------------------------------------- index lag
+    def _remember_page(self, request: Any, response: AWSResponse) -> list[dict[str, Any]]:
+        """The rows this page of the index shows now, remembered beside what it showed before."""
+        answer = _answer_of(response)
+        rows = list(answer.get("Items") or []) if answer is not None else []
+        if answer is None:
+            return rows
+        with self._lock:
+            shown = self._pages_shown.setdefault(_page_of(request), [])
+            shown.extend(row for row in rows if row not in shown)
+        return rows
+
+    def _lagging_page(self, original: Any, endpoint: Endpoint, request: Any, kind: FaultKind) -> AWSResponse:
+        """The page as an index that lags its table answers it (every SDK attempt of the read)."""
+        response = self._forward(original, endpoint, request)
+        answer = _answer_of(response)
+        if answer is None:
+            return response  # an error: nothing to lag
+        rows = list(answer.get("Items") or [])
+        with self._lock:
+            if kind is FaultKind.STALE_ROWS:
+                # Rows the page showed before and no longer does, where they sorted: still in a
+                # lagging index. Shown besides the page's Limit, as a lagging index would count them.
+                stale = [row for row in self._pages_shown.get(_page_of(request), []) if row not in rows]
+                self.counts.stale_rows_shown += len(stale)
+                rows = stale + rows
+            elif rows:
+                self.hidden_rows.append(rows.pop(0))
+        answer["Items"] = rows
+        answer["Count"] = answer["ScannedCount"] = len(rows)
+        # Another body: its length and DynamoDB's CRC32 of it (which botocore checks) go with it.
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in ("x-amz-crc32", "content-length")}
+        return made_up_response(request, 200, json.dumps(answer).encode(), headers)
 
     def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
         if not self.client_request_tokens or operation_of(request) != "TransactWriteItems":
@@ -360,6 +431,43 @@ class FaultInjector:
                 yield self
             finally:
                 setattr(Endpoint, "_send", original)  # noqa: B010
+
+
+def _index_read(request: Any) -> str | None:
+    """The index a DynamoDB Query reads (None: not an index Query)."""
+    if operation_of(request) != "Query":
+        return None
+    index = payload_of(request).get("IndexName")
+    return index if isinstance(index, str) else None
+
+
+def _page_of(request: Any) -> str:
+    """One page of one index query: its table, index, key condition (with values) and start key."""
+    payload = payload_of(request)
+    page = {name: payload.get(name) for name in _PAGE_FIELDS}
+    return json.dumps(page, sort_keys=True)
+
+
+_PAGE_FIELDS: Final = (
+    "TableName",
+    "IndexName",
+    "KeyConditionExpression",
+    "FilterExpression",
+    "ExpressionAttributeNames",
+    "ExpressionAttributeValues",
+    "ExclusiveStartKey",
+    "ScanIndexForward",
+)
+
+
+def _answer_of(response: AWSResponse) -> dict[str, Any] | None:
+    if response.status_code != 200:
+        return None
+    try:
+        answer = json.loads(response.content or b"{}")
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
 
 
 class _NoSleepTime:

@@ -138,8 +138,15 @@ class BatchWriter:
         if failed:
             self.on_failed(failed, failed[0].failure.message if failed[0].failure else too_big_text)
         if failed or nothing_to_do:
-            # Found, with nothing to write (already done) or failed before writing: counted all the same.
-            total.add(self._apply([], 0, done=nothing_to_do, failed=[entry.key for entry in failed]))
+            # Found, with nothing to write (already done) or failed before writing: counted all the
+            # same. The accounting's condition names each failed key, and DynamoDB refuses an
+            # expression over 4 KB: a transaction's worth of keys at a time (a page of bad rows
+            # would otherwise be refused whole, and its partition never get past it).
+            keys = [entry.key for entry in failed]
+            chunks = [keys[start : start + MAX_ITEM_ACTIONS] for start in range(0, len(keys), MAX_ITEM_ACTIONS)]
+            total.add(self._apply([], 0, done=nothing_to_do, failed=chunks[0] if chunks else []))
+            for chunk in chunks[1:]:
+                total.add(self._apply([], 0, failed=chunk))
         batches = pack(fits)
         lanes = min(self.concurrency, len(batches))
         if lanes <= 1:
