@@ -34,7 +34,13 @@ def sam_local(sam_build: Built, tmp_path_factory: pytest.TempPathFactory) -> Ite
     stack = Stack(root / "sam-local.json", free_port(), host=bridge_gateway(engine), root=sam_build.root)
     stack.up()
     sam = SamLocal(
-        engine, image, stack, build_dir=sam_build.build_dir, env_file=root / "env.local.json", root=sam_build.root
+        engine,
+        image,
+        stack,
+        build_dir=sam_build.build_dir,
+        env_file=root / "env.local.json",
+        root=sam_build.root,
+        parameters=sam_build.parameters,
     )
     try:
         sam.write_env_file()

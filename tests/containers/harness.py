@@ -260,17 +260,22 @@ class Built:
     image: str
     build_dir: Path
     root: Path  # the project built
+    parameters: tuple[str, ...]  # its --parameter-overrides
 
 
-def build(root: Path, build_dir: Path) -> Built:
-    """`sam build` of the project at `root` (Architecture=x86_64) on the engine, with the image there."""
+def build(root: Path, build_dir: Path, architecture: str = "x86_64") -> Built:
+    """`sam build` of the project at `root` for `architecture` on the engine, with its image there."""
     engine = find_engine()
     assert engine is not None, "no container engine answers: run these tests with `make test-containers`"
-    image = runtime_image(host_architecture()).tag
-    assert image_present(engine, image), f"the runtime image {image} is missing: `make runtime-image` builds it"
+    image = runtime_image(architecture).tag
+    assert image_present(engine, image), (
+        f"the runtime image {image} is missing: `make runtime-image"
+        f"{'' if architecture == host_architecture() else f' ARCH={architecture}'}` builds it"
+    )
+    parameters = (f"Architecture={architecture}",)
     unused = Stack(build_dir.parent / "unused.json", 0, root=root)
-    SamLocal(engine, image, unused, build_dir, build_dir.parent / "env", root=root).build()
-    return Built(engine, image, build_dir, root)
+    SamLocal(engine, image, unused, build_dir, build_dir.parent / "env", root=root, parameters=parameters).build()
+    return Built(engine, image, build_dir, root, parameters)
 
 
 def lambda_client(host: str, port: int) -> Any:

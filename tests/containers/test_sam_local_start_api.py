@@ -2,21 +2,24 @@
 jobs' functions behind `sam local start-lambda`: the trigger's asynchronous invoke reaches SAM's
 Lambda endpoint, which runs the job's function in its own container, as Lambda would.
 
-- the right secret hands the latest tick over (202), the tick runs, and its partitions are drained
-  through start-lambda: the tables and the ledger are what `clockless invoke` of the same tick makes
-  on a stack holding the same data; pressed again for that tick, it answers the ledger's outcome
-  (200) and invokes nothing;
 - a wrong secret (401), a body that is not JSON (400) and an instant that is not one of the job's
   ticks (400, naming the ticks around it) change nothing in any table and invoke nothing;
-- the same request id twice takes effect once: SAM's API mints a request id per request
-  (samcli/local/events/api_event.py), so this case sends the API's event with a fixed id through
-  `sam local invoke` of the trigger; the second request, naming another tick, gets the first's
-  answer, and its tick never reaches the ledger.
+- the right secret hands the latest tick over (202), the tick runs, and its partitions are drained
+  through start-lambda: the tables and the ledger are what `clockless invoke` of the same tick makes
+  on a stack holding the same data;
+- the same request id twice takes effect once. SAM CLI 1.170's local API gives every request of one
+  `start-api` process the same request id (a default argument evaluated once,
+  samcli/local/events/api_event.py; aws/aws-sam-cli#9279), so every later request to it is a replay
+  of its first to the trigger: the second press, naming another tick, gets the first's answer, and
+  its tick is never handed over nor reaches the ledger;
+- pressed again for the tick that ran, from a new `start-api` (a new request id), the trigger
+  answers the ledger's outcome (200) and invokes nothing.
 
 Slow and in containers: `make test-containers` (CI runs it)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -36,8 +39,7 @@ from clockless_tools.local.poller import OUTCOME_DONE, Message, SqsPoller
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import LOCAL_SECRET_VALUE
 from job_trigger.repository import DynamoRequestRecords
-from tests.conftest import load_event
-from tests.containers.harness import SamLocal, Stack, differences, free_port, lambda_client, response_of
+from tests.containers.harness import SamLocal, Stack, differences, free_port, lambda_client
 from tests.jobs import HOUR, job_where, jobs, project_template
 
 pytestmark = [pytest.mark.slow, pytest.mark.containers]
@@ -154,12 +156,41 @@ def ledger_entry(stack: Stack, scheduled_time: str) -> dict[str, Any] | None:
     return item
 
 
-@pytest.fixture(scope="module")
-def api(sam_local: SamLocal, reference: Stack) -> Iterator[Api]:
+@dataclass
+class Servers:
     """start-lambda on the bridge's gateway (where the trigger's container reaches it, as
-    host.docker.internal) and start-api on loopback, the trigger's Lambda endpoint moved to the
-    former and its jobs named by their functions' logical ids, which start-lambda serves."""
-    lambda_host, lambda_port, api_port = bridge_gateway(sam_local.engine), free_port(), free_port()
+    host.docker.internal), for a start-api on loopback at a time."""
+
+    sam: SamLocal
+    reference: Stack
+    lambda_port: int
+    lambda_host: str
+
+    @contextlib.contextmanager
+    def api(self) -> Iterator[Api]:
+        """A `sam local start-api` of its own (so a request id of its own), its trigger started."""
+        port = free_port()
+        with self.sam.serving("start-api", port, "--warm-containers", "LAZY"):
+            api = Api(self.sam, self.reference, port, self.lambda_port, self.lambda_host)
+            # The trigger's Timeout is 10 s, and RIE counts its first start (the imports) in it: on
+            # a loaded machine that start can take longer, and SAM answers 502. Its container stays
+            # warm (LAZY), so it is started first, by a request that changes nothing (a 401 is
+            # answered before any request id is read or recorded).
+            for _ in range(WARM_UP_TRIES):
+                status, _ = api.press("{}", secret="warm-up")
+                if status == 401:
+                    break
+            assert status == 401, (
+                f"the trigger did not start in {WARM_UP_TRIES} tries:\n{self.sam.log('start-api').read_text()}"
+            )
+            yield api
+
+
+@pytest.fixture(scope="module")
+def servers(sam_local: SamLocal, reference: Stack) -> Iterator[Servers]:
+    """The trigger's Lambda endpoint moved to start-lambda, and its jobs named by their functions'
+    logical ids, which start-lambda serves."""
+    lambda_host, lambda_port = bridge_gateway(sam_local.engine), free_port()
     functions = {job.name: f"arn:aws:lambda:us-east-1:123456789012:function:{job.function_id}" for job in jobs()}
     sam = replace(
         sam_local,
@@ -174,113 +205,74 @@ def api(sam_local: SamLocal, reference: Stack) -> Iterator[Api]:
             }
         }
     )
-    with (
-        sam.serving("start-lambda", lambda_port, "--warm-containers", "LAZY", host=lambda_host),
-        sam.serving("start-api", api_port, "--warm-containers", "LAZY"),
-    ):
-        api = Api(sam, reference, api_port, lambda_port, lambda_host)
-        # The trigger's Timeout is 10 s, and RIE counts its first start (the imports) in it: on a
-        # loaded machine that start can take longer, and SAM answers 502. Its container stays warm
-        # (LAZY) for the cases, so it is started first, by a request that changes nothing.
-        for _ in range(WARM_UP_TRIES):
-            status, _ = api.press("{}", secret="warm-up")
-            if status == 401:
-                break
-        assert status == 401, f"the trigger did not start in {WARM_UP_TRIES} tries:\n{sam.log('start-api').read_text()}"
-        yield api
+    with sam.serving("start-lambda", lambda_port, "--warm-containers", "LAZY", host=lambda_host):
+        yield Servers(sam, reference, lambda_port, lambda_host)
 
 
 def _hour(moment: datetime) -> str:
     return moment.replace(minute=0, second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@pytest.mark.parametrize(
-    ("body", "secret", "status", "answer"),
-    [
+def test_a_refused_request_answers_its_status_and_changes_nothing(servers: Servers) -> None:
+    off_tick = _hour(datetime.now(UTC) - 2 * HOUR).replace(":00:00Z", ":07:00Z")
+    refusals = [
         ("{}", "not-the-secret", 401, {"message": "Unauthorized"}),
         ("{not json", LOCAL_SECRET_VALUE, 400, {"error": "bad_request", "field": "<body>"}),
-        (
-            json.dumps({"scheduled_time": _hour(datetime.now(UTC) - 2 * HOUR).replace(":00:00Z", ":07:00Z")}),
-            LOCAL_SECRET_VALUE,
-            400,
-            {"error": "not_a_tick", "field": "scheduled_time"},
-        ),
-    ],
-    ids=["wrong-secret", "malformed-body", "off-schedule"],
-)
-def test_a_refused_request_answers_its_status_and_changes_nothing(
-    api: Api, body: str, secret: str, status: int, answer: dict[str, Any]
+        (json.dumps({"scheduled_time": off_tick}), LOCAL_SECRET_VALUE, 400, {"error": "not_a_tick"}),
+    ]
+    with servers.api() as api:
+        for body, secret, status, answer in refusals:
+            before, handed_over = api.sam.stack.contents(), api.handed_over()
+
+            answered, refusal = api.press(body, secret=secret)
+
+            assert answered == status, refusal
+            assert {key: refusal[key] for key in answer} == answer, refusal
+            assert api.sam.stack.contents() == before
+            assert api.handed_over() == handed_over
+    # The instant's refusal names the job's ticks around it, in one line
+    assert "\n" not in refusal["message"]
+    assert (refusal["scheduled_before"], refusal["scheduled_after"]) == (
+        off_tick.replace(":07:00Z", ":00:00Z"),
+        _hour(datetime.fromisoformat(off_tick) + HOUR),
+    )
+
+
+def test_the_right_secret_runs_the_tick_once_a_replay_takes_no_effect_and_a_new_press_answers_its_outcome(
+    servers: Servers, workdir: Path
 ) -> None:
-    before, handed_over = api.sam.stack.contents(), api.handed_over()
+    with servers.api() as api:
+        handed_over, (begun, _) = api.handed_over(), api.invocations()
 
-    answered, refusal = api.press(body, secret=secret)
+        # The button, with no time: the job's latest tick, handed to its function, run as clockless invoke runs it
+        status, accepted = api.press("{}")
+        assert status == 202, accepted
+        assert (accepted["invoked"], accepted["tick"]["trigger"]) == (True, "http")
+        assert api.handed_over() == [*handed_over, JOB.function_id]
+        api.run_handed_over_tick(accepted["tick"], workdir, begun)
+        entry = ledger_entry(api.sam.stack, accepted["scheduled_time"])
+        assert entry is not None
+        assert (entry["status"]["S"], entry["trigger"]["S"], entry["attempts"]["N"]) == (STATUS_SUCCEEDED, "http", "1")
+        [first] = request_records(api.sam.stack)
+        assert (first["status_code"], first["body"]) == (202, accepted)
 
-    assert answered == status, refusal
-    assert {key: refusal[key] for key in answer} == answer, refusal
-    if "message" in refusal and status == 400:
-        assert "\n" not in refusal["message"]
-    if refusal.get("error") == "not_a_tick":
-        # The answer names the job's ticks around the instant asked for
-        assert (refusal["scheduled_before"], refusal["scheduled_after"]) == (
-            json.loads(body)["scheduled_time"].replace(":07:00Z", ":00:00Z"),
-            _hour(datetime.fromisoformat(json.loads(body)["scheduled_time"]) + HOUR),
-        )
-    assert api.sam.stack.contents() == before
-    assert api.handed_over() == handed_over
+        # The same request id again (this start-api's), naming another tick: the first answer, nothing else happens
+        before = api.sam.stack.contents()
+        other = _hour(datetime.fromisoformat(accepted["scheduled_time"]) - HOUR)
+        status, replayed = api.press(json.dumps({"scheduled_time": other}))
+        assert (status, replayed) == (202, accepted)
+        assert api.handed_over() == [*handed_over, JOB.function_id]
+        assert ledger_entry(api.sam.stack, other) is None
+        assert api.sam.stack.contents() == before
 
-
-def test_the_right_secret_runs_the_tick_once_and_a_second_press_answers_its_outcome(api: Api, workdir: Path) -> None:
-    handed_over, (begun, _) = api.handed_over(), api.invocations()
-
-    # The button, with no time: the job's latest tick, handed to its function
-    status, accepted = api.press("{}")
-    assert status == 202, accepted
-    assert (accepted["invoked"], accepted["tick"]["trigger"]) == (True, "http")
-    assert api.handed_over() == [*handed_over, JOB.function_id]
-    api.run_handed_over_tick(accepted["tick"], workdir, begun)
-    entry = ledger_entry(api.sam.stack, accepted["scheduled_time"])
-    assert entry is not None
-    assert (entry["status"]["S"], entry["trigger"]["S"], entry["attempts"]["N"]) == (STATUS_SUCCEEDED, "http", "1")
-
-    # Pressed again for that tick: the ledger's outcome, nothing invoked, no table changed but the answer's record
-    before, answers = jobs_tables(api.sam.stack), request_records(api.sam.stack)
-    status, outcome = api.press(json.dumps({"scheduled_time": accepted["scheduled_time"]}))
-    assert status == 200, outcome
-    assert (outcome["status"], outcome["invoked"], outcome["attempts"]) == (STATUS_SUCCEEDED, False, 1)
-    assert api.handed_over() == [*handed_over, JOB.function_id]
-    assert jobs_tables(api.sam.stack) == before
-    recorded = [record for record in request_records(api.sam.stack) if record not in answers]
-    assert [(record["status_code"], record["body"]) for record in recorded] == [(200, outcome)]
-
-
-def test_the_same_request_id_twice_takes_effect_once(api: Api, workdir: Path) -> None:
-    first, second = (_hour(datetime.now(UTC) - hours * HOUR) for hours in (3, 4))
-
-    def request(scheduled_time: str) -> Path:
-        """The API's event for a press naming `scheduled_time`, with one fixed request id."""
-        event = load_event("job_trigger/now.json")
-        event["requestContext"]["requestId"] = "replayed-request-1"
-        event["rawPath"] = event["requestContext"]["http"]["path"] = f"/jobs/{JOB.name}/ticks"
-        event["pathParameters"] = {"job": JOB.name}
-        event["body"] = json.dumps({"scheduled_time": scheduled_time})
-        path = workdir / f"request-{scheduled_time[:13]}.json"
-        path.write_text(json.dumps(event), encoding="utf-8")
-        return path
-
-    handed_over, (begun, _) = api.handed_over(), api.invocations()
-    done = api.sam.invoke(TRIGGER, request(first))
-    assert done.returncode == 0, done.stderr
-    accepted = response_of(done)
-    assert accepted["statusCode"] == 202, accepted
-    api.run_handed_over_tick(json.loads(accepted["body"])["tick"], workdir, begun)
-    before = api.sam.stack.contents()
-
-    # The same request id again, naming another tick: the first answer, and nothing else happens
-    again = api.sam.invoke(TRIGGER, request(second))
-    assert again.returncode == 0, again.stderr
-    answered = response_of(again)
-    assert (answered["statusCode"], json.loads(answered["body"])) == (202, json.loads(accepted["body"]))
-    assert json.loads(answered["body"])["scheduled_time"] == first
-    assert api.handed_over() == [*handed_over, JOB.function_id]
-    assert ledger_entry(api.sam.stack, second) is None
-    assert api.sam.stack.contents() == before
+    # Pressed again for that tick with a new request id: the ledger's outcome, nothing invoked,
+    # no table changed but the new answer's record
+    with servers.api() as api:
+        before, answers = jobs_tables(api.sam.stack), request_records(api.sam.stack)
+        status, outcome = api.press(json.dumps({"scheduled_time": accepted["scheduled_time"]}))
+        assert status == 200, outcome
+        assert (outcome["status"], outcome["invoked"], outcome["attempts"]) == (STATUS_SUCCEEDED, False, 1)
+        assert api.handed_over() == [*handed_over, JOB.function_id]
+        assert jobs_tables(api.sam.stack) == before
+        recorded = [record for record in request_records(api.sam.stack) if record not in answers]
+        assert [(record["status_code"], record["body"]) for record in recorded] == [(200, outcome)]
