@@ -6,7 +6,7 @@ and the layer's compiled packages load and run on arm64. A whole tick is not run
 emulation a coordinator's run is slow enough to near its Timeout on a loaded machine
 (docs/running-locally.md, "The architecture").
 
-Slow and in containers: `make test-containers` (CI runs it)."""
+Slow, in containers, under qemu: `make test-emulation`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.conftest import PROJECT_ROOT
 from tests.containers.harness import Built, SamLocal, Stack, build, response_of
 from tests.jobs import Job, jobs
 
-pytestmark = [pytest.mark.slow, pytest.mark.containers]
+pytestmark = [pytest.mark.slow, pytest.mark.containers, pytest.mark.emulation]
 
 ARCHITECTURE = "arm64"
 
