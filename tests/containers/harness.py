@@ -5,7 +5,9 @@ holding the same data: what both give for the same events is compared table by t
 then `sam local invoke`, `start-lambda` and `start-api` with pulls off (`--skip-pull-image`, the
 stand-in image as `--invoke-image`), the functions' endpoints in events/env.local.json moved to the
 test's stack and `host.docker.internal` mapped to the engine's bridge gateway, where that stack
-listens (`clockless local up --host`)."""
+listens (`clockless local up --host`). A `Stack` and a `SamLocal` may run a copy of the project
+(`project_copy`: its own tools, kit, functions and template), as the new-job module does.
+`every_sample_does_what_clockless_invoke_does` is the check each job's samples get."""
 
 from __future__ import annotations
 
