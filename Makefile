@@ -51,7 +51,7 @@ quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else
 
 .PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint security run events invoke local-up local-down \
         build deploy bench bench-model measure docs clean sam status backfill run-now new-job \
-        engine engine-down runtime-image test-containers emulation test-emulation
+        engine engine-down runtime-image test-containers emulation
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -123,14 +123,7 @@ test-slow: $(STAMP) $(SAM_STAMP) ## The tests marked slow (exhaustive sweeps, th
 # The engine is yours when one answers, else the project's own dockerd, which is stopped
 # afterwards whatever the tests did; nothing is pulled (a pull attempt fails them).
 test-containers: runtime-image ## sam local invoke, start-lambda and start-api of every function (and of new jobs) on the embedded stack, in containers (brings up the engine and image, stops the engine after), which CI runs
-	status=0; $(PY) -m pytest -q -p no:cacheprovider -n 0 -m "containers and not emulation" tests || status=$$?; \
-	  $(CLOCKLESS) engine down; exit $$status
-
-# The template's default arm64 on an x86_64 machine: qemu registered (make emulation), the arm64
-# stand-in image built under it (cached like the other), each function's build answering under it.
-test-emulation: emulation engine $(SAM_STAMP) ## sam local invoke of each function built for arm64, under qemu (registers it, builds the arm64 image once, stops the engine after)
-	$(CLOCKLESS) engine image --architecture arm64
-	status=0; $(PY) -m pytest -q -p no:cacheprovider -n 0 -m emulation tests || status=$$?; \
+	status=0; $(PY) -m pytest -q -p no:cacheprovider -n 0 -m containers tests || status=$$?; \
 	  $(CLOCKLESS) engine down; exit $$status
 
 unit: $(STAMP) ## Unit tests (no sockets)
