@@ -51,7 +51,7 @@ quietly = log="$$(mktemp)"; if { $(1); } >"$$log" 2>&1; then rm -f "$$log"; else
 
 .PHONY: help setup lock test test-slow suites unit integration arch lint typecheck cfn-lint security run events invoke local-up local-down \
         build deploy bench bench-model measure docs clean sam status backfill run-now new-job \
-        engine engine-down runtime-image test-containers
+        engine engine-down runtime-image test-containers emulation
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -119,9 +119,10 @@ test-slow: $(STAMP) $(SAM_STAMP) ## The tests marked slow (exhaustive sweeps, th
 	$(PY) -m pytest -q -p no:cacheprovider -n 0 -m "slow and alone and not containers" tests
 
 # The container tests: every function through SAM CLI in real containers on the embedded stack
-# (tests/containers/). The engine is yours when one answers, else the project's own dockerd, which
-# is stopped afterwards whatever the tests did; nothing is pulled (a pull attempt fails them).
-test-containers: runtime-image ## sam local invoke and start-lambda of every function on the embedded stack, in containers (brings up the engine and image, stops the engine after), which CI runs
+# (tests/containers/), the HTTP trigger behind start-api, and the jobs `clockless new job` writes.
+# The engine is yours when one answers, else the project's own dockerd, which is stopped
+# afterwards whatever the tests did; nothing is pulled (a pull attempt fails them).
+test-containers: runtime-image ## sam local invoke, start-lambda and start-api of every function (and of new jobs) on the embedded stack, in containers (brings up the engine and image, stops the engine after), which CI runs
 	status=0; $(PY) -m pytest -q -p no:cacheprovider -n 0 -m containers tests || status=$$?; \
 	  $(CLOCKLESS) engine down; exit $$status
 
@@ -198,6 +199,14 @@ engine: $(STAMP) ## Bring up a container engine for sam local: yours if one answ
 
 engine-down: $(STAMP) ## Stop the project's dockerd started by make engine (your own Docker is left alone)
 	$(CLOCKLESS) engine down
+
+# The other architecture under qemu: Debian's qemu-user-static registered with binfmt_misc (root).
+emulation: $(STAMP) ## Run arm64 programs here under qemu (apt-installs qemu-user-static, registers it with binfmt_misc; root), for make runtime-image ARCH=arm64
+	@test -f /usr/lib/binfmt.d/qemu-aarch64.conf || { \
+	  echo "installing Debian packages: qemu-user-static (apt)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $(call quietly,$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends qemu-user-static); }
+	$(CLOCKLESS) engine emulation --architecture arm64
 
 runtime-image: engine $(SAM_STAMP) ## The stand-in python3.13 Lambda runtime image on the engine (built once from Debian packages and tools/runtime-image-requirements.txt, cached; never pulled); ARCH=arm64|x86_64
 	$(CLOCKLESS) engine image $(if $(ARCH),--architecture "$(ARCH)")

@@ -1,6 +1,6 @@
-"""The engine, the image, two embedded stacks and SAM CLI's build, once per module: `make
-test-containers` brings up the engine and builds the image, and fails the tests where either is
-missing rather than skipping them. A pull attempt on the project's dockerd fails the module."""
+"""The engine, the image and SAM CLI's build once per session, two embedded stacks once per module:
+`make test-containers` brings up the engine and builds the image, and fails the tests where either
+is missing rather than skipping them. A pull attempt on the project's dockerd fails the module."""
 
 from __future__ import annotations
 
@@ -9,24 +9,40 @@ from pathlib import Path
 
 import pytest
 
-from clockless_tools.engine.dockerd import bridge_gateway, find_engine, log_offset, pull_attempts
-from clockless_tools.engine.runtime_image import host_architecture, image_present, runtime_image
-from tests.containers.harness import SamLocal, Stack, free_port
+from clockless_tools.engine.dockerd import bridge_gateway, log_offset, pull_attempts
+from tests.conftest import PROJECT_ROOT
+from tests.containers.harness import Built, SamLocal, Stack, build, free_port
 
 
 @pytest.fixture(scope="module")
-def sam_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamLocal]:
-    engine = find_engine()
-    assert engine is not None, "no container engine answers: run these tests with `make test-containers`"
-    image = runtime_image(host_architecture()).tag
-    assert image_present(engine, image), f"the runtime image {image} is missing: `make runtime-image` builds it"
+def project_root() -> Path:
+    """The project the module's stacks and SAM run (a module may make a copy with more jobs)."""
+    return PROJECT_ROOT
+
+
+@pytest.fixture(scope="session")
+def sam_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The project's build, once: every module of the project's own functions runs these."""
+    return build(PROJECT_ROOT, tmp_path_factory.mktemp("sam-build") / "build")
+
+
+@pytest.fixture(scope="module")
+def sam_local(sam_build: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamLocal]:
+    engine, image = sam_build.engine, sam_build.image
     offset = log_offset()
     root = tmp_path_factory.mktemp("sam-local")
-    stack = Stack(root / "sam-local.json", free_port(), host=bridge_gateway(engine))
+    stack = Stack(root / "sam-local.json", free_port(), host=bridge_gateway(engine), root=sam_build.root)
     stack.up()
-    sam = SamLocal(engine, image, stack, build_dir=root / "build", env_file=root / "env.local.json")
+    sam = SamLocal(
+        engine,
+        image,
+        stack,
+        build_dir=sam_build.build_dir,
+        env_file=root / "env.local.json",
+        root=sam_build.root,
+        parameters=sam_build.parameters,
+    )
     try:
-        sam.build()
         sam.write_env_file()
         yield sam
     finally:
@@ -41,9 +57,9 @@ def sam_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamLocal]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def reference(project_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A second stack with the same seeded data, for `clockless invoke`."""
-    stack = Stack(tmp_path_factory.mktemp("reference") / "reference.json", free_port())
+    stack = Stack(tmp_path_factory.mktemp("reference") / "reference.json", free_port(), root=project_root)
     stack.up()
     try:
         yield stack

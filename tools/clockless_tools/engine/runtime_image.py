@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from clockless_tools.engine.dockerd import Engine, EngineError, docker
+from clockless_tools.engine.emulation import emulated
 from clockless_tools.template.loader import PROJECT_ROOT
 
 REPOSITORY: Final = "clockless/lambda-python3.13"
@@ -133,10 +134,11 @@ def _run(command: list[str], what: str) -> None:
 
 def _build_rootfs(image: RuntimeImage, root: Path) -> None:
     debian_arch, wheel_platform = ARCHITECTURES[image.architecture]
-    if image.architecture != host_architecture():
+    if image.architecture != host_architecture() and not emulated(image.architecture):
         raise EngineError(
-            f"the {image.architecture} image is built on an {image.architecture} machine only "
-            f"(this one is {host_architecture()}): functions run natively with Architecture={host_architecture()}"
+            f"the {image.architecture} image is built on an {image.architecture} machine, or under qemu "
+            f"(`make emulation`; this one is {host_architecture()}): functions run natively with "
+            f"Architecture={host_architecture()}"
         )
     if os.geteuid() != 0:
         raise EngineError(f"debootstrap runs as root and this is uid {os.geteuid()}: run `sudo make runtime-image`")
@@ -223,7 +225,9 @@ def _import(engine: Engine, image: RuntimeImage) -> None:
         'ENTRYPOINT ["/var/rapid/aws-lambda-rie"]',
         f"LABEL org.clockless.recipe={image.digest}",
     ]
-    arguments = ["import", "--message", "clockless stand-in python3.13 Lambda runtime"]
+    # The image's platform is its files' architecture: `sam local` asks for the function's.
+    platform_name = f"linux/{ARCHITECTURES[image.architecture][0]}"
+    arguments = ["import", "--platform", platform_name, "--message", "clockless stand-in python3.13 Lambda runtime"]
     for change in changes:
         arguments += ["--change", change]
     docker(engine, *arguments, str(image.tarball), image.tag)
