@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -45,6 +44,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.endpoint import Endpoint
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 
+from clockless_tools.simulate.index_lag import LaggingIndex, index_read
 from clockless_tools.simulate.responses import (
     error_response,
     made_up_response,
@@ -204,10 +204,8 @@ class FaultInjector:
         # (the kit's batch writer), run while nothing else sends.
         self._everywhere: _Armed | None = None
         self._sending = threading.Lock()
-        # What each page of an index has shown (by query and start key), for `stale_rows`.
-        self._pages_shown: dict[str, list[dict[str, Any]]] = {}
-        # The rows `not_yet_visible` kept out of pages, in the order it did.
-        self.hidden_rows: list[dict[str, Any]] = []
+        # What each page of an index has shown (`stale_rows`), and what `not_yet_visible` kept out.
+        self.index = LaggingIndex()
 
     def _armed(self) -> _Armed | None:
         armed: _Armed | None = getattr(self._local, "armed", None)
@@ -288,7 +286,7 @@ class FaultInjector:
         counted = armed.count_spared or domain
         armed.seen_all += 1
         armed.seen += counted
-        index_name = _index_read(request)
+        index_name = index_read(request)
         armed.requests.append(
             RequestRecord(armed.seen_all, operation_of(request), frozenset(tables), index_name=index_name)
         )
@@ -313,8 +311,8 @@ class FaultInjector:
         response = self._forward(original, endpoint, request)
         if domain and operation_of(request) in WRITE_OPERATIONS:
             armed.writes += 1
-        if _index_read(request) is not None:
-            self._remember_page(request, response)
+        if index_read(request) is not None:
+            self.index.remember(request, response)
         return response
 
     def _resend_after(
@@ -357,39 +355,20 @@ class FaultInjector:
             writes_done=armed.writes,
         )
 
-    # ----------------------------------------------------------------------------- index lag
-    def _remember_page(self, request: Any, response: AWSResponse) -> list[dict[str, Any]]:
-        """The rows this page of the index shows now, remembered beside what it showed before."""
-        answer = _answer_of(response)
-        rows = list(answer.get("Items") or []) if answer is not None else []
-        if answer is None:
-            return rows
-        with self._lock:
-            shown = self._pages_shown.setdefault(_page_of(request), [])
-            shown.extend(row for row in rows if row not in shown)
-        return rows
-
     def _lagging_page(self, original: Any, endpoint: Endpoint, request: Any, kind: FaultKind) -> AWSResponse:
         """The page as an index that lags its table answers it (every SDK attempt of the read)."""
         response = self._forward(original, endpoint, request)
-        answer = _answer_of(response)
-        if answer is None:
-            return response  # an error: nothing to lag
-        rows = list(answer.get("Items") or [])
+        if kind is not FaultKind.STALE_ROWS:
+            return self.index.page_missing_a_row(request, response)
+        page, stale = self.index.stale_page(request, response)
         with self._lock:
-            if kind is FaultKind.STALE_ROWS:
-                # Rows the page showed before and no longer does, where they sorted: still in a
-                # lagging index. Shown besides the page's Limit, as a lagging index would count them.
-                stale = [row for row in self._pages_shown.get(_page_of(request), []) if row not in rows]
-                self.counts.stale_rows_shown += len(stale)
-                rows = stale + rows
-            elif rows:
-                self.hidden_rows.append(rows.pop(0))
-        answer["Items"] = rows
-        answer["Count"] = answer["ScannedCount"] = len(rows)
-        # Another body: its length and DynamoDB's CRC32 of it (which botocore checks) go with it.
-        headers = {k: v for k, v in response.headers.items() if k.lower() not in ("x-amz-crc32", "content-length")}
-        return made_up_response(request, 200, json.dumps(answer).encode(), headers)
+            self.counts.stale_rows_shown += stale
+        return page
+
+    @property
+    def hidden_rows(self) -> list[dict[str, Any]]:
+        """The rows `not_yet_visible` kept out of pages, in the order it did."""
+        return self.index.hidden_rows
 
     def _forward(self, original: Any, endpoint: Endpoint, request: Any) -> AWSResponse:
         if not self.client_request_tokens or operation_of(request) != "TransactWriteItems":
@@ -431,43 +410,6 @@ class FaultInjector:
                 yield self
             finally:
                 setattr(Endpoint, "_send", original)  # noqa: B010
-
-
-def _index_read(request: Any) -> str | None:
-    """The index a DynamoDB Query reads (None: not an index Query)."""
-    if operation_of(request) != "Query":
-        return None
-    index = payload_of(request).get("IndexName")
-    return index if isinstance(index, str) else None
-
-
-def _page_of(request: Any) -> str:
-    """One page of one index query: its table, index, key condition (with values) and start key."""
-    payload = payload_of(request)
-    page = {name: payload.get(name) for name in _PAGE_FIELDS}
-    return json.dumps(page, sort_keys=True)
-
-
-_PAGE_FIELDS: Final = (
-    "TableName",
-    "IndexName",
-    "KeyConditionExpression",
-    "FilterExpression",
-    "ExpressionAttributeNames",
-    "ExpressionAttributeValues",
-    "ExclusiveStartKey",
-    "ScanIndexForward",
-)
-
-
-def _answer_of(response: AWSResponse) -> dict[str, Any] | None:
-    if response.status_code != 200:
-        return None
-    try:
-        answer = json.loads(response.content or b"{}")
-    except ValueError:
-        return None
-    return answer if isinstance(answer, dict) else None
 
 
 class _NoSleepTime:
