@@ -15,7 +15,8 @@ import time_machine
 from clockless.fanout.coordinator import FanOut
 from clockless.fanout.keys import tick_key
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
-from clockless.fanout.start_watch import StartVerdict, fail_buffered, judge_start
+from clockless.fanout.start_watch import fail_buffered
+from clockless.fanout.state import StartVerdict, TickEntry, judge_start
 from clockless.ledger import RunLedger
 from clockless.tick import Trigger
 from clockless_tools.simulate.faults import AttemptDied
@@ -63,7 +64,7 @@ def _watch(receives: int, *, until_ms: int = 0) -> WorkMessage:
 def test_a_start_watch_judges_the_tick_entry(
     receives: int, entry: dict[str, str], until_ms: int, verdict: StartVerdict
 ) -> None:
-    item = {name: {"S": value} for name, value in entry.items()}
+    item = TickEntry.from_item({name: {"S": value} for name, value in entry.items()})
     assert judge_start(_watch(receives, until_ms=until_ms), item, now=NOW, max_receives=LAST_RECEIVE) is verdict
 
 

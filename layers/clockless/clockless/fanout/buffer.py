@@ -9,9 +9,10 @@ claims the buffered tick and fans it out (`start_buffered`, routed by the dispat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from clockless.fanout.messages import KIND_START, WorkMessage
+from clockless.fanout.state import Outcome
 from clockless.fanout.trust import UntrustedMessageError
 from clockless.ledger import RunLedger
 from clockless.overlap import buffered_after, release_update
@@ -20,8 +21,6 @@ from clockless.tick import Tick
 if TYPE_CHECKING:
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
-
-OUTCOME_STARTED: Final = "buffered tick started"
 
 
 def _ledger(worker: PartitionWorker, dynamodb: Any) -> RunLedger:
@@ -42,7 +41,7 @@ def release_buffered(worker: PartitionWorker, done: WorkMessage, *, budget: Budg
     worker.job.logger.info("buffered tick released", extra={"buffered": start.tick_key})
 
 
-def start_buffered(worker: PartitionWorker, message: WorkMessage) -> str:
+def start_buffered(worker: PartitionWorker, message: WorkMessage) -> Outcome:
     """Start a buffered tick: claimed in the ledger (`buffered` becomes `started` with its
     partitions_total, once), then the job's function fans it out as its coordinator would have.
     A redelivered start message sends the partitions again (duplicates change nothing)."""
@@ -62,4 +61,4 @@ def start_buffered(worker: PartitionWorker, message: WorkMessage) -> str:
     ledger = _ledger(worker, dynamodb)
     job.function(JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time)))
     job.logger.info("buffered tick started", extra={"after": after})
-    return OUTCOME_STARTED
+    return Outcome.STARTED

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS, WorkQueue
 from clockless.fanout.retry import continuation_delay
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from clockless.fanout.messages import WorkMessage
     from clockless.fanout.records import PartitionRecords
     from clockless.fanout.types import Lease
-
-# What a delivery that handed its partition (or its replay) on to a later one returns.
-OUTCOME_CONTINUED: Final = "continued"
 
 
 @dataclass

@@ -29,8 +29,9 @@ from clockless.fanout.partition import lease_owner, run_partition
 from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_attempt
 from clockless.fanout.replay import replay
 from clockless.fanout.start_watch import settle_start_watch
+from clockless.fanout.state import Outcome, watches
 from clockless.fanout.trust import UntrustedMessageError
-from clockless.fanout.watch import send_watch, settle_watch, watches
+from clockless.fanout.watch import send_watch, settle_watch
 from clockless.fanout.worker import PartitionWorker
 from clockless.throttle import Budget
 
@@ -95,7 +96,7 @@ def dispatch(
     receives: int = 1,
     receipt_handle: str | None = None,
     message_id: str = "",
-) -> str:
+) -> Outcome:
     """One message, routed by its kind; its outcome. An exception leaves it to SQS (redelivered,
     then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
     its visibility; `message_id`: its SQS id, which its watch names."""

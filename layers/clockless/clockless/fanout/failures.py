@@ -12,6 +12,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from clockless.fanout.state import NOTE_FAILURES
 from clockless.fanout.writer import Entry
 from clockless.items import (
     MAX_LISTED,
@@ -80,7 +81,7 @@ def note_failures(records: PartitionRecords, failures: list[FailedItem]) -> None
             TableName=records.table,
             Key=records.key,
             UpdateExpression=f"SET {FAILURE_NOTES} = list_append(if_not_exists({FAILURE_NOTES}, :empty), :notes)",
-            ConditionExpression=f"attribute_not_exists({FAILURE_NOTES}) OR size({FAILURE_NOTES}) < :max",
+            ConditionExpression=NOTE_FAILURES.render(),
             ExpressionAttributeValues={":empty": {"L": []}, ":notes": {"L": notes}, ":max": {"N": str(MAX_LISTED)}},
         )
     except records.client.exceptions.ConditionalCheckFailedException:

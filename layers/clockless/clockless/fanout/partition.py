@@ -25,11 +25,10 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from clockless.fanout.continuation import OUTCOME_CONTINUED
 from clockless.fanout.failures import entries_of
 from clockless.fanout.finish import finish_or_continue
 from clockless.fanout.keys import tick_key
@@ -43,6 +42,7 @@ from clockless.fanout.retry import (
     conflict_backoff_seconds,
     continuation_delay,
 )
+from clockless.fanout.state import Outcome
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, tick_entry_check, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
 from clockless.fanout.writer import BatchWriter
@@ -64,10 +64,6 @@ if TYPE_CHECKING:
     from clockless.fanout.work import Page, PartitionWork
     from clockless.fanout.worker import PartitionWorker
 
-OUTCOME_DONE: Final = "done"
-OUTCOME_HELD: Final = "held by a live worker"
-OUTCOME_ALREADY_DONE: Final = "already done"
-
 
 def run_partition(
     worker: PartitionWorker,
@@ -78,7 +74,7 @@ def run_partition(
     receives: int,
     owner: str | None = None,
     message_id: str = "",
-) -> str:
+) -> Outcome:
     """One partition message: lease, pages, done, finisher. Its outcome, or the run's error raised
     for SQS (redelivered after a short backoff, then the work DLQ). `owner`: the run's lease owner
     (the dispatcher's, which a watch sent first may name: clockless.fanout.watch); `message_id`:
@@ -91,20 +87,20 @@ def run_partition(
         # Not even the lease got through: nothing was taken, so come back later, as a throttle.
         worker.handoff(budget).send(message, continuation_delay(0))
         worker.job.logger.warning("the lease stayed throttled; continuation sent", extra={"throttle": str(spent)})
-        return OUTCOME_CONTINUED
+        return Outcome.CONTINUED
     if lease.done:
         worker.job.logger.info("partition already done; settling the tick if it is complete")
-        return finish_or_continue(worker, message, budget, metrics, OUTCOME_ALREADY_DONE)
+        return finish_or_continue(worker, message, budget, metrics, Outcome.ALREADY_DONE)
     if not lease.acquired:
         worker.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
-        return OUTCOME_HELD
+        return Outcome.HELD
     try:
         if not page_through(worker, message, budget, metrics, records=records, lease=lease):
-            return OUTCOME_CONTINUED
-        return finish_or_continue(worker, message, budget, metrics, OUTCOME_DONE)
+            return Outcome.CONTINUED
+        return finish_or_continue(worker, message, budget, metrics, Outcome.DONE)
     except LeaseLost:
         worker.job.logger.warning("the partition's lease was taken over; the new holder goes on")
-        return OUTCOME_HELD
+        return Outcome.HELD
     except Exception as error:
         run_failed(worker, message, budget, metrics, owner=owner, receives=receives, error=error)
         raise

@@ -14,15 +14,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from clockless.fanout.keys import (
-    EXHAUSTED,
-    LAST_ERROR,
-    STATUS_DONE,
-    STATUS_RUNNING,
-    THROTTLE_CONTINUATIONS,
-    lane_key,
-    partition_key,
-    tick_key,
+from clockless.fanout.keys import EXHAUSTED, LAST_ERROR, THROTTLE_CONTINUATIONS, lane_key, partition_key, tick_key
+from clockless.fanout.state import (
+    COUNT_DONE,
+    COUNT_EXHAUSTED,
+    COUNT_REPLAYED,
+    HAND_ON,
+    LIST_FAILED,
+    MARK_DONE,
+    NAME_EXHAUSTED,
+    NOTE_ERROR,
+    RELEASE,
+    STORE_CURSOR,
+    TAKE_CONTINUED_LEASE,
+    TAKE_FIRST_LEASE,
+    TAKE_LEASE,
+    LeaseDecision,
+    PartitionRecord,
+    PartitionStatus,
+    Transition,
+    decide_lease,
+    refusal,
 )
 from clockless.fanout.types import FailedKeys, Lease, LeaseLost
 from clockless.throttle import cancellation_codes, cancellation_reasons
@@ -73,12 +85,8 @@ class PartitionRecords:
         `existing_only`: only a partition whose record exists (a continuation's): otherwise
         `Lease(missing=True)`, nothing written. `receives` and `message_id`: the message's receive
         count and SQS id, for operators and for the watch over it (clockless.fanout.watch)."""
-        condition = (
-            "(attribute_not_exists(#status) OR #status <> :done) AND "
-            "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
-        )
-        if existing_only:
-            condition = f"attribute_exists(#status) AND {condition}"
+        transition = TAKE_CONTINUED_LEASE if existing_only else TAKE_LEASE
+        condition = transition.render()
         try:
             response = self.client.update_item(
                 **self._lease_update(lease_until_ms, hop, condition, receives, message_id),
@@ -90,13 +98,12 @@ class PartitionRecords:
             if not old:
                 return Lease(acquired=False, missing=True)
             return _refused(old)
-        item = response.get("Attributes") or {}
-        cursor = _text(item, "cursor")
+        record = PartitionRecord.from_item(response.get("Attributes"))
         return Lease(
             acquired=True,
-            cursor=None if cursor is None else json.loads(cursor),
-            failed_items=frozenset(item.get("failed_items", {}).get("SS", [])),
-            throttle_continuations=int(_text(item, THROTTLE_CONTINUATIONS) or 0),
+            cursor=record.cursor,
+            failed_items=record.failed_items,
+            throttle_continuations=record.throttle_continuations or 0,
         )
 
     def acquire_first(
@@ -106,7 +113,7 @@ class PartitionRecords:
         `tick_check` (the tick entry's condition: clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
-        create = self._lease_update(lease_until_ms, hop, "attribute_not_exists(#status)", receives, message_id)
+        create = self._lease_update(lease_until_ms, hop, TAKE_FIRST_LEASE.render(), receives, message_id)
         for unused in (":done", ":now"):
             del create["ExpressionAttributeValues"][unused]
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -120,8 +127,8 @@ class PartitionRecords:
             if mine.get("Code") != "ConditionalCheckFailed":
                 raise
             old = dict(mine.get("Item") or {})
-            live = _text(old, "status") == STATUS_DONE or int(_text(old, "lease_until") or 0) >= now_ms()
-            if live and _text(old, "lease_owner") != self.owner:
+            decision = decide_lease(PartitionRecord.from_item(old), owner=self.owner, now_ms=now_ms())
+            if decision is not LeaseDecision.TAKE:
                 return _refused(old)  # done, or held: one request, as a plain acquire would cost
             return self.acquire(lease_until_ms=lease_until_ms, hop=hop, receives=receives, message_id=message_id)
         return Lease(acquired=True)
@@ -145,8 +152,8 @@ class PartitionRecords:
                 ":hop": {"N": str(hop)},
                 ":receives": {"N": str(receives)},
                 ":expires_at": {"N": str(self.expires_at)},
-                ":running": {"S": STATUS_RUNNING},
-                ":done": {"S": STATUS_DONE},
+                ":running": {"S": PartitionStatus.RUNNING.value},
+                ":done": {"S": PartitionStatus.DONE.value},
                 ":now": {"N": str(now_ms())},
             },
         }
@@ -157,7 +164,7 @@ class PartitionRecords:
 
     def store_cursor(self, cursor: Mapping[str, Any], *, already_done: int = 0) -> None:
         """The cursor after a page, with the page's `already_done` (see `_update`)."""
-        self._update("SET #cursor = :cursor", cursor, already_done, {})
+        self._update(STORE_CURSOR, "SET #cursor = :cursor", cursor, already_done, {})
 
     def hand_on(
         self,
@@ -180,9 +187,9 @@ class PartitionRecords:
             sets.append(f"{THROTTLE_CONTINUATIONS} = :continuations")
             values[":continuations"] = {"N": str(throttle_continuations)}
         if cursor is None:
-            self._note("SET " + ", ".join(sets), values)
+            self._note(RELEASE, "SET " + ", ".join(sets), values)
             return
-        self._update("SET #cursor = :cursor, " + ", ".join(sets), cursor, already_done, values)
+        self._update(HAND_ON, "SET #cursor = :cursor, " + ", ".join(sets), cursor, already_done, values)
 
     def note_error(self, last_error: str, *, release: bool = False) -> None:
         """`last_error` for operators, while the lease is this run's (a failing run says why);
@@ -192,9 +199,9 @@ class PartitionRecords:
         if release:
             update += ", lease_until = :zero"
             values[":zero"] = {"N": "0"}
-        self._note(update, values)
+        self._note(RELEASE if release else NOTE_ERROR, update, values)
 
-    def _note(self, update: str, values: dict[str, Any]) -> None:
+    def _note(self, transition: Transition, update: str, values: dict[str, Any]) -> None:
         """A write that moves no cursor (so counts nothing), while the lease is this run's; a
         resend after a lost answer writes the same values again."""
         try:
@@ -202,7 +209,7 @@ class PartitionRecords:
                 TableName=self.table,
                 Key=self.key,
                 UpdateExpression=update,
-                ConditionExpression="lease_owner = :me",
+                ConditionExpression=transition.render(),
                 ExpressionAttributeValues={":me": {"S": self.owner}, **values},
             )
         except self.client.exceptions.ConditionalCheckFailedException:
@@ -210,7 +217,9 @@ class PartitionRecords:
                 f"partition {self.partition} of {self.job}@{self.scheduled_time} is leased by another worker"
             ) from None
 
-    def _update(self, update: str, cursor: Mapping[str, Any], already_done: int, values: dict[str, Any]) -> None:
+    def _update(
+        self, transition: Transition, update: str, cursor: Mapping[str, Any], already_done: int, values: dict[str, Any]
+    ) -> None:
         """A cursor write, counting the items its page found already done in the same write:
         a run that dies before it reads the page again and counts them then, never twice
         (already-done items stay in the index, applied ones leave it). A resend of the write
@@ -221,7 +230,7 @@ class PartitionRecords:
             "TableName": self.table,
             "Key": self.key,
             "UpdateExpression": update + (" ADD already_done :already_done" if already_done else ""),
-            "ConditionExpression": "lease_owner = :me AND (attribute_not_exists(#cursor) OR #cursor <> :cursor)",
+            "ConditionExpression": transition.render(),
             "ExpressionAttributeNames": {"#cursor": "cursor"},
             "ExpressionAttributeValues": {":me": {"S": self.owner}, ":cursor": {"S": text}, **values},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -231,8 +240,8 @@ class PartitionRecords:
         try:
             self.client.update_item(**request)
         except self.client.exceptions.ConditionalCheckFailedException as error:
-            old = error.response.get("Item") or {}
-            if _text(old, "lease_owner") == self.owner and _text(old, "cursor") == text:
+            old = PartitionRecord.from_item(error.response.get("Item"))
+            if old.lease_owner == self.owner and old.cursor_text == text:
                 return  # this very write, applied, its answer lost and resent
             raise LeaseLost(
                 f"partition {self.partition} of {self.job}@{self.scheduled_time} is leased by another worker"
@@ -241,7 +250,11 @@ class PartitionRecords:
     def done_transaction(self, *, already_done: int = 0) -> list[dict[str, Any]]:
         """The partition done (with its last page's `already_done`, as a cursor write counts
         its page's) and the tick's `partitions_done` + 1, as one transaction."""
-        values: dict[str, Any] = {":done": {"S": STATUS_DONE}, ":zero": {"N": "0"}, ":me": {"S": self.owner}}
+        values: dict[str, Any] = {
+            ":done": {"S": PartitionStatus.DONE.value},
+            ":zero": {"N": "0"},
+            ":me": {"S": self.owner},
+        }
         update = "SET #status = :done, lease_until = :zero REMOVE #cursor"
         if already_done:
             update += " ADD already_done :already_done"
@@ -252,7 +265,7 @@ class PartitionRecords:
                     "TableName": self.table,
                     "Key": self.key,
                     "UpdateExpression": update,
-                    "ConditionExpression": "lease_owner = :me AND #status <> :done",
+                    "ConditionExpression": MARK_DONE.render(),
                     "ExpressionAttributeNames": {"#status": "status", "#cursor": "cursor"},
                     "ExpressionAttributeValues": values,
                 }
@@ -263,18 +276,20 @@ class PartitionRecords:
                     "Key": tick_key(self.job, self.scheduled_time),
                     # A partition redriven after it exhausted its receives is no longer counted so.
                     "UpdateExpression": f"ADD partitions_done :one DELETE {EXHAUSTED} :partition",
-                    "ConditionExpression": "attribute_exists(partitions_total)",
+                    "ConditionExpression": COUNT_DONE.render(),
                     "ExpressionAttributeValues": {":one": {"N": "1"}, ":partition": {"SS": [self.partition]}},
                 }
             },
         ]
 
-    def exhausted_actions(self, *, unless: str = "", values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def exhausted_actions(
+        self, transition: Transition = NAME_EXHAUSTED, values: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         """The partition added to its tick entry's `partitions_exhausted` (a set: once however often),
-        only while the partition is not done and (`unless`, on the partition record with `values`)
-        whatever else the caller asks of it; the tick entry must be a fan-out coordinator's. A
-        failed condition on the partition returns its record (ALL_OLD)."""
-        condition = "(attribute_not_exists(#status) OR #status <> :done)" + (f" AND {unless}" if unless else "")
+        only while the partition is not done and whatever else `transition` (one that names a
+        partition exhausted, its condition's values in `values`) asks of it; the tick entry must be
+        a fan-out coordinator's. A failed condition on the partition returns its record (ALL_OLD)."""
+        condition = transition.render()
         return [
             {
                 "ConditionCheck": {
@@ -282,7 +297,7 @@ class PartitionRecords:
                     "Key": self.key,
                     "ConditionExpression": condition,
                     "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": {":done": {"S": STATUS_DONE}, **(values or {})},
+                    "ExpressionAttributeValues": {":done": {"S": PartitionStatus.DONE.value}, **(values or {})},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
@@ -291,7 +306,7 @@ class PartitionRecords:
                     "TableName": self.table,
                     "Key": tick_key(self.job, self.scheduled_time),
                     "UpdateExpression": f"ADD {EXHAUSTED} :partition",
-                    "ConditionExpression": "attribute_exists(partitions_total)",
+                    "ConditionExpression": COUNT_EXHAUSTED.render(),
                     "ExpressionAttributeValues": {":partition": {"SS": [self.partition]}},
                 }
             },
@@ -327,13 +342,13 @@ class PartitionRecords:
     def failed_record(self, keys: list[str]) -> dict[str, Any]:
         """Items that cannot be applied: their keys kept on the partition record, counted once."""
         names = {f":k{index}": {"S": key} for index, key in enumerate(keys)}
-        not_yet = " AND ".join(f"NOT contains(failed_items, {name})" for name in names)
+
         return {
             "Update": {
                 "TableName": self.table,
                 "Key": self.key,
                 "UpdateExpression": "ADD failed_items :keys, failed :n",
-                "ConditionExpression": f"attribute_not_exists(failed_items) OR ({not_yet})",
+                "ConditionExpression": LIST_FAILED.render(list(names)),
                 "ExpressionAttributeValues": {":keys": {"SS": sorted(keys)}, ":n": {"N": str(len(keys))}, **names},
             }
         }
@@ -342,7 +357,7 @@ class PartitionRecords:
         """Replayed items leave `failed_items` and move from `failed` to applied / already done, once:
         only while every key is still in the set (a duplicate replay changes nothing)."""
         names = {f":k{index}": {"S": key} for index, key in enumerate(keys)}
-        still_failed = " AND ".join(f"contains(failed_items, {name})" for name in names)
+
         return {
             "Update": {
                 "TableName": self.table,
@@ -351,7 +366,7 @@ class PartitionRecords:
                     "DELETE failed_items :keys "
                     "ADD replayed_items :keys, failed :minus, applied :applied, already_done :already_done"
                 ),
-                "ConditionExpression": still_failed,
+                "ConditionExpression": COUNT_REPLAYED.render(list(names)),
                 "ExpressionAttributeValues": {
                     ":keys": {"SS": sorted(keys)},
                     ":minus": {"N": str(-len(keys))},
@@ -372,22 +387,15 @@ class PartitionRecords:
             ProjectionExpression="failed_items, replayed_items, #status",
             ExpressionAttributeNames={"#status": "status"},
         )
-        item = response.get("Item")
-        if not item:
+        record = PartitionRecord.from_item(response.get("Item"))
+        if not record.exists:
             return None
-        return FailedKeys(
-            frozenset(item.get("failed_items", {}).get("SS", [])),
-            frozenset(item.get("replayed_items", {}).get("SS", [])),
-        )
+        return FailedKeys(record.failed_items, record.replayed_items)
 
 
-def _refused(old: Mapping[str, Any]) -> Lease:
+def _refused(item: Mapping[str, Any]) -> Lease:
     """The lease not taken: the partition is done, or a live worker holds it."""
-    if _text(old, "status") == STATUS_DONE:
+    old = PartitionRecord.from_item(item)
+    if refusal(old) is LeaseDecision.DONE:
         return Lease(acquired=False, done=True)
-    return Lease(acquired=False, holder_until_ms=int(_text(old, "lease_until") or 0))
-
-
-def _text(item: Mapping[str, Any], name: str) -> str | None:
-    value = item.get(name)
-    return None if value is None else str(value.get("S", value.get("N")))
+    return Lease(acquired=False, holder_until_ms=old.lease_ends)

@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clockless.errors import ClocklessError
+from clockless.fanout.state import CHECK_TICK_CLAIMED, TickEntry
 from clockless.tick import MalformedTickError, reject_future, utc_now
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def tick_entry_check(table: str, key: dict[str, Any], partitions_total: int) -> 
         "ConditionCheck": {
             "TableName": table,
             "Key": key,
-            "ConditionExpression": "partitions_total = :partitions_total",
+            "ConditionExpression": CHECK_TICK_CLAIMED.render(),
             "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
@@ -63,10 +64,11 @@ def tick_entry_check(table: str, key: dict[str, Any], partitions_total: int) -> 
 
 def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> str:
     """Why the tick entry (as the failed check returned it) does not back the message."""
-    if not entry:
+    tick = TickEntry.from_item(entry)
+    if not tick.exists:
         return "the ledger has no entry for this tick: no coordinator claimed it"
-    status = (entry.get("status") or {}).get("S", "?")
-    total = (entry.get("partitions_total") or {}).get("N")
+    status = tick.status_text or "?"
+    total = tick.partitions_total
     if total is None:
         return f"the ledger's entry (status {status}) was not claimed by a fan-out coordinator: no partitions_total"
     return f"the tick was fanned out into {total} partitions, but this worker runs {partitions_total}"
