@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from clockless.fanout.state import CHECK_EARLIER, HOLD, RELEASE_BUFFERED, TickEntry, TickStatus
+from clockless.fanout.state import CHECK_EARLIER, HOLD, TickEntry, TickStatus
 from clockless.ledger import RunLedger, iso_now
 from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
@@ -201,31 +201,6 @@ def buffered_after(ledger: RunLedger, job: str, scheduled_time: str) -> Tick | N
                 trigger=Trigger(entry.text("trigger") or Trigger.SCHEDULE.value),
             )
     return None
-
-
-def release_update(ledger: RunLedger, tick: Tick, *, released_by: str, partitions_total: int) -> dict[str, Any]:
-    """The buffered tick claimed for its start, once: `buffered` becomes `started` (with the
-    tick's `partitions_total`, so its workers trust it), or it was already released by the same
-    finished tick (a redelivered start message goes on sending its partitions), or its start's
-    watch failed it (a start message redriven from the work DLQ starts it after all)."""
-    return {
-        "TableName": ledger.table_name,
-        "Key": ledger.key(tick.job, format_scheduled_time(tick.scheduled_time)),
-        "UpdateExpression": (
-            "SET #status = :started, started_at = :now, partitions_total = :total, released_by = :by, "
-            f"claim_id = :by, attempts = :one REMOVE {START_FAILED}, #error, finished_at, finished_by"
-        ),
-        "ConditionExpression": RELEASE_BUFFERED.render(),
-        "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
-        "ExpressionAttributeValues": {
-            ":started": {"S": TickStatus.STARTED.value},
-            ":buffered": {"S": STATUS_BUFFERED},
-            ":now": {"S": iso_now()},
-            ":total": {"N": str(partitions_total)},
-            ":by": {"S": released_by},
-            ":one": {"N": "1"},
-        },
-    }
 
 
 def _already_held(entry: TickEntry) -> Held | None:

@@ -17,8 +17,8 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from clockless.fanout.keys import partition_key, tick_key
 from clockless.fanout.messages import KIND_WATCH, MalformedMessageError, WorkMessage
-from clockless.fanout.records import PartitionRecords, now_ms
 from clockless.fanout.state import PartitionRecord, PartitionStatus, Verdict, judge, watches
+from clockless.fanout.store import PartitionStore, now_ms
 from clockless.fanout.watch import WATCH_MARGIN_SECONDS, wait_for_last_receive_ms, watch_delay_seconds
 from clockless.ledger import LedgerEntry
 from clockless.tick import Trigger
@@ -222,7 +222,7 @@ def test_a_watch_over_a_tick_no_coordinator_claimed_is_refused_and_writes_nothin
 ) -> None:
     # Given a partition record whose run died (its lease expired), for a tick the ledger never saw
     _, _, _, worker = toy_job()
-    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
+    dead = PartitionStore(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
     body = {"kind": KIND_WATCH, "job": TOY_JOB, "scheduled_time": SCHEDULED, "partition": "1", "params": {}}
     watched = {"watched": "a-dead-run", "receives": int(LAST_RECEIVE)}
@@ -411,7 +411,7 @@ def test_a_waiting_watch_past_its_deadline_waits_on_while_messages_wait_on_the_q
     # Given partition 0 last leased by a run of its 4th receive that died, and the watch of that
     # receive past its deadline, no run having leased the partition since
     _, healthy, stuck = _started_with_partition_0_held(aws)
-    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "0", "receive-4", 86400)
+    dead = PartitionStore(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "0", "receive-4", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0, message_id=stuck["MessageId"]).acquired
     waiting = dataclasses.replace(
         WorkMessage.parse(stuck["Body"], job=TOY_JOB, partitions=["0", "1", "2", "3"]),

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from clockless.fanout.messages import KIND_START, WorkMessage
 from clockless.fanout.state import Outcome
+from clockless.fanout.store import TickStore
 from clockless.fanout.trust import UntrustedMessageError
 from clockless.ledger import RunLedger
-from clockless.overlap import buffered_after, release_update
+from clockless.overlap import buffered_after
 from clockless.tick import Tick
 
 if TYPE_CHECKING:
@@ -51,11 +52,9 @@ def start_buffered(worker: PartitionWorker, message: WorkMessage) -> Outcome:
     dynamodb = worker.clients()[0]
     tick = Tick(message.job, message.scheduled_time, None, 1, None, message.trigger)
     after = str(message.params.get("after", ""))
-    update = release_update(_ledger(worker, dynamodb), tick, released_by=after, partitions_total=len(worker.partitions))
-    try:
-        dynamodb.update_item(**update)
-    except dynamodb.exceptions.ConditionalCheckFailedException:
-        raise UntrustedMessageError(message.tick_key, "-", f"not a tick buffered behind {after}") from None
+    store = TickStore(dynamodb, worker.settings().ledger_table, message.job, message.time_text)
+    if not store.release_buffered(released_by=after, partitions_total=len(worker.partitions)):
+        raise UntrustedMessageError(message.tick_key, "-", f"not a tick buffered behind {after}")
     if job.function is None:
         raise RuntimeError(f"job {job.name!r} has no @job.handler function to start a buffered tick with")
     ledger = _ledger(worker, dynamodb)

@@ -20,7 +20,7 @@ from clockless.throttle import Budget, BudgetSpent, remaining_ms
 
 if TYPE_CHECKING:
     from clockless.fanout.messages import WorkMessage
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
     from clockless.fanout.types import Lease
 
 
@@ -42,7 +42,7 @@ class HandOff:
         self.queue.send(message.body(), budget=self.budget, delay_s=delay_s)
 
     def after_budget(
-        self, message: WorkMessage, *, final: PartitionRecords, cursor: dict[str, Any], already_done: int
+        self, message: WorkMessage, *, final: PartitionStore, cursor: dict[str, Any], already_done: int
     ) -> None:
         """The time budget spent after a page: the cursor, the page's already-done count and the
         lease released in one write, then the next hop at once."""
@@ -53,7 +53,7 @@ class HandOff:
         self,
         message: WorkMessage,
         *,
-        final: PartitionRecords,
+        final: PartitionStore,
         cursor: dict[str, Any] | None,
         already_done: int,
         lease: Lease,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from clockless.fanout.state import NOTE_FAILURES
+from clockless.fanout.keys import FAILURE_NOTES
 from clockless.fanout.writer import Entry
 from clockless.items import (
     MAX_LISTED,
@@ -30,11 +30,8 @@ if TYPE_CHECKING:
 
     from clockless.fanout.messages import WorkMessage
     from clockless.fanout.queue import DeadLetters
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
     from clockless.fanout.work import PartitionWork
-
-# On the partition record: the first failures of its items, as JSON texts (attempts: one note each).
-FAILURE_NOTES = "failure_notes"
 
 
 def entries_of(
@@ -72,20 +69,11 @@ def entries_of(
     return entries
 
 
-def note_failures(records: PartitionRecords, failures: list[FailedItem]) -> None:
+def note_failures(records: PartitionStore, failures: list[FailedItem]) -> None:
     """The failures on the partition record while it lists fewer than MAX_LISTED (a full list
     refuses the write: the tick's count still has them all). Only ever sent when items failed."""
     notes = [{"S": json.dumps(f.as_record(), sort_keys=True, separators=(",", ":"))} for f in failures]
-    try:
-        records.client.update_item(
-            TableName=records.table,
-            Key=records.key,
-            UpdateExpression=f"SET {FAILURE_NOTES} = list_append(if_not_exists({FAILURE_NOTES}, :empty), :notes)",
-            ConditionExpression=NOTE_FAILURES.render(),
-            ExpressionAttributeValues={":empty": {"L": []}, ":notes": {"L": notes}, ":max": {"N": str(MAX_LISTED)}},
-        )
-    except records.client.exceptions.ConditionalCheckFailedException:
-        return
+    records.note_failures(notes, max_listed=MAX_LISTED)
 
 
 def failures_noted(record: Mapping[str, Any]) -> list[FailedItem]:
@@ -110,7 +98,7 @@ class FailureRecorder:
         message: WorkMessage,
         work: PartitionWork[Any],
         dead_letters: DeadLetters,
-        records: PartitionRecords,
+        records: PartitionStore,
         logger: Logger,
     ) -> None:
         self.message = message

@@ -13,27 +13,25 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from clockless.fanout.failures import failures_noted
-from clockless.fanout.keys import EXHAUSTED, tick_key, work_job
+from clockless.fanout.keys import EXHAUSTED, METRIC_PENDING
 from clockless.fanout.state import (
-    REPORTED,
     PartitionRecord,
     Settle,
     TickEntry,
     TickStatus,
+    Transition,
     settle_decision,
     settle_transition,
     settled_status,
 )
+from clockless.fanout.store import TickStore
 from clockless.fanout.types import Counters
 from clockless.items import NO_TOLERANCE, REASON_PARTITION, FailedItem, Tolerance, dump_listed, listed
 from clockless.ledger import FAILURES, SUMMARY_WHOLE_TICK, iso_now
 from clockless.tick import parse_scheduled_time
-
-# On the tick entry from the update that says `succeeded` until a worker has emitted the metric.
-METRIC_PENDING: Final = "metric_pending"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +69,13 @@ def _failed_error(failed: int, exhausted: list[str], replay_hint: str) -> str:
     return f"{'; '.join(parts)}: replay them after the fix: {replay_hint}"
 
 
-def _still_complete(entry: TickEntry, values: dict[str, Any]) -> str:
-    """The settling update's condition: the partitions as this finisher read them, and not succeeded
-    (every partition exhausted: the counter may never have been written)."""
+def _still_complete(entry: TickEntry, values: dict[str, Any]) -> Transition:
+    """The settling update's transition, its condition the partitions as this finisher read them
+    and not succeeded (every partition exhausted: the counter may never have been written)."""
     if entry.exhausted:
         values[":exhausted"] = {"N": str(len(entry.exhausted))}
         values[":done"] = {"N": str(entry.partitions_done)}
-    return settle_transition(entry).render()
+    return settle_transition(entry)
 
 
 def _sum(records: list[dict[str, Any]]) -> Counters:
@@ -106,12 +104,12 @@ def _summary_and_failures(
 
 @dataclass(frozen=True, slots=True)
 class _Settling:
-    """The update that settles a complete tick: the status it gives, its expression, condition
-    and values."""
+    """The update that settles a complete tick: the status it gives, its expression, transition
+    (whose condition it takes) and values."""
 
     status: Settle
     update: str
-    condition: str
+    transition: Transition
     values: dict[str, Any]
 
     @classmethod
@@ -160,8 +158,8 @@ class _Settling:
             values[":error"] = {"S": _failed_error(counters.failed, exhausted, replay_hint)}
         if removes:
             update += " REMOVE " + ", ".join(removes)
-        condition = _still_complete(entry, values)
-        return cls(status, update, condition, values)
+        transition = _still_complete(entry, values)
+        return cls(status, update, transition, values)
 
 
 class Finisher:
@@ -176,19 +174,10 @@ class Finisher:
 
     def records(self, job: str, scheduled_time: str) -> list[dict[str, Any]]:
         """The tick's partition and lane records (one Query per MB, read consistently)."""
-        records: list[dict[str, Any]] = []
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "job = :job AND begins_with(scheduled_time, :prefix)",
-            "ExpressionAttributeValues": {":job": {"S": work_job(job)}, ":prefix": {"S": f"{scheduled_time}#"}},
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self.client.query(**request)
-            records.extend(response.get("Items") or [])
-            if "LastEvaluatedKey" not in response:
-                return records
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return self._store(job, scheduled_time).records()
+
+    def _store(self, job: str, scheduled_time: str) -> TickStore:
+        return TickStore(self.client, self.table, job, scheduled_time)
 
     def progress(self, job: str, scheduled_time: str) -> Progress:
         entry = self._entry(job, scheduled_time)
@@ -200,16 +189,8 @@ class Finisher:
         )
 
     def _entry(self, job: str, scheduled_time: str) -> TickEntry:
-        response = self.client.get_item(
-            TableName=self.table,
-            Key=tick_key(job, scheduled_time),
-            ConsistentRead=True,
-            ProjectionExpression=(
-                f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}, {EXHAUSTED}"
-            ),
-            ExpressionAttributeNames={"#status": "status"},
-        )
-        return TickEntry.from_item(response.get("Item"))
+        projection = f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}, {EXHAUSTED}"
+        return self._store(job, scheduled_time).read(projection=projection)
 
     def finish(self, job: str, scheduled_time: str, *, replay_hint: str) -> tuple[Settle, Counters | None]:
         """Settle the tick if its last partition is done: (the status it was given, the counters),
@@ -229,24 +210,13 @@ class Finisher:
     def _settle(self, job: str, scheduled_time: str, settling: _Settling) -> Settle:
         """The settling update, conditioned on the count the finisher read: the status it gave, or
         ALREADY_SETTLED when another call settled the tick first."""
-        try:
-            response = self.client.update_item(
-                TableName=self.table,
-                Key=tick_key(job, scheduled_time),
-                UpdateExpression=settling.update,
-                ConditionExpression=settling.condition,
-                ExpressionAttributeNames={"#status": "status", "#error": "error"},
-                ExpressionAttributeValues=settling.values,
-                ReturnValues="UPDATED_OLD",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except self.client.exceptions.ConditionalCheckFailedException as error:
-            old = TickEntry.from_item(error.response.get("Item"))
+        applied, old = self._store(job, scheduled_time).settle(settling.transition, settling.update, settling.values)
+        if not applied:
             if old.finished_by == settling.values[":finisher"]["S"]:
                 return settling.status  # this call's own update, its answer lost and resent
             return Settle.ALREADY_SETTLED  # another worker finished it
         # UPDATED_OLD may leave out an attribute set to the value it had: the status did not change.
-        old_status = TickEntry.from_item(response.get("Attributes")).status_text or settling.status
+        old_status = old.status_text or settling.status
         return settling.status if old_status != settling.status else Settle.ALREADY_SETTLED
 
     def reported(self, job: str, scheduled_time: str) -> None:
@@ -257,12 +227,4 @@ class Finisher:
         redelivery of its message (its partition done, the tick settled) emits it. Duplicates
         are bounded by the deliveries that read the entry while it is pending: the finishing
         one, and any that die between their emission and this write or run at the same time."""
-        try:
-            self.client.update_item(
-                TableName=self.table,
-                Key=tick_key(job, scheduled_time),
-                UpdateExpression=f"REMOVE {METRIC_PENDING}",
-                ConditionExpression=REPORTED.render(),
-            )
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return  # another delivery reported it
+        self._store(job, scheduled_time).reported()

@@ -8,7 +8,7 @@
 - lane record `<job>#work` / `<ts>#p<partition>#l<lane>`: applied and already_done, written only
   by the transactions of one lane of one worker, so concurrent lanes never touch one record.
 
-The writes are `clockless.fanout.records`'s; the readers (the finisher, the operator's tools) read
+The writes are `clockless.fanout.store`'s; the readers (the finisher, the operator's tools) read
 them through `clockless.fanout.state`'s parsers.
 """
 
@@ -22,6 +22,10 @@ COUNTERS: Final = ("applied", "already_done", "failed")
 RECEIVES: Final = "receives"
 LAST_ERROR: Final = "last_error"
 THROTTLE_CONTINUATIONS: Final = "throttle_continuations"
+# On the tick entry from the update that says `succeeded` until a worker has emitted TickSucceeded.
+METRIC_PENDING: Final = "metric_pending"
+# On the partition record: the first failures of its items, as JSON texts (attempts: one note each).
+FAILURE_NOTES: Final = "failure_notes"
 # On the tick entry: the partitions whose message failed every receive (clockless.fanout.redelivery).
 EXHAUSTED: Final = "partitions_exhausted"
 

@@ -31,8 +31,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from clockless.fanout.failures import entries_of
 from clockless.fanout.finish import finish_or_continue
-from clockless.fanout.keys import tick_key
-from clockless.fanout.records import PartitionRecords, now_ms
 from clockless.fanout.redelivery import run_failed
 from clockless.fanout.retry import (
     MAX_CONFLICT_ATTEMPTS,
@@ -43,7 +41,8 @@ from clockless.fanout.retry import (
     continuation_delay,
 )
 from clockless.fanout.state import Outcome
-from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, tick_entry_check, why_not_claimed
+from clockless.fanout.store import PartitionStore, now_ms
+from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
@@ -115,7 +114,7 @@ def lease_owner(context: Any) -> str:
 
 def take_lease(
     worker: PartitionWorker,
-    records: PartitionRecords,
+    records: PartitionStore,
     message: WorkMessage,
     budget: Budget,
     *,
@@ -139,9 +138,8 @@ def take_lease(
             raise UntrustedMessageError(message.tick_key, message.partition, never)
         return lease
     total = len(worker.partitions)
-    check = tick_entry_check(records.table, tick_key(message.job, message.time_text), total)
     lease = records.acquire_first(
-        lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check, receives=receives, message_id=message_id
+        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, receives=receives, message_id=message_id
     )
     if lease.untrusted is not None:
         raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
@@ -155,7 +153,7 @@ def page_through(
     budget: Budget,
     metrics: EphemeralMetrics,
     *,
-    records: PartitionRecords,
+    records: PartitionStore,
     lease: Lease,
 ) -> bool:
     """Pages from the lease's cursor until the partition is done (True), or handed on (False): when
@@ -197,8 +195,8 @@ class PartitionRun:
     lease: Lease
     work: PartitionWork[Any]
     # The records of the run's writes, and of its last ones (which may wait out throttles longer).
-    records: PartitionRecords
-    final: PartitionRecords
+    records: PartitionStore
+    final: PartitionStore
     writer: BatchWriter
     page_size: int
     # Where the next page starts: every item before it is applied (and out of the index);
@@ -213,7 +211,7 @@ class PartitionRun:
 
     @classmethod
     def begin(
-        cls, worker: PartitionWorker, message: WorkMessage, budget: Budget, records: PartitionRecords, lease: Lease
+        cls, worker: PartitionWorker, message: WorkMessage, budget: Budget, records: PartitionStore, lease: Lease
     ) -> PartitionRun:
         settings = worker.settings()
         work = worker.work()
@@ -290,13 +288,13 @@ class PartitionRun:
 class PartitionAccounting:
     """A partition run counts in its lane's record, and failed items on the partition record."""
 
-    def __init__(self, records: PartitionRecords) -> None:
+    def __init__(self, records: PartitionStore) -> None:
         self.records = records
 
     def actions(
         self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
     ) -> list[dict[str, Any]]:
-        # Already-done items are counted with the cursor (PartitionRecords.store_cursor), not here.
+        # Already-done items are counted with the cursor (PartitionStore.store_cursor), not here.
         actions = []
         if applied:
             actions.append(self.records.lane_counter(lane, len(applied)))
@@ -306,7 +304,7 @@ class PartitionAccounting:
 
 
 # ------------------------------------------------------------------------------------------------- done
-def mark_done(records: PartitionRecords, clock: Clock, *, already_done: int) -> None:
+def mark_done(records: PartitionStore, clock: Clock, *, already_done: int) -> None:
     """Partition done + the tick's partitions_done, once: throttles waited out by the records'
     client, conflicts resent (the tick entry is every partition's), answered from its token if
     it was applied."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from clockless.fanout.messages import WorkMessage
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
     from clockless.fanout.work import PartitionWork
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
@@ -101,7 +101,7 @@ def read_again(
 class ReplayAccounting:
     """A replay moves its items out of `failed_items`; items failing again stay there."""
 
-    def __init__(self, records: PartitionRecords) -> None:
+    def __init__(self, records: PartitionStore) -> None:
         self.records = records
 
     def actions(

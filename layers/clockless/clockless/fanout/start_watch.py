@@ -30,13 +30,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.messages import KIND_START, WorkMessage
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS
-from clockless.fanout.records import now_ms
-from clockless.fanout.state import FAIL_START, Outcome, StartVerdict, TickEntry, TickStatus, judge_start
+from clockless.fanout.state import Outcome, StartVerdict, TickStatus, judge_start
+from clockless.fanout.store import TickStore, now_ms
 from clockless.fanout.trust import reject_future_tick
 from clockless.fanout.watch import COUNT_LAG_SECONDS, wait_for_last_receive_ms
 from clockless.job import METRIC_FAILED
-from clockless.ledger import RunLedger, iso_now
-from clockless.overlap import START_FAILED
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -54,10 +52,8 @@ def settle_start_watch(
     """A start's watch: judged against the tick's ledger entry (`judge_start`) and acted on."""
     reject_future_tick(watch.tick_key, "-", watch.scheduled_time)
     settings = worker.settings()
-    ledger = RunLedger(settings.ledger_table, worker.clients()[0], retention_seconds=settings.ledger_retention_seconds)
-    key = ledger.key(watch.job, watch.time_text)
-    item = ledger.client.get_item(TableName=ledger.table_name, Key=key, ConsistentRead=True).get("Item")
-    entry = TickEntry.from_item(item)
+    tick = TickStore(worker.clients()[0], settings.ledger_table, watch.job, watch.time_text)
+    entry = tick.read()
     now = now_ms()
     verdict = judge_start(watch, entry, now=now, max_receives=settings.max_receives)
     if verdict is StartVerdict.DEAD and watch.until_ms and worker.work_queue().waiting() > 0:
@@ -78,7 +74,7 @@ def settle_start_watch(
         return Outcome.STARTED_AGAIN
     if verdict is StartVerdict.ENDED:
         return Outcome.START_ENDED
-    if fail_buffered(ledger, watch):
+    if fail_buffered(tick, watch):
         metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
         worker.job.logger.error(
             "buffered tick failed: its start message died on its last receives; it waits in the work DLQ",
@@ -89,37 +85,12 @@ def settle_start_watch(
     return Outcome.START_FAILED
 
 
-def fail_buffered(ledger: RunLedger, watch: WorkMessage) -> bool:
+def fail_buffered(tick: TickStore, watch: WorkMessage) -> bool:
     """The buffered tick settled `failed`, only while it is still buffered behind `after`
     (`start_failed` lets a redriven start message start it after all: clockless.overlap). True
     for the watch that failed it (also when its answer was lost and the update resent), so it
     alone says so."""
     after = str(watch.params.get("after", ""))
     error = f"its start message failed every receive: start it again: clockless work redrive {watch.job}"
-    client = ledger.client
     # `finished_by`: a resend of this very update after a lost answer finds its own mark.
-    mark = uuid.uuid4().hex
-    try:
-        client.update_item(
-            TableName=ledger.table_name,
-            Key=ledger.key(watch.job, watch.time_text),
-            UpdateExpression=(
-                "SET #status = :failed, #error = :error, finished_at = :now, finished_by = :mark, "
-                f"{START_FAILED} = :after"
-            ),
-            ConditionExpression=FAIL_START.render(),
-            ExpressionAttributeNames={"#status": "status", "#error": "error"},
-            ExpressionAttributeValues={
-                ":failed": {"S": TickStatus.FAILED.value},
-                ":error": {"S": error},
-                ":now": {"S": iso_now()},
-                ":mark": {"S": mark},
-                ":after": {"S": after},
-                ":buffered": {"S": TickStatus.BUFFERED.value},
-            },
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except client.exceptions.ConditionalCheckFailedException as refused:
-        # failed already: by this very update (its answer lost and resent), or by a duplicate watch
-        return TickEntry.from_item(refused.response.get("Item")).finished_by == mark
-    return True
+    return tick.fail_start(after=after, error=error, mark=uuid.uuid4().hex)

@@ -365,7 +365,7 @@ _LEASE_RAN_OUT: Final = "(attribute_not_exists(lease_until) OR lease_until < :no
 _P = PartitionPhase
 _T = TickPhase
 
-# The partition record's own transitions (records.py writes them for the lease holder).
+# The partition and lane records' transitions (clockless.fanout.store writes them).
 TAKE_FIRST_LEASE: Final = Transition(
     "take-first-lease",
     Record.PARTITION,

@@ -25,12 +25,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clockless.errors import ClocklessError
-from clockless.fanout.state import CHECK_TICK_CLAIMED, TickEntry
+from clockless.fanout.state import TickEntry
 from clockless.tick import MalformedTickError, reject_future, utc_now
 
 if TYPE_CHECKING:
     from clockless.fanout.messages import WorkMessage
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
 
 
 class UntrustedMessageError(ClocklessError, ValueError):
@@ -47,19 +47,6 @@ def reject_future_tick(tick_key: str, partition: str, scheduled_time: datetime, 
         reject_future(scheduled_time, now=utc_now() if now is None else now)
     except MalformedTickError as error:
         raise UntrustedMessageError(tick_key, partition, error.problem) from None
-
-
-def tick_entry_check(table: str, key: dict[str, Any], partitions_total: int) -> dict[str, Any]:
-    """The transaction action that holds a partition's first run to a claimed, fanned-out tick."""
-    return {
-        "ConditionCheck": {
-            "TableName": table,
-            "Key": key,
-            "ConditionExpression": CHECK_TICK_CLAIMED.render(),
-            "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-    }
 
 
 def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> str:
@@ -79,7 +66,7 @@ def never_failed(keys: Iterable[str], failed: frozenset[str], replayed: frozense
     return sorted(key for key in keys if key not in failed and key not in replayed)
 
 
-def replayable_keys(records: PartitionRecords, message: WorkMessage, keys: list[str]) -> frozenset[str]:
+def replayable_keys(records: PartitionStore, message: WorkMessage, keys: list[str]) -> frozenset[str]:
     """The replayed keys still listed failed (one consistent GetItem). A key never listed failed
     (nor replayed already, a duplicate replay) is an UntrustedMessageError: nothing is written."""
     listed = records.failed_keys()

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Final
 from clockless.fanout.finish import settle
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS
-from clockless.fanout.records import now_ms
 from clockless.fanout.retry import (
     ATTEMPT_END_MARGIN_SECONDS,
     after_attempt_seconds,
@@ -53,15 +52,14 @@ from clockless.fanout.retry import (
     redelivery_backoff_seconds,
 )
 from clockless.fanout.state import (
-    NAME_DEAD_HOLDER,
-    NAME_DEAD_UNLEASED,
     Outcome,
     PartitionRecord,
     Verdict,
     judge,
 )
-from clockless.fanout.trust import UntrustedMessageError, reject_future_tick
-from clockless.throttle import BudgetSpent, cancellation_reasons, remaining_ms
+from clockless.fanout.store import now_ms
+from clockless.fanout.trust import reject_future_tick
+from clockless.throttle import BudgetSpent, remaining_ms
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -125,8 +123,7 @@ def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, 
     records = worker.final_records(message, message.watched, budget)
     settings = worker.settings()
     now = now_ms()
-    item = records.client.get_item(TableName=records.table, Key=records.key, ConsistentRead=True).get("Item")
-    record = PartitionRecord.from_item(item)
+    record = records.read()
     verdict = judge(message, record, now=now, max_receives=settings.max_receives)
     if verdict is Verdict.DEAD and message.until_ms and worker.work_queue().waiting() > 0:
         verdict = Verdict.WAIT  # a backlog may still hold the message: look again after SQS's count lag
@@ -160,24 +157,9 @@ def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, 
 def _name_dead(
     worker: PartitionWorker, message: WorkMessage, record: PartitionRecord, now: int, budget: Budget
 ) -> bool:
-    """The partition added to `partitions_exhausted`, if its record is still as the watch read it
-    (not done, the same lease owner, not live). False: it changed (the watch looks again)."""
-    records = worker.final_records(message, message.watched, budget)
-    values = {":now": {"N": str(now)}}
-    if record.lease_owner:
-        values[":seen"] = {"S": record.lease_owner}
-    transition = NAME_DEAD_HOLDER if record.lease_owner else NAME_DEAD_UNLEASED
-    try:
-        records.client.transact_write_items(TransactItems=records.exhausted_actions(transition, values))
-    except records.client.exceptions.TransactionCanceledException as error:
-        partition, tick = cancellation_reasons(error, 2)[:2]
-        if tick.get("Code") == "ConditionalCheckFailed":
-            why = "a watch over a tick no fan-out coordinator claimed"
-            raise UntrustedMessageError(message.tick_key, message.partition, why) from None
-        if partition.get("Code") == "ConditionalCheckFailed":
-            return False
-        raise
-    return True
+    """The partition named exhausted, if its record is still as the watch read it (not done, the
+    same lease owner, not live). False: it changed (the watch looks again)."""
+    return worker.final_records(message, message.watched, budget).name_dead(record.lease_owner, now)
 
 
 def _again(worker: PartitionWorker, message: WorkMessage, budget: Budget, after_s: float) -> Outcome:

@@ -1,9 +1,11 @@
-"""A partition's records in the ledger table, as the worker holding its lease writes them.
+"""Every read and write of a fanned-out tick's records in the ledger table: its partition records,
+lane records and tick entry (`clockless.fanout.keys` has where each lives and what its attributes
+are called).
 
-Its partition record and lane records, and the partition's share of the tick entry
-(`clockless.fanout.keys` has where each lives and what its attributes are called).
-
-Every write here is conditional on the lease, so two workers never run one partition at once.
+One method per transition of `clockless.fanout.state`, its condition rendered from the table there
+(tests/unit/kit/test_store.py makes every request and fails on a condition the table lacks).
+`PartitionStore` writes as the worker holding the partition's lease, so two workers never run one
+partition at once; `TickStore` reads and settles the tick entry.
 """
 
 from __future__ import annotations
@@ -14,17 +16,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from clockless.fanout.keys import EXHAUSTED, LAST_ERROR, THROTTLE_CONTINUATIONS, lane_key, partition_key, tick_key
+from clockless.fanout.keys import (
+    EXHAUSTED,
+    FAILURE_NOTES,
+    LAST_ERROR,
+    METRIC_PENDING,
+    THROTTLE_CONTINUATIONS,
+    lane_key,
+    partition_key,
+    tick_key,
+    work_job,
+)
 from clockless.fanout.state import (
+    CHECK_TICK_CLAIMED,
     COUNT_DONE,
     COUNT_EXHAUSTED,
     COUNT_REPLAYED,
+    FAIL_START,
     HAND_ON,
     LIST_FAILED,
     MARK_DONE,
+    NAME_DEAD_HOLDER,
+    NAME_DEAD_UNLEASED,
     NAME_EXHAUSTED,
     NOTE_ERROR,
+    NOTE_FAILURES,
     RELEASE,
+    RELEASE_BUFFERED,
+    REPORTED,
     STORE_CURSOR,
     TAKE_CONTINUED_LEASE,
     TAKE_FIRST_LEASE,
@@ -32,11 +51,16 @@ from clockless.fanout.state import (
     LeaseDecision,
     PartitionRecord,
     PartitionStatus,
+    TickEntry,
+    TickStatus,
     Transition,
     decide_lease,
     refusal,
 )
+from clockless.fanout.trust import UntrustedMessageError
 from clockless.fanout.types import FailedKeys, Lease, LeaseLost
+from clockless.ledger import iso_now
+from clockless.overlap import START_FAILED
 from clockless.throttle import cancellation_codes, cancellation_reasons
 
 MAX_LAST_ERROR_LENGTH: Final = 300
@@ -53,8 +77,177 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True, slots=True)
+class TickStore:
+    """A tick's entry in the ledger table, as the fan-out reads, checks and settles it."""
+
+    client: Any
+    table: str
+    job: str
+    scheduled_time: str
+
+    @property
+    def key(self) -> dict[str, Any]:
+        return tick_key(self.job, self.scheduled_time)
+
+    def read(self, *, projection: str | None = None) -> TickEntry:
+        """The entry, read consistently (`projection`: only those attributes; `#status` for status)."""
+        request: dict[str, Any] = {"TableName": self.table, "Key": self.key, "ConsistentRead": True}
+        if projection is not None:
+            request["ProjectionExpression"] = projection
+            request["ExpressionAttributeNames"] = {"#status": "status"}
+        return TickEntry.from_item(self.client.get_item(**request).get("Item"))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The tick's partition and lane records (one Query per MB, read consistently)."""
+        records: list[dict[str, Any]] = []
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "job = :job AND begins_with(scheduled_time, :prefix)",
+            "ExpressionAttributeValues": {
+                ":job": {"S": work_job(self.job)},
+                ":prefix": {"S": f"{self.scheduled_time}#"},
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self.client.query(**request)
+            records.extend(response.get("Items") or [])
+            if "LastEvaluatedKey" not in response:
+                return records
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def claimed_check(self, partitions_total: int) -> dict[str, Any]:
+        """`check-tick-claimed`: the transaction action that holds a partition's first run to a
+        claimed, fanned-out tick of `partitions_total` partitions (clockless.fanout.trust)."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": self.key,
+                "ConditionExpression": CHECK_TICK_CLAIMED.render(),
+                "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def count_done(self, partition: str) -> dict[str, Any]:
+        """`count-done`: `partitions_done` + 1, in the transaction that marks `partition` done; a
+        partition redriven after it exhausted its receives is no longer counted so."""
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.key,
+                "UpdateExpression": f"ADD partitions_done :one DELETE {EXHAUSTED} :partition",
+                "ConditionExpression": COUNT_DONE.render(),
+                "ExpressionAttributeValues": {":one": {"N": "1"}, ":partition": {"SS": [partition]}},
+            }
+        }
+
+    def count_exhausted(self, partition: str) -> dict[str, Any]:
+        """`count-exhausted`: `partition` added to `partitions_exhausted` (a set: once however often)."""
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.key,
+                "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                "ConditionExpression": COUNT_EXHAUSTED.render(),
+                "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
+            }
+        }
+
+    def settle(self, transition: Transition, update: str, values: dict[str, Any]) -> tuple[bool, TickEntry]:
+        """`settle` (or its exhausted forms): the settling update, conditioned on the count the
+        finisher read. (True, the attributes it changed, as they were) when it applied; (False, the
+        entry as it is) when its condition failed."""
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=update,
+                ConditionExpression=transition.render(),
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException as error:
+            return False, TickEntry.from_item(error.response.get("Item"))
+        return True, TickEntry.from_item(response.get("Attributes"))
+
+    def reported(self) -> None:
+        """`reported`: `metric_pending` removed once TickSucceeded is in the logs (clockless.fanout.finisher)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=f"REMOVE {METRIC_PENDING}",
+                ConditionExpression=REPORTED.render(),
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return  # another delivery reported it
+
+    def release_buffered(self, *, released_by: str, partitions_total: int) -> bool:
+        """`release-buffered`: the buffered tick claimed for its start, once: `buffered` becomes
+        `started` (with the tick's `partitions_total`, so its workers trust it), or it was already
+        released by the same finished tick (a redelivered start message goes on sending its
+        partitions), or its start's watch failed it (a start message redriven from the work DLQ
+        starts it after all). False: it is none of these (nothing written)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=(
+                    "SET #status = :started, started_at = :now, partitions_total = :total, released_by = :by, "
+                    f"claim_id = :by, attempts = :one REMOVE {START_FAILED}, #error, finished_at, finished_by"
+                ),
+                ConditionExpression=RELEASE_BUFFERED.render(),
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
+                ExpressionAttributeValues={
+                    ":started": {"S": TickStatus.STARTED.value},
+                    ":buffered": {"S": TickStatus.BUFFERED.value},
+                    ":now": {"S": iso_now()},
+                    ":total": {"N": str(partitions_total)},
+                    ":by": {"S": released_by},
+                    ":one": {"N": "1"},
+                },
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def fail_start(self, *, after: str, error: str, mark: str) -> bool:
+        """`fail-start`: the buffered tick settled `failed`, only while it is still buffered behind
+        `after`, with `start_failed` (a redriven start message may still start it). True for the call
+        whose update applied, also when its answer was lost and the update resent (`mark`, a value
+        unique to the call, is found as `finished_by`)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=(
+                    "SET #status = :failed, #error = :error, finished_at = :now, finished_by = :mark, "
+                    f"{START_FAILED} = :after"
+                ),
+                ConditionExpression=FAIL_START.render(),
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
+                ExpressionAttributeValues={
+                    ":failed": {"S": TickStatus.FAILED.value},
+                    ":error": {"S": error},
+                    ":now": {"S": iso_now()},
+                    ":mark": {"S": mark},
+                    ":after": {"S": after},
+                    ":buffered": {"S": TickStatus.BUFFERED.value},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException as refused:
+            # failed already: by this very update (its answer lost and resent), or by a duplicate watch
+            return TickEntry.from_item(refused.response.get("Item")).finished_by == mark
+        return True
+
+
 @dataclass
-class PartitionRecords:
+class PartitionStore:
     """The partition's record, as one worker (the lease holder `owner`) writes it."""
 
     client: Any
@@ -77,6 +270,15 @@ class PartitionRecords:
 
     def lane_key(self, lane: int) -> dict[str, Any]:
         return lane_key(self.job, self.scheduled_time, self.partition, lane)
+
+    @property
+    def tick(self) -> TickStore:
+        return TickStore(self.client, self.table, self.job, self.scheduled_time)
+
+    def read(self) -> PartitionRecord:
+        """The partition record, read consistently (no record: `exists` False)."""
+        response = self.client.get_item(TableName=self.table, Key=self.key, ConsistentRead=True)
+        return PartitionRecord.from_item(response.get("Item"))
 
     def acquire(
         self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1, message_id: str = ""
@@ -107,10 +309,10 @@ class PartitionRecords:
         )
 
     def acquire_first(
-        self, *, lease_until_ms: int, hop: int, tick_check: dict[str, Any], receives: int = 1, message_id: str = ""
+        self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1, message_id: str = ""
     ) -> Lease:
-        """Create the partition's record with this run's lease, in one transaction with
-        `tick_check` (the tick entry's condition: clockless.fanout.trust). A record that exists
+        """Create the partition's record with this run's lease, in one transaction with the check
+        that the tick was fanned out into `partitions_total` (clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
         create = self._lease_update(lease_until_ms, hop, TAKE_FIRST_LEASE.render(), receives, message_id)
@@ -119,6 +321,7 @@ class PartitionRecords:
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         try:
             # botocore fills in ClientRequestToken: its own resend after a lost answer is a no-op.
+            tick_check = self.tick.claimed_check(partitions_total)
             self.client.transact_write_items(TransactItems=[{"Update": create}, tick_check])
         except self.client.exceptions.TransactionCanceledException as error:
             mine, tick = cancellation_reasons(error, 2)[:2]
@@ -270,16 +473,7 @@ class PartitionRecords:
                     "ExpressionAttributeValues": values,
                 }
             },
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": tick_key(self.job, self.scheduled_time),
-                    # A partition redriven after it exhausted its receives is no longer counted so.
-                    "UpdateExpression": f"ADD partitions_done :one DELETE {EXHAUSTED} :partition",
-                    "ConditionExpression": COUNT_DONE.render(),
-                    "ExpressionAttributeValues": {":one": {"N": "1"}, ":partition": {"SS": [self.partition]}},
-                }
-            },
+            self.tick.count_done(self.partition),
         ]
 
     def exhausted_actions(
@@ -301,16 +495,43 @@ class PartitionRecords:
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": tick_key(self.job, self.scheduled_time),
-                    "UpdateExpression": f"ADD {EXHAUSTED} :partition",
-                    "ConditionExpression": COUNT_EXHAUSTED.render(),
-                    "ExpressionAttributeValues": {":partition": {"SS": [self.partition]}},
-                }
-            },
+            self.tick.count_exhausted(self.partition),
         ]
+
+    def name_dead(self, seen_owner: str, now: int) -> bool:
+        """The partition named exhausted by a watch that judged its message dead, if its record is
+        still as the watch read it (not done, the lease owner `seen_owner`, its lease run out at
+        `now`). False: it changed (the watch looks again). A tick no coordinator claimed is an
+        UntrustedMessageError (nothing written)."""
+        values = {":now": {"N": str(now)}}
+        if seen_owner:
+            values[":seen"] = {"S": seen_owner}
+        transition = NAME_DEAD_HOLDER if seen_owner else NAME_DEAD_UNLEASED
+        try:
+            self.client.transact_write_items(TransactItems=self.exhausted_actions(transition, values))
+        except self.client.exceptions.TransactionCanceledException as error:
+            partition, tick = cancellation_reasons(error, 2)[:2]
+            if tick.get("Code") == "ConditionalCheckFailed":
+                why = "a watch over a tick no fan-out coordinator claimed"
+                raise UntrustedMessageError(f"{self.job}@{self.scheduled_time}", self.partition, why) from None
+            if partition.get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
+        return True
+
+    def note_failures(self, notes: list[dict[str, Any]], *, max_listed: int) -> None:
+        """`note-failures`: failure notes (JSON texts) appended while the record lists fewer than
+        `max_listed` (a full list refuses the write: the tick's count still has them all)."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=self.key,
+                UpdateExpression=f"SET {FAILURE_NOTES} = list_append(if_not_exists({FAILURE_NOTES}, :empty), :notes)",
+                ConditionExpression=NOTE_FAILURES.render(),
+                ExpressionAttributeValues={":empty": {"L": []}, ":notes": {"L": notes}, ":max": {"N": str(max_listed)}},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return
 
     def mark_exhausted(self) -> bool:
         """The partition named on its tick entry as having failed every receive, only while the
