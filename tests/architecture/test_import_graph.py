@@ -19,7 +19,7 @@ KIT_JOB = "layers/clockless/clockless/job.py"
 FANOUT_REPLAY = "layers/clockless/clockless/fanout/replay.py"
 FANOUT_PARTITION = "layers/clockless/clockless/fanout/partition.py"
 FANOUT_KEYS = "layers/clockless/clockless/fanout/keys.py"
-FANOUT_RECORDS = "layers/clockless/clockless/fanout/store.py"
+FANOUT_STORE = "layers/clockless/clockless/fanout/store.py"
 
 
 def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
@@ -57,7 +57,7 @@ def _line_of(planted: PlantedCopy, relative: str, text: str) -> int:
             "\n\ndef _records() -> object:\n    from clockless.fanout.store import PartitionStore\n\n"
             "    return PartitionStore\n",
             (FANOUT_KEYS, "clockless.fanout.keys", "import PartitionStore"),
-            (FANOUT_RECORDS, "clockless.fanout.store", "from clockless.fanout.keys import"),
+            (FANOUT_STORE, "clockless.fanout.store", "from clockless.fanout.keys import"),
         ),
     ],
     ids=["lazy-import", "relative-import", "type-checking-import", "inside-the-fan-out-kit"],
@@ -163,9 +163,9 @@ def test_the_fan_out_kit_lists_each_module_once_before_the_modules_it_imports() 
 
 
 def test_a_module_list_through_a_circle_still_lists_every_module_once(planted: PlantedCopy) -> None:
-    # Given a copy where the fan-out kit's keys import its records, which import its keys
+    # Given a copy where the fan-out kit's keys import its store, which imports its keys
     planted.append(
-        FANOUT_KEYS, "\n\ndef _records() -> object:\n    from clockless.fanout import store\n\n    return records\n"
+        FANOUT_KEYS, "\n\ndef _records() -> object:\n    from clockless.fanout import store\n\n    return store\n"
     )
 
     # When its modules are listed (the rule reports the circle; the list must still end)

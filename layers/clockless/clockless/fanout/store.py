@@ -57,8 +57,7 @@ from clockless.fanout.state import (
     decide_lease,
     refusal,
 )
-from clockless.fanout.trust import UntrustedMessageError
-from clockless.fanout.types import FailedKeys, Lease, LeaseLost
+from clockless.fanout.types import FailedKeys, Lease, LeaseLost, TickUnclaimed
 from clockless.ledger import iso_now
 from clockless.overlap import START_FAILED
 from clockless.throttle import cancellation_codes, cancellation_reasons
@@ -501,8 +500,8 @@ class PartitionStore:
     def name_dead(self, seen_owner: str, now: int) -> bool:
         """The partition named exhausted by a watch that judged its message dead, if its record is
         still as the watch read it (not done, the lease owner `seen_owner`, its lease run out at
-        `now`). False: it changed (the watch looks again). A tick no coordinator claimed is an
-        UntrustedMessageError (nothing written)."""
+        `now`). False: it changed (the watch looks again). A tick no coordinator claimed is
+        TickUnclaimed (nothing written)."""
         values = {":now": {"N": str(now)}}
         if seen_owner:
             values[":seen"] = {"S": seen_owner}
@@ -512,8 +511,9 @@ class PartitionStore:
         except self.client.exceptions.TransactionCanceledException as error:
             partition, tick = cancellation_reasons(error, 2)[:2]
             if tick.get("Code") == "ConditionalCheckFailed":
-                why = "a watch over a tick no fan-out coordinator claimed"
-                raise UntrustedMessageError(f"{self.job}@{self.scheduled_time}", self.partition, why) from None
+                raise TickUnclaimed(
+                    f"{self.job}@{self.scheduled_time} was not claimed by a fan-out coordinator"
+                ) from None
             if partition.get("Code") == "ConditionalCheckFailed":
                 return False
             raise

@@ -58,7 +58,8 @@ from clockless.fanout.state import (
     judge,
 )
 from clockless.fanout.store import now_ms
-from clockless.fanout.trust import reject_future_tick
+from clockless.fanout.trust import UntrustedMessageError, reject_future_tick
+from clockless.fanout.types import TickUnclaimed
 from clockless.throttle import BudgetSpent, remaining_ms
 
 if TYPE_CHECKING:
@@ -159,7 +160,11 @@ def _name_dead(
 ) -> bool:
     """The partition named exhausted, if its record is still as the watch read it (not done, the
     same lease owner, not live). False: it changed (the watch looks again)."""
-    return worker.final_records(message, message.watched, budget).name_dead(record.lease_owner, now)
+    try:
+        return worker.final_records(message, message.watched, budget).name_dead(record.lease_owner, now)
+    except TickUnclaimed:
+        why = "a watch over a tick no fan-out coordinator claimed"
+        raise UntrustedMessageError(message.tick_key, message.partition, why) from None
 
 
 def _again(worker: PartitionWorker, message: WorkMessage, budget: Budget, after_s: float) -> Outcome:
