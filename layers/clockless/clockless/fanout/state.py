@@ -1,7 +1,7 @@
 """The fan-out's state machine: what a partition and a tick can be, and which write moves them.
 
 Read this module alone to learn the machine; docs/fan-out.md's state diagram is generated from it
-(`clockless arch --states`).
+(`clockless work states`).
 
 - **States**: a partition record is `running` or `done` (`PartitionStatus`, as stored), and while
   running its lease is live or free (`PartitionPhase` adds these, the record not yet written, and
