@@ -45,9 +45,9 @@ FANOUT_KEYS = "layers/clockless/clockless/fanout/keys.py"
         ),
         (
             FANOUT_PARTITION,
-            "\nfrom clockless.fanout.records import _refused  # noqa: E402\n",
+            "\nfrom clockless.fanout.store import _refused  # noqa: E402\n",
             "clockless.fanout.partition",
-            "clockless.fanout.partition uses clockless.fanout.records's private name _refused",
+            "clockless.fanout.partition uses clockless.fanout.store's private name _refused",
         ),
     ],
     ids=[
@@ -95,9 +95,9 @@ def test_the_fan_out_kit_lists_each_module_once_before_the_modules_it_imports() 
 
 
 def test_a_module_list_through_a_circle_still_lists_every_module_once(planted: PlantedCopy) -> None:
-    # Given a copy where the fan-out kit's keys import its records, which import its keys
+    # Given a copy where the fan-out kit's keys import its store, which imports its keys
     planted.append(
-        FANOUT_KEYS, "\n\ndef _records() -> object:\n    from clockless.fanout import records\n\n    return records\n"
+        FANOUT_KEYS, "\n\ndef _records() -> object:\n    from clockless.fanout import store\n\n    return store\n"
     )
 
     # When its modules are listed (the rule reports the circle; the list must still end)
@@ -106,8 +106,8 @@ def test_a_module_list_through_a_circle_still_lists_every_module_once(planted: P
     # Then every module is there once, and the circle shows as the imports of both
     by_name = {module.module: module for module in listed}
     assert len(by_name) == len(listed)
-    assert "clockless.fanout.records" in by_name["clockless.fanout.keys"].imports
-    assert "clockless.fanout.keys" in by_name["clockless.fanout.records"].imports
+    assert "clockless.fanout.store" in by_name["clockless.fanout.keys"].imports
+    assert "clockless.fanout.keys" in by_name["clockless.fanout.store"].imports
 
 
 def test_a_package_without_modules_is_refused_by_name() -> None:

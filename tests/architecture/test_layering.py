@@ -26,7 +26,7 @@ KIT_LEDGER = "layers/clockless/clockless/ledger.py"
 TEMPLATE_ERRORS = "tools/clockless_tools/template/errors.py"
 TEMPLATE_LOADER = "tools/clockless_tools/template/loader.py"
 FANOUT_KEYS = "layers/clockless/clockless/fanout/keys.py"
-FANOUT_RECORDS = "layers/clockless/clockless/fanout/records.py"
+FANOUT_STORE = "layers/clockless/clockless/fanout/store.py"
 
 
 TOOLS_TEMPLATE = "tools/clockless_tools/template/model.py"
@@ -61,10 +61,10 @@ PYPROJECT = "pyproject.toml"
         ),
         (
             FANOUT_KEYS,
-            "\n\ndef _records() -> object:\n    from clockless.fanout.records import PartitionRecords\n\n"
-            "    return PartitionRecords\n",
+            "\n\ndef _records() -> object:\n    from clockless.fanout.store import PartitionStore\n\n"
+            "    return PartitionStore\n",
             (FANOUT_KEYS, "clockless.fanout.keys"),
-            (FANOUT_RECORDS, "clockless.fanout.records"),
+            (FANOUT_STORE, "clockless.fanout.store"),
         ),
     ],
     ids=["lazy-import", "relative-import", "type-checking-import", "inside-the-fan-out-kit"],

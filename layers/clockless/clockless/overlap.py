@@ -32,19 +32,20 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from clockless.errors import DeclarationError
-from clockless.ledger import STATUS_SKIPPED, STATUS_STARTED, RunLedger, iso_now
+from clockless.ledger import RunLedger, iso_now
+from clockless.state import CHECK_EARLIER, HOLD, TickEntry, TickStatus
 from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
 
-STATUS_BUFFERED: Final = "buffered"
+STATUS_BUFFERED: Final = TickStatus.BUFFERED.value
 # On a buffered tick its start message's watch settled `failed` (clockless.fanout.start_watch): the
 # settled tick it was buffered behind, so a redriven start message may still start it.
 START_FAILED: Final = "start_failed"
 DEFAULT_RUNNING_AT_MOST: Final = timedelta(hours=6)
 # How many earlier entries one look reads: skipped ticks are passed over to find the one running.
 LOOK_BACK: Final = 10
-OUTCOME_SKIPPED: Final = "skipped"
-OUTCOME_BUFFERED: Final = "buffered"
+OUTCOME_SKIPPED: Final = TickStatus.SKIPPED.value
+OUTCOME_BUFFERED: Final = TickStatus.BUFFERED.value
 
 
 class Overlap(enum.StrEnum):
@@ -106,29 +107,31 @@ class OverlapGuard:
             ConsistentRead=True,
         )
         for item in response.get("Items") or []:
-            if _text(item, "scheduled_time") == own:
-                held = _already_held(item)
+            entry = TickEntry.from_item(item)
+            scheduled_time = str(entry.text("scheduled_time"))
+            if scheduled_time == own:
+                held = _already_held(entry)
                 if held is not None:
                     return held
                 continue  # its own entry (started, failed, ...): the claim decides
-            status = _text(item, "status")
-            if status == STATUS_SKIPPED:
+            status = entry.status
+            if status is TickStatus.SKIPPED:
                 continue
-            if status == STATUS_BUFFERED:
-                return Earlier(str(_text(item, "scheduled_time")), status)
-            if status != STATUS_STARTED:
+            if status is TickStatus.BUFFERED:
+                return Earlier(scheduled_time, status.value)
+            if status is not TickStatus.STARTED:
                 return None
-            started = _text(item, "started_at")
+            started = entry.started_at
             if started is None or now - parse_scheduled_time(started) > self.running_at_most:
                 return None
-            return Earlier(str(_text(item, "scheduled_time")), status)
+            return Earlier(scheduled_time, status.value)
         return None
 
     def hold(self, tick: Tick, earlier: Earlier) -> Held | None:
         """Record `tick` held back behind `earlier` (skipped, or buffered), unless the earlier tick
         settled meanwhile (None: run it). A tick the ledger already holds is answered as held."""
         other = earlier.scheduled_time
-        if self.policy is Overlap.BUFFER and earlier.status == STATUS_STARTED:
+        if self.policy is Overlap.BUFFER and earlier.status == TickStatus.STARTED:
             # One tick buffered behind a running one, whatever order they arrive in: a late tick
             # whose later neighbour is already buffered behind the same tick is skipped, as it
             # would have buffered that neighbour out had it come on time. (Two buffered behind one
@@ -138,12 +141,12 @@ class OverlapGuard:
             if after is not None and after.scheduled_time != tick.scheduled_time:
                 earlier = Earlier(format_scheduled_time(after.scheduled_time), STATUS_BUFFERED)
                 other = earlier.scheduled_time
-        if self.policy is Overlap.BUFFER and earlier.status == STATUS_STARTED:
+        if self.policy is Overlap.BUFFER and earlier.status == TickStatus.STARTED:
             held = Held(STATUS_BUFFERED, f"overlap: {other} still running; starts when it finishes", other)
         elif earlier.status == STATUS_BUFFERED:
-            held = Held(STATUS_SKIPPED, f"overlap: {other} already buffered", other)
+            held = Held(TickStatus.SKIPPED.value, f"overlap: {other} already buffered", other)
         else:
-            held = Held(STATUS_SKIPPED, f"overlap: {other} still running", other)
+            held = Held(TickStatus.SKIPPED.value, f"overlap: {other} still running", other)
         time_text = format_scheduled_time(tick.scheduled_time)
         item: dict[str, Any] = {
             **self.ledger.key(tick.job, time_text),
@@ -163,7 +166,7 @@ class OverlapGuard:
                         "Put": {
                             "TableName": self.ledger.table_name,
                             "Item": item,
-                            "ConditionExpression": "attribute_not_exists(job)",
+                            "ConditionExpression": HOLD.render(),
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
                     },
@@ -171,7 +174,7 @@ class OverlapGuard:
                         "ConditionCheck": {
                             "TableName": self.ledger.table_name,
                             "Key": self.ledger.key(tick.job, earlier.scheduled_time),
-                            "ConditionExpression": "#status = :status",
+                            "ConditionExpression": CHECK_EARLIER.render(),
                             "ExpressionAttributeNames": {"#status": "status"},
                             "ExpressionAttributeValues": {":status": {"S": earlier.status}},
                         }
@@ -181,7 +184,7 @@ class OverlapGuard:
         except self.client.exceptions.TransactionCanceledException as error:
             mine, theirs = cancellation_reasons(error, 2)[:2]
             if mine.get("Code") == "ConditionalCheckFailed":
-                return _already_held(mine.get("Item") or {})
+                return _already_held(TickEntry.from_item(mine.get("Item")))
             if theirs.get("Code") == "ConditionalCheckFailed":
                 return None  # the earlier tick settled meanwhile: this one runs
             raise
@@ -198,54 +201,25 @@ def buffered_after(ledger: RunLedger, job: str, scheduled_time: str) -> Tick | N
         ConsistentRead=True,
     )
     for item in response.get("Items") or []:
-        if _text(item, "status") == STATUS_BUFFERED and _text(item, "overlap_with") == scheduled_time:
+        entry = TickEntry.from_item(item)
+        if entry.status is TickStatus.BUFFERED and entry.overlap_with == scheduled_time:
             return Tick(
                 job=job,
-                scheduled_time=parse_scheduled_time(str(_text(item, "scheduled_time"))),
+                scheduled_time=parse_scheduled_time(str(entry.text("scheduled_time"))),
                 schedule_arn=None,
                 attempt=1,
                 execution_id=None,
-                trigger=Trigger(str(_text(item, "trigger") or Trigger.SCHEDULE.value)),
+                trigger=Trigger(entry.text("trigger") or Trigger.SCHEDULE.value),
             )
     return None
 
 
-def release_update(ledger: RunLedger, tick: Tick, *, released_by: str, partitions_total: int) -> dict[str, Any]:
-    """The buffered tick claimed for its start, once: `buffered` becomes `started` (with the
-    tick's `partitions_total`, so its workers trust it), or it was already released by the same
-    finished tick (a redelivered start message goes on sending its partitions), or its start's
-    watch failed it (a start message redriven from the work DLQ starts it after all)."""
-    return {
-        "TableName": ledger.table_name,
-        "Key": ledger.key(tick.job, format_scheduled_time(tick.scheduled_time)),
-        "UpdateExpression": (
-            "SET #status = :started, started_at = :now, partitions_total = :total, released_by = :by, "
-            f"claim_id = :by, attempts = :one REMOVE {START_FAILED}, #error, finished_at, finished_by"
-        ),
-        "ConditionExpression": f"#status = :buffered OR released_by = :by OR {START_FAILED} = :by",
-        "ExpressionAttributeNames": {"#status": "status", "#error": "error"},
-        "ExpressionAttributeValues": {
-            ":started": {"S": STATUS_STARTED},
-            ":buffered": {"S": STATUS_BUFFERED},
-            ":now": {"S": iso_now()},
-            ":total": {"N": str(partitions_total)},
-            ":by": {"S": released_by},
-            ":one": {"N": "1"},
-        },
-    }
-
-
-def _already_held(item: dict[str, Any]) -> Held | None:
-    status = _text(item, "status")
-    if status in (STATUS_SKIPPED, STATUS_BUFFERED) and _text(item, "overlap_with"):
-        return Held(str(status), str(_text(item, "reason") or ""), str(_text(item, "overlap_with")))
-    released_by = _text(item, "released_by")
+def _already_held(entry: TickEntry) -> Held | None:
+    status = entry.status
+    if status in (TickStatus.SKIPPED, TickStatus.BUFFERED) and entry.overlap_with:
+        return Held(str(status), entry.text("reason") or "", entry.overlap_with)
+    released_by = entry.released_by
     if released_by:
         # A buffered tick its earlier tick's finisher has started: that start is its one run.
         return Held(STATUS_BUFFERED, f"overlap: buffered behind {released_by}; started when it finished", released_by)
     return None  # the tick has an entry of its own (it ran, or an operator skipped it): the claim decides
-
-
-def _text(item: dict[str, Any], name: str) -> str | None:
-    value = item.get(name)
-    return None if value is None else str(value.get("S", value.get("N")))

@@ -111,7 +111,7 @@ def test_a_coordinator_imports_no_worker_and_no_batch_utility() -> None:
 
     code = (
         f"import sys, json; sys.path[:0] = [{str(PROJECT_ROOT / 'layers/clockless')!r}]; "
-        "import clockless.fanout; print(json.dumps(sorted(sys.modules)))"
+        "from clockless.fanout import FanOut; print(json.dumps(sorted(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(json.loads(done.stdout))

@@ -15,8 +15,9 @@ import time_machine
 from clockless.fanout.coordinator import FanOut
 from clockless.fanout.keys import tick_key
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
-from clockless.fanout.start_watch import StartVerdict, fail_buffered, judge_start
-from clockless.ledger import RunLedger
+from clockless.fanout.start_watch import fail_buffered
+from clockless.fanout.store import TickStore
+from clockless.state import StartVerdict, TickEntry, judge_start
 from clockless.tick import Trigger
 from clockless_tools.simulate.faults import AttemptDied
 from tests.unit.kit.conftest import Aws
@@ -63,7 +64,7 @@ def _watch(receives: int, *, until_ms: int = 0) -> WorkMessage:
 def test_a_start_watch_judges_the_tick_entry(
     receives: int, entry: dict[str, str], until_ms: int, verdict: StartVerdict
 ) -> None:
-    item = {name: {"S": value} for name, value in entry.items()}
+    item = TickEntry.from_item({name: {"S": value} for name, value in entry.items()})
     assert judge_start(_watch(receives, until_ms=until_ms), item, now=NOW, max_receives=LAST_RECEIVE) is verdict
 
 
@@ -125,7 +126,7 @@ def test_a_start_dying_before_its_claim_on_its_last_receive_fails_the_tick_and_a
 ) -> None:
     worker, start = _first_done_second_start_held(aws)
     with monkeypatch.context() as dying:
-        dying.setattr("clockless.fanout.buffer.release_update", _dies)
+        dying.setattr("clockless.fanout.store.TickStore.release_buffered", _dies)
         with pytest.raises(AttemptDied):
             worker(sqs_event([start]), Context())
     capsys.readouterr()
@@ -178,8 +179,8 @@ def test_a_start_watch_failing_the_tick_with_its_answer_lost_still_says_it_faile
         TableName="LedgerTable",
         Item={**tick_key(TOY_JOB, SECOND), "status": {"S": "buffered"}, "overlap_with": {"S": FIRST}},
     )
-    ledger = RunLedger("LedgerTable", LostAnswer(aws.dynamodb), retention_seconds=86400)
+    tick = TickStore(LostAnswer(aws.dynamodb), "LedgerTable", TOY_JOB, SECOND)
 
-    assert fail_buffered(ledger, _watch(LAST_RECEIVE)) is True  # so its TickFailed is emitted
-    assert fail_buffered(ledger, _watch(LAST_RECEIVE)) is False  # a duplicate watch's is not
+    assert fail_buffered(tick, _watch(LAST_RECEIVE)) is True  # so its TickFailed is emitted
+    assert fail_buffered(tick, _watch(LAST_RECEIVE)) is False  # a duplicate watch's is not
     assert _status(aws, SECOND)["status"] == "failed"

@@ -17,17 +17,10 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from clockless.fanout.keys import partition_key, tick_key
 from clockless.fanout.messages import KIND_WATCH, MalformedMessageError, WorkMessage
-from clockless.fanout.records import PartitionRecords, now_ms
-from clockless.fanout.watch import (
-    WATCH_MARGIN_SECONDS,
-    Verdict,
-    Watched,
-    judge,
-    wait_for_last_receive_ms,
-    watch_delay_seconds,
-    watches,
-)
+from clockless.fanout.store import PartitionStore, now_ms
+from clockless.fanout.watch import WATCH_MARGIN_SECONDS, wait_for_last_receive_ms, watch_delay_seconds
 from clockless.ledger import LedgerEntry
+from clockless.state import PartitionRecord, PartitionStatus, Verdict, judge, watches
 from clockless.tick import Trigger
 from clockless_tools.simulate.faults import AttemptDied
 from tests.unit.kit.conftest import Aws
@@ -38,6 +31,8 @@ TICK: Final = {"job": TOY_JOB, "scheduled_time": SCHEDULED, "attempt": "1", "tri
 # The worker's Timeout: what a run has left when it starts.
 TIMEOUT_S: Final = 300
 LAST_RECEIVE: Final = "5"
+# The partition record as a watch reads it.
+Seen: Final = PartitionRecord
 
 
 class DyingWork(ToyWork):
@@ -227,7 +222,7 @@ def test_a_watch_over_a_tick_no_coordinator_claimed_is_refused_and_writes_nothin
 ) -> None:
     # Given a partition record whose run died (its lease expired), for a tick the ledger never saw
     _, _, _, worker = toy_job()
-    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
+    dead = PartitionStore(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-run", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
     body = {"kind": KIND_WATCH, "job": TOY_JOB, "scheduled_time": SCHEDULED, "partition": "1", "params": {}}
     watched = {"watched": "a-dead-run", "receives": int(LAST_RECEIVE)}
@@ -304,40 +299,84 @@ def _watch(receives: int, *, hop: int = 0, until_ms: int = 0, seen_owner: str = 
     ("receives", "record", "verdict"),
     [
         # the last receive
-        (5, Watched(), Verdict.DEAD),  # it died before its lease, on a partition never run
-        (5, Watched(True, owner="receive-4", lease_until=NOW - 1, message_id="m-1"), Verdict.DEAD),  # before its lease
-        (5, Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), Verdict.DEAD),  # holding its lease
-        (5, Watched(True, owner=OWNER, lease_until=0, message_id="m-1"), Verdict.ENDED),  # released: handed on, named
-        (5, Watched(True, hops=0, owner="hop-0", lease_until=0, message_id="m-0"), Verdict.ENDED),  # another copy
-        (5, Watched(True, done=True, owner=OWNER, message_id="m-1"), Verdict.ENDED),
-        (5, Watched(True, hops=1, owner="next-hop", lease_until=0, message_id="m-2"), Verdict.ENDED),  # moved on
-        (5, Watched(True, owner="a-duplicate", lease_until=NOW + 5, message_id="m-9"), Verdict.LIVE),
-        (5, Watched(True, owner=OWNER, lease_until=NOW + 5, message_id="m-1"), Verdict.LIVE),  # came early
-        (5, Watched(True, owner=OWNER, lease_until=NOW - 1, message_id=""), Verdict.DEAD),  # a record of before
+        (5, Seen(), Verdict.DEAD),  # it died before its lease, on a partition never run
+        (
+            5,
+            PartitionRecord(True, lease_owner="receive-4", lease_until=NOW - 1, message_id="m-1"),
+            Verdict.DEAD,
+        ),  # before its lease
+        (
+            5,
+            PartitionRecord(True, lease_owner=OWNER, lease_until=NOW - 1, message_id="m-1"),
+            Verdict.DEAD,
+        ),  # holding its lease
+        (
+            5,
+            PartitionRecord(True, lease_owner=OWNER, lease_until=0, message_id="m-1"),
+            Verdict.ENDED,
+        ),  # released: handed on, named
+        (
+            5,
+            PartitionRecord(True, hops=0, lease_owner="hop-0", lease_until=0, message_id="m-0"),
+            Verdict.ENDED,
+        ),  # another copy
+        (5, Seen(True, status=PartitionStatus.DONE, lease_owner=OWNER, message_id="m-1"), Verdict.ENDED),
+        (
+            5,
+            PartitionRecord(True, hops=1, lease_owner="next-hop", lease_until=0, message_id="m-2"),
+            Verdict.ENDED,
+        ),  # moved on
+        (5, Seen(True, lease_owner="a-duplicate", lease_until=NOW + 5, message_id="m-9"), Verdict.LIVE),
+        (
+            5,
+            PartitionRecord(True, lease_owner=OWNER, lease_until=NOW + 5, message_id="m-1"),
+            Verdict.LIVE,
+        ),  # came early
+        (
+            5,
+            PartitionRecord(True, lease_owner=OWNER, lease_until=NOW - 1, message_id=""),
+            Verdict.DEAD,
+        ),  # a record of before
         # the receive before the last: wait for the last, which no worker may see
-        (4, Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), Verdict.WAIT),
-        (4, Watched(True, owner=OWNER, lease_until=0, message_id="m-1"), Verdict.WAIT),
-        (4, Watched(True, done=True, owner=OWNER, message_id="m-1"), Verdict.ENDED),
+        (4, Seen(True, lease_owner=OWNER, lease_until=NOW - 1, message_id="m-1"), Verdict.WAIT),
+        (4, Seen(True, lease_owner=OWNER, lease_until=0, message_id="m-1"), Verdict.WAIT),
+        (4, Seen(True, status=PartitionStatus.DONE, lease_owner=OWNER, message_id="m-1"), Verdict.ENDED),
     ],
     ids=str,
 )
-def test_a_watch_judges_the_partition_record(receives: int, record: Watched, verdict: Verdict) -> None:
+def test_a_watch_judges_the_partition_record(receives: int, record: PartitionRecord, verdict: Verdict) -> None:
     assert judge(_watch(receives), record, now=NOW, max_receives=int(LAST_RECEIVE)) is verdict
 
 
 @pytest.mark.parametrize(
     ("record", "now", "verdict"),
     [
-        (Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.WAIT),  # not yet
-        (Watched(True, owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW + 10, Verdict.DEAD),  # no one came
-        (Watched(True, owner="receive-5", lease_until=0, message_id="m-1"), NOW + 10, Verdict.ENDED),  # one came
-        (Watched(True, owner="receive-5", lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.DEAD),  # and died
-        (Watched(True, owner="receive-5", lease_until=NOW + 60, message_id="m-1"), NOW + 10, Verdict.LIVE),
+        (Seen(True, lease_owner=OWNER, lease_until=NOW - 1, message_id="m-1"), NOW, Verdict.WAIT),  # not yet
+        (
+            PartitionRecord(True, lease_owner=OWNER, lease_until=NOW - 1, message_id="m-1"),
+            NOW + 10,
+            Verdict.DEAD,
+        ),  # no one came
+        (
+            PartitionRecord(True, lease_owner="receive-5", lease_until=0, message_id="m-1"),
+            NOW + 10,
+            Verdict.ENDED,
+        ),  # one came
+        (
+            PartitionRecord(True, lease_owner="receive-5", lease_until=NOW - 1, message_id="m-1"),
+            NOW,
+            Verdict.DEAD,
+        ),  # and died
+        (
+            PartitionRecord(True, lease_owner="receive-5", lease_until=NOW + 60, message_id="m-1"),
+            NOW + 10,
+            Verdict.LIVE,
+        ),
     ],
     ids=str,
 )
 def test_a_waiting_watch_judges_whether_a_later_receive_reached_a_worker(
-    record: Watched, now: int, verdict: Verdict
+    record: PartitionRecord, now: int, verdict: Verdict
 ) -> None:
     waiting = _watch(4, until_ms=NOW + 10, seen_owner=OWNER)
     assert judge(waiting, record, now=now, max_receives=int(LAST_RECEIVE)) is verdict
@@ -372,7 +411,7 @@ def test_a_waiting_watch_past_its_deadline_waits_on_while_messages_wait_on_the_q
     # Given partition 0 last leased by a run of its 4th receive that died, and the watch of that
     # receive past its deadline, no run having leased the partition since
     _, healthy, stuck = _started_with_partition_0_held(aws)
-    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "0", "receive-4", 86400)
+    dead = PartitionStore(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "0", "receive-4", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0, message_id=stuck["MessageId"]).acquired
     waiting = dataclasses.replace(
         WorkMessage.parse(stuck["Body"], job=TOY_JOB, partitions=["0", "1", "2", "3"]),
@@ -408,5 +447,5 @@ def test_a_waiting_watch_past_its_deadline_waits_on_while_messages_wait_on_the_q
 
 def test_a_continuation_that_never_took_its_lease_is_dead_on_its_last_receive() -> None:
     # the record is hop 0's (which handed on); the watched message, hop 1, never leased it
-    record = Watched(True, hops=0, owner="hop-0", lease_until=0, message_id="m-0")
+    record = PartitionRecord(True, hops=0, lease_owner="hop-0", lease_until=0, message_id="m-0")
     assert judge(_watch(5, hop=1), record, now=NOW, max_receives=int(LAST_RECEIVE)) is Verdict.DEAD

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from clockless.fanout import FanOut
 from clockless.fanout.keys import lane_key, partition_key, tick_key
 from clockless.fanout.messages import WorkMessage
-from clockless.fanout.records import PartitionRecords, now_ms
+from clockless.fanout.store import PartitionStore, now_ms
 from clockless.job import ScheduledJob
 from clockless.ledger import LedgerEntry
 from clockless.run import JobRun
@@ -117,7 +117,7 @@ def test_a_partition_held_by_a_live_worker_is_left_to_it(aws: Aws) -> None:
     seed(aws.dynamodb, 10)
     _, _, coordinator, worker = toy_job()
     coordinator(dict(TICK), Context())
-    live = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "someone-else", 86400)
+    live = PartitionStore(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "someone-else", 86400)
     assert live.acquire(lease_until_ms=now_ms() + 60_000, hop=0).acquired
 
     response = _deliver(worker, _partition_message("1"))
@@ -133,7 +133,7 @@ def test_an_expired_lease_is_taken_over(aws: Aws) -> None:
     seed(aws.dynamodb, 10)
     _, _, coordinator, worker = toy_job()
     coordinator(dict(TICK), Context())
-    dead = PartitionRecords(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-worker", 86400)
+    dead = PartitionStore(aws.dynamodb, "LedgerTable", TOY_JOB, SCHEDULED, "1", "a-dead-worker", 86400)
     assert dead.acquire(lease_until_ms=now_ms() - 1, hop=0).acquired
 
     _deliver(worker, _partition_message("1"))

@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from clockless.fanout.pacing import Pacer, PacingSettings
 from clockless.fanout.partition import PartitionAccounting
-from clockless.fanout.records import PartitionRecords
 from clockless.fanout.retry import WorkRetriesSpent
+from clockless.fanout.store import PartitionStore
 from clockless.fanout.types import Counters
 from clockless.fanout.writer import (
     MAX_ITEM_ACTIONS,
@@ -301,7 +301,7 @@ def test_a_page_of_a_thousand_bad_rows_is_counted_within_dynamodbs_transaction_l
     # Given a page whose 1,000 rows all failed before any write (none decodes), and the partition
     # record's own accounting (its condition names each failed key, so a repeat counts nothing)
     client = ScriptedClient()
-    records = PartitionRecords(client, "LedgerTable", "job", "2026-12-01T03:00:00Z", "0", "me", 3600)
+    records = PartitionStore(client, "LedgerTable", "job", "2026-12-01T03:00:00Z", "0", "me", 3600)
     writer = BatchWriter(client, PartitionAccounting(records), on_failed=lambda items, reason: None, concurrency=1)
     keys = [f"tenant-01#15#session-{n:05d}" for n in range(1000)]
     page = [Entry(key, [], None, FailedItem(key, "decode", "field 'started_at' missing")) for key in keys]

@@ -56,7 +56,7 @@ CLOCK_READERS: Final = frozenset(
         # The kit's own readers: calling them from a job is reading the clock too.
         "clockless.tick.utc_now",
         "clockless.ledger.iso_now",
-        "clockless.fanout.records.now_ms",
+        "clockless.fanout.store.now_ms",
     }
 )
 
@@ -67,8 +67,8 @@ KIT_CLOCK_READS: Final = {
     "clockless.ledger.RunLedger._expires_at": "the ledger record's TTL",
     "clockless.overlap.OverlapGuard.hold": "the TTL of the ledger record of a tick held back by the overlap policy",
     "clockless.persistence.TickRecords._claim": "whether an idempotency claim has expired",
-    "clockless.fanout.records.now_ms": "leases and heartbeats of partition work records",
-    "clockless.fanout.records.PartitionRecords.__post_init__": "the work records' TTL",
+    "clockless.fanout.store.now_ms": "leases and heartbeats of partition work records",
+    "clockless.fanout.store.PartitionStore.__post_init__": "the work records' TTL",
     "clockless.fanout.finisher._duration_ms": "the tick's duration metric",
 }
 # The kit's own readers (CLOCK_READERS under clockless.) are its named exceptions: calling them is

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from clockless.fanout.partition import PartitionAccounting
-from clockless.fanout.records import PartitionRecords
+from clockless.fanout.store import PartitionStore
 from clockless.fanout.writer import BatchWriter, Entry
 from clockless_tools.bench.harness import Harness, effect_of
 from clockless_tools.bench.latency import added_latency
@@ -102,7 +102,7 @@ class KitBatches:
     def run_shard(self, tick_key: str, shard: str) -> int:
         work = RawWork(self.harness, self.job)
         job, _, scheduled_time = tick_key.partition("@")
-        records = PartitionRecords(
+        records = PartitionStore(
             self.harness.client, self.harness.ledger_table, job, scheduled_time, shard, "bench", 86_400
         )
 

@@ -1,5 +1,5 @@
 """`clockless work show|redrive <job>`: a fanned-out job's work dead-letter queue, on the local runtime
-or a deployed stack."""
+or a deployed stack; `clockless work states`: the state machine its records go through."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from clockless_tools.cli.common import (
 )
 from clockless_tools.cli.operations import JobArgument, VerboseOption
 from clockless_tools.cli.target import TargetOptions, acting_on, target_options
+from clockless_tools.operations.states import states_markdown
 from clockless_tools.operations.targets import LocalTarget, PartitionsFailing, one_line
 from clockless_tools.operations.work import DeadLetter, redrive, show
 
@@ -42,6 +43,13 @@ MessagesOption = Annotated[
         "by one (receives shows the count before this read).",
     ),
 ]
+
+
+@app.command("states")
+def work_states() -> None:
+    """The fan-out's partition and tick states and the conditional write that moves each, as Mermaid
+    diagrams and a Markdown table (docs/fan-out.md), from clockless.state."""
+    print(states_markdown())
 
 
 @app.command("show")

@@ -25,8 +25,9 @@ from typing import Any
 
 from clockless import format_scheduled_time, parse_scheduled_time
 from clockless.fanout.finisher import Finisher
-from clockless.fanout.keys import COUNTERS, STATUS_DONE
+from clockless.fanout.keys import COUNTERS
 from clockless.ledger import STATUS_FAILED, STATUS_STARTED, STATUS_SUCCEEDED, RunLedger
+from clockless.state import PartitionRecord
 from clockless_tools.operations.targets import one_line
 
 # What `status` calls a started tick one of whose partitions is retrying or dead-lettered.
@@ -81,20 +82,19 @@ class PartitionProgress:
         }
 
 
-def partition_state(record: dict[str, Any], *, now_ms: int, max_receives: int | None = None) -> PartitionProgress:
+def partition_state(item: dict[str, Any], *, now_ms: int, max_receives: int | None = None) -> PartitionProgress:
     """One partition record's state (see the module's docstring)."""
-    partition = str(_text(record, "scheduled_time")).rpartition("#p")[2]
-    receives = _number(record, "receives") if "receives" in record else None
-    throttled = _number(record, "throttle_continuations") if "throttle_continuations" in record else None
-    last_error = _text(record, "last_error")
-    lease_until = _number(record, "lease_until") if "lease_until" in record else None
+    record = PartitionRecord.from_item(item)
+    receives = record.receives
+    last_error = record.last_error
+    lease_until = record.lease_until
     # The kit notes why it handed a partition on after throttling (`throttled: ...`) as well as why
     # an attempt failed; only the second is a failure. The note stays after the next acquire.
     failed = bool(last_error) and not str(last_error).startswith(THROTTLE_NOTE)
     live = lease_until is not None and lease_until >= now_ms
-    if _text(record, "status") == STATUS_DONE:
+    if record.done:
         state = PartitionState.DONE
-    elif lease_until == 0 and "cursor" in record:
+    elif lease_until == 0 and record.cursor_text is not None:
         state = PartitionState.CONTINUED
     elif max_receives is not None and receives is not None and receives >= max_receives and not live:
         state = PartitionState.DEAD_LETTERED  # its last receive is over, undone: SQS moves the message to the DLQ
@@ -105,11 +105,11 @@ def partition_state(record: dict[str, Any], *, now_ms: int, max_receives: int | 
     else:
         state = PartitionState.RUNNING
     return PartitionProgress(
-        partition=partition,
+        partition=record.partition,
         state=state,
         receives=receives,
-        hops=_number(record, "hops"),
-        throttle_continuations=throttled,
+        hops=record.hops,
+        throttle_continuations=record.throttle_continuations,
         last_error=last_error,
     )
 
@@ -261,7 +261,7 @@ def tick_progress(
         partitions = [
             partition_state(record, now_ms=now_ms, max_receives=max_receives)
             for record in records
-            if "#l" not in str(_text(record, "scheduled_time")).removeprefix(scheduled_time)
+            if not PartitionRecord.from_item(record).is_lane
         ]
         partitions.sort(key=lambda p: _partition_order(p.partition))
         total = _number(entry, "partitions_total")

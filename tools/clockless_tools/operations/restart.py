@@ -21,10 +21,10 @@ from typing import Any
 
 from clockless import Trigger, format_scheduled_time
 from clockless.fanout.finisher import Finisher
-from clockless.fanout.keys import STATUS_DONE
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.queue import WorkQueue
 from clockless.ledger import STATUS_STARTED, LedgerEntry
+from clockless.state import PartitionRecord
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.operations.targets import JobTarget, OperationError, require_job
 from clockless_tools.operations.work import work_queues
@@ -100,16 +100,16 @@ def restart(target: JobTarget, template: Template, job: str, scheduled_time: dat
         )
     ledger = target.ledger()
     records = {
-        str(record["scheduled_time"]["S"]).removeprefix(f"{when}#p"): record
-        for record in Finisher(ledger.client, ledger.table_name).records(job, when)
-        if "#l" not in str(record["scheduled_time"]["S"]).removeprefix(f"{when}#p")
+        record.partition: record
+        for record in map(PartitionRecord.from_item, Finisher(ledger.client, ledger.table_name).records(job, when))
+        if not record.is_lane
     }
     done, held, resend = [], [], []
     for partition in partitions:
-        record = records.get(partition) or {}
-        if (record.get("status") or {}).get("S") == STATUS_DONE:
+        record = records.get(partition) or PartitionRecord()
+        if record.done:
             done.append(partition)
-        elif int((record.get("lease_until") or {}).get("N", "0")) >= now_ms:
+        elif record.lease_ends >= now_ms:
             held.append(partition)
         else:
             resend.append(partition)

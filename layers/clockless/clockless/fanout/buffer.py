@@ -9,20 +9,20 @@ claims the buffered tick and fans it out (`start_buffered`, routed by the dispat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from clockless.errors import DeclarationError
 from clockless.fanout.messages import KIND_START, WorkMessage
+from clockless.fanout.store import TickStore
 from clockless.fanout.trust import UntrustedMessageError
 from clockless.ledger import RunLedger
-from clockless.overlap import buffered_after, release_update
+from clockless.overlap import buffered_after
+from clockless.state import Outcome
 from clockless.tick import Tick
 
 if TYPE_CHECKING:
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
-
-OUTCOME_STARTED: Final = "buffered tick started"
 
 
 def _ledger(worker: PartitionWorker, dynamodb: Any) -> RunLedger:
@@ -43,7 +43,7 @@ def release_buffered(worker: PartitionWorker, done: WorkMessage, *, budget: Budg
     worker.job.logger.info("buffered tick released", extra={"buffered": start.tick_key})
 
 
-def start_buffered(worker: PartitionWorker, message: WorkMessage) -> str:
+def start_buffered(worker: PartitionWorker, message: WorkMessage) -> Outcome:
     """Start a buffered tick: claimed in the ledger (`buffered` becomes `started` with its
     partitions_total, once), then the job's function fans it out as its coordinator would have.
     A redelivered start message sends the partitions again (duplicates change nothing)."""
@@ -53,14 +53,12 @@ def start_buffered(worker: PartitionWorker, message: WorkMessage) -> str:
     dynamodb = worker.clients()[0]
     tick = Tick(message.job, message.scheduled_time, None, 1, None, message.trigger)
     after = str(message.params.get("after", ""))
-    update = release_update(_ledger(worker, dynamodb), tick, released_by=after, partitions_total=len(worker.partitions))
-    try:
-        dynamodb.update_item(**update)
-    except dynamodb.exceptions.ConditionalCheckFailedException:
-        raise UntrustedMessageError(message.tick_key, "-", f"not a tick buffered behind {after}") from None
+    store = TickStore(dynamodb, worker.settings().ledger_table, message.job, message.time_text)
+    if not store.release_buffered(released_by=after, partitions_total=len(worker.partitions)):
+        raise UntrustedMessageError(message.tick_key, "-", f"not a tick buffered behind {after}")
     if job.function is None:
         raise DeclarationError(f"job {job.name!r} has no @job.handler function to start a buffered tick with")
     ledger = _ledger(worker, dynamodb)
     job.function(JobRun(tick, load_last_success=lambda: ledger.last_success_before(tick.job, tick.scheduled_time)))
     job.logger.info("buffered tick started", extra={"after": after})
-    return OUTCOME_STARTED
+    return Outcome.STARTED

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS, WorkQueue
 from clockless.fanout.retry import continuation_delay
@@ -20,11 +20,8 @@ from clockless.throttle import Budget, BudgetSpent, remaining_ms
 
 if TYPE_CHECKING:
     from clockless.fanout.messages import WorkMessage
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
     from clockless.fanout.types import Lease
-
-# What a delivery that handed its partition (or its replay) on to a later one returns.
-OUTCOME_CONTINUED: Final = "continued"
 
 
 @dataclass
@@ -45,7 +42,7 @@ class HandOff:
         self.queue.send(message.body(), budget=self.budget, delay_s=delay_s)
 
     def after_budget(
-        self, message: WorkMessage, *, final: PartitionRecords, cursor: dict[str, Any], already_done: int
+        self, message: WorkMessage, *, final: PartitionStore, cursor: dict[str, Any], already_done: int
     ) -> None:
         """The time budget spent after a page: the cursor, the page's already-done count and the
         lease released in one write, then the next hop at once."""
@@ -56,7 +53,7 @@ class HandOff:
         self,
         message: WorkMessage,
         *,
-        final: PartitionRecords,
+        final: PartitionStore,
         cursor: dict[str, Any] | None,
         already_done: int,
         lease: Lease,

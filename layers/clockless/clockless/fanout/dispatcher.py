@@ -17,21 +17,22 @@ docs/fan-out.md has the whole design.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from clockless.fanout.buffer import start_buffered
-from clockless.fanout.messages import KIND_PARTITION, KIND_START, KIND_WATCH, WorkMessage
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, MessageKind, WorkMessage
 from clockless.fanout.partition import lease_owner, run_partition
 from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_attempt
 from clockless.fanout.replay import replay
 from clockless.fanout.start_watch import settle_start_watch
 from clockless.fanout.trust import UntrustedMessageError
-from clockless.fanout.watch import send_watch, settle_watch, watches
+from clockless.fanout.watch import send_watch, settle_watch
 from clockless.fanout.worker import PartitionWorker
+from clockless.state import Outcome, watches
 from clockless.throttle import Budget
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def dispatch(
     receives: int = 1,
     receipt_handle: str | None = None,
     message_id: str = "",
-) -> str:
+) -> Outcome:
     """One message, routed by its kind; its outcome. An exception leaves it to SQS (redelivered,
     then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
     its visibility; `message_id`: its SQS id, which its watch names."""
@@ -120,18 +121,21 @@ def dispatch(
             send_watch(worker, message, owner, message_id=message_id, receives=receives, budget=budget)
         if receipt_handle is not None:
             hold_for_attempt(worker, receipt_handle, budget)
-        if message.kind == KIND_PARTITION:
-            return run_partition(
-                worker, message, budget, metrics, receives=receives, owner=owner, message_id=message_id
-            )
-        if message.kind == KIND_WATCH and not message.partition:
-            return settle_start_watch(worker, message, budget, metrics)
-        if message.kind == KIND_WATCH:
-            return settle_watch(worker, message, budget, metrics)
-        if message.kind == KIND_START:
-            return start_buffered(worker, message)
-        # KIND_ITEMS, the one kind left (WorkMessage.parse refuses any other)
-        return replay(worker, message, budget, metrics)
+        match message.kind:
+            case MessageKind.PARTITION:
+                return run_partition(
+                    worker, message, budget, metrics, receives=receives, owner=owner, message_id=message_id
+                )
+            case MessageKind.WATCH if not message.partition:
+                return settle_start_watch(worker, message, budget, metrics)
+            case MessageKind.WATCH:
+                return settle_watch(worker, message, budget, metrics)
+            case MessageKind.START:
+                return start_buffered(worker, message)
+            case MessageKind.ITEMS:
+                return replay(worker, message, budget, metrics)
+            case unknown:  # mypy fails here when a kind has no case
+                assert_never(unknown)
     except UntrustedMessageError as error:
         # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
         job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})

@@ -12,6 +12,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from clockless.fanout.keys import FAILURE_NOTES
 from clockless.fanout.writer import Entry
 from clockless.items import (
     MAX_LISTED,
@@ -29,12 +30,10 @@ if TYPE_CHECKING:
 
     from clockless.fanout.messages import WorkMessage
     from clockless.fanout.queue import DeadLetters
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
     from clockless.fanout.work import PartitionWork
 
 OUTSIDE_RANGE = "its index key sorts outside the range of keys the job reads: no tick would ever find it"
-# On the partition record: the first failures of its items, as JSON texts (attempts: one note each).
-FAILURE_NOTES = "failure_notes"
 
 
 def entries_of(
@@ -92,20 +91,11 @@ def outside_entries(work: PartitionWork[Any], rows: Iterable[Any], *, skip: Coll
     return entries
 
 
-def note_failures(records: PartitionRecords, failures: list[FailedItem]) -> None:
+def note_failures(records: PartitionStore, failures: list[FailedItem]) -> None:
     """The failures on the partition record while it lists fewer than MAX_LISTED (a full list
     refuses the write: the tick's count still has them all). Only ever sent when items failed."""
     notes = [{"S": json.dumps(f.as_record(), sort_keys=True, separators=(",", ":"))} for f in failures]
-    try:
-        records.client.update_item(
-            TableName=records.table,
-            Key=records.key,
-            UpdateExpression=f"SET {FAILURE_NOTES} = list_append(if_not_exists({FAILURE_NOTES}, :empty), :notes)",
-            ConditionExpression=f"attribute_not_exists({FAILURE_NOTES}) OR size({FAILURE_NOTES}) < :max",
-            ExpressionAttributeValues={":empty": {"L": []}, ":notes": {"L": notes}, ":max": {"N": str(MAX_LISTED)}},
-        )
-    except records.client.exceptions.ConditionalCheckFailedException:
-        return
+    records.note_failures(notes, max_listed=MAX_LISTED)
 
 
 def failures_noted(record: Mapping[str, Any]) -> list[FailedItem]:
@@ -130,7 +120,7 @@ class FailureRecorder:
         message: WorkMessage,
         work: PartitionWork[Any],
         dead_letters: DeadLetters,
-        records: PartitionRecords,
+        records: PartitionStore,
         logger: Logger,
     ) -> None:
         self.message = message

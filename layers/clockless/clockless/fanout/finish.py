@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.metrics import MetricUnit
 
 from clockless.fanout.buffer import release_buffered
-from clockless.fanout.continuation import OUTCOME_CONTINUED
-from clockless.fanout.finisher import NOT_COMPLETE, UNREPORTED, Finisher
+from clockless.fanout.finisher import Finisher
 from clockless.fanout.retry import continuation_delay
 from clockless.job import METRIC_FAILED, METRIC_SUCCEEDED
-from clockless.ledger import STATUS_FAILED, STATUS_SUCCEEDED
 from clockless.overlap import Overlap
+from clockless.state import Outcome, Settle
 from clockless.throttle import BudgetSpent
 
 if TYPE_CHECKING:
@@ -33,8 +32,8 @@ if TYPE_CHECKING:
 
 
 def finish_or_continue(
-    worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: str
-) -> str:
+    worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: Outcome
+) -> Outcome:
     """The finisher, then `outcome`; when it stays throttled, a continuation runs it later (the
     partition is done)."""
     try:
@@ -42,7 +41,7 @@ def finish_or_continue(
     except BudgetSpent as spent:
         worker.handoff(budget).send(message, continuation_delay(0))
         worker.job.logger.warning("the finisher stayed throttled; continuation sent", extra={"throttle": str(spent)})
-        return OUTCOME_CONTINUED
+        return Outcome.CONTINUED
     return outcome
 
 
@@ -54,19 +53,19 @@ def settle(worker: PartitionWorker, message: WorkMessage, budget: Budget, metric
     status, counters = finisher.finish(
         message.job, message.time_text, replay_hint=f"clockless work redrive {message.job}"
     )
-    if status == STATUS_SUCCEEDED:
+    if status is Settle.SUCCEEDED:
         job.logger.info("tick succeeded: every item is accounted for", extra={"counters": _summary(counters)})
-    elif status == UNREPORTED:
+    elif status is Settle.UNREPORTED:
         job.logger.info("the tick had succeeded, but its TickSucceeded was never reported: reporting it")
-    if status in (STATUS_SUCCEEDED, UNREPORTED):
+    if status in (Settle.SUCCEEDED, Settle.UNREPORTED):
         _report_success(finisher, message, metrics)
-    elif status == STATUS_FAILED:
+    elif status is Settle.FAILED:
         metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
         job.logger.error(
             "tick failed: items failed; replay them after the fix",
             extra={"counters": _summary(counters), "replay": f"clockless work redrive {message.job}"},
         )
-    if status != NOT_COMPLETE and job.overlap is Overlap.BUFFER:
+    if status is not Settle.NOT_COMPLETE and job.overlap is Overlap.BUFFER:
         release_buffered(worker, message, budget=budget)
 
 

@@ -12,23 +12,26 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from clockless.fanout.failures import failures_noted
-from clockless.fanout.keys import COUNTERS, EXHAUSTED, exhausted_of, tick_key, work_job
+from clockless.fanout.keys import EXHAUSTED, METRIC_PENDING
+from clockless.fanout.store import TickStore
 from clockless.fanout.types import Counters
 from clockless.items import NO_TOLERANCE, REASON_PARTITION, FailedItem, Tolerance, dump_listed, listed
-from clockless.ledger import FAILURES, STATUS_FAILED, STATUS_SUCCEEDED, SUMMARY_WHOLE_TICK, iso_now
+from clockless.ledger import FAILURES, SUMMARY_WHOLE_TICK, iso_now
+from clockless.state import (
+    PartitionRecord,
+    Settle,
+    TickEntry,
+    TickStatus,
+    Transition,
+    settle_decision,
+    settle_transition,
+    settled_status,
+)
 from clockless.tick import parse_scheduled_time
-
-NOT_COMPLETE: Final = "not complete"
-ALREADY_SETTLED: Final = "already settled"
-# Succeeded, and no worker has said yet that it emitted TickSucceeded for it (below).
-UNREPORTED: Final = "succeeded, TickSucceeded not reported yet"
-# On the tick entry from the update that says `succeeded` until a worker has emitted the metric.
-METRIC_PENDING: Final = "metric_pending"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +40,12 @@ class Progress:
 
     partitions_total: int | None
     partitions_done: int
-    status: str | None
+    status: TickStatus | None
     counters: Counters
 
     @property
     def complete(self) -> bool:
         return self.partitions_total is not None and self.partitions_done >= self.partitions_total
-
-
-def _number(item: Mapping[str, Any], name: str) -> int:
-    value = item.get(name)
-    return int(value["N"]) if value and "N" in value else 0
 
 
 def _duration_ms(started_at: str | None) -> int | None:
@@ -71,32 +69,30 @@ def _failed_error(failed: int, exhausted: list[str], replay_hint: str) -> str:
     return f"{'; '.join(parts)}: replay them after the fix: {replay_hint}"
 
 
-def _still_complete(exhausted: list[str], done: int, values: dict[str, Any]) -> str:
-    """The settling update's condition: the partitions as this finisher read them, and not succeeded."""
-    if not exhausted:
-        return "partitions_done = partitions_total AND #status <> :succeeded"
-    values[":exhausted"] = {"N": str(len(exhausted))}
-    values[":done"] = {"N": str(done)}
-    counted = "partitions_done = :done"
-    if not done:  # every partition exhausted: the counter was never written
-        counted = f"(attribute_not_exists(partitions_done) OR {counted})"
-    return f"{counted} AND size({EXHAUSTED}) = :exhausted AND #status <> :succeeded"
+def _still_complete(entry: TickEntry, values: dict[str, Any]) -> Transition:
+    """The settling update's transition, its condition the partitions as this finisher read them
+    and not succeeded (every partition exhausted: the counter may never have been written)."""
+    if entry.exhausted:
+        values[":exhausted"] = {"N": str(len(entry.exhausted))}
+        values[":done"] = {"N": str(entry.partitions_done)}
+    return settle_transition(entry)
 
 
 def _sum(records: list[dict[str, Any]]) -> Counters:
     counters = Counters()
     for item in records:
-        counters.add(Counters(*(_number(item, name) for name in COUNTERS)))
+        record = PartitionRecord.from_item(item)
+        counters.add(Counters(record.applied, record.already_done, record.failed))
     return counters
 
 
 def _summary_and_failures(
-    entry: Mapping[str, Any], records: list[dict[str, Any]], counters: Counters
+    entry: TickEntry, records: list[dict[str, Any]], counters: Counters
 ) -> tuple[dict[str, int], list[FailedItem]]:
     """The tick's summary, and the first failed items (of every partition, in partition order)
     beside the count."""
-    exhausted = exhausted_of(entry)
-    summary = {**counters.as_summary(), "partitions": int(entry["partitions_total"]["N"])}
+    exhausted = list(entry.exhausted)
+    summary = {**counters.as_summary(), "partitions": int(entry.partitions_total or 0)}
     failures = listed(failure for record in records for failure in failures_noted(record))
     if exhausted:
         # Partitions whose messages failed every receive: their items after the failure were
@@ -108,37 +104,37 @@ def _summary_and_failures(
 
 @dataclass(frozen=True, slots=True)
 class _Settling:
-    """The update that settles a complete tick: the status it gives, its expression, condition
-    and values."""
+    """The update that settles a complete tick: the status it gives, its expression, transition
+    (whose condition it takes) and values."""
 
-    status: str
+    status: Settle
     update: str
-    condition: str
+    transition: Transition
     values: dict[str, Any]
 
     @classmethod
     def of(
         cls,
         job: str,
-        entry: Mapping[str, Any],
+        entry: TickEntry,
         records: list[dict[str, Any]],
         counters: Counters,
         *,
         succeeded: bool,
         replay_hint: str,
     ) -> _Settling:
-        exhausted = exhausted_of(entry)
+        exhausted = list(entry.exhausted)
         summary, failures = _summary_and_failures(entry, records, counters)
         values: dict[str, Any] = {
             ":summary": {"S": json.dumps(summary, sort_keys=True)},
             ":scope": {"S": SUMMARY_WHOLE_TICK},
             ":now": {"S": iso_now()},
-            ":succeeded": {"S": STATUS_SUCCEEDED},
+            ":succeeded": {"S": TickStatus.SUCCEEDED.value},
         }
         # `finished_by`: a resend of this very update after a lost answer finds its own mark.
         values[":finisher"] = {"S": uuid.uuid4().hex}
         sets = "summary = :summary, summary_scope = :scope, finished_at = :now, finished_by = :finisher"
-        duration = _duration_ms((entry.get("started_at") or {}).get("S"))
+        duration = _duration_ms(entry.started_at)
         if duration is not None:
             # From the claim that fanned the tick out to its last item: the tick's duration.
             sets += ", duration_ms = :duration"
@@ -150,20 +146,20 @@ class _Settling:
         else:
             removes.append(FAILURES)
         if succeeded:
-            status = STATUS_SUCCEEDED
+            status = Settle.SUCCEEDED
             update = f"SET #status = :succeeded, succeeded_job = :job, {METRIC_PENDING} = :metric, {sets}"
             removes.append("#error")
             values[":job"] = {"S": job}
             values[":metric"] = {"S": "TickSucceeded"}
         else:
-            status = STATUS_FAILED
+            status = Settle.FAILED
             update = f"SET #status = :failed, #error = :error, {sets}"
-            values[":failed"] = {"S": STATUS_FAILED}
+            values[":failed"] = {"S": TickStatus.FAILED.value}
             values[":error"] = {"S": _failed_error(counters.failed, exhausted, replay_hint)}
         if removes:
             update += " REMOVE " + ", ".join(removes)
-        condition = _still_complete(exhausted, _number(entry, "partitions_done"), values)
-        return cls(status, update, condition, values)
+        transition = _still_complete(entry, values)
+        return cls(status, update, transition, values)
 
 
 class Finisher:
@@ -178,80 +174,50 @@ class Finisher:
 
     def records(self, job: str, scheduled_time: str) -> list[dict[str, Any]]:
         """The tick's partition and lane records (one Query per MB, read consistently)."""
-        records: list[dict[str, Any]] = []
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "job = :job AND begins_with(scheduled_time, :prefix)",
-            "ExpressionAttributeValues": {":job": {"S": work_job(job)}, ":prefix": {"S": f"{scheduled_time}#"}},
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self.client.query(**request)
-            records.extend(response.get("Items") or [])
-            if "LastEvaluatedKey" not in response:
-                return records
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return self._store(job, scheduled_time).records()
+
+    def _store(self, job: str, scheduled_time: str) -> TickStore:
+        return TickStore(self.client, self.table, job, scheduled_time)
 
     def progress(self, job: str, scheduled_time: str) -> Progress:
         entry = self._entry(job, scheduled_time)
-        total = entry.get("partitions_total")
         return Progress(
-            partitions_total=None if total is None else int(total["N"]),
-            partitions_done=_number(entry, "partitions_done"),
-            status=(entry.get("status") or {}).get("S"),
+            partitions_total=entry.partitions_total,
+            partitions_done=entry.partitions_done,
+            status=entry.status,
             counters=self.counters(job, scheduled_time),
         )
 
-    def _entry(self, job: str, scheduled_time: str) -> dict[str, Any]:
-        response = self.client.get_item(
-            TableName=self.table,
-            Key=tick_key(job, scheduled_time),
-            ConsistentRead=True,
-            ProjectionExpression=(
-                f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}, {EXHAUSTED}"
-            ),
-            ExpressionAttributeNames={"#status": "status"},
-        )
-        return dict(response.get("Item") or {})
+    def _entry(self, job: str, scheduled_time: str) -> TickEntry:
+        projection = f"partitions_total, partitions_done, #status, started_at, {METRIC_PENDING}, {EXHAUSTED}"
+        return self._store(job, scheduled_time).read(projection=projection)
 
-    def finish(self, job: str, scheduled_time: str, *, replay_hint: str) -> tuple[str, Counters | None]:
+    def finish(self, job: str, scheduled_time: str, *, replay_hint: str) -> tuple[Settle, Counters | None]:
         """Settle the tick if its last partition is done: (the status it was given, the counters),
-        or (NOT_COMPLETE / ALREADY_SETTLED, ...) when there was nothing for this call to do."""
+        or (NOT_COMPLETE / ALREADY_SETTLED / UNREPORTED, None) when there was nothing for this call
+        to do (`settle_decision`)."""
         entry = self._entry(job, scheduled_time)
-        total = entry.get("partitions_total")
-        exhausted = exhausted_of(entry)
-        if total is None or _number(entry, "partitions_done") + len(exhausted) < int(total["N"]):
-            return NOT_COMPLETE, None
-        if (entry.get("status") or {}).get("S") == STATUS_SUCCEEDED:
-            return (UNREPORTED if METRIC_PENDING in entry else ALREADY_SETTLED), None
+        decided = settle_decision(entry)
+        if decided is not None:
+            return decided, None
         records = self.records(job, scheduled_time)
         counters = _sum(records)
-        succeeded = not exhausted and self.tolerance.allows(counters.failed, counters.found)
+        tolerated = self.tolerance.allows(counters.failed, counters.found)
+        succeeded = settled_status(entry, tolerated=tolerated) is TickStatus.SUCCEEDED
         settling = _Settling.of(job, entry, records, counters, succeeded=succeeded, replay_hint=replay_hint)
         return self._settle(job, scheduled_time, settling), counters
 
-    def _settle(self, job: str, scheduled_time: str, settling: _Settling) -> str:
+    def _settle(self, job: str, scheduled_time: str, settling: _Settling) -> Settle:
         """The settling update, conditioned on the count the finisher read: the status it gave, or
         ALREADY_SETTLED when another call settled the tick first."""
-        try:
-            response = self.client.update_item(
-                TableName=self.table,
-                Key=tick_key(job, scheduled_time),
-                UpdateExpression=settling.update,
-                ConditionExpression=settling.condition,
-                ExpressionAttributeNames={"#status": "status", "#error": "error"},
-                ExpressionAttributeValues=settling.values,
-                ReturnValues="UPDATED_OLD",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except self.client.exceptions.ConditionalCheckFailedException as error:
-            old = error.response.get("Item") or {}
-            if (old.get("finished_by") or {}).get("S") == settling.values[":finisher"]["S"]:
+        applied, old = self._store(job, scheduled_time).settle(settling.transition, settling.update, settling.values)
+        if not applied:
+            if old.finished_by == settling.values[":finisher"]["S"]:
                 return settling.status  # this call's own update, its answer lost and resent
-            return ALREADY_SETTLED  # another worker finished it
+            return Settle.ALREADY_SETTLED  # another worker finished it
         # UPDATED_OLD may leave out an attribute set to the value it had: the status did not change.
-        old_status = ((response.get("Attributes") or {}).get("status") or {}).get("S", settling.status)
-        return settling.status if old_status != settling.status else ALREADY_SETTLED
+        old_status = old.status_text or settling.status
+        return settling.status if old_status != settling.status else Settle.ALREADY_SETTLED
 
     def reported(self, job: str, scheduled_time: str) -> None:
         """TickSucceeded of this tick has reached the logs (EMF): no later delivery emits it again.
@@ -261,12 +227,4 @@ class Finisher:
         redelivery of its message (its partition done, the tick settled) emits it. Duplicates
         are bounded by the deliveries that read the entry while it is pending: the finishing
         one, and any that die between their emission and this write or run at the same time."""
-        try:
-            self.client.update_item(
-                TableName=self.table,
-                Key=tick_key(job, scheduled_time),
-                UpdateExpression=f"REMOVE {METRIC_PENDING}",
-                ConditionExpression=f"attribute_exists({METRIC_PENDING})",
-            )
-        except self.client.exceptions.ConditionalCheckFailedException:
-            return  # another delivery reported it
+        self._store(job, scheduled_time).reported()

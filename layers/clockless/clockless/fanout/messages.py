@@ -11,21 +11,32 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Final
 
 from clockless.errors import ClocklessError
 from clockless.tick import MalformedTickError, Trigger, describe, format_scheduled_time, parse_tick_time
 
-KIND_PARTITION: Final = "partition"
-KIND_ITEMS: Final = "items"
-# A tick buffered by the job's overlap policy, to start now that the tick before it is settled
-# (clockless.overlap); its `partition` is empty and `params` name the settled tick.
-KIND_START: Final = "start"
-# Sent on a partition or start message's last two receives, before anything else, delayed past that
-# attempt's end: if the message died (its run, or a receive that never reached a worker), its tick
-# settles (clockless.fanout.watch). Its `partition` is empty when it watches a start message.
-KIND_WATCH: Final = "watch"
-KINDS: Final = (KIND_PARTITION, KIND_ITEMS, KIND_START, KIND_WATCH)
+
+class MessageKind(StrEnum):
+    """A work message's `kind`, as its body says it."""
+
+    PARTITION = "partition"
+    ITEMS = "items"
+    # A tick buffered by the job's overlap policy, to start now that the tick before it is settled
+    # (clockless.overlap); its `partition` is empty and `params` name the settled tick.
+    START = "start"
+    # Sent on a partition or start message's last two receives, before anything else, delayed past
+    # that attempt's end: if the message died (its run, or a receive that never reached a worker),
+    # its tick settles (clockless.fanout.watch). Its `partition` is empty when it watches a start.
+    WATCH = "watch"
+
+
+KIND_PARTITION: Final = MessageKind.PARTITION
+KIND_ITEMS: Final = MessageKind.ITEMS
+KIND_START: Final = MessageKind.START
+KIND_WATCH: Final = MessageKind.WATCH
+KINDS: Final = tuple(kind.value for kind in MessageKind)
 MAX_OWNER_LENGTH: Final = 256
 MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
@@ -45,7 +56,7 @@ class MalformedMessageError(ClocklessError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class WorkMessage:
-    kind: str
+    kind: MessageKind
     job: str
     scheduled_time: datetime
     trigger: Trigger
@@ -107,7 +118,7 @@ class WorkMessage:
 
     def body(self) -> str:
         data: dict[str, Any] = {
-            "kind": self.kind,
+            "kind": self.kind.value,
             "job": self.job,
             "scheduled_time": self.time_text,
             "trigger": self.trigger.value,
@@ -170,7 +181,7 @@ class WorkMessage:
             trigger = Trigger(trigger_text)
             return cls(KIND_WATCH, job, scheduled_time, trigger, partition, params, hop, **_watch_fields(data))
         if kind != KIND_ITEMS:
-            return cls(str(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
+            return cls(MessageKind(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
         items, keys, failures = _items(data)
         reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
         trigger = Trigger(trigger_text)

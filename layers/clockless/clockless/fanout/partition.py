@@ -27,16 +27,13 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from clockless.errors import StateError
-from clockless.fanout.continuation import OUTCOME_CONTINUED
 from clockless.fanout.failures import entries_of, outside_entries
 from clockless.fanout.finish import finish_or_continue
-from clockless.fanout.keys import tick_key
-from clockless.fanout.records import PartitionRecords, now_ms
 from clockless.fanout.redelivery import run_failed
 from clockless.fanout.retry import (
     MAX_CONFLICT_ATTEMPTS,
@@ -46,11 +43,13 @@ from clockless.fanout.retry import (
     conflict_backoff_seconds,
     continuation_delay,
 )
-from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, tick_entry_check, why_not_claimed
+from clockless.fanout.store import PartitionStore, now_ms
+from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
 from clockless.fanout.work import ReadsOutside
 from clockless.fanout.writer import BatchWriter
 from clockless.items import METRIC_ITEMS_FAILED
+from clockless.state import Outcome
 from clockless.throttle import (
     Budget,
     BudgetSpent,
@@ -68,10 +67,6 @@ if TYPE_CHECKING:
     from clockless.fanout.work import Page, PartitionWork
     from clockless.fanout.worker import PartitionWorker
 
-OUTCOME_DONE: Final = "done"
-OUTCOME_HELD: Final = "held by a live worker"
-OUTCOME_ALREADY_DONE: Final = "already done"
-
 
 def run_partition(
     worker: PartitionWorker,
@@ -82,7 +77,7 @@ def run_partition(
     receives: int,
     owner: str | None = None,
     message_id: str = "",
-) -> str:
+) -> Outcome:
     """One partition message: lease, pages, done, finisher. Its outcome, or the run's error raised
     for SQS (redelivered after a short backoff, then the work DLQ). `owner`: the run's lease owner
     (the dispatcher's, which a watch sent first may name: clockless.fanout.watch); `message_id`:
@@ -95,20 +90,20 @@ def run_partition(
         # Not even the lease got through: nothing was taken, so come back later, as a throttle.
         worker.handoff(budget).send(message, continuation_delay(0))
         worker.job.logger.warning("the lease stayed throttled; continuation sent", extra={"throttle": str(spent)})
-        return OUTCOME_CONTINUED
+        return Outcome.CONTINUED
     if lease.done:
         worker.job.logger.info("partition already done; settling the tick if it is complete")
-        return finish_or_continue(worker, message, budget, metrics, OUTCOME_ALREADY_DONE)
+        return finish_or_continue(worker, message, budget, metrics, Outcome.ALREADY_DONE)
     if not lease.acquired:
         worker.job.logger.info("partition held by a live worker", extra={"lease_until_ms": lease.holder_until_ms})
-        return OUTCOME_HELD
+        return Outcome.HELD
     try:
         if not page_through(worker, message, budget, metrics, records=records, lease=lease):
-            return OUTCOME_CONTINUED
-        return finish_or_continue(worker, message, budget, metrics, OUTCOME_DONE)
+            return Outcome.CONTINUED
+        return finish_or_continue(worker, message, budget, metrics, Outcome.DONE)
     except LeaseLost:
         worker.job.logger.warning("the partition's lease was taken over; the new holder goes on")
-        return OUTCOME_HELD
+        return Outcome.HELD
     except Exception as error:
         run_failed(worker, message, budget, metrics, owner=owner, receives=receives, error=error)
         raise
@@ -123,7 +118,7 @@ def lease_owner(context: Any) -> str:
 
 def take_lease(
     worker: PartitionWorker,
-    records: PartitionRecords,
+    records: PartitionStore,
     message: WorkMessage,
     budget: Budget,
     *,
@@ -147,9 +142,8 @@ def take_lease(
             raise UntrustedMessageError(message.tick_key, message.partition, never)
         return lease
     total = len(worker.partitions)
-    check = tick_entry_check(records.table, tick_key(message.job, message.time_text), total)
     lease = records.acquire_first(
-        lease_until_ms=lease_until_ms, hop=message.hop, tick_check=check, receives=receives, message_id=message_id
+        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, receives=receives, message_id=message_id
     )
     if lease.untrusted is not None:
         raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
@@ -163,7 +157,7 @@ def page_through(
     budget: Budget,
     metrics: EphemeralMetrics,
     *,
-    records: PartitionRecords,
+    records: PartitionStore,
     lease: Lease,
 ) -> bool:
     """Pages from the lease's cursor until the partition is done (True), or handed on (False): when
@@ -206,8 +200,8 @@ class PartitionRun:
     lease: Lease
     work: PartitionWork[Any]
     # The records of the run's writes, and of its last ones (which may wait out throttles longer).
-    records: PartitionRecords
-    final: PartitionRecords
+    records: PartitionStore
+    final: PartitionStore
     writer: BatchWriter
     page_size: int
     # Where the next page starts: every item before it is applied (and out of the index);
@@ -222,7 +216,7 @@ class PartitionRun:
 
     @classmethod
     def begin(
-        cls, worker: PartitionWorker, message: WorkMessage, budget: Budget, records: PartitionRecords, lease: Lease
+        cls, worker: PartitionWorker, message: WorkMessage, budget: Budget, records: PartitionStore, lease: Lease
     ) -> PartitionRun:
         settings = worker.settings()
         work = worker.work()
@@ -315,13 +309,13 @@ class PartitionRun:
 class PartitionAccounting:
     """A partition run counts in its lane's record, and failed items on the partition record."""
 
-    def __init__(self, records: PartitionRecords) -> None:
+    def __init__(self, records: PartitionStore) -> None:
         self.records = records
 
     def actions(
         self, lane: int, applied: Sequence[str], already_done: Sequence[str], failed: Sequence[str]
     ) -> list[dict[str, Any]]:
-        # Already-done items are counted with the cursor (PartitionRecords.store_cursor), not here.
+        # Already-done items are counted with the cursor (PartitionStore.store_cursor), not here.
         actions = []
         if applied:
             actions.append(self.records.lane_counter(lane, len(applied)))
@@ -331,7 +325,7 @@ class PartitionAccounting:
 
 
 # ------------------------------------------------------------------------------------------------- done
-def mark_done(records: PartitionRecords, clock: Clock, *, already_done: int) -> None:
+def mark_done(records: PartitionStore, clock: Clock, *, already_done: int) -> None:
     """Partition done + the tick's partitions_done, once: throttles waited out by the records'
     client, conflicts resent (the tick entry is every partition's), answered from its token if
     it was applied."""

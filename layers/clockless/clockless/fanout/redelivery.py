@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from clockless.fanout.finish import settle
-from clockless.fanout.records import one_line
 from clockless.fanout.retry import HAND_ON_MARGIN_SECONDS, after_attempt_seconds, redelivery_backoff_seconds
+from clockless.fanout.store import one_line
 from clockless.throttle import remaining_ms, retry_throttled
 
 if TYPE_CHECKING:

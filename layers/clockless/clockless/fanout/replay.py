@@ -12,29 +12,28 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from clockless.fanout.continuation import OUTCOME_CONTINUED
 from clockless.fanout.failures import entries_of
 from clockless.fanout.finish import finish_or_continue
 from clockless.fanout.retry import continuation_delay
 from clockless.fanout.trust import reject_future_tick, replayable_keys
 from clockless.fanout.types import Counters
 from clockless.fanout.writer import AccountingConflict, BatchWriter, Entry
+from clockless.state import Outcome
 from clockless.throttle import BudgetSpent, retry_throttled
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from clockless.fanout.messages import WorkMessage
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
     from clockless.fanout.work import PartitionWork
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
 
-OUTCOME_REPLAYED: Final = "replayed"
 REPLAY_ATTEMPTS: Final = 3
 
 
-def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
+def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> Outcome:
     """Failed items moved back from the DLQ: read again and applied once, counted on the partition
     record only while they are still listed failed (a duplicate replay changes nothing). Throttled
     past the budget, the same message is sent again after a delay (what it applied is counted,
@@ -70,10 +69,10 @@ def replay(worker: PartitionWorker, message: WorkMessage, budget: Budget, metric
     except BudgetSpent as spent:
         worker.handoff(budget).resend(message, continuation_delay(0))
         worker.job.logger.warning("replay throttled past the time budget; sent again", extra={"throttle": str(spent)})
-        return OUTCOME_CONTINUED
+        return Outcome.CONTINUED
     worker.last_counters = counters
     worker.job.logger.info("failed items replayed", extra={"counters": counters.as_summary()})
-    return finish_or_continue(worker, message, budget, metrics, OUTCOME_REPLAYED)
+    return finish_or_continue(worker, message, budget, metrics, Outcome.REPLAYED)
 
 
 def read_again(
@@ -102,7 +101,7 @@ def read_again(
 class ReplayAccounting:
     """A replay moves its items out of `failed_items`; items failing again stay there."""
 
-    def __init__(self, records: PartitionRecords) -> None:
+    def __init__(self, records: PartitionStore) -> None:
         self.records = records
 
     def actions(

@@ -5,7 +5,7 @@ A start message's run claims the buffered tick (`buffered` becomes `started`) an
 receive never reaches the handler), SQS moves it to the work DLQ and the tick would stay `buffered`
 (or `started` with no partition sent) for ever. So on the start message's last two receives the
 dispatcher sends a watch with no partition, as for a partition (clockless.fanout.watch), and the
-watch reads the tick's ledger entry (`judge_start`, plain Python):
+watch reads the tick's ledger entry (`clockless.state.judge_start`, plain Python):
 
 - still `buffered` after the last receive (or, watched from the receive before it, once that
   receive's visibility timeout has passed and SQS shows no backlog): **dead**; the tick is settled
@@ -23,21 +23,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import uuid
-from collections.abc import Mapping
-from enum import Enum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from clockless.fanout.buffer import release_buffered, start_buffered
 from clockless.fanout.messages import KIND_START, WorkMessage
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS
-from clockless.fanout.records import now_ms
+from clockless.fanout.store import TickStore, now_ms
 from clockless.fanout.trust import reject_future_tick
 from clockless.fanout.watch import COUNT_LAG_SECONDS, wait_for_last_receive_ms
 from clockless.job import METRIC_FAILED
-from clockless.ledger import STATUS_FAILED, STATUS_STARTED, RunLedger, iso_now
-from clockless.overlap import START_FAILED, STATUS_BUFFERED
+from clockless.state import Outcome, StartVerdict, TickStatus, judge_start
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -45,44 +42,18 @@ if TYPE_CHECKING:
     from clockless.fanout.worker import PartitionWorker
     from clockless.throttle import Budget
 
-OUTCOME_START_FAILED: Final = "buffered tick failed: its start message died"
-OUTCOME_STARTED_AGAIN: Final = "buffered tick's start done again: its partitions sent again"
-OUTCOME_START_ENDED: Final = "the watched start ended by itself"
-OUTCOME_START_WAITING: Final = "waiting for a start's last receive no worker may see: watching again"
 # `seen_owner` of a start's watch that waits: the tick was still buffered when it began to.
-SEEN_BUFFERED: Final = STATUS_BUFFERED
+SEEN_BUFFERED: Final = TickStatus.BUFFERED.value
 
 
-class StartVerdict(Enum):
-    ENDED = "ended"
-    WAIT = "wait"
-    DEAD = "dead"
-    AGAIN = "again"
-
-
-def judge_start(watch: WorkMessage, entry: Mapping[str, Any], *, now: int, max_receives: int) -> StartVerdict:
-    """What a start's watch makes of its tick's ledger entry (module docstring)."""
-    after = str(watch.params.get("after", ""))
-    status = _text(entry, "status")
-    if status == STATUS_FAILED and _text(entry, START_FAILED) == after:
-        return StartVerdict.DEAD  # failed by a watch before (a duplicate, or one that died before releasing)
-    if status == STATUS_BUFFERED and _text(entry, "overlap_with") == after:
-        if watch.until_ms:
-            return StartVerdict.WAIT if now < watch.until_ms else StartVerdict.DEAD
-        return StartVerdict.DEAD if watch.receives >= max_receives else StartVerdict.WAIT
-    claimed = status == STATUS_STARTED and _text(entry, "released_by") == after
-    if claimed and not watch.until_ms and watch.receives >= max_receives:
-        return StartVerdict.AGAIN
-    return StartVerdict.ENDED
-
-
-def settle_start_watch(worker: PartitionWorker, watch: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
+def settle_start_watch(
+    worker: PartitionWorker, watch: WorkMessage, budget: Budget, metrics: EphemeralMetrics
+) -> Outcome:
     """A start's watch: judged against the tick's ledger entry (`judge_start`) and acted on."""
     reject_future_tick(watch.tick_key, "-", watch.scheduled_time)
     settings = worker.settings()
-    ledger = RunLedger(settings.ledger_table, worker.clients()[0], retention_seconds=settings.ledger_retention_seconds)
-    key = ledger.key(watch.job, watch.time_text)
-    entry = ledger.client.get_item(TableName=ledger.table_name, Key=key, ConsistentRead=True).get("Item") or {}
+    tick = TickStore(worker.clients()[0], settings.ledger_table, watch.job, watch.time_text)
+    entry = tick.read()
     now = now_ms()
     verdict = judge_start(watch, entry, now=now, max_receives=settings.max_receives)
     if verdict is StartVerdict.DEAD and watch.until_ms and worker.work_queue().waiting() > 0:
@@ -95,15 +66,15 @@ def settle_start_watch(worker: PartitionWorker, watch: WorkMessage, budget: Budg
         delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil((watch.until_ms - now) / 1000)))
         worker.handoff(budget).resend(watch, delay)
         worker.job.logger.info("waiting for a start's last receive no worker may see", extra={"after_s": delay})
-        return OUTCOME_START_WAITING
+        return Outcome.START_WAITING
     start = dataclasses.replace(watch, kind=KIND_START, partition="", watched="", message_id="", receives=0)
     if verdict is StartVerdict.AGAIN:
         worker.job.logger.warning("a buffered tick's start died on its last receive: its partitions are sent again")
         start_buffered(worker, start)
-        return OUTCOME_STARTED_AGAIN
+        return Outcome.STARTED_AGAIN
     if verdict is StartVerdict.ENDED:
-        return OUTCOME_START_ENDED
-    if fail_buffered(ledger, watch):
+        return Outcome.START_ENDED
+    if fail_buffered(tick, watch):
         metrics.add_metric(name=METRIC_FAILED, unit=MetricUnit.Count, value=1)
         worker.job.logger.error(
             "buffered tick failed: its start message died on its last receives; it waits in the work DLQ",
@@ -111,45 +82,15 @@ def settle_start_watch(worker: PartitionWorker, watch: WorkMessage, budget: Budg
         )
     # Every delivery that finds it failed releases the tick behind it (the start itself happens once).
     release_buffered(worker, start, budget=budget)
-    return OUTCOME_START_FAILED
+    return Outcome.START_FAILED
 
 
-def fail_buffered(ledger: RunLedger, watch: WorkMessage) -> bool:
+def fail_buffered(tick: TickStore, watch: WorkMessage) -> bool:
     """The buffered tick settled `failed`, only while it is still buffered behind `after`
     (`start_failed` lets a redriven start message start it after all: clockless.overlap). True
     for the watch that failed it (also when its answer was lost and the update resent), so it
     alone says so."""
     after = str(watch.params.get("after", ""))
     error = f"its start message failed every receive: start it again: clockless work redrive {watch.job}"
-    client = ledger.client
     # `finished_by`: a resend of this very update after a lost answer finds its own mark.
-    mark = uuid.uuid4().hex
-    try:
-        client.update_item(
-            TableName=ledger.table_name,
-            Key=ledger.key(watch.job, watch.time_text),
-            UpdateExpression=(
-                "SET #status = :failed, #error = :error, finished_at = :now, finished_by = :mark, "
-                f"{START_FAILED} = :after"
-            ),
-            ConditionExpression="#status = :buffered AND overlap_with = :after",
-            ExpressionAttributeNames={"#status": "status", "#error": "error"},
-            ExpressionAttributeValues={
-                ":failed": {"S": STATUS_FAILED},
-                ":error": {"S": error},
-                ":now": {"S": iso_now()},
-                ":mark": {"S": mark},
-                ":after": {"S": after},
-                ":buffered": {"S": STATUS_BUFFERED},
-            },
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except client.exceptions.ConditionalCheckFailedException as refused:
-        # failed already: by this very update (its answer lost and resent), or by a duplicate watch
-        return _text(refused.response.get("Item") or {}, "finished_by") == mark
-    return True
-
-
-def _text(item: Mapping[str, Any], name: str) -> str | None:
-    value = item.get(name)
-    return None if value is None else str(value.get("S", value.get("N")))
+    return tick.fail_start(after=after, error=error, mark=uuid.uuid4().hex)

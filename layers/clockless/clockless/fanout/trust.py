@@ -25,11 +25,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clockless.errors import ClocklessError
+from clockless.state import TickEntry
 from clockless.tick import MalformedTickError, reject_future, utc_now
 
 if TYPE_CHECKING:
     from clockless.fanout.messages import WorkMessage
-    from clockless.fanout.records import PartitionRecords
+    from clockless.fanout.store import PartitionStore
 
 
 class UntrustedMessageError(ClocklessError, ValueError):
@@ -48,25 +49,13 @@ def reject_future_tick(tick_key: str, partition: str, scheduled_time: datetime, 
         raise UntrustedMessageError(tick_key, partition, error.problem) from None
 
 
-def tick_entry_check(table: str, key: dict[str, Any], partitions_total: int) -> dict[str, Any]:
-    """The transaction action that holds a partition's first run to a claimed, fanned-out tick."""
-    return {
-        "ConditionCheck": {
-            "TableName": table,
-            "Key": key,
-            "ConditionExpression": "partitions_total = :partitions_total",
-            "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-    }
-
-
 def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> str:
     """Why the tick entry (as the failed check returned it) does not back the message."""
-    if not entry:
+    tick = TickEntry.from_item(entry)
+    if not tick.exists:
         return "the ledger has no entry for this tick: no coordinator claimed it"
-    status = (entry.get("status") or {}).get("S", "?")
-    total = (entry.get("partitions_total") or {}).get("N")
+    status = tick.status_text or "?"
+    total = tick.partitions_total
     if total is None:
         return f"the ledger's entry (status {status}) was not claimed by a fan-out coordinator: no partitions_total"
     return f"the tick was fanned out into {total} partitions, but this worker runs {partitions_total}"
@@ -77,7 +66,7 @@ def never_failed(keys: Iterable[str], failed: frozenset[str], replayed: frozense
     return sorted(key for key in keys if key not in failed and key not in replayed)
 
 
-def replayable_keys(records: PartitionRecords, message: WorkMessage, keys: list[str]) -> frozenset[str]:
+def replayable_keys(records: PartitionStore, message: WorkMessage, keys: list[str]) -> frozenset[str]:
     """The replayed keys still listed failed (one consistent GetItem). A key never listed failed
     (nor replayed already, a duplicate replay) is an UntrustedMessageError: nothing is written."""
     listed = records.failed_keys()

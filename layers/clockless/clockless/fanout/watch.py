@@ -10,7 +10,7 @@ invokes). SQS then only moves it to the work DLQ. So on a message's **last two r
 work queue, delayed until that attempt is surely over plus WATCH_MARGIN_SECONDS: the run's lease
 owner, its message's SQS id and its receive count, the partition and hop (`send_watch`).
 
-Whichever worker takes the watch reads the partition record and judges (`judge`, plain Python):
+Whichever worker takes the watch reads the partition record and judges (`clockless.state.judge`, plain Python):
 
 - the partition done, moved on to a later hop, or leased since by another message (a duplicate, a
   redrive): **ended**, only the finisher runs (a run that died after its done transaction left the
@@ -40,24 +40,27 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from clockless.fanout.finish import settle
-from clockless.fanout.keys import STATUS_DONE
 from clockless.fanout.messages import KIND_WATCH, WorkMessage
 from clockless.fanout.queue import SQS_MAX_DELAY_SECONDS
-from clockless.fanout.records import now_ms
 from clockless.fanout.retry import (
     ATTEMPT_END_MARGIN_SECONDS,
     after_attempt_seconds,
     continuation_delay,
     redelivery_backoff_seconds,
 )
+from clockless.fanout.store import now_ms
 from clockless.fanout.trust import UntrustedMessageError, reject_future_tick
-from clockless.throttle import BudgetSpent, cancellation_reasons, remaining_ms
+from clockless.fanout.types import TickUnclaimed
+from clockless.state import (
+    Outcome,
+    PartitionRecord,
+    Verdict,
+    judge,
+)
+from clockless.throttle import BudgetSpent, remaining_ms
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -72,54 +75,6 @@ watch_delay_seconds = after_attempt_seconds
 # SQS's counts of the messages on a queue lag by about a minute ("approximate"): a watch judging a
 # message dead waits this much past the last moment it could have been hidden.
 COUNT_LAG_SECONDS: Final = 60
-OUTCOME_SETTLED: Final = "partition named on its tick: its message died"
-OUTCOME_ENDED: Final = "the watched message ended by itself"
-OUTCOME_STILL_LIVE: Final = "the watched run may still live: watching again"
-OUTCOME_WAITING: Final = "waiting for a last receive no worker may see: watching again"
-OUTCOME_THROTTLED: Final = "throttled past the attempt's budget: the watch sent again"
-
-
-class Verdict(Enum):
-    ENDED = "ended"
-    LIVE = "live"
-    WAIT = "wait"
-    DEAD = "dead"
-
-
-@dataclass(frozen=True, slots=True)
-class Watched:
-    """The partition record as a watch reads it (no record: every field empty)."""
-
-    exists: bool = False
-    done: bool = False
-    hops: int = 0
-    owner: str = ""
-    lease_until: int = 0
-    message_id: str = ""
-
-    @classmethod
-    def of(cls, item: Mapping[str, Any] | None) -> Watched:
-        if not item:
-            return cls()
-
-        def text(name: str) -> str:
-            value = item.get(name) or {}
-            return str(value.get("S", value.get("N", "")))
-
-        return cls(
-            exists=True,
-            done=text("status") == STATUS_DONE,
-            hops=int(text("hops") or 0),
-            owner=text("lease_owner"),
-            lease_until=int(text("lease_until") or 0),
-            message_id=text("message_id"),
-        )
-
-
-def watches(receives: int, max_receives: int) -> bool:
-    """Whether a receive is watched: a message's last, and the one before it (whose watch judges a
-    last receive that never reaches a worker)."""
-    return receives >= max_receives - 1
 
 
 def wait_for_last_receive_ms(receives: int, visibility_timeout_s: int) -> int:
@@ -128,33 +83,6 @@ def wait_for_last_receive_ms(receives: int, visibility_timeout_s: int) -> int:
     SQS's counts."""
     seconds = redelivery_backoff_seconds(receives) + visibility_timeout_s + COUNT_LAG_SECONDS
     return 1000 * seconds
-
-
-def judge(watch: WorkMessage, record: Watched, *, now: int, max_receives: int) -> Verdict:
-    """What a watch makes of the partition record (module docstring)."""
-    if record.done or (record.exists and record.hops > watch.hop):
-        return Verdict.ENDED
-    if record.exists and record.lease_until >= now:
-        return Verdict.LIVE
-    if record.exists and record.hops == watch.hop and record.message_id not in ("", watch.message_id):
-        return Verdict.ENDED  # another message of the hop ran it since: its own receives speak for it
-    return _waiting(watch, record, now) if watch.until_ms else _first_look(watch, record, max_receives)
-
-
-def _waiting(watch: WorkMessage, record: Watched, now: int) -> Verdict:
-    if record.owner != watch.seen_owner:
-        # The last receive reached a worker, whose run is over: judged as that receive's own watch
-        # judges it (a duplicate of its verdict, or the only one if that watch was never sent).
-        return Verdict.ENDED if record.lease_until == 0 else Verdict.DEAD
-    return Verdict.WAIT if now < watch.until_ms else Verdict.DEAD
-
-
-def _first_look(watch: WorkMessage, record: Watched, max_receives: int) -> Verdict:
-    if watch.receives < max_receives:
-        return Verdict.WAIT
-    if record.owner == watch.watched and record.lease_until == 0:
-        return Verdict.ENDED  # released by the watched run: handed on, or raised after naming its partition
-    return Verdict.DEAD
 
 
 def watch_message(message: WorkMessage, owner: str, *, message_id: str, receives: int) -> WorkMessage:
@@ -190,27 +118,26 @@ def send_watch(
     return True
 
 
-def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> str:
+def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics) -> Outcome:
     """A partition's watch: judged against the partition record (`judge`) and acted on."""
     reject_future_tick(message.tick_key, message.partition, message.scheduled_time)
     records = worker.final_records(message, message.watched, budget)
     settings = worker.settings()
     now = now_ms()
-    item = records.client.get_item(TableName=records.table, Key=records.key, ConsistentRead=True).get("Item")
-    record = Watched.of(item)
+    record = records.read()
     verdict = judge(message, record, now=now, max_receives=settings.max_receives)
     if verdict is Verdict.DEAD and message.until_ms and worker.work_queue().waiting() > 0:
         verdict = Verdict.WAIT  # a backlog may still hold the message: look again after SQS's count lag
         message = dataclasses.replace(message, until_ms=now + 1000 * COUNT_LAG_SECONDS)
     if verdict is Verdict.LIVE:
-        return _again(worker, message, budget, (record.lease_until - now) / 1000 + WATCH_MARGIN_SECONDS)
+        return _again(worker, message, budget, (record.lease_ends - now) / 1000 + WATCH_MARGIN_SECONDS)
     if verdict is Verdict.WAIT:
         if not message.until_ms:
             until = now + wait_for_last_receive_ms(message.receives, settings.visibility_timeout_s)
-            message = dataclasses.replace(message, seen_owner=record.owner, until_ms=until)
+            message = dataclasses.replace(message, seen_owner=record.lease_owner, until_ms=until)
         worker.job.logger.info("waiting for a last receive no worker may see", extra={"until_ms": message.until_ms})
         _again(worker, message, budget, (message.until_ms - now) / 1000)
-        return OUTCOME_WAITING
+        return Outcome.WAITING
     if verdict is Verdict.DEAD and not _name_dead(worker, message, record, now, budget):
         return _again(worker, message, budget, WATCH_MARGIN_SECONDS)  # the record changed meanwhile: judge again
     if verdict is Verdict.DEAD:
@@ -223,44 +150,34 @@ def settle_watch(worker: PartitionWorker, message: WorkMessage, budget: Budget, 
                 "replay": f"clockless work redrive {message.job}",
             },
         )
-        return _finish(worker, message, budget, metrics, OUTCOME_SETTLED)
+        return _finish(worker, message, budget, metrics, Outcome.SETTLED)
     worker.job.logger.info("the watched message ended by itself; settling the tick if it is complete")
-    return _finish(worker, message, budget, metrics, OUTCOME_ENDED)
+    return _finish(worker, message, budget, metrics, Outcome.ENDED)
 
 
-def _name_dead(worker: PartitionWorker, message: WorkMessage, record: Watched, now: int, budget: Budget) -> bool:
-    """The partition added to `partitions_exhausted`, if its record is still as the watch read it
-    (not done, the same lease owner, not live). False: it changed (the watch looks again)."""
-    records = worker.final_records(message, message.watched, budget)
-    same_owner = "lease_owner = :seen" if record.owner else "attribute_not_exists(lease_owner)"
-    values = {":now": {"N": str(now)}}
-    if record.owner:
-        values[":seen"] = {"S": record.owner}
-    unless = f"{same_owner} AND (attribute_not_exists(lease_until) OR lease_until < :now)"
+def _name_dead(
+    worker: PartitionWorker, message: WorkMessage, record: PartitionRecord, now: int, budget: Budget
+) -> bool:
+    """The partition named exhausted, if its record is still as the watch read it (not done, the
+    same lease owner, not live). False: it changed (the watch looks again)."""
     try:
-        records.client.transact_write_items(TransactItems=records.exhausted_actions(unless=unless, values=values))
-    except records.client.exceptions.TransactionCanceledException as error:
-        partition, tick = cancellation_reasons(error, 2)[:2]
-        if tick.get("Code") == "ConditionalCheckFailed":
-            why = "a watch over a tick no fan-out coordinator claimed"
-            raise UntrustedMessageError(message.tick_key, message.partition, why) from None
-        if partition.get("Code") == "ConditionalCheckFailed":
-            return False
-        raise
-    return True
+        return worker.final_records(message, message.watched, budget).name_dead(record.lease_owner, now)
+    except TickUnclaimed:
+        why = "a watch over a tick no fan-out coordinator claimed"
+        raise UntrustedMessageError(message.tick_key, message.partition, why) from None
 
 
-def _again(worker: PartitionWorker, message: WorkMessage, budget: Budget, after_s: float) -> str:
+def _again(worker: PartitionWorker, message: WorkMessage, budget: Budget, after_s: float) -> Outcome:
     """The watch sent again, `after_s` from now (at most SQS's 900 s: it then looks and goes on)."""
     delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(after_s)))
     worker.handoff(budget).resend(message, delay)
     worker.job.logger.info("watching again", extra={"after_s": delay})
-    return OUTCOME_STILL_LIVE
+    return Outcome.STILL_LIVE
 
 
 def _finish(
-    worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: str
-) -> str:
+    worker: PartitionWorker, message: WorkMessage, budget: Budget, metrics: EphemeralMetrics, outcome: Outcome
+) -> Outcome:
     """The finisher; when it stays throttled, the watch itself comes back (the partition is named
     already, in a set), not a continuation of the partition (which would run it)."""
     try:
@@ -268,5 +185,5 @@ def _finish(
     except BudgetSpent as spent:
         worker.handoff(budget).resend(message, continuation_delay(0))
         worker.job.logger.warning("the finisher stayed throttled; the watch comes back", extra={"throttle": str(spent)})
-        return OUTCOME_THROTTLED
+        return Outcome.THROTTLED
     return outcome

@@ -21,9 +21,9 @@ from clockless.fanout.continuation import HandOff
 from clockless.fanout.failures import FailureRecorder
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters, WorkQueue
-from clockless.fanout.records import PartitionRecords
 from clockless.fanout.retry import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS
 from clockless.fanout.settings import WorkerSettings
+from clockless.fanout.store import PartitionStore
 from clockless.fanout.types import Counters
 from clockless.items import NO_TOLERANCE, Tolerance
 from clockless.throttle import SYSTEM_CLOCK, Budget, Clock, ThrottleRetryingClient
@@ -91,10 +91,10 @@ class PartitionWorker:
             return pacer
 
     # ---------------------------------------------------------------------- per delivery
-    def partition_records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionRecords:
+    def partition_records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionStore:
         """The partition's records, written through a client that waits out throttles within `budget`."""
         settings = self.settings()
-        return PartitionRecords(
+        return PartitionStore(
             client=ThrottleRetryingClient(self.clients()[0], budget),
             table=settings.ledger_table,
             job=message.job,
@@ -104,7 +104,7 @@ class PartitionWorker:
             retention_seconds=settings.ledger_retention_seconds,
         )
 
-    def final_records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionRecords:
+    def final_records(self, message: WorkMessage, owner: str, budget: Budget) -> PartitionStore:
         """The same records for a run's last writes, which may wait out throttles past the time
         budget, until FINAL_MARGIN_SECONDS before the attempt's end."""
         return self.partition_records(message, owner, budget.with_margin(FINAL_MARGIN_SECONDS))
@@ -121,7 +121,7 @@ class PartitionWorker:
         """Continuations sent while the attempt has time, throttles waited out."""
         return HandOff(self.work_queue(), budget.with_margin(HAND_ON_MARGIN_SECONDS))
 
-    def failure_recorder(self, message: WorkMessage, records: PartitionRecords, budget: Budget) -> FailureRecorder:
+    def failure_recorder(self, message: WorkMessage, records: PartitionStore, budget: Budget) -> FailureRecorder:
         """Where a run's or a replay's failed items go: the work DLQ, an ERROR line each, the record."""
         queue = DeadLetters(
             self.clients()[1], self.settings().dead_letter_queue_url, budget.with_margin(HAND_ON_MARGIN_SECONDS)

@@ -1,0 +1,44 @@
+"""The work queue's bodies, pinned byte for byte per kind: parsed, the kind is a `MessageKind`, and
+the body written again is the same bytes (the dispatcher routes on the kind by an exhaustive match)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pytest
+
+from clockless.fanout.messages import MessageKind, WorkMessage
+
+PARTITIONS: Final = ("0", "1")
+BODIES: Final = {
+    MessageKind.PARTITION: (
+        '{"hop":2,"job":"toy","kind":"partition","params":{"d":"2026-12-01"},"partition":"1",'
+        '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
+    ),
+    MessageKind.ITEMS: (
+        '{"error":"boom","items":[{"id":"a"}],"job":"toy","keys":["a"],"kind":"items","params":{},'
+        '"partition":"0","scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
+    ),
+    MessageKind.START: (
+        # as the kit writes a start (clockless.fanout.buffer): with an empty error and items
+        '{"error":"","items":[],"job":"toy","kind":"start","params":{"after":"2026-12-01T01:00:00Z"},"partition":"",'
+        '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
+    ),
+    MessageKind.WATCH: (
+        '{"hop":0,"job":"toy","kind":"watch","message_id":"m-1","params":{},"partition":"0","receives":5,'
+        '"scheduled_time":"2026-12-01T02:00:00Z","seen_owner":"run-4","trigger":"schedule","until_ms":99,'
+        '"watched":"run-5"}'
+    ),
+}
+
+
+def test_every_kind_has_a_pinned_body() -> None:
+    assert set(BODIES) == set(MessageKind)
+
+
+@pytest.mark.parametrize("kind", list(MessageKind))
+def test_a_body_parses_to_its_kind_and_is_written_again_byte_for_byte(kind: MessageKind) -> None:
+    message = WorkMessage.parse(BODIES[kind], job="toy", partitions=PARTITIONS)
+
+    assert message.kind is kind
+    assert message.body() == BODIES[kind]
