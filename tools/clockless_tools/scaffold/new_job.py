@@ -45,7 +45,7 @@ class NewJob:
             "dead-man numbers for your job (`clockless schedules check`, rule dead-man-alarm), and "
             "TickPeriodSeconds if it is no longer daily (its page's succeeded ticks; tests/unit/test_dashboard.py)"
             if self.schedule_lines is None
-            else f"its schedule: Mappings.Jobs.{n.stem} in template.yaml has {'; '.join(line for line in self.schedule_lines if not line.startswith('#'))} "
+            else f"its schedule: Mappings.Jobs.{n.stem} in template.yaml has {'; '.join(self.schedule_lines)} "
             "(the numbers the rules ask for, derived from the schedule); `clockless arch` and "
             "`clockless schedules check` say which key to change if you change one"
         )
