@@ -46,7 +46,7 @@ from clockless.schedule.expressions import (
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.errors import ToolError
-from clockless_tools.timezones.check import one_year_from
+from clockless_tools.timezones.check import one_year_from, suggested_local_time
 from clockless_tools.timezones.declaration import parse_rule, parse_zones
 from clockless_tools.timezones.rule import (
     NOT_AFTER,
@@ -265,7 +265,8 @@ def _zone_lines(
     else:
         stretches = seasons(rule, zone_list, begin, end, minute=minute)
         per_zone = per_zone_hours(rule, zone_list, begin, end, minute=minute)
-        instead = no_hour_advice(stretches, zone_list, minute, per_zone)
+        local = suggested_local_time(rule, zone_list, begin, end)
+        instead = no_hour_advice(stretches, zone_list, minute, per_zone, local)
         instead += _wider_rule(rule, zone_list, begin, end, minute)
     raise ScheduleOptionError(
         f"--schedule {schedule} breaks --local-time {local_time} in {', '.join(zone_list)} on {len(broken)} ticks "
