@@ -29,6 +29,7 @@ from clockless_tools.template.loader import load_yaml
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import check_template
 from clockless_tools.timezones.rule import LOCAL_TIME_SCHEDULE
+from job_trigger.settings import JobTriggerSettings
 from tests.conftest import PROJECT_ROOT
 from tests.jobs import jobs
 
@@ -348,6 +349,32 @@ def test_a_local_time_in_two_zones_is_one_declaration_whose_schedule_is_generate
     assert not spec.is_tick(datetime(2027, 7, 1, 13, 30, tzinfo=UTC))
     # And the numbers derived from them (the ticks an hour apart) hold the rules
     assert [p for p in dead_man_alarm_problems(template) if p.job == PLAIN.job] == []
+    # And the HTTP trigger keeps the same ticks of the cron (rule trigger-schedules), refusing 13:30 in summer
+    trigger = template.function("JobTriggerFunction").environment[SCHEDULES_VARIABLE]
+    copied = json.loads(str(resolve(trigger, template)))[PLAIN.job]
+    assert copied == {
+        "ScheduleExpression": "cron(30 11,12,13 * * ? *)",
+        "ScheduleExpressionTimezone": "UTC",
+        "LocalTime": "07:30",
+        "OperatingTimeZones": "America/New_York,America/Chicago",
+    }
+    assert list(check_trigger_schedules(Project.at(project))) == []
+    settings = JobTriggerSettings.from_env({
+        "JOB_FUNCTIONS": json.dumps({PLAIN.job: "arn:aws:lambda:eu-west-1:123456789012:function:f"}),
+        "JOB_SCHEDULES": json.dumps({PLAIN.job: copied}), "LEDGER_TABLE_NAME": "l", "IDEMPOTENCY_TABLE_NAME": "i",
+        "TRIGGER_SECRET_ID": "s", "TRIGGER_SECRET_MAX_AGE_SECONDS": "300", "TRIGGER_WINDOW_MINUTES": "60",
+    })  # fmt: skip
+    placed = settings.job_schedules[PLAIN.job]
+    assert placed.is_tick(datetime(2027, 7, 1, 11, 30, tzinfo=UTC))
+    assert not placed.is_tick(datetime(2027, 7, 1, 13, 30, tzinfo=UTC))
+    # (a copy without the local time would let 13:30 through as a tick: planted, the rule names it)
+    entry = f', "LocalTime": "${{{PLAIN.stem}LocalTime}}", "OperatingTimeZones": "${{{PLAIN.stem}Zones}}"'
+    assert entry in text
+    (project / "template.yaml").write_text(text.replace(entry, "", 1), encoding="utf-8")
+    assert [v.message.split(", but")[0] for v in check_trigger_schedules(Project.at(project))] == [
+        f"{SCHEDULES_VARIABLE}[{PLAIN.job!r}].LocalTime is not set",
+        f"{SCHEDULES_VARIABLE}[{PLAIN.job!r}].OperatingTimeZones is not set",
+    ]
     # And a Schedule edited away from the declaration fails the check, naming the cron to write
     edited = text.replace("Schedule: cron(30 11,12,13 * * ? *)", "Schedule: cron(30 11,12 * * ? *)", 1)
     drifted = Template(path=project / "template.yaml", document=load_yaml(edited))

@@ -93,6 +93,8 @@ class ScheduleKeys:
     """The declaration lines, in order, beside Name, CodeUri, Package and Tables."""
 
     lines: tuple[str, ...]
+    # Whether they declare a LocalTime (the trigger's copy of the schedule then carries it too).
+    local_time: bool = False
 
 
 # What the command writes without --schedule: every other key the loop's default, a daily job's.
@@ -180,7 +182,7 @@ def _local_time_keys(
                 f"--at {at} breaks --local-time {local_time} in the zone it serves on {len(broken)} ticks of the year "
                 f"from {checked_from} (first {broken[0]:%Y-%m-%dT%H:%MZ}); pick an --at the rule allows"
             )
-    return ScheduleKeys(tuple(lines + _derived_lines(spec, fan_out=fan_out)))
+    return ScheduleKeys(tuple(lines + _derived_lines(spec, fan_out=fan_out)), local_time=True)
 
 
 def rate_as_cron(expression: str) -> str | None:
