@@ -159,7 +159,9 @@ def notices_tick(at: str, trigger: Trigger = Trigger.SCHEDULE) -> Tick:
     return Tick("notices", utc(at), schedule_arn=None, attempt=1, execution_id=None, trigger=trigger)
 
 
-def test_the_kit_drops_a_delivery_at_an_instant_that_is_07_30_nowhere_unclaimed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kit_drops_a_delivery_at_an_instant_that_is_07_30_nowhere_unclaimed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Given the notices job, whose cron also fires at 13:30 UTC in summer (09:30 and 08:30 local)
     _, handler = notices_job(monkeypatch)
 
@@ -192,7 +194,7 @@ def test_a_bad_local_time_in_the_environment_is_one_line_naming_the_variable(mon
     job, _ = notices_job(monkeypatch)
     monkeypatch.setenv("LOCAL_TIME", "7.30")
 
-    with pytest.raises(ConfigurationError, match="environment variable LOCAL_TIME: '7.30' is not a 24-hour"):
+    with pytest.raises(ConfigurationError, match=r"environment variable LOCAL_TIME: '7\.30' is not a 24-hour"):
         job.not_a_tick(notices_tick("2026-07-01T11:30"))
 
 
@@ -269,7 +271,7 @@ def test_a_schedule_or_environment_that_drifts_from_the_declaration_fails_naming
 
 
 def test_an_unquoted_local_time_that_yaml_read_as_a_number_is_refused() -> None:
-    with pytest.raises(ScheduleDefinitionError, match='450 is a number; quote the time, e.g. "07:30"'):
+    with pytest.raises(ScheduleDefinitionError, match=r'450 is a number; quote the time, e\.g\. "07:30"'):
         notices_template(local_time=450).jobs["notices"].spec()
 
 

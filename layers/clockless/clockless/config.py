@@ -85,7 +85,9 @@ def local_clock(environ: Mapping[str, str] | None = None) -> LocalClock | None:
     if text is None or text == NO_LOCAL_TIME:
         return None
     try:
-        return LocalClock.parse(text, env_list("OPERATING_TIME_ZONES", environ), where="environment variable LOCAL_TIME")
+        return LocalClock.parse(
+            text, env_list("OPERATING_TIME_ZONES", environ), where="environment variable LOCAL_TIME"
+        )
     except LocalClockError as error:
         raise ConfigurationError(str(error)) from None
 

@@ -25,8 +25,8 @@ from clockless.config import (
     env_int,
     env_str,
     ledger_retention_seconds,
-    local_clock,
     ledger_table_name,
+    local_clock,
     metrics_namespace,
 )
 from clockless.errors import DeclarationError

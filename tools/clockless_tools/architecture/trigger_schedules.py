@@ -4,10 +4,11 @@ ScheduleV2 event declares.
 A trigger (a function that reads `JOB_FUNCTIONS`) refuses an instant that is not one of the job's
 scheduled times, reading each job's schedule from `JOB_SCHEDULES`, written in template.yaml as the
 schedule's own properties (`ScheduleExpression`, `ScheduleExpressionTimezone`, `StartDate`,
-`EndDate`; for a job with a local time, `LocalTime` and its `OperatingTimeZones` joined by commas, from
-its Metadata, so the trigger keeps of the job's cron only the instants that are that time somewhere). A copy that drifts from the schedule (another expression, zone or bound, a job left
-out, a parameter's default written out where the schedule refers to the parameter) would refuse
-the job's real ticks or let other instants through as ticks.
+`EndDate`; for a job with a local time, `LocalTime` and its `OperatingTimeZones` joined by
+commas, from its Metadata, so the trigger keeps of the job's cron only the instants that are that
+time somewhere). A copy that drifts from the schedule (another expression, zone or bound, a job
+left out, a parameter's default written out where the schedule refers to the parameter) would
+refuse the job's real ticks or let other instants through as ticks.
 """
 
 from __future__ import annotations
@@ -91,10 +92,7 @@ def _drift(job: str, given: Any, declared: Mapping[str, str], where: str) -> Ite
         yield f"{SCHEDULES_VARIABLE}[{job!r}] is not an object of {', '.join(PLACING)}"
         return
     for name in sorted(set(given) - set(PLACING)):
-        yield (
-            f"{SCHEDULES_VARIABLE}[{job!r}] has {name!r}, which does not place ticks "
-            f"(only {', '.join(PLACING)})"
-        )
+        yield (f"{SCHEDULES_VARIABLE}[{job!r}] has {name!r}, which does not place ticks (only {', '.join(PLACING)})")
     for name in PLACING:
         value = given.get(name, _DEFAULTS.get(name))
         value = None if value is None else str(value)

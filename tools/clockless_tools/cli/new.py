@@ -62,9 +62,7 @@ def job(
     its tests, its table and its declaration; print what is left to do."""
     root = project.resolve()
     try:
-        made = new_job(
-            root, name, fan_out=fan_out, schedule=schedule, zones=zones, local_time=local_time, at=at
-        )
+        made = new_job(root, name, fan_out=fan_out, schedule=schedule, zones=zones, local_time=local_time, at=at)
     except NewJobError as error:
         raise fail(str(error)) from None
     if root == PROJECT_ROOT:

@@ -35,7 +35,6 @@ from datetime import date, datetime, timedelta
 from typing import Final
 
 from clockless.fanout.retry import FIRST_BACKOFF_SECONDS
-from clockless.schedule.local_clock import LocalClock, LocalClockError
 from clockless.schedule.expressions import (
     ScheduleExpressionError,
     ScheduleSpec,
@@ -43,6 +42,7 @@ from clockless.schedule.expressions import (
     rate_period,
     utc_spec,
 )
+from clockless.schedule.local_clock import LocalClock, LocalClockError
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.errors import ToolError
@@ -56,7 +56,6 @@ from clockless_tools.timezones.rule import (
     LocalTimeRule,
     breaches,
 )
-from clockless_tools.timezones.zone_schedules import local_time_cron, zone_schedules
 from clockless_tools.timezones.suggest import (
     describe_hours,
     fixed_minute,
@@ -65,6 +64,7 @@ from clockless_tools.timezones.suggest import (
     seasons,
     suggest_utc_hours,
 )
+from clockless_tools.timezones.zone_schedules import local_time_cron, zone_schedules
 
 # The loops' defaults (template.yaml, the comment above Mappings: Jobs:).
 DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
@@ -151,7 +151,9 @@ def _local_time_keys(
             f"--at {at} writes the schedule (the cron of every UTC hour {at} falls on in --zones); leave out --schedule"
         )
     if zones is None:
-        raise ScheduleOptionError(f"--at {at} needs --zones: the zones whose clocks the ticks keep (e.g. --zones Europe/Berlin)")
+        raise ScheduleOptionError(
+            f"--at {at} needs --zones: the zones whose clocks the ticks keep (e.g. --zones Europe/Berlin)"
+        )
     try:
         zone_list = parse_zones([z.strip() for z in zones.split(",")], "--zones")
         clock = LocalClock.parse(at, zone_list, where="--at")
@@ -175,7 +177,9 @@ def _local_time_keys(
             raise ScheduleOptionError(str(error)) from None
         lines.append(f"LocalTimeRule: {local_time.strip()}")
         broken = [
-            tick for tick in spec.ticks_between(begin, end) if rule is not None and breaches(rule, tick, clock.zones_at(tick))
+            tick
+            for tick in spec.ticks_between(begin, end)
+            if rule is not None and breaches(rule, tick, clock.zones_at(tick))
         ]
         if broken:
             raise ScheduleOptionError(

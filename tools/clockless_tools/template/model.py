@@ -107,7 +107,9 @@ class Schedule:
         if isinstance(zones, str):
             zones = zones.split(",")
         if not isinstance(zones, list) or not all(isinstance(zone, str) for zone in zones):
-            raise ScheduleDefinitionError(f"{where}: needs {OPERATING_ZONES_KEY} as a list of IANA zones, got {zones!r}")
+            raise ScheduleDefinitionError(
+                f"{where}: needs {OPERATING_ZONES_KEY} as a list of IANA zones, got {zones!r}"
+            )
         try:
             return LocalClock.parse(str(value), zones, where=where)
         except LocalClockError as error:

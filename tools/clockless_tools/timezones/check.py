@@ -172,7 +172,8 @@ class ScheduleCheck(ScheduledEvent):
             "local_time": self.local_time,
             "zone_schedules": {
                 schedule.zone: [
-                    {"utc_offset": offset, "utc": f"{hour:02d}:{minute:02d}"} for offset, hour, minute in schedule.offsets
+                    {"utc_offset": offset, "utc": f"{hour:02d}:{minute:02d}"}
+                    for offset, hour, minute in schedule.offsets
                 ]
                 for schedule in self.zone_schedules
             },
@@ -277,9 +278,10 @@ def _check_schedule(
     except ScheduleExpressionError as error:
         raise expression_error(schedule, error) from None
     if clock is not None:
-        violations.extend(violation(LOCAL_TIME_SCHEDULE, detail) for detail in _local_time_drift(
-            function, schedule, clock, template, begin, end
-        ))
+        violations.extend(
+            violation(LOCAL_TIME_SCHEDULE, detail)
+            for detail in _local_time_drift(function, schedule, clock, template, begin=begin, end=end)
+        )
     # A schedule outside UTC breaks utc_schedule above, and its ticks are still expanded in its
     # own zone (the tick engine places them as Scheduler does), so its local-time breaches show too.
     if declaration is None:
@@ -353,7 +355,7 @@ def suggested_local_time(
 
 
 def _local_time_drift(
-    function: Function, schedule: Schedule, clock: LocalClock, template: Template, begin: datetime, end: datetime
+    function: Function, schedule: Schedule, clock: LocalClock, template: Template, *, begin: datetime, end: datetime
 ) -> list[str]:
     """How the schedule of a job with a local time differs from what its declaration gives: its
     expression from the cron of its zones' hours, its LOCAL_TIME from its Metadata."""

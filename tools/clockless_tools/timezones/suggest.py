@@ -194,7 +194,7 @@ def no_hour_advice(
     if local_time is not None:
         at, cron = local_time
         by_zone = (
-            f"; or one declaration, a tick at {at} in each zone: LocalTime: \"{at}\" with Schedule: {cron}, every UTC "
+            f'; or one declaration, a tick at {at} in each zone: LocalTime: "{at}" with Schedule: {cron}, every UTC '
             f"hour {at} falls on in the year (clockless new job --at {at} writes both; the kit drops the cron's "
             f"instants that are {at} nowhere)" + by_zone
         )

@@ -28,7 +28,9 @@ class ZoneSchedule:
     offsets: tuple[tuple[str, int, int], ...]
 
     def describe(self) -> str:
-        return f"{self.zone} " + ", ".join(f"{hour:02d}:{minute:02d} UTC ({offset})" for offset, hour, minute in self.offsets)
+        return f"{self.zone} " + ", ".join(
+            f"{hour:02d}:{minute:02d} UTC ({offset})" for offset, hour, minute in self.offsets
+        )
 
 
 def zone_schedules(clock: LocalClock, begin: datetime, end: datetime) -> tuple[ZoneSchedule, ...]:
