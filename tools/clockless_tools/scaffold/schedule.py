@@ -165,7 +165,7 @@ def _local_time_keys(
     lines = [
         f"# A tick at {clock.at:%H:%M} in each zone; Schedule is every UTC hour that falls on in the year",
         *(f"# {zone.describe()}" for zone in zone_schedules(clock, begin, end)),
-        "# (the kit drops the cron's other instants; clockless schedules check holds Schedule to LocalTime).",
+        "# (the kit drops the cron's other instants; `clockless schedules check` holds Schedule to LocalTime).",
         f'LocalTime: "{clock.at:%H:%M}"',
         f"Schedule: {cron}",
         f"OperatingTimeZones: [{', '.join(zone_list)}]",

@@ -195,8 +195,8 @@ def no_hour_advice(
         at, cron = local_time
         by_zone = (
             f'; or one declaration, a tick at {at} in each zone: LocalTime: "{at}" with Schedule: {cron}, every UTC '
-            f"hour {at} falls on in the year (clockless new job --at {at} writes both; the kit drops the cron's "
-            f"instants that are {at} nowhere)" + by_zone
+            f"hour {at} falls on in the year (`clockless new job <name> --at {at} --zones <zones>` writes both; "
+            f"the kit drops the cron's instants that are {at} nowhere)" + by_zone
         )
     if any(not season.hours for season in stretches):
         return (
