@@ -408,7 +408,8 @@ def test_a_local_time_in_two_zones_is_one_declaration_whose_schedule_is_generate
         (["--schedule", "cron(30 13 * * ? *)", "--zones", "America/New_York,America/Chicago",
           "--local-time", "not_before=07:30,not_after=08:30"],
          'or one declaration, a tick at 07:30 in each zone: LocalTime: "07:30" with Schedule: '
-         "cron(30 11,12,13 * * ? *), every UTC hour 07:30 falls on in the year (clockless new job --at 07:30"),
+         "cron(30 11,12,13 * * ? *), every UTC hour 07:30 falls on in the year "
+         "(`clockless new job <name> --at 07:30 --zones <zones>` writes both"),
         (["--at", "7:30", "--zones", "America/New_York"], "--at: '7:30' is not a 24-hour HH:MM time"),
         (["--at", "07:30", "--zones", "America/New_York,Asia/Kolkata"],
          "falls on 2 different minute(s) of the UTC hour"),
