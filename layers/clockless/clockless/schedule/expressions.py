@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any, Final, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from clockless.errors import ArgumentError, ClocklessError
 from clockless.schedule import cron as cron_fields
 from clockless.schedule.local_clock import LocalClock
+from clockless.schedule.zones import is_iana_zone
 from clockless.tick import format_scheduled_time
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
@@ -135,10 +136,8 @@ class ScheduleSpec:
         local_clock: LocalClock | None = None,
     ) -> ScheduleSpec:
         zone = timezone or "UTC"
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ScheduleExpressionError(f"ScheduleExpressionTimezone {zone!r} is not an IANA time zone") from None
+        if not is_iana_zone(zone):
+            raise ScheduleExpressionError(f"ScheduleExpressionTimezone {zone!r} is not an IANA time zone")
         spec = cls(
             expression=expression.strip(),
             timezone=zone,

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Final
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from clockless.errors import ClocklessError
+from clockless.schedule.zones import is_iana_zone
 
 # What a job without a local time declares (Mappings.Jobs.<Id>.LocalTime left out).
 NO_LOCAL_TIME: Final = "none"
@@ -47,10 +48,8 @@ class LocalClock:
         if not found or "" in found:
             raise LocalClockError(f"{where}: names no zone (or an empty one) to keep {text.strip()} in")
         for zone in found:
-            try:
-                ZoneInfo(zone)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise LocalClockError(f"{where}: {zone!r} is not an IANA time zone") from None
+            if not is_iana_zone(zone):
+                raise LocalClockError(f"{where}: {zone!r} is not an IANA time zone")
         if len(set(found)) != len(found):
             raise LocalClockError(f"{where}: lists a zone more than once in {', '.join(found)}")
         return cls(time(int(match.group(1)), int(match.group(2))), found)
