@@ -104,8 +104,15 @@ class JobReport:
     @property
     def no_work(self) -> bool:
         """Ticks were delivered and even the reference replay (each tick once) changed nothing in the
-        job's tables: a verdict over zero effects would read the same as a real one, so there is none."""
-        return self.ticks_delivered > 0 and self.reference_effects_total == 0 and not self.reference_failures
+        job's tables: a verdict over zero effects would read the same as a real one, so there is none.
+        A job with no table of its own (tick-reaper, whose writes are the ledger's settled ticks) has
+        none to compare: its verdict is its ticks', each once."""
+        return (
+            bool(self.tables)
+            and self.ticks_delivered > 0
+            and self.reference_effects_total == 0
+            and not self.reference_failures
+        )
 
     @property
     def no_work_reason(self) -> str:
