@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from clockless_tools.simulate.report import JobReport, SimulationReport, bookkeeping_tables, job_tables
+from clockless_tools.simulate.report import JobReport, SimulationReport
 from clockless_tools.simulate.snapshot import ItemDifference, TableEffects
+from clockless_tools.simulate.tables import bookkeeping_tables, job_tables
 from clockless_tools.template.model import Template
 from tests.jobs import DAY, HOUR, job_where
 
