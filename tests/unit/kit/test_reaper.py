@@ -153,14 +153,14 @@ def test_reaped_jobs_are_read_from_one_line_and_bad_input_is_named() -> None:
     ids=str,
 )
 def test_a_tick_is_stuck_past_its_bound_while_open(entry: dict[str, str | None], now: datetime, stuck: bool) -> None:
-    item = {
-        "job": {"S": TOY_JOB},
-        "scheduled_time": {"S": SECOND},
-        "started_at": {"S": "2026-12-01T03:00:05Z"},
-        "claim_id": {"S": "c-1"},
+    fields: dict[str, str | None] = {
+        "job": TOY_JOB,
+        "scheduled_time": SECOND,
+        "started_at": "2026-12-01T03:00:05Z",
+        "claim_id": "c-1",
+        **entry,
     }
-    item.update({name: {"S": value} for name, value in entry.items()})
-    item = {name: value for name, value in item.items() if value["S"] is not None}
+    item = {name: {"S": value} for name, value in fields.items() if value is not None}
     assert OpenTick.from_item(item).stuck(BOUND, now) is stuck
 
 
