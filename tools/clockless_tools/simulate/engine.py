@@ -226,10 +226,7 @@ class DeliveryEngine:
         plan = current.plan
         deliveries = self._events(current)
         with self.runtime.function_environment(plan.function_id):
-            futures = [
-                pool.submit(self._deliver_one, plan, event, fault, lost)
-                for _, event, fault, lost in deliveries
-            ]
+            futures = [pool.submit(self._deliver_one, plan, event, fault, lost) for _, event, fault, lost in deliveries]
             outcomes = [future.result() for future in futures]
         records = []
         for (kind, event, _, _), result in zip(deliveries, outcomes, strict=True):

@@ -250,9 +250,7 @@ class TickStore:
             reaped=True,
         )
 
-    def _fail(
-        self, transition: Transition, update: str, values: dict[str, Any], *, mark: str, reaped: bool
-    ) -> bool:
+    def _fail(self, transition: Transition, update: str, values: dict[str, Any], *, mark: str, reaped: bool) -> bool:
         # `finished_by`: a resend of this very update after a lost answer finds its own mark.
         when = f", {REAPED_AT} = :now" if reaped else ""
         try:
