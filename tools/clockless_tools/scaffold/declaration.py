@@ -8,7 +8,8 @@ loops' job lists (a fanned-out job: `Fn::ForEach::Jobs` and `JobOutputs`; one th
 from `template/fragments/jobs-without-fan-out.yaml`: a loop over an empty list is refused, so the
 template has them only while it has such a job), before the external trigger's section (the tables
 policy), after the last `*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS`,
-`JOB_SCHEDULES` (its Mappings.Jobs schedule, as the other jobs') and `DeliverTicks`. (Its
+`JOB_SCHEDULES` (its Mappings.Jobs schedule, as the other jobs') and `DeliverTicks`, and a fanned-out
+job into the tick reaper's `REAPED_JOBS` in `Globals` (with its grace). (Its
 dashboard, alarms and outputs are the loops'.) The result must load and expand with the new job's
 resources in it, or nothing is written.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless_tools.scaffold.names import JobNames
-from clockless_tools.scaffold.schedule import DAILY, ScheduleKeys
+from clockless_tools.scaffold.schedule import DAILY, FANNED_OUT_GRACE_MINUTES, ScheduleKeys
 from clockless_tools.scaffold.wiring import WiringError
 from clockless_tools.template.loader import TemplateError, load_yaml
 from clockless_tools.template.model import Template
@@ -115,6 +116,8 @@ def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys
         rf"\1                - !GetAtt {names.function_id}.Arn\n",
         "DeliverTicks",
     )
+    if fan_out:
+        text = _reaped(text, names, schedule)
     _check(text, names, fan_out=fan_out)
     return text
 
@@ -133,6 +136,15 @@ def _local_time_variables(names: JobNames, schedule: ScheduleKeys) -> str:
         f"              {names.stem}LocalTime: !FindInMap [Jobs, {names.stem}, LocalTime]\n"
         f'              {names.stem}Zones: !Join [",", !FindInMap [Jobs, {names.stem}, OperatingTimeZones]]\n'
     )
+
+
+def _reaped(text: str, names: JobNames, schedule: ScheduleKeys) -> str:
+    """The fanned-out job added to the tick reaper's REAPED_JOBS with its grace as its bound (rule
+    reaper-covers-fan-out); a template without the reaper is left as it is (the rule says so)."""
+    stated = [line.split(":", 1)[1].strip() for line in schedule.lines if line.startswith("GraceMinutes:")]
+    grace = stated[0] if stated else str(FANNED_OUT_GRACE_MINUTES)
+    edited, count = re.subn(r"^(        REAPED_JOBS: \S+)$", rf"\1,{names.job}={grace}", text, count=1, flags=re.M)
+    return edited if count else text
 
 
 def _loop_list(text: str, loop: str) -> re.Match[str] | None:
