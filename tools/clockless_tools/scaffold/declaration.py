@@ -167,6 +167,32 @@ def plain_loops(stems: list[str]) -> tuple[str, str]:
     return _PLAIN_HEADING + resources_loop + "\n", outputs_loop
 
 
+def plain_loop_drift(text: str) -> list[str]:
+    """Where template.yaml's loops for the jobs without fan-out differ from the fragment's over the
+    same jobs (a change made to one and not the other: `clockless new job` writes the fragment's)."""
+    found = _loop_list(text, "JobsWithoutFanOut")
+    if found is None:
+        return []
+    stems = [stem.strip() for stem in found.group(1).rsplit("[", 1)[1].split(",") if stem.strip()]
+    problems = []
+    for name, written in zip(("JobsWithoutFanOut", "JobsWithoutFanOutOutputs"), plain_loops(stems), strict=True):
+        expected = written[written.index(f"  Fn::ForEach::{name}:") :]
+        start = text.find(f"  Fn::ForEach::{name}:\n")
+        if start < 0:
+            problems.append(f"template.yaml: no Fn::ForEach::{name} beside its jobs' other loop")
+            continue
+        lines, wanted = text[start:].splitlines(), expected.rstrip("\n").splitlines()
+        for number, (line, want) in enumerate(zip(lines, wanted, strict=False)):
+            if line != want:
+                at = text[:start].count("\n") + number + 1
+                problems.append(
+                    f"template.yaml:{at}: Fn::ForEach::{name} differs from {FRAGMENT.name}: "
+                    f"{want.strip()!r} expected, {line.strip()!r} found (change both, or neither)"
+                )
+                break
+    return problems
+
+
 def _with_plain_loops(text: str) -> str:
     """The fragment's two loops, over no job yet (`_add_to_loop` adds the first): the Resources loop
     before the external trigger's section, the Outputs loop first under Outputs."""
