@@ -84,9 +84,9 @@ def test_a_worker_that_may_not_do_what_the_kit_does_is_caught(
     )
 
 
-def test_a_worker_that_may_not_send_the_watch_over_its_last_receive_is_caught(planted: PlantedCopy) -> None:
+def test_a_worker_that_may_not_send_to_its_own_work_queue_is_caught(planted: PlantedCopy) -> None:
     # Given the hourly worker allowed to send to its dead-letter queue only: no continuation, and no
-    # watch over a last receive, so a worker dying there would leave its tick started for ever.
+    # buffered tick's start.
     planted.replace(TEMPLATE, f"                - !GetAtt {HOURLY_JOB.stem}WorkQueue.Arn\n", "", after=HOURLY_WORKER)
 
     violation = found(
@@ -95,8 +95,8 @@ def test_a_worker_that_may_not_send_the_watch_over_its_last_receive_is_caught(pl
         resource=f"{HOURLY_JOB.stem}WorkerFunction",
         containing=f"may not sqs:SendMessage on {HOURLY_JOB.stem}WorkQueue",
     )
-    assert "the watch over a last receive" in violation.message
-    assert "started for ever" in violation.message
+    assert "fails at every hop" in violation.message
+    assert "a buffered tick never starts" in violation.message
 
 
 def test_sam_policy_templates_and_wildcards_count_as_grants(planted: PlantedCopy) -> None:

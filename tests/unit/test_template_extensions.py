@@ -220,7 +220,7 @@ def _drop_declared_variables(logical_id: str, properties: dict[str, Any], global
             continue
         if (
             name.endswith("_TABLE_NAME")
-            or name in ("OPERATING_TIME_ZONES", "LOCAL_TIME", "WORK_MAX_RECEIVES", "WORK_VISIBILITY_TIMEOUT_SECONDS")
+            or name in ("OPERATING_TIME_ZONES", "LOCAL_TIME", "WORK_MAX_RECEIVES")
             or name.startswith("EMPTY_SESSION")
         ):
             del variables[name]

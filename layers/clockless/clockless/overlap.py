@@ -38,7 +38,7 @@ from clockless.throttle import cancellation_reasons
 from clockless.tick import Tick, Trigger, format_scheduled_time, parse_scheduled_time
 
 STATUS_BUFFERED: Final = TickStatus.BUFFERED.value
-# On a buffered tick its start message's watch settled `failed` (clockless.fanout.start_watch): the
+# On a buffered tick the tick reaper settled `failed` (its start never ran: clockless.reaper): the
 # settled tick it was buffered behind, so a redriven start message may still start it.
 START_FAILED: Final = "start_failed"
 DEFAULT_RUNNING_AT_MOST: Final = timedelta(hours=6)

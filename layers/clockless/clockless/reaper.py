@@ -14,12 +14,14 @@ a worker that cannot start included.
 - `started` and complete (its last partition's message died after the done transaction, before
   its finisher): the finisher settles it, as that delivery would have (no tolerated failures);
 - `started`, not complete: `failed`, naming each partition not done (with its state: still
-  leased, its last error, its receives) and how many never started. Conditioned on the entry as
+  leased, its last error, its receives) and how many never started; those with a record are added
+  to `partitions_exhausted`, as a run failing its last receive adds its own, so a redrive of some
+  of them leaves the tick `failed` naming only the rest. Conditioned on the entry as
   read (still `started` by the same claim, the same count of partitions done): a partition done
   meanwhile makes the reaper look again at its next tick.
-- `buffered` (its start never ran): `failed`, with `start_failed` set as its start's watch did, so
-  a start message redriven from the work DLQ, or the release of a late-settling tick before it,
-  still starts it (clockless.overlap's release condition).
+- `buffered` (its start never ran): `failed`, with `start_failed` set, so a start message
+  redriven from the work DLQ, or the release of a late-settling tick before it, still starts it
+  (clockless.overlap's release condition).
 
 The reaper never touches a partition record or its lease: a partition still running goes on
 and applies each item once, its done transaction counts it, and the finisher settles the tick
@@ -255,6 +257,7 @@ class StuckTicks:
             failures=dump_listed(not_done.failures(now)),
             summary=json.dumps(summary, sort_keys=True),
             mark=uuid.uuid4().hex,
+            not_done=[partition.name for partition in not_done.partitions],
         )
 
     def fail_buffered(self, tick: OpenTick) -> bool:
@@ -267,7 +270,7 @@ class StuckTicks:
             f"tick before it never settled; run it again: clockless backfill {tick.job} "
             f"--from {tick.scheduled_time} --to {until}"
         )
-        return self._tick(tick).fail_start(after=after, error=error, mark=uuid.uuid4().hex, reaped=True)
+        return self._tick(tick).fail_start(after=after, error=error, mark=uuid.uuid4().hex)
 
 
 def reap(store: StuckTicks, jobs: Sequence[ReapedJob], *, now: datetime, lookback: timedelta) -> list[Reaped]:

@@ -20,7 +20,7 @@ Read this module alone to learn the machine; docs/fan-out.md's state diagram is 
   (`PARTS`).
 - **Deciders**: what a worker makes of a record it read, as plain functions: take a lease or not
   (`decide_lease`, `refusal`), settle a tick or not (`settle_decision`, `settled_status`,
-  `settle_transition`), and the watches' verdicts (`judge`, `judge_start`).
+  `settle_transition`).
 - **Outcomes**: what a delivery says it did (`Outcome`), and what the finisher's call did (`Settle`).
 
 Plain Python: no AWS, no clock (the callers pass `now`).
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from clockless.errors import ArgumentError
 
@@ -102,17 +102,8 @@ class Outcome(StrEnum):
     REPLAYED = "replayed"
     # a start message
     STARTED = "buffered tick started"
-    # a partition's watch
-    SETTLED = "partition named on its tick: its message died"
-    ENDED = "the watched message ended by itself"
-    STILL_LIVE = "the watched run may still live: watching again"
-    WAITING = "waiting for a last receive no worker may see: watching again"
-    THROTTLED = "throttled past the attempt's budget: the watch sent again"
-    # a start's watch
-    START_FAILED = "buffered tick failed: its start message died"
-    STARTED_AGAIN = "buffered tick's start done again: its partitions sent again"
-    START_ENDED = "the watched start ended by itself"
-    START_WAITING = "waiting for a start's last receive no worker may see: watching again"
+    # a `watch` message an earlier release sent (the tick reaper settles a stuck tick now)
+    RETIRED = "a retired kind of message: acknowledged, nothing done"
 
 
 class Settle(StrEnum):
@@ -132,24 +123,6 @@ class LeaseDecision(StrEnum):
     TAKE = "take"
     DONE = "done"
     HELD = "held"
-
-
-class Verdict(StrEnum):
-    """A partition watch's verdict (`judge`)."""
-
-    ENDED = "ended"
-    LIVE = "live"
-    WAIT = "wait"
-    DEAD = "dead"
-
-
-class StartVerdict(StrEnum):
-    """A start watch's verdict (`judge_start`)."""
-
-    ENDED = "ended"
-    WAIT = "wait"
-    DEAD = "dead"
-    AGAIN = "again"
 
 
 # ----------------------------------------------------------------------------------------------- records
@@ -184,7 +157,6 @@ class PartitionRecord:
     lease_until: int | None = None
     hops: int = 0
     cursor_text: str | None = None
-    message_id: str = ""
     receives: int | None = None
     last_error: str | None = None
     throttle_continuations: int | None = None
@@ -213,7 +185,6 @@ class PartitionRecord:
             lease_until=_number(item, "lease_until"),
             hops=_number(item, "hops") or 0,
             cursor_text=_text(item, "cursor"),
-            message_id=_text(item, "message_id") or "",
             receives=_number(item, "receives"),
             last_error=_text(item, "last_error"),
             throttle_continuations=_number(item, "throttle_continuations"),
@@ -363,7 +334,6 @@ def each_key(term: str, names: Sequence[str]) -> str:
 
 _NOT_DONE: Final = "(attribute_not_exists(#status) OR #status <> :done)"
 _LEASE_FREE_OR_MINE: Final = "(attribute_not_exists(lease_until) OR lease_until < :now OR lease_owner = :me)"
-_LEASE_RAN_OUT: Final = "(attribute_not_exists(lease_until) OR lease_until < :now)"
 _P = PartitionPhase
 _T = TickPhase
 
@@ -416,14 +386,6 @@ RELEASE: Final = Transition(
     "lease_owner = :me",
     "the lease released (the cursor stands), with last_error after a throttle or a failed run",
 )
-NOTE_ERROR: Final = Transition(
-    "note-error",
-    Record.PARTITION,
-    (_P.LEASED,),
-    (_P.LEASED,),
-    "lease_owner = :me",
-    "last_error for operators, the lease kept (the failed run's watch reads it held)",
-)
 MARK_DONE: Final = Transition(
     "mark-done",
     Record.PARTITION,
@@ -439,22 +401,6 @@ NAME_EXHAUSTED: Final = Transition(
     (_P.EXHAUSTED,),
     _NOT_DONE,
     "a run raising on its last receive names its partition on the tick (with count-exhausted)",
-)
-NAME_DEAD_HOLDER: Final = Transition(
-    "name-dead-holder",
-    Record.PARTITION,
-    (_P.FREE, _P.EXHAUSTED),
-    (_P.EXHAUSTED,),
-    f"{_NOT_DONE} AND lease_owner = :seen AND {_LEASE_RAN_OUT}",
-    "a watch names a partition whose run died: the record as the watch read it, its lease run out",
-)
-NAME_DEAD_UNLEASED: Final = Transition(
-    "name-dead-unleased",
-    Record.PARTITION,
-    (_P.ABSENT, _P.EXHAUSTED),
-    (_P.EXHAUSTED,),
-    f"{_NOT_DONE} AND attribute_not_exists(lease_owner) AND {_LEASE_RAN_OUT}",
-    "a watch names a partition whose message died before any run leased it",
 )
 LIST_FAILED: Final = Transition(
     "list-failed",
@@ -568,7 +514,7 @@ RELEASE_BUFFERED: Final = Transition(
     (_T.BUFFERED, _T.STARTED, _T.FAILED),
     (_T.STARTED,),
     "#status = :buffered OR released_by = :by OR start_failed = :by",
-    "a start message claims the buffered tick once (its resend, or a redrive after its watch failed it)",
+    "a start message claims the buffered tick once (its resend, or a redrive after the tick reaper failed it)",
 )
 FAIL_START: Final = Transition(
     "fail-start",
@@ -576,7 +522,7 @@ FAIL_START: Final = Transition(
     (_T.BUFFERED,),
     (_T.FAILED,),
     "#status = :buffered AND overlap_with = :after",
-    "a start watch, or the tick reaper past the tick's bound, fails a buffered tick whose start never ran",
+    "the tick reaper, past the tick's bound, fails a buffered tick whose start never ran",
 )
 REAP: Final = Transition(
     "reap",
@@ -585,7 +531,8 @@ REAP: Final = Transition(
     (_T.FAILED,),
     "#status = :started AND claim_id = :claim "
     "AND (attribute_not_exists(partitions_done) OR partitions_done = :done) AND attribute_exists(partitions_total)",
-    "the tick reaper fails a fanned-out tick not done by its bound, as it read it (same claim, same count done)",
+    "the tick reaper fails a fanned-out tick not done by its bound, as it read it (same claim, same count done), "
+    "its partitions not done added to partitions_exhausted",
 )
 
 TRANSITIONS: Final[tuple[Transition, ...]] = (
@@ -599,12 +546,9 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     NOTE_FAILURES,
     HAND_ON,
     RELEASE,
-    NOTE_ERROR,
     MARK_DONE,
     COUNT_DONE,
     NAME_EXHAUSTED,
-    NAME_DEAD_HOLDER,
-    NAME_DEAD_UNLEASED,
     COUNT_EXHAUSTED,
     COUNT_REPLAYED,
     SETTLE,
@@ -666,71 +610,3 @@ def settle_transition(entry: TickEntry) -> Transition:
     if not entry.exhausted:
         return SETTLE
     return SETTLE_EXHAUSTED if entry.partitions_done else SETTLE_ALL_EXHAUSTED
-
-
-class Watch(Protocol):
-    """What the deciders read of a watch message (`clockless.fanout.messages.WorkMessage` is one)."""
-
-    @property
-    def hop(self) -> int: ...
-    @property
-    def message_id(self) -> str: ...
-    @property
-    def until_ms(self) -> int: ...
-    @property
-    def seen_owner(self) -> str: ...
-    @property
-    def receives(self) -> int: ...
-    @property
-    def watched(self) -> str: ...
-    @property
-    def params(self) -> Mapping[str, Any]: ...
-
-
-def watches(receives: int, max_receives: int) -> bool:
-    """Whether a receive is watched: a message's last, and the one before it (whose watch judges a
-    last receive that never reaches a worker)."""
-    return receives >= max_receives - 1
-
-
-def judge(watch: Watch, record: PartitionRecord, *, now: int, max_receives: int) -> Verdict:
-    """What a watch makes of the partition record (clockless.fanout.watch has the cases)."""
-    if record.done or (record.exists and record.hops > watch.hop):
-        return Verdict.ENDED
-    if record.exists and record.lease_ends >= now:
-        return Verdict.LIVE
-    if record.exists and record.hops == watch.hop and record.message_id not in ("", watch.message_id):
-        return Verdict.ENDED  # another message of the hop ran it since: its own receives speak for it
-    return _waiting(watch, record, now) if watch.until_ms else _first_look(watch, record, max_receives)
-
-
-def _waiting(watch: Watch, record: PartitionRecord, now: int) -> Verdict:
-    if record.lease_owner != watch.seen_owner:
-        # The last receive reached a worker, whose run is over: judged as that receive's own watch
-        # judges it (a duplicate of its verdict, or the only one if that watch was never sent).
-        return Verdict.ENDED if record.lease_ends == 0 else Verdict.DEAD
-    return Verdict.WAIT if now < watch.until_ms else Verdict.DEAD
-
-
-def _first_look(watch: Watch, record: PartitionRecord, max_receives: int) -> Verdict:
-    if watch.receives < max_receives:
-        return Verdict.WAIT
-    if record.lease_owner == watch.watched and record.lease_ends == 0:
-        return Verdict.ENDED  # released by the watched run: handed on, or raised after naming its partition
-    return Verdict.DEAD
-
-
-def judge_start(watch: Watch, entry: TickEntry, *, now: int, max_receives: int) -> StartVerdict:
-    """What a start's watch makes of its tick's ledger entry (clockless.fanout.start_watch)."""
-    after = str(watch.params.get("after", ""))
-    status = entry.status
-    if status is TickStatus.FAILED and entry.start_failed == after:
-        return StartVerdict.DEAD  # failed by a watch before (a duplicate, or one that died before releasing)
-    if status is TickStatus.BUFFERED and entry.overlap_with == after:
-        if watch.until_ms:
-            return StartVerdict.WAIT if now < watch.until_ms else StartVerdict.DEAD
-        return StartVerdict.DEAD if watch.receives >= max_receives else StartVerdict.WAIT
-    claimed = status is TickStatus.STARTED and entry.released_by == after
-    if claimed and not watch.until_ms and watch.receives >= max_receives:
-        return StartVerdict.AGAIN
-    return StartVerdict.ENDED

@@ -7,7 +7,7 @@ from typing import Final
 
 import pytest
 
-from clockless.fanout.messages import MessageKind, WorkMessage
+from clockless.fanout.messages import MessageKind, RetiredMessageError, WorkMessage
 
 PARTITIONS: Final = ("0", "1")
 BODIES: Final = {
@@ -24,12 +24,13 @@ BODIES: Final = {
         '{"error":"","items":[],"job":"toy","kind":"start","params":{"after":"2026-12-01T01:00:00Z"},"partition":"",'
         '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
     ),
-    MessageKind.WATCH: (
-        '{"hop":0,"job":"toy","kind":"watch","message_id":"m-1","params":{},"partition":"0","receives":5,'
-        '"scheduled_time":"2026-12-01T02:00:00Z","seen_owner":"run-4","trigger":"schedule","until_ms":99,'
-        '"watched":"run-5"}'
-    ),
 }
+# A watch over a late receive, as the release before the tick reaper wrote it (still queued at a deploy).
+RETIRED_WATCH: Final = (
+    '{"hop":0,"job":"toy","kind":"watch","message_id":"m-1","params":{},"partition":"0","receives":5,'
+    '"scheduled_time":"2026-12-01T02:00:00Z","seen_owner":"run-4","trigger":"schedule","until_ms":99,'
+    '"watched":"run-5"}'
+)
 
 
 def test_every_kind_has_a_pinned_body() -> None:
@@ -42,3 +43,11 @@ def test_a_body_parses_to_its_kind_and_is_written_again_byte_for_byte(kind: Mess
 
     assert message.kind is kind
     assert message.body() == BODIES[kind]
+
+
+def test_a_watch_an_earlier_release_sent_is_a_retired_kind_not_a_malformed_message() -> None:
+    with pytest.raises(RetiredMessageError) as raised:
+        WorkMessage.parse(RETIRED_WATCH, job="toy", partitions=PARTITIONS)
+
+    assert raised.value.kind == "watch"
+    assert "a kind an earlier release sent" in str(raised.value)

@@ -223,6 +223,32 @@ def test_a_run_dying_on_its_last_receive_with_both_watched_receives_lost_is_sett
     _applied_once(aws)
 
 
+def test_two_partitions_reaped_then_redriven_one_by_one_leave_a_truthful_ledger_each_time(
+    aws: Aws, clock: time_machine.Traveller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker, messages = _fanned_out(aws)
+    for partition in ("0", "1"):
+        _run(aws, worker, messages[partition])
+    for partition in ("2", "3"):
+        _die(worker, messages[partition], monkeypatch, receives=5)
+    clock.shift(BOUND)
+    _messages(aws)  # shown again after their attempts: the poller's next receive moves both to the work DLQ
+    (reaped,) = _reap(aws, _now())
+    assert (reaped.outcome, reaped.not_done) == (SETTLED, ("2", "3"))
+    assert _entry(aws, SECOND)["partitions_exhausted"] == ["2", "3"]  # named as a last receive names its own
+
+    _redrive(aws, worker, messages["2"]["Body"])  # one of them fixed and redriven: the other still named
+    entry = _entry(aws, SECOND)
+    assert (entry["status"], entry["partitions_done"], entry["partitions_exhausted"]) == ("failed", "3", ["3"])
+    assert entry["error"].startswith("partition 3 failed every receive or its tick's bound")
+    assert [f.key for f in load_listed(entry["failures"])] == ["partition 3"]
+
+    _redrive(aws, worker, messages["3"]["Body"])
+    entry = _entry(aws, SECOND)
+    assert (entry["status"], entry["partitions_done"], "partitions_exhausted" in entry) == ("succeeded", "4", False)
+    _applied_once(aws)
+
+
 def test_a_receive_that_never_reaches_a_worker_is_settled_as_a_partition_never_started(
     aws: Aws, clock: time_machine.Traveller
 ) -> None:

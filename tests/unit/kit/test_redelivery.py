@@ -122,8 +122,7 @@ def test_a_partition_whose_worker_dies_is_tried_again_after_its_attempt_not_the_
         with pytest.raises(AttemptDied):
             work.worker(lambda: DyingShard(aws.dynamodb))(sqs_event([first]), Context(remaining_ms=300_000))
 
-        # Then it shows again 10 s after the attempt could last, not after 1,800 s, and no watch
-        # was sent (only the last two receives are watched)
+        # Then it shows again 10 s after the attempt could last, not after 1,800 s, alone
         clock.shift(timedelta(seconds=309))
         assert _visible(aws) == 0
         clock.shift(timedelta(seconds=2))

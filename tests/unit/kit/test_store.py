@@ -80,20 +80,19 @@ PARTITION_CALLS: Final[Mapping[str, list[Callable[[PartitionStore], object]]]] =
     "read": [lambda s: s.read()],
     "acquire": [
         lambda s: s.acquire(lease_until_ms=9, hop=0),
-        lambda s: s.acquire(lease_until_ms=9, hop=2, existing_only=True, receives=5, message_id="m-1"),
+        lambda s: s.acquire(lease_until_ms=9, hop=2, existing_only=True, receives=5),
     ],
-    "acquire_first": [lambda s: s.acquire_first(lease_until_ms=9, hop=0, partitions_total=4, message_id="m-1")],
+    "acquire_first": [lambda s: s.acquire_first(lease_until_ms=9, hop=0, partitions_total=4)],
     "store_cursor": [lambda s: s.store_cursor({"id": "a"}), lambda s: s.store_cursor({"id": "b"}, already_done=2)],
     "hand_on": [
         lambda s: s.hand_on({"id": "a"}, already_done=1),
         lambda s: s.hand_on(None, last_error="throttled", throttle_continuations=2),
         lambda s: s.hand_on({"id": "a"}, last_error="throttled", throttle_continuations=1),
     ],
-    "note_error": [lambda s: s.note_error("Boom"), lambda s: s.note_error("Boom", release=True)],
+    "note_error": [lambda s: s.note_error("Boom")],
     "done_transaction": [lambda s: s.done_transaction(), lambda s: s.done_transaction(already_done=3)],
     "exhausted_actions": [lambda s: s.exhausted_actions()],
     "mark_exhausted": [lambda s: s.mark_exhausted()],
-    "name_dead": [lambda s: s.name_dead("run-0", 5), lambda s: s.name_dead("", 5)],
     "note_failures": [lambda s: s.note_failures([{"S": "{}"}], max_listed=100)],
     "lane_counter": [lambda s: s.lane_counter(0, 7)],
     "failed_record": [lambda s: s.failed_record(["a"]), lambda s: s.failed_record(["a", "b", "c"])],
@@ -113,12 +112,12 @@ TICK_CALLS: Final[Mapping[str, list[Callable[[TickStore], object]]]] = {
     ],
     "reported": [lambda t: t.reported()],
     "release_buffered": [lambda t: t.release_buffered(released_by=TICK, partitions_total=4)],
-    "fail_start": [
-        lambda t: t.fail_start(after=TICK, error="died", mark="m"),
-        lambda t: t.fail_start(after=TICK, error="died", mark="m", reaped=True),
-    ],
+    "fail_start": [lambda t: t.fail_start(after=TICK, error="died", mark="m")],
     "reap": [
-        lambda t: t.reap(claim_id="c-1", partitions_done=2, error="not done", failures="[]", summary="{}", mark="m")
+        lambda t: t.reap(claim_id="c-1", partitions_done=2, error="not done", failures="[]", summary="{}", mark="m"),
+        lambda t: t.reap(
+            claim_id="c-1", partitions_done=2, error="not done", failures="[]", summary="{}", mark="m", not_done=["3"]
+        ),
     ],
 }
 

@@ -11,11 +11,9 @@ rule keeps them from naming too little, for exactly what the kit calls:
 - coordinator (the function a worker declares `worker_of`): `sqs:SendMessage` (SendMessageBatch is
   authorized by it) on the queue its `WORK_QUEUE_URL` names;
 - worker: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:GetQueueAttributes` on the queue its event
-  source mapping polls (the kit reads the count of waiting messages too: a watch's look for a
-  backlog), and `sqs:ChangeMessageVisibility` there (every message held only as long as its attempt
-  can live, and a failed message's backoff); `sqs:SendMessage` on its `WORK_QUEUE_URL`
-  (continuations, and the watch over a message's last receives, which settles the tick of a
-  message that dies there: clockless.fanout.watch) and `WORK_DEAD_LETTER_QUEUE_URL`;
+  source mapping polls, and `sqs:ChangeMessageVisibility` there (every message held only as long as
+  its attempt can live, and a failed message's backoff); `sqs:SendMessage` on its `WORK_QUEUE_URL`
+  (continuations, and a buffered tick's start) and `WORK_DEAD_LETTER_QUEUE_URL`;
   `dynamodb:GetItem`, `dynamodb:UpdateItem`, `dynamodb:Query`, `dynamodb:ConditionCheckItem` on the
   ledger (`LEDGER_TABLE_NAME`).
 
@@ -82,8 +80,8 @@ def check_work_permissions(project: Project) -> Iterator[Violation]:
         for variable, why in (
             (
                 "WORK_QUEUE_URL",
-                "continuations go there, and the watch over a last receive, without which a worker dying on its "
-                "message's last receive leaves the tick started for ever",
+                "continuations and a buffered tick's start go there: without it a partition that hands on "
+                "fails at every hop, and a buffered tick never starts",
             ),
             ("WORK_DEAD_LETTER_QUEUE_URL", "items it cannot apply go there"),
         ):

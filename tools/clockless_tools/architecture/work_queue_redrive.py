@@ -9,15 +9,14 @@ time when it is moved), is `Retain` on delete and replace, is watched by an alar
 message, and is the queue the worker sends failed items to (`WORK_DEAD_LETTER_QUEUE_URL`), so
 `clockless work redrive <job>` has one place to move back from. The worker's `WORK_MAX_RECEIVES` is
 the queue's `maxReceiveCount`, so the run on a message's last receive knows it: failing, it names
-its partition on the tick (which then settles `failed` instead of staying `started`); dying, the
-watch it sent first does (clockless.fanout.watch). Its `WORK_VISIBILITY_TIMEOUT_SECONDS` is the
-queue's `VisibilityTimeout`, so a watch waiting for a last receive no worker sees waits it out.
+its partition on the tick (which then settles `failed` at once instead of when the tick reaper
+finds it past its bound).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator
+from typing import Final
 
 from clockless_tools.architecture.failure_paths import queue_watched
 from clockless_tools.architecture.project import Project, Rule, Violation
@@ -29,9 +28,6 @@ DEAD_LETTER_VARIABLE: Final = "WORK_DEAD_LETTER_QUEUE_URL"
 # tick (clockless.fanout.redelivery); unset, the kit assumes this.
 MAX_RECEIVES_VARIABLE: Final = "WORK_MAX_RECEIVES"
 KIT_DEFAULT_RECEIVES: Final = 5
-# How long the worker's watch waits for a receive no worker sees; unset, the kit assumes this.
-VISIBILITY_VARIABLE: Final = "WORK_VISIBILITY_TIMEOUT_SECONDS"
-KIT_DEFAULT_VISIBILITY: Final = 1800
 MIN_RECEIVES: Final = 5
 MAX_RECEIVES: Final = 10
 
@@ -55,13 +51,11 @@ def check_work_queue_redrive(project: Project) -> Iterator[Violation]:
                     project.template_file,
                     worker.logical_id,
                     f"its {MAX_RECEIVES_VARIABLE} is {stated!r}, but its work queue {queue.logical_id} dead-letters "
-                    f"after {queue.max_receive_count} receives: a partition failing or dying on its last receive "
-                    "would not be named on its tick (the run would not know it is the last, nor send its watch), "
-                    "which would stay started",
+                    f"after {queue.max_receive_count} receives: a partition failing on its last receive "
+                    "would not be named on its tick (the run would not know it is the last), which would stay "
+                    "started until the tick reaper finds it past its bound",
                     f'{MAX_RECEIVES_VARIABLE}: "{queue.max_receive_count}"',
                 )
-        if worker is not None:
-            yield from _check_visibility(project, worker.logical_id, worker.environment, queue)
         if worker is not None and queue.dead_letter_queue is not None:
             named = resource_id(worker.environment.get(DEAD_LETTER_VARIABLE))
             if named != queue.dead_letter_queue:
@@ -73,23 +67,6 @@ def check_work_queue_redrive(project: Project) -> Iterator[Violation]:
                     f"to {queue.dead_letter_queue}: failed items and failed partitions would wait in two places",
                     f"{DEAD_LETTER_VARIABLE}: !Ref {queue.dead_letter_queue}",
                 )
-
-
-def _check_visibility(
-    project: Project, worker: str, environment: Mapping[str, Any], queue: Queue
-) -> Iterator[Violation]:
-    stated = str(environment.get(VISIBILITY_VARIABLE, KIT_DEFAULT_VISIBILITY))
-    hidden = queue.visibility_timeout
-    if hidden is not None and stated != str(hidden):
-        yield Violation(
-            WORK_QUEUE_REDRIVE,
-            project.template_file,
-            worker,
-            f"its {VISIBILITY_VARIABLE} is {stated!r}, but its work queue {queue.logical_id} hides a received "
-            f"message {hidden} s: a watch waiting for a last receive no worker sees would judge it dead too soon "
-            "(a false failure) or wait too long",
-            f'{VISIBILITY_VARIABLE}: "{hidden}"',
-        )
 
 
 def _check_queue(project: Project, queue: Queue) -> Iterator[Violation]:
@@ -142,6 +119,6 @@ def _check_queue(project: Project, queue: Queue) -> Iterator[Violation]:
 WORK_QUEUE_REDRIVE_RULE = Rule(
     WORK_QUEUE_REDRIVE,
     "every work queue dead-letters after 5-10 receives to a retained queue that outlives it, is alarmed from its "
-    "first message and is the worker's WORK_DEAD_LETTER_QUEUE_URL; the worker states its receives and visibility",
+    "first message and is the worker's WORK_DEAD_LETTER_QUEUE_URL; the worker states its receives",
     check_work_queue_redrive,
 )

@@ -3,15 +3,14 @@
 - `partition`: run (or go on with) one partition: clockless.fanout.partition;
 - `items`: replay failed items moved back from the work DLQ: clockless.fanout.replay;
 - `start`: start a tick the overlap policy buffered: clockless.fanout.buffer;
-- `watch`: settle the tick of a partition (clockless.fanout.watch) or a buffered tick's start
-  (clockless.fanout.start_watch) whose message died on its last receives.
+- a `watch` (a kind earlier releases sent) is acknowledged with a log line, nothing done.
 
-Before a message runs, on its last two receives, its watch is sent (`send_watch`); then the message
-is hidden only until the attempt is surely over (`hold_for_attempt`), so a run that dies is tried
-again seconds after its attempt's end, not after the queue's visibility timeout. A message is
-reported failed when its run raises: SQS shows it again (sooner still, when the run could release
-its lease: clockless.fanout.redelivery) and after maxReceiveCount moves it to the work DLQ.
-docs/fan-out.md has the whole design.
+Before a message runs, it is hidden only until the attempt is surely over (`hold_for_attempt`), so
+a run that dies is tried again seconds after its attempt's end, not after the queue's visibility
+timeout. A message is reported failed when its run raises: SQS shows it again (sooner still, when
+the run could release its lease: clockless.fanout.redelivery) and after maxReceiveCount moves it
+to the work DLQ. A tick whose message dies there, or never reaches a worker, is settled by the tick
+reaper once its bound has passed (clockless.reaper). docs/fan-out.md has the whole design.
 """
 
 from __future__ import annotations
@@ -24,15 +23,13 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from clockless.fanout.buffer import start_buffered
-from clockless.fanout.messages import KIND_PARTITION, KIND_START, MessageKind, WorkMessage
-from clockless.fanout.partition import lease_owner, run_partition
+from clockless.fanout.messages import MessageKind, RetiredMessageError, WorkMessage
+from clockless.fanout.partition import run_partition
 from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_attempt
 from clockless.fanout.replay import replay
-from clockless.fanout.start_watch import settle_start_watch
 from clockless.fanout.trust import UntrustedMessageError
-from clockless.fanout.watch import send_watch, settle_watch
 from clockless.fanout.worker import PartitionWorker
-from clockless.state import Outcome, watches
+from clockless.state import Outcome
 from clockless.throttle import Budget
 
 if TYPE_CHECKING:
@@ -74,7 +71,6 @@ def handle(worker: PartitionWorker, event: Any, context: Any) -> dict[str, Any]:
                     context,
                     receives=receives,
                     receipt_handle=record.receipt_handle,
-                    message_id=record.message_id or "",
                 )
             except Exception as error:
                 if not held_lease(error):
@@ -95,13 +91,18 @@ def dispatch(
     *,
     receives: int = 1,
     receipt_handle: str | None = None,
-    message_id: str = "",
 ) -> Outcome:
     """One message, routed by its kind; its outcome. An exception leaves it to SQS (redelivered,
     then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
-    its visibility; `message_id`: its SQS id, which its watch names."""
+    its visibility."""
     job = worker.job
-    message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
+    try:
+        message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
+    except RetiredMessageError as retired:
+        # Queued by the release before this one (a watch): reported processed, so it neither
+        # fails the batch nor waits in the work DLQ; the tick reaper settles what it watched.
+        job.logger.warning("work message of a retired kind acknowledged; nothing done", extra={"kind": retired.kind})
+        return Outcome.RETIRED
     job.logger.thread_safe_append_keys(
         correlation_id=message.tick_key,
         job=message.job,
@@ -116,20 +117,11 @@ def dispatch(
     metrics.add_dimension(name="trigger", value=message.trigger.value)
     try:
         budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
-        owner = lease_owner(context)
-        if message.kind in (KIND_PARTITION, KIND_START) and watches(receives, worker.settings().max_receives):
-            send_watch(worker, message, owner, message_id=message_id, receives=receives, budget=budget)
         if receipt_handle is not None:
             hold_for_attempt(worker, receipt_handle, budget)
         match message.kind:
             case MessageKind.PARTITION:
-                return run_partition(
-                    worker, message, budget, metrics, receives=receives, owner=owner, message_id=message_id
-                )
-            case MessageKind.WATCH if not message.partition:
-                return settle_start_watch(worker, message, budget, metrics)
-            case MessageKind.WATCH:
-                return settle_watch(worker, message, budget, metrics)
+                return run_partition(worker, message, budget, metrics, receives=receives)
             case MessageKind.START:
                 return start_buffered(worker, message)
             case MessageKind.ITEMS:

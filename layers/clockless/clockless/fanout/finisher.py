@@ -59,11 +59,12 @@ def _duration_ms(started_at: str | None) -> int | None:
 
 
 def _exhausted(partition: str) -> FailedItem:
-    return FailedItem(f"partition {partition}", REASON_PARTITION, "its message failed every receive: see the work DLQ")
+    why = "its message failed every receive, or the tick reaper found it not done by the tick's bound: see the work DLQ"
+    return FailedItem(f"partition {partition}", REASON_PARTITION, why)
 
 
 def _failed_error(failed: int, exhausted: list[str], replay_hint: str) -> str:
-    parts = [f"partition {', '.join(exhausted)} failed every receive"] if exhausted else []
+    parts = [f"partition {', '.join(exhausted)} failed every receive or its tick's bound"] if exhausted else []
     if failed or not exhausted:
         parts.append(f"{failed} items failed")
     return f"{'; '.join(parts)}: replay them after the fix: {replay_hint}"
@@ -95,8 +96,9 @@ def _summary_and_failures(
     summary = {**counters.as_summary(), "partitions": int(entry.partitions_total or 0)}
     failures = listed(failure for record in records for failure in failures_noted(record))
     if exhausted:
-        # Partitions whose messages failed every receive: their items after the failure were
-        # never read, so they come first and fail the tick whatever the tolerance.
+        # Partitions whose messages failed every receive, or that the tick reaper found not done by
+        # the tick's bound: their items after the failure were never read, so they come first and
+        # fail the tick whatever the tolerance.
         summary["partitions_exhausted"] = len(exhausted)
         failures = [_exhausted(partition) for partition in exhausted] + failures
     return summary, failures

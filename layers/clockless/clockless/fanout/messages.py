@@ -1,8 +1,10 @@
-"""The work queue's messages: a partition to run (or go on with), failed items to replay, a tick to
-start, or the watch over a late receive of a partition or start message.
+"""The work queue's messages: a partition to run (or go on with), failed items to replay, or a tick
+to start.
 
 A body that is not one of them is a `MalformedMessageError` naming the field; the worker
-reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ.
+reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ. A body of
+a kind an earlier release sent and this one no longer runs is a `RetiredMessageError`, which the
+worker acknowledges.
 """
 
 from __future__ import annotations
@@ -26,24 +28,18 @@ class MessageKind(StrEnum):
     # A tick buffered by the job's overlap policy, to start now that the tick before it is settled
     # (clockless.overlap); its `partition` is empty and `params` name the settled tick.
     START = "start"
-    # Sent on a partition or start message's last two receives, before anything else, delayed past
-    # that attempt's end: if the message died (its run, or a receive that never reached a worker),
-    # its tick settles (clockless.fanout.watch). Its `partition` is empty when it watches a start.
-    WATCH = "watch"
 
 
 KIND_PARTITION: Final = MessageKind.PARTITION
 KIND_ITEMS: Final = MessageKind.ITEMS
 KIND_START: Final = MessageKind.START
-KIND_WATCH: Final = MessageKind.WATCH
 KINDS: Final = tuple(kind.value for kind in MessageKind)
-MAX_OWNER_LENGTH: Final = 256
+# Sent by earlier releases, run by none now: `watch`, the watch over a message's last receives (the
+# tick reaper settles a stuck tick instead: clockless.reaper). One still queued at a deploy is
+# acknowledged, with a log line.
+RETIRED_KINDS: Final = ("watch",)
 MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
-# SQS counts receives without a bound; a watch's beyond this is not one SQS counted.
-MAX_RECEIVES: Final = 100_000
-# The year 2200 in epoch ms: a watch's `until_ms` past it is not a time the kit wrote.
-MAX_EPOCH_MS: Final = 7_258_118_400_000
 
 
 class MalformedMessageError(ClocklessError, ValueError):
@@ -52,6 +48,14 @@ class MalformedMessageError(ClocklessError, ValueError):
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"malformed work message: field '{field}' {problem}")
         self.field = field
+
+
+class RetiredMessageError(ClocklessError):
+    """A work queue message of a kind an earlier release sent and this one no longer runs."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"a {kind!r} message, a kind an earlier release sent: nothing to do")
+        self.kind = kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +73,6 @@ class WorkMessage:
     # and what failed each (clockless.items.FailedItem records), for the operator reading the DLQ.
     keys: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
-    # A watch message: the lease owner of the run it watches, the SQS message id and receive count
-    # that run had, and (once the watch waits for a receive no worker may see) the lease owner it
-    # found then and until when it waits (epoch ms; 0: not waiting).
-    watched: str = ""
-    message_id: str = ""
-    receives: int = 0
-    seen_owner: str = ""
-    until_ms: int = 0
 
     @property
     def time_text(self) -> str:
@@ -127,14 +123,6 @@ class WorkMessage:
         }
         if self.kind == KIND_PARTITION:
             data["hop"] = self.hop
-        elif self.kind == KIND_WATCH:
-            data["hop"] = self.hop
-            data["watched"] = self.watched
-            data["message_id"] = self.message_id
-            data["receives"] = self.receives
-            if self.until_ms:
-                data["seen_owner"] = self.seen_owner
-                data["until_ms"] = self.until_ms
         else:
             data["items"] = self.items
             data["error"] = self.error
@@ -153,6 +141,8 @@ class WorkMessage:
         if not isinstance(data, Mapping):
             raise MalformedMessageError("<body>", f"must be a JSON object, got {describe(data)}")
         kind = data.get("kind")
+        if kind in RETIRED_KINDS:
+            raise RetiredMessageError(kind)
         if kind not in KINDS:
             raise MalformedMessageError("kind", f"must be one of {', '.join(KINDS)}, got {describe(kind)}")
         if data.get("job") != job:
@@ -165,7 +155,7 @@ class WorkMessage:
         if not isinstance(trigger_text, str) or trigger_text not in Trigger._value2member_map_:
             raise MalformedMessageError("trigger", f"must be one of {', '.join(Trigger)}, got {describe(trigger_text)}")
         partition = data.get("partition")
-        if kind in (KIND_START, KIND_WATCH) and partition == "":
+        if kind == KIND_START and partition == "":
             pass
         elif not isinstance(partition, str) or partition not in partitions:
             raise MalformedMessageError(
@@ -177,32 +167,12 @@ class WorkMessage:
         hop = data.get("hop", 0)
         if isinstance(hop, bool) or not isinstance(hop, int) or not 0 <= hop <= MAX_HOPS:
             raise MalformedMessageError("hop", f"must be an integer from 0 to {MAX_HOPS}, got {describe(hop)}")
-        if kind == KIND_WATCH:
-            trigger = Trigger(trigger_text)
-            return cls(KIND_WATCH, job, scheduled_time, trigger, partition, params, hop, **_watch_fields(data))
         if kind != KIND_ITEMS:
             return cls(MessageKind(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
         items, keys, failures = _items(data)
         reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
         trigger = Trigger(trigger_text)
         return cls(KIND_ITEMS, job, scheduled_time, trigger, partition, params, hop, items, reason, keys, failures)
-
-
-def _watch_fields(data: Mapping[str, Any]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for name, least in (("watched", 1), ("message_id", 0), ("seen_owner", 0)):
-        text = data.get(name, "")
-        if not isinstance(text, str) or not least <= len(text) <= MAX_OWNER_LENGTH:
-            raise MalformedMessageError(
-                name, f"must be a string of {least} to {MAX_OWNER_LENGTH} characters, got {describe(text)}"
-            )
-        fields[name] = text
-    for name, most in (("receives", MAX_RECEIVES), ("until_ms", MAX_EPOCH_MS)):
-        number = data.get(name, 0)
-        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= most:
-            raise MalformedMessageError(name, f"must be an integer from 0 to {most}, got {describe(number)}")
-        fields[name] = number
-    return fields
 
 
 def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:

@@ -75,17 +75,13 @@ def run_partition(
     metrics: EphemeralMetrics,
     *,
     receives: int,
-    owner: str | None = None,
-    message_id: str = "",
 ) -> Outcome:
     """One partition message: lease, pages, done, finisher. Its outcome, or the run's error raised
-    for SQS (redelivered after a short backoff, then the work DLQ). `owner`: the run's lease owner
-    (the dispatcher's, which a watch sent first may name: clockless.fanout.watch); `message_id`:
-    its SQS message's, kept with the lease for that watch."""
-    owner = owner or lease_owner(budget.context)
+    for SQS (redelivered after a short backoff, then the work DLQ)."""
+    owner = lease_owner(budget.context)
     records = worker.partition_records(message, owner, budget)
     try:
-        lease = take_lease(worker, records, message, budget, receives=receives, message_id=message_id)
+        lease = take_lease(worker, records, message, budget, receives=receives)
     except BudgetSpent as spent:
         # Not even the lease got through: nothing was taken, so come back later, as a throttle.
         worker.handoff(budget).send(message, continuation_delay(0))
@@ -123,7 +119,6 @@ def take_lease(
     budget: Budget,
     *,
     receives: int,
-    message_id: str = "",
 ) -> Lease:
     """The partition's lease, for a message the clock and the ledger back (or
     UntrustedMessageError, nothing written): clockless.fanout.trust."""
@@ -134,16 +129,14 @@ def take_lease(
     if message.hop > 0:
         # A continuation: its partition's record exists (the run before handed it on), and
         # was made under the ledger's check.
-        lease = records.acquire(
-            lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True, receives=receives, message_id=message_id
-        )
+        lease = records.acquire(lease_until_ms=lease_until_ms, hop=message.hop, existing_only=True, receives=receives)
         if lease.missing:
             never = f"a continuation (hop {message.hop}) of a partition never started"
             raise UntrustedMessageError(message.tick_key, message.partition, never)
         return lease
     total = len(worker.partitions)
     lease = records.acquire_first(
-        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, receives=receives, message_id=message_id
+        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, receives=receives
     )
     if lease.untrusted is not None:
         raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))

@@ -1,9 +1,9 @@
 """Every request the fan-out makes of SQS.
 
-A tick's partitions in batches of 10, a continuation, a watch or a buffered tick's start (delayed or
-not), failed items to the work DLQ, a message being run hidden only until its attempt is over or a
-failed one shown again sooner, and the count of messages waiting (a watch's look for a backlog).
-Each waits out throttles within the budget its caller hands it (clockless.throttle)."""
+A tick's partitions in batches of 10, a continuation or a buffered tick's start (delayed or not),
+failed items to the work DLQ, and a message being run hidden only until its attempt is over or a
+failed one shown again sooner. Each waits out throttles within the budget its caller hands it
+(clockless.throttle)."""
 
 from __future__ import annotations
 
@@ -51,12 +51,6 @@ class WorkQueue:
         self.client.change_message_visibility(
             QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=after_s
         )
-
-    def waiting(self) -> int:
-        """Messages visible on the queue, waiting for a worker (SQS's approximate count, about a
-        minute behind)."""
-        attributes = self.client.get_queue_attributes(QueueUrl=self.url, AttributeNames=["ApproximateNumberOfMessages"])
-        return int((attributes.get("Attributes") or {}).get("ApproximateNumberOfMessages", 0))
 
     def send_all(self, bodies: Sequence[str], *, budget: Budget | None = None) -> int:
         """Every body, 10 per request. The SendMessageBatch calls made (a throttled one counted once).

@@ -17,8 +17,8 @@ maxReceiveCount) adds its partition to the tick entry's `partitions_exhausted`, 
 settles the tick `failed` naming the partition instead of leaving it `started` for ever; the
 message goes on to the work DLQ, and when `clockless work redrive` runs it to the end, the done
 transaction takes the partition out of the set and the tick settles again. A run that *dies* there
-runs none of this, nor does one whose receive never reaches the handler: the watch sent first does
-(clockless.fanout.watch).
+runs none of this, nor does one whose receive never reaches the handler: the tick reaper settles
+that tick once its bound has passed, naming the partition (clockless.reaper).
 """
 
 from __future__ import annotations
@@ -51,13 +51,12 @@ def run_failed(
     receives: int,
     error: BaseException,
 ) -> None:
-    """A partition run raised `error` (its caller raises it on, for SQS): noted for operators with
-    the lease released, and on the message's last receive its partition recorded exhausted first:
-    a death in between leaves the lease held, which the run's watch reads as a death and names the
-    partition instead (clockless.fanout.watch); so does a failure to name it here."""
-    last = receives >= worker.settings().max_receives
-    named = last and exhausted(worker, message, owner, budget, metrics)
-    if not note_failure(worker, message, owner, budget, error, release=named or not last):
+    """A partition run raised `error` (its caller raises it on, for SQS): on the message's last
+    receive its partition recorded exhausted first (a death in between, or a failure to name it,
+    leaves it to the tick reaper), then noted for operators with the lease released."""
+    if receives >= worker.settings().max_receives:
+        exhausted(worker, message, owner, budget, metrics)
+    if not note_failure(worker, message, owner, budget, error):
         lease_still_held(error)
 
 
@@ -67,15 +66,13 @@ def note_failure(
     owner: str,
     budget: Budget,
     error: BaseException,
-    *,
-    release: bool = True,
 ) -> bool:
-    """`last_error` on the partition record for operators, and (`release`) the lease released (the
-    run is over), so the message's redelivery after a short backoff can take it; the error itself
-    is raised by the caller. False: the lease may still be held."""
+    """`last_error` on the partition record for operators, and the lease released (the run is
+    over), so the message's redelivery after a short backoff can take it; the error itself is
+    raised by the caller. False: the lease may still be held."""
     try:
         final = worker.final_records(message, owner, budget)
-        final.note_error(one_line(f"{type(error).__name__}: {error}"), release=release)
+        final.note_error(one_line(f"{type(error).__name__}: {error}"))
     except Exception:  # the failure is what SQS must see, not this note's
         worker.job.logger.warning("could not note the failure on the partition record", exc_info=True)
         return False
@@ -84,12 +81,12 @@ def note_failure(
 
 def exhausted(
     worker: PartitionWorker, message: WorkMessage, owner: str, budget: Budget, metrics: EphemeralMetrics
-) -> bool:
-    """The message's last receive failed: its partition named on the tick, which settles `failed`.
-    False: it could not be (the caller leaves the lease held for the run's watch to do it)."""
+) -> None:
+    """The message's last receive failed: its partition named on the tick, which settles `failed`
+    (when it cannot be, the tick reaper names it once the tick's bound has passed)."""
     try:
         if not worker.final_records(message, owner, budget).mark_exhausted():
-            return True  # the partition was done: its failure was the finisher's, which a redrive runs again
+            return  # the partition was done: its failure was the finisher's, which a redrive runs again
         worker.job.logger.error(
             "partition failed every receive; its message goes to the work DLQ",
             extra={"replay": f"clockless work redrive {message.job}"},
@@ -97,8 +94,6 @@ def exhausted(
         settle(worker, message, budget, metrics)
     except Exception:  # the failure is what SQS must see, not this record's
         worker.job.logger.warning("could not record the exhausted partition in the ledger", exc_info=True)
-        return False
-    return True
 
 
 def lease_still_held(error: BaseException) -> None:

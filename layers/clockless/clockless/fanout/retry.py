@@ -80,8 +80,7 @@ def redelivery_backoff_text() -> str:
 
 
 # A message being run is hidden until its attempt is surely over plus this (its lease has run out
-# by then), so a run that dies is tried again then, not after the queue's visibility timeout; a
-# watch comes as late.
+# by then), so a run that dies is tried again then, not after the queue's visibility timeout.
 ATTEMPT_END_MARGIN_SECONDS: Final = FIRST_BACKOFF_SECONDS
 
 

@@ -37,10 +37,6 @@ MAX_PAGE_SIZE: Final = 10_000
 MAX_CONCURRENCY: Final = 64
 # The work queue's RedrivePolicy maxReceiveCount in template.yaml (rule work-queue-redrive).
 DEFAULT_MAX_RECEIVES: Final = 5
-# The work queue's VisibilityTimeout in template.yaml (rule work-queue-redrive): how long a receive
-# that never reaches a worker hides its message (clockless.fanout.watch). SQS allows up to 12 hours.
-DEFAULT_VISIBILITY_TIMEOUT_SECONDS: Final = 1800
-MAX_VISIBILITY_TIMEOUT_SECONDS: Final = 43_200
 
 
 def _optional_int(name: str, default: int, environ: Mapping[str, str], *, minimum: int, maximum: int) -> int:
@@ -77,8 +73,6 @@ class WorkerSettings:
     rate_increase_units: int = DEFAULT_RATE_INCREASE_UNITS
     # The work queue's maxReceiveCount: a run failing on this receive records its partition exhausted.
     max_receives: int = DEFAULT_MAX_RECEIVES
-    # The work queue's visibility timeout: a watch waits this long for a receive no worker may see.
-    visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
 
     def pacing(self) -> PacingSettings:
         return PacingSettings(
@@ -101,13 +95,6 @@ class WorkerSettings:
             * _optional_int("WORK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, env, minimum=1, maximum=900),
             metrics_namespace=metrics_namespace(env),
             max_receives=_optional_int("WORK_MAX_RECEIVES", DEFAULT_MAX_RECEIVES, env, minimum=1, maximum=1000),
-            visibility_timeout_s=_optional_int(
-                "WORK_VISIBILITY_TIMEOUT_SECONDS",
-                DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
-                env,
-                minimum=0,
-                maximum=MAX_VISIBILITY_TIMEOUT_SECONDS,
-            ),
             **_pacing_from_env(env),
         )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -28,7 +28,7 @@ from clockless.fanout.keys import (
     tick_key,
     work_job,
 )
-from clockless.fanout.types import FailedKeys, Lease, LeaseLost, TickUnclaimed
+from clockless.fanout.types import FailedKeys, Lease, LeaseLost
 from clockless.ledger import FAILURES, SUMMARY_WHOLE_TICK, iso_now
 from clockless.overlap import START_FAILED
 from clockless.state import (
@@ -40,10 +40,7 @@ from clockless.state import (
     HAND_ON,
     LIST_FAILED,
     MARK_DONE,
-    NAME_DEAD_HOLDER,
-    NAME_DEAD_UNLEASED,
     NAME_EXHAUSTED,
-    NOTE_ERROR,
     NOTE_FAILURES,
     REAP,
     RELEASE,
@@ -191,8 +188,8 @@ class TickStore:
         """`release-buffered`: the buffered tick claimed for its start, once: `buffered` becomes
         `started` (with the tick's `partitions_total`, so its workers trust it), or it was already
         released by the same finished tick (a redelivered start message goes on sending its
-        partitions), or its start's watch failed it (a start message redriven from the work DLQ
-        starts it after all). False: it is none of these (nothing written)."""
+        partitions), or the tick reaper failed it (a start message redriven from the work DLQ, or
+        a late release, starts it after all). False: it is none of these (nothing written)."""
         try:
             self.client.update_item(
                 TableName=self.table,
@@ -216,28 +213,42 @@ class TickStore:
             return False
         return True
 
-    def fail_start(self, *, after: str, error: str, mark: str, reaped: bool = False) -> bool:
-        """`fail-start`: the buffered tick settled `failed`, only while it is still buffered behind
-        `after`, with `start_failed` (a redriven start message may still start it), and `reaped_at`
-        when the tick reaper wrote it. True for the call whose update applied, also when its answer
-        was lost and the update resent (`mark`, a value unique to the call, is found as `finished_by`)."""
+    def fail_start(self, *, after: str, error: str, mark: str) -> bool:
+        """`fail-start`: the buffered tick settled `failed` by the tick reaper, only while it is still
+        buffered behind `after`, with `start_failed` (a redriven start message may still start it).
+        True for the call whose update applied, also when its answer was lost and the update resent
+        (`mark`, a value unique to the call, is found as `finished_by`)."""
         return self._fail(
             FAIL_START,
             f"SET #status = :failed, #error = :error, {START_FAILED} = :after",
             {":error": {"S": error}, ":after": {"S": after}, ":buffered": {"S": TickStatus.BUFFERED.value}},
             mark=mark,
-            reaped=reaped,
         )
 
-    def reap(self, *, claim_id: str, partitions_done: int, error: str, failures: str, summary: str, mark: str) -> bool:
+    def reap(
+        self,
+        *,
+        claim_id: str,
+        partitions_done: int,
+        error: str,
+        failures: str,
+        summary: str,
+        mark: str,
+        not_done: Sequence[str] = (),
+    ) -> bool:
         """`reap`: the started tick settled `failed` by the tick reaper, naming the partitions not
         done (`failures`, as the ledger lists them; `summary`, its JSON), only while it is as the
-        reaper read it: `started` by `claim_id`, `partitions_done` done. True as `fail_start`."""
+        reaper read it: `started` by `claim_id`, `partitions_done` done. The partitions `not_done`
+        (those with a record) are added to `partitions_exhausted`, as a run failing its last receive
+        adds its own: each one's later done takes it out, and the finisher settles the tick again
+        naming only those still not done. True as `fail_start`."""
+        exhausted: dict[str, Any] = {":not_done": {"SS": list(not_done)}} if not_done else {}
         return self._fail(
             REAP,
             f"SET #status = :failed, #error = :error, {FAILURES} = :failures, summary = :summary, "
             "summary_scope = :scope",
             {
+                **exhausted,
                 ":started": {"S": TickStatus.STARTED.value},
                 ":claim": {"S": claim_id},
                 ":done": {"N": str(partitions_done)},
@@ -247,17 +258,17 @@ class TickStore:
                 ":scope": {"S": SUMMARY_WHOLE_TICK},
             },
             mark=mark,
-            reaped=True,
+            add=f" ADD {EXHAUSTED} :not_done" if not_done else "",
         )
 
-    def _fail(self, transition: Transition, update: str, values: dict[str, Any], *, mark: str, reaped: bool) -> bool:
-        # `finished_by`: a resend of this very update after a lost answer finds its own mark.
-        when = f", {REAPED_AT} = :now" if reaped else ""
+    def _fail(self, transition: Transition, update: str, values: dict[str, Any], *, mark: str, add: str = "") -> bool:
+        """The tick reaper's settling update (`reaped_at` set); `finished_by`: a resend of this very
+        update after a lost answer finds its own mark."""
         try:
             self.client.update_item(
                 TableName=self.table,
                 Key=self.key,
-                UpdateExpression=f"{update}, finished_at = :now, finished_by = :mark{when}",
+                UpdateExpression=f"{update}, finished_at = :now, finished_by = :mark, {REAPED_AT} = :now{add}",
                 ConditionExpression=transition.render(),
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues={
@@ -270,7 +281,7 @@ class TickStore:
             )
         except self.client.exceptions.ConditionalCheckFailedException as refused:
             # failed already: by this very update (its answer lost and resent), or by a duplicate
-            # watch or reaper; or the tick moved on since it was read
+            # reaper; or the tick moved on since it was read
             return TickEntry.from_item(refused.response.get("Item")).finished_by == mark
         return True
 
@@ -336,17 +347,17 @@ class PartitionStore:
         return PartitionRecord.from_item(response.get("Item"))
 
     def acquire(
-        self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1, message_id: str = ""
+        self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1
     ) -> Lease:
         """Take the partition: free, expired, or already this run's (its own resend).
         `existing_only`: only a partition whose record exists (a continuation's): otherwise
-        `Lease(missing=True)`, nothing written. `receives` and `message_id`: the message's receive
-        count and SQS id, for operators and for the watch over it (clockless.fanout.watch)."""
+        `Lease(missing=True)`, nothing written. `receives`: the message's receive count, for
+        operators."""
         transition = TAKE_CONTINUED_LEASE if existing_only else TAKE_LEASE
         condition = transition.render()
         try:
             response = self.client.update_item(
-                **self._lease_update(lease_until_ms, hop, condition, receives, message_id),
+                **self._lease_update(lease_until_ms, hop, condition, receives),
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -364,13 +375,13 @@ class PartitionStore:
         )
 
     def acquire_first(
-        self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1, message_id: str = ""
+        self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1
     ) -> Lease:
         """Create the partition's record with this run's lease, in one transaction with the check
         that the tick was fanned out into `partitions_total` (clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
-        create = self._lease_update(lease_until_ms, hop, TAKE_FIRST_LEASE.render(), receives, message_id)
+        create = self._lease_update(lease_until_ms, hop, TAKE_FIRST_LEASE.render(), receives)
         for unused in (":done", ":now"):
             del create["ExpressionAttributeValues"][unused]
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -388,17 +399,15 @@ class PartitionStore:
             decision = decide_lease(PartitionRecord.from_item(old), owner=self.owner, now_ms=now_ms())
             if decision is not LeaseDecision.TAKE:
                 return _refused(old)  # done, or held: one request, as a plain acquire would cost
-            return self.acquire(lease_until_ms=lease_until_ms, hop=hop, receives=receives, message_id=message_id)
+            return self.acquire(lease_until_ms=lease_until_ms, hop=hop, receives=receives)
         return Lease(acquired=True)
 
-    def _lease_update(
-        self, lease_until_ms: int, hop: int, condition: str, receives: int = 1, message_id: str = ""
-    ) -> dict[str, Any]:
+    def _lease_update(self, lease_until_ms: int, hop: int, condition: str, receives: int = 1) -> dict[str, Any]:
         update = (
             "SET lease_owner = :me, lease_until = :until, hops = :hop, expires_at = :expires_at, "
             "#status = if_not_exists(#status, :running), receives = :receives"
         )
-        request: dict[str, Any] = {
+        return {
             "TableName": self.table,
             "Key": self.key,
             "UpdateExpression": update,
@@ -415,10 +424,6 @@ class PartitionStore:
                 ":now": {"N": str(now_ms())},
             },
         }
-        if message_id:
-            request["UpdateExpression"] += ", message_id = :message_id"
-            request["ExpressionAttributeValues"][":message_id"] = {"S": message_id}
-        return request
 
     def store_cursor(self, cursor: Mapping[str, Any], *, already_done: int = 0) -> None:
         """The cursor after a page, with the page's `already_done` (see `_update`)."""
@@ -449,15 +454,11 @@ class PartitionStore:
             return
         self._update(HAND_ON, "SET #cursor = :cursor, " + ", ".join(sets), cursor, already_done, values)
 
-    def note_error(self, last_error: str, *, release: bool = False) -> None:
-        """`last_error` for operators, while the lease is this run's (a failing run says why);
-        `release`: the lease too (the run is over)."""
-        values = {":last_error": {"S": one_line(last_error)}}
-        update = f"SET {LAST_ERROR} = :last_error"
-        if release:
-            update += ", lease_until = :zero"
-            values[":zero"] = {"N": "0"}
-        self._note(RELEASE if release else NOTE_ERROR, update, values)
+    def note_error(self, last_error: str) -> None:
+        """`last_error` for operators and the lease released, while the lease is this run's (a
+        failing run says why; its run is over)."""
+        values = {":last_error": {"S": one_line(last_error)}, ":zero": {"N": "0"}}
+        self._note(RELEASE, f"SET {LAST_ERROR} = :last_error, lease_until = :zero", values)
 
     def _note(self, transition: Transition, update: str, values: dict[str, Any]) -> None:
         """A write that moves no cursor (so counts nothing), while the lease is this run's; a
@@ -531,14 +532,11 @@ class PartitionStore:
             self.tick.count_done(self.partition),
         ]
 
-    def exhausted_actions(
-        self, transition: Transition = NAME_EXHAUSTED, values: dict[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        """The partition added to its tick entry's `partitions_exhausted` (a set: once however often),
-        only while the partition is not done and whatever else `transition` (one that names a
-        partition exhausted, its condition's values in `values`) asks of it; the tick entry must be
-        a fan-out coordinator's. A failed condition on the partition returns its record (ALL_OLD)."""
-        condition = transition.render()
+    def exhausted_actions(self) -> list[dict[str, Any]]:
+        """`name-exhausted`: the partition added to its tick entry's `partitions_exhausted` (a set:
+        once however often), only while the partition is not done; the tick entry must be a fan-out
+        coordinator's. A failed condition on the partition returns its record (ALL_OLD)."""
+        condition = NAME_EXHAUSTED.render()
         return [
             {
                 "ConditionCheck": {
@@ -546,34 +544,12 @@ class PartitionStore:
                     "Key": self.key,
                     "ConditionExpression": condition,
                     "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": {":done": {"S": PartitionStatus.DONE.value}, **(values or {})},
+                    "ExpressionAttributeValues": {":done": {"S": PartitionStatus.DONE.value}},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
             self.tick.count_exhausted(self.partition),
         ]
-
-    def name_dead(self, seen_owner: str, now: int) -> bool:
-        """The partition named exhausted by a watch that judged its message dead, if its record is
-        still as the watch read it (not done, the lease owner `seen_owner`, its lease run out at
-        `now`). False: it changed (the watch looks again). A tick no coordinator claimed is
-        TickUnclaimed (nothing written)."""
-        values = {":now": {"N": str(now)}}
-        if seen_owner:
-            values[":seen"] = {"S": seen_owner}
-        transition = NAME_DEAD_HOLDER if seen_owner else NAME_DEAD_UNLEASED
-        try:
-            self.client.transact_write_items(TransactItems=self.exhausted_actions(transition, values))
-        except self.client.exceptions.TransactionCanceledException as error:
-            partition, tick = cancellation_reasons(error, 2)[:2]
-            if tick.get("Code") == "ConditionalCheckFailed":
-                raise TickUnclaimed(
-                    f"{self.job}@{self.scheduled_time} was not claimed by a fan-out coordinator"
-                ) from None
-            if partition.get("Code") == "ConditionalCheckFailed":
-                return False
-            raise
-        return True
 
     def note_failures(self, notes: list[dict[str, Any]], *, max_listed: int) -> None:
         """`note-failures`: failure notes (JSON texts) appended while the record lists fewer than
