@@ -50,7 +50,7 @@ def test_the_table_and_the_json_carry_them() -> None:
 
 
 def test_a_partition_that_failed_every_receive_is_named_first() -> None:
-    # Given a fanned-out tick whose partition 3's last worker died (its watch named it), alone
+    # Given a fanned-out tick whose partition 3's last worker died (the tick reaper named it), alone
     # and beside two failed items
     exhausted = FailedItem("partition 3", "partition", "its message failed every receive: see the work DLQ")
     rows = [FailedItem(f"t#{n}", "decode", f"row t#{n}: field 'due_at' is missing", "due_at") for n in range(2)]

@@ -1,6 +1,6 @@
 """The tick reaper (clockless.reaper) against the toy's real coordinator and worker on moto: every
-way a fanned-out tick is left unsettled today that only a watch, a start's watch or the work DLQ
-would speak for, double faults included, is settled `failed` once its bound has passed, naming the
+way a fanned-out tick is left unsettled by a death or a receive no worker sees (nothing of the kit
+runs after it: only the work DLQ would speak for it), double faults included, is settled `failed` once its bound has passed, naming the
 partitions not done; a partition that goes on (a redrive, a run still leased) still applies each
 item once, and its late `done` settles the tick again truthfully."""
 
@@ -190,14 +190,14 @@ def test_partitions_not_done_are_named_with_their_state_and_the_never_started_co
     assert not_done.error(TOY_JOB).startswith("partition 1, 2 not done; 1 partitions never started by the tick's bound")
 
 
-def test_a_run_dying_on_its_last_receive_with_both_watched_receives_lost_is_settled_and_redriven(
+def test_a_run_dying_on_its_last_receive_is_settled_and_redriven(
     aws: Aws, clock: time_machine.Traveller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     worker, messages = _fanned_out(aws)
     for partition in ("0", "1", "2"):
         _run(aws, worker, messages[partition])
     _die(worker, messages["3"], monkeypatch, receives=5)
-    _messages(aws)  # its watches lost (or never sent): the work queue holds nothing for the tick
+    _messages(aws)  # the poller holds it, then moves it to the work DLQ: nothing on the queue for the tick
 
     clock.shift(BOUND - timedelta(seconds=1))
     assert _reap(aws, _now()) == []  # before its bound (its claim's time + BOUND): left alone
@@ -256,7 +256,7 @@ def test_a_receive_that_never_reaches_a_worker_is_settled_as_a_partition_never_s
     for partition in ("0", "2", "3"):
         _run(aws, worker, messages[partition])
     # Partition 1's message: its receives before the last two never reached a worker (init
-    # failures), and its last two neither; SQS moved it to the work DLQ, no watch was ever sent.
+    # failures), and its last two neither; SQS moved it to the work DLQ.
 
     clock.shift(BOUND)
     (reaped,) = _reap(aws, _now())
@@ -381,7 +381,7 @@ def test_a_buffered_tick_whose_start_died_before_its_claim_is_settled_and_a_redr
         dying.setattr(TickStore, "release_buffered", _dies)
         with pytest.raises(AttemptDied):
             worker(sqs_event([start]), Context())
-    _messages(aws)  # its watches lost
+    _messages(aws)  # on to the work DLQ
 
     clock.shift(BOUND)
     (reaped,) = _reap(aws, _now())
@@ -463,7 +463,7 @@ def test_a_complete_tick_whose_finisher_died_with_its_message_is_settled_by_the_
         dying.setattr("clockless.fanout.finisher.Finisher.finish", _dies)
         with pytest.raises(AttemptDied):
             worker(sqs_event([{**messages["3"], "Attributes": {"ApproximateReceiveCount": "5"}}]), Context())
-    _messages(aws)  # its watches lost, the message in the work DLQ
+    _messages(aws)  # the message in the work DLQ
     assert (_entry(aws, SECOND)["status"], _entry(aws, SECOND)["partitions_done"]) == ("started", "4")
     monkeypatch.setenv("REAPED_JOBS", f"{TOY_JOB}=10")
     monkeypatch.setenv("REAPER_LOOKBACK_HOURS", "48")
