@@ -1,8 +1,9 @@
 """The tick reaper (clockless.reaper) against the toy's real coordinator and worker on moto: every
 way a fanned-out tick is left unsettled by a death or a receive no worker sees (nothing of the kit
-runs after it: only the work DLQ would speak for it), double faults included, is settled `failed` once its bound has passed, naming the
-partitions not done; a partition that goes on (a redrive, a run still leased) still applies each
-item once, and its late `done` settles the tick again truthfully."""
+runs after it: only the work DLQ would speak for it), double faults included, is settled `failed`
+once its bound has passed, naming the partitions not done; a partition that goes on (a redrive, a
+run still leased) still applies each item once, and its late `done` settles the tick again
+truthfully."""
 
 from __future__ import annotations
 

@@ -346,9 +346,7 @@ class PartitionStore:
         response = self.client.get_item(TableName=self.table, Key=self.key, ConsistentRead=True)
         return PartitionRecord.from_item(response.get("Item"))
 
-    def acquire(
-        self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1
-    ) -> Lease:
+    def acquire(self, *, lease_until_ms: int, hop: int, existing_only: bool = False, receives: int = 1) -> Lease:
         """Take the partition: free, expired, or already this run's (its own resend).
         `existing_only`: only a partition whose record exists (a continuation's): otherwise
         `Lease(missing=True)`, nothing written. `receives`: the message's receive count, for
@@ -374,9 +372,7 @@ class PartitionStore:
             throttle_continuations=record.throttle_continuations or 0,
         )
 
-    def acquire_first(
-        self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1
-    ) -> Lease:
+    def acquire_first(self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1) -> Lease:
         """Create the partition's record with this run's lease, in one transaction with the check
         that the tick was fanned out into `partitions_total` (clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
