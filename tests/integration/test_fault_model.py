@@ -51,10 +51,10 @@ from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Schedule, Template
 from session_cleanup.demo import LEAD, plan_sessions
 from session_cleanup.repository import DynamoSessionStore
-from tests.conftest import PROJECT_ROOT
 from tests.fault_sweep import SWEEPS, aimed_at, kinds
 from tests.integration.conftest import scan_all
 from tests.integration.work_queues import WorkQueues
+from tests.jobs import jobs
 from window_generation.demo import plan_programs
 from window_generation.repository import DynamoProgramStore
 
@@ -311,9 +311,12 @@ def _reference(tick: Tick, clock: time_machine.Traveller, template: Template) ->
     return _references[tick.schedule_job]
 
 
-JOBS = list(Template.load(PROJECT_ROOT / "template.yaml").jobs)
-# Every job's delivery is the kit's coordinator (claim, partition messages, completion) with its
-# own parameters: one job proves the path in `make test`; CI sweeps the others too (`slow`).
+# Every fanned-out job's delivery is the kit's coordinator (claim, partition messages, completion)
+# with its own parameters: one job proves the path in `make test`; CI sweeps the others too (`slow`).
+# A job without fan-out (the tick reaper, a plain `clockless new job`) has no coordinator: its
+# delivery is the kit's claim and completion around its own logic, swept by test_tick_contract, the
+# simulator (`count_spared`) and, for the reaper, test_fanout_dead_last_receive.
+JOBS = [job.name for job in jobs() if job.worker_id is not None]
 JOB_PATHS = [JOBS[0], *(pytest.param(job, marks=pytest.mark.slow) for job in JOBS[1:])]
 # An attempt that dies has emitted no metric yet; Lambda would not even flush, the harness does.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")

@@ -19,6 +19,7 @@ from clockless_tools.local.server import (
     start_server,
     stop_server,
 )
+from clockless_tools.simulate.tables import job_tables
 from clockless_tools.template.loader import DEFAULT_TEMPLATE
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -106,7 +107,8 @@ def local_seed(
     with patched_environ(local_environment(endpoint)):
         seeded = seed_jobs(LocalLambdaRuntime(tpl, endpoint), plan, start=at, end=at)
     for job in seeded:
-        if job.summary is None:
+        # A job whose effects land in no table of its own (the tick reaper) has nothing to seed.
+        if job.summary is None and job_tables(tpl, job.function_id):
             line_stdout.print(f"{job.job}: no demo data ({job.function_id}'s package has no {DEMO_MODULE}.py)")
     summary = describe(seeded, plan)
     if summary is None:
