@@ -25,7 +25,14 @@ def test_moto_validates_a_deep_copy_of_the_tree_it_is_given() -> None:
     assert "self.node_to_validate = deepcopy(expression)" in inspect.getsource(validators.Validator.__init__)
 
 
-def test_a_parsed_expression_is_answered_from_the_cache_and_an_invalid_one_raises_every_time() -> None:
+def test_a_parsed_expression_is_answered_from_the_cache_and_an_invalid_one_raises_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # moto's own parser, even where this worker's integration server already cached it.
+    installed = UpdateExpressionParser.__dict__["make"]
+    own = getattr(installed.__func__, "__wrapped__", None)
+    if own is not None:
+        monkeypatch.setattr(UpdateExpressionParser, "make", staticmethod(own))
     original = UpdateExpressionParser.__dict__["make"]
     with update_expressions_parsed_once() as cached:
         first = UpdateExpressionParser.make("SET a = :a")
