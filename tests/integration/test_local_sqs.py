@@ -1,4 +1,5 @@
-"""The embedded server's SQS gives a message to one receive, as SQS does (clockless_tools.local.moto_sqs)."""
+"""The embedded server's SQS answers one request at a time, so a message goes to one receive, as in
+SQS (clockless_tools.local.moto_sqs)."""
 
 from __future__ import annotations
 
@@ -48,13 +49,21 @@ def queues(sqs: Any) -> Iterator[Queues]:
 @pytest.fixture
 def wide_race(monkeypatch: pytest.MonkeyPatch) -> None:
     """moto's check that a message is visible and its marking it received, 50 ms apart."""
-    stock = Message.mark_received
+    marked = Message.mark_received
 
-    def slowly(message: Message, visibility_timeout: int | None = None) -> None:
+    def mark_slowly(message: Message, visibility_timeout: int | None = None) -> None:
         time.sleep(0.05)
-        stock(message, visibility_timeout)
+        marked(message, visibility_timeout)
 
-    monkeypatch.setattr(Message, "mark_received", slowly)
+    monkeypatch.setattr(Message, "mark_received", mark_slowly)
+
+
+@pytest.fixture
+def stock_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's own SQS requests, unlocked (planted: the races the patch closes)."""
+    for name, method in list(vars(SQSBackend).items()):
+        if stock := getattr(method, "__wrapped__", None):
+            monkeypatch.setattr(SQSBackend, name, stock)
 
 
 def _received_at_once(sqs: Any, url: str, **receive: Any) -> list[str]:
@@ -77,13 +86,9 @@ def test_concurrent_receives_take_a_message_once(sqs: Any, queues: Queues) -> No
     assert _received_at_once(sqs, url) == ["m"]
 
 
-@pytest.mark.usefixtures("wide_race")
-def test_stock_moto_takes_it_as_often_as_it_is_received_at_once(
-    sqs: Any, queues: Queues, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The race the patch closes (planted: moto's own receive): if moto ever closes it itself,
-    this fails and the patch can go."""
-    monkeypatch.setattr(SQSBackend, "receive_message", SQSBackend.receive_message.stock)  # type: ignore[attr-defined]
+@pytest.mark.usefixtures("wide_race", "stock_moto")
+def test_stock_moto_takes_it_as_often_as_it_is_received_at_once(sqs: Any, queues: Queues) -> None:
+    """If moto ever closes the race itself, this fails and the patch can go."""
     url = queues.create(VisibilityTimeout="600")
     sqs.send_message(QueueUrl=url, MessageBody="m")
 
