@@ -6,14 +6,16 @@ requests, two fifths of a light test's CPU. moto's server runs in the test proce
 and what those requests leave behind is one object per table or queue in its backends' `tables`
 and `queues`. So the objects are made once per session through the wire, copied while still
 empty, and each test gets copies of those copies; afterwards they are removed as moto's own
-DeleteTable and DeleteQueue remove them. `tests/unit/test_upgrade_canaries.py` fails when moto
-stops keeping them there.
+DeleteTable and DeleteQueue remove them. The fault-model tests copy their tables once seeded the
+same way (`FreshBackends.of`) and put them back for each fault world.
+`tests/unit/test_upgrade_canaries.py` fails when moto stops keeping them there.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +68,16 @@ class FreshBackends:
         )
         fresh.drop()
         return fresh
+
+    @classmethod
+    def of(cls, tables: Iterable[str], queues: Iterable[str] = ()) -> FreshBackends:
+        """Copies of what the backends hold now under these names: tables once seeded, to put back
+        as they were for each fault world instead of DeleteTable, CreateTable and the seeding
+        requests again (a table's items and settings are all in its object)."""
+        return cls(
+            copied({name: dynamodb_backend().tables[name] for name in tables}),
+            copied({name: sqs_backend().queues[name] for name in queues}),
+        )
 
     def install(self) -> None:
         dynamodb_backend().tables.update(copied(self.tables))

@@ -18,6 +18,7 @@ from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
 from tests.moto_backends import FreshBackends
+from tests.moto_parse_cache import update_expressions_parsed_once
 
 
 @pytest.fixture(scope="session")
@@ -27,10 +28,12 @@ def dynamodb_server() -> Iterator[EmbeddedDynamoDB]:
     # over HTTP), and its transactions copy only the items they name, not every table they touch
     # (the same answers: tests/integration/test_in_process.py and test_bench.py). Unlimited, as
     # moto is, unless a test enforces DynamoDB's throughput on it (`EmbeddedDynamoDB.enforce`).
+    # Each UpdateExpression parsed once (tests/moto_parse_cache.py).
     with (
         EmbeddedDynamoDB(port=0) as server,
         served_in_process(server.endpoint, server.app),
         transactions_snapshot_touched_items(),
+        update_expressions_parsed_once(),
     ):
         yield server
 

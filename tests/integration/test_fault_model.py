@@ -45,7 +45,6 @@ from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.dynamodb import patched_environ, table_definition
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.simulate.faults import AttemptDied, FaultInjector, FaultKind, RequestRecord
-from clockless_tools.simulate.snapshot import Snapshot, dump_tables, load_tables
 from clockless_tools.template.events import Attempt, render_input, schedule_arn
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Schedule, Template
@@ -55,6 +54,7 @@ from tests.fault_sweep import SWEEPS, aimed_at, kinds
 from tests.integration.conftest import scan_all
 from tests.integration.work_queues import WorkQueues
 from tests.jobs import jobs
+from tests.moto_backends import FreshBackends
 from window_generation.demo import plan_programs
 from window_generation.repository import DynamoProgramStore
 
@@ -83,6 +83,8 @@ def seed_small(business_date: date, now: datetime) -> None:
         store.log_exercise(tenant_id, session_id)
 
 
+# Per job: its tables and work queues just seeded (the seed is the module's, the day the job's tick).
+_seeded: dict[str, FreshBackends] = {}
 LAMBDA_RETRY_DELAYS: Final = (timedelta(minutes=1), timedelta(minutes=2))
 BOOKKEEPING: Final = ("idempotency", "ledger")
 # The ledger's `summary_scope`, as stored (clockless.ledger spells it for the code): a fanned-out
@@ -125,23 +127,29 @@ class Tick:
         config = template.function(schedule.function_id).event_invoke_config
         self.max_retries = int(config.get("MaximumRetryAttempts", 2))
         self.timeout = timedelta(seconds=template.function(schedule.function_id).timeout)
-        self.seeded: Snapshot | None = None
 
     def reset(self) -> None:
-        """Fresh tables, seeded the same way every time (through the repositories once, then
-        from that snapshot: fewer requests to the embedded DynamoDB, which dominate the time)."""
-        for logical_id, properties in self.template.tables.items():
-            definition = table_definition(logical_id, properties, LocalNames())
-            with contextlib.suppress(self.client.exceptions.ResourceNotFoundException):
-                self.client.delete_table(TableName=definition["TableName"])
-            self.client.create_table(**definition)
-        self.work.delete()
-        self.work = WorkQueues(self.runtime, self.work.worker, self.work.queue, self.work.dead_letter_queue)
-        if self.seeded is None:
+        """Fresh tables and work queues, seeded the same way every time: through the repositories
+        once per job, then the tables and queues as they were then, copied back into moto's
+        backends (tests/moto_backends.py) without a request."""
+        seeded = _seeded.get(self.schedule_job)
+        if seeded is None:
+            names = []
+            for logical_id, properties in self.template.tables.items():
+                definition = table_definition(logical_id, properties, LocalNames())
+                with contextlib.suppress(self.client.exceptions.ResourceNotFoundException):
+                    self.client.delete_table(TableName=definition["TableName"])
+                self.client.create_table(**definition)
+                names.append(definition["TableName"])
+            self.work.delete()
+            self.work = WorkQueues(self.runtime, self.work.worker, self.work.queue, self.work.dead_letter_queue)
             seed_small(self.time.date(), self.time)
-            self.seeded = dump_tables(self.client, DEMO_TABLES)
+            seeded = _seeded[self.schedule_job] = FreshBackends.of(
+                names, [self.work.queue, self.work.dead_letter_queue]
+            )
         else:
-            load_tables(self.client, self.seeded)
+            seeded.install()
+            self.work.answers.clear()
 
     @contextlib.contextmanager
     def world(self, clock: time_machine.Traveller) -> Iterator[FaultInjector]:

@@ -63,33 +63,38 @@ def _yaml_mentions(path: Path) -> Iterator[Mention]:
     yield from _mentions(" ".join(lines), str(path.relative_to(PROJECT_ROOT)), starts)
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
+# A file whose source has no `clockless` that a command could follow (not `clockless_tools`, not
+# `clockless.`) names none: the rest are parsed. A string's value ends its `clockless` with a space;
+# its source with a space, a quote, a newline or an escape's backslash, never a word character or a dot.
+_MAY_MENTION = re.compile(r"clockless(?![\w.])")
 
 
 def _python_texts(path: Path) -> Iterator[tuple[str, int]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = _docstrings(tree)
-    in_fstrings = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
-    for node in ast.walk(tree):
+    text = path.read_text(encoding="utf-8")
+    if not _MAY_MENTION.search(text):
+        return
+    # One walk: the docstrings and an f-string's parts are known only once every node is seen.
+    docstrings: set[int] = set()
+    in_fstrings: set[int] = set()
+    candidates: list[ast.JoinedStr | ast.Constant] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+        elif isinstance(node, ast.JoinedStr):
+            in_fstrings.update(id(part) for part in node.values)
+            candidates.append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            candidates.append(node)
+    for node in candidates:
         if isinstance(node, ast.JoinedStr):
             parts = [
                 part.value if isinstance(part, ast.Constant) and isinstance(part.value, str) else "\x00"
                 for part in node.values
             ]
             yield "".join(parts), node.lineno
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and id(node) not in docstrings
-            and id(node) not in in_fstrings
-        ):
+        elif isinstance(node.value, str) and id(node) not in docstrings and id(node) not in in_fstrings:
             yield node.value, node.lineno
 
 
@@ -181,3 +186,17 @@ def test_a_command_the_cli_refuses_is_caught(text: str, refused: str | None) -> 
     (args,) = _invocations(mention.command, JOB)
     with pytest.raises(ClickException):
         parse(args)
+
+
+def test_a_file_is_parsed_unless_its_source_cannot_name_a_command(tmp_path: Path) -> None:
+    # Given a hint split over an implicit concatenation, and a file that only imports the packages
+    hinted = tmp_path / "hinted.py"
+    source = 'HINT = ("run clockless"\n    " status now")\nDOC = f"clockless\\nstatus {1}"\n'
+    hinted.write_text(source, encoding="utf-8")
+    imports = tmp_path / "imports.py"
+    imports.write_text('import clockless.job\nimport clockless_tools\nNAME = "clockless_tools.cli"\n', encoding="utf-8")
+
+    # When their texts are read, Then the hint's whole text is found, and the imports' file is
+    # skipped (read, it would give "clockless_tools.cli")
+    assert [text for text, _ in _python_texts(hinted)] == ["run clockless status now", "clockless\nstatus \x00"]
+    assert list(_python_texts(imports)) == []

@@ -298,12 +298,16 @@ def test_moto_keeps_each_table_and_queue_as_one_object_its_deletes_remove() -> N
     """tests/moto_backends.py (the integration tests' `tables` fixture) installs copies of empty
     tables and queues in moto's backends and removes them, instead of CreateTable, CreateQueue,
     DeleteTable and DeleteQueue: that holds while those requests only add and remove one object in
-    the backends' `tables` and `queues`, and a copied queue (its lock new) answers as a created one."""
+    the backends' `tables` and `queues`, and a copied queue (its lock new) answers as a created one.
+    The fault-model tests put copies of seeded tables back the same way: a copy keeps its items."""
     from moto import mock_aws
 
     from tests.moto_backends import copied, dynamodb_backend, sqs_backend
 
-    reliance = f"{_version('moto')}: tests/moto_backends.py (the `tables` fixture) would no longer give fresh tables"
+    reliance = (
+        f"{_version('moto')}: tests/moto_backends.py (the `tables` fixture, the fault worlds) would no longer"
+        " give fresh or seeded tables"
+    )
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         dynamodb.create_table(
@@ -329,6 +333,12 @@ def test_moto_keeps_each_table_and_queue_as_one_object_its_deletes_remove() -> N
         sqs.send_message(QueueUrl=url, MessageBody="m")
         received = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
         item = dynamodb.get_item(TableName="t", Key={"id": {"S": "a"}}).get("Item")
+        # A seeded table copied (the fault-model tests' `FreshBackends.of`) comes back as it was.
+        seeded = copied({"t": dynamodb_backend().tables["t"]})["t"]
+        dynamodb.delete_item(TableName="t", Key={"id": {"S": "a"}})
+        dynamodb_backend().tables["t"] = seeded
+        restored = dynamodb.scan(TableName="t")["Items"]
 
     assert item == {"id": {"S": "a"}}, f"a copied table does not answer as a created one. {reliance}"
     assert [m["Body"] for m in received] == ["m"], f"a copied queue does not answer as a created one. {reliance}"
+    assert restored == [{"id": {"S": "a"}}], f"a copied seeded table does not answer as it was. {reliance}"

@@ -19,8 +19,7 @@ from clockless.job import ScheduledJob
 from clockless.run import JobRun
 from clockless_tools.local.dynamodb import table_definition
 from clockless_tools.template.intrinsics import LocalNames
-from clockless_tools.template.model import Template
-from tests.conftest import PROJECT_ROOT
+from tests.jobs import project_template
 
 ITEMS_TABLE: Final = "ToyItems"
 OUTPUTS_TABLE: Final = "ToyOutputs"
@@ -152,7 +151,7 @@ def toy_tables() -> list[dict[str, Any]]:
 
 
 def create_tables(client: Any) -> None:
-    template = Template.load(PROJECT_ROOT / "template.yaml")
+    template = project_template()  # read once per process: the toy's tables are made per test
     for logical_id in template.tables_of_kind("idempotency", "ledger"):
         client.create_table(**table_definition(logical_id, template.tables[logical_id], LocalNames()))
     for definition in toy_tables():

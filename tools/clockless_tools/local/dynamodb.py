@@ -14,6 +14,7 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, Start, capacity_settings
+from clockless_tools.local.moto_sqs import requests_one_at_a_time
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 
@@ -142,8 +143,11 @@ class SerializedDynamoDB:
 
 def make_moto_server(host: str, port: int, capacity: CapacitySettings | None = None) -> BaseWSGIServer:
     """moto's server app, as `moto.server` builds it, behind `SerializedDynamoDB` (and DynamoDB's
-    write throughput rules, when `capacity` says which)."""
+    write throughput rules, when `capacity` says which); its SQS answers one request at a time
+    (`clockless_tools.local.moto_sqs`)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+
+    requests_one_at_a_time()
 
     class HostsRemembered(DomainDispatcherApplication):
         """moto finds a request's backend from its host name by listing its own package directory
