@@ -494,8 +494,9 @@ CHECK_TICK_CLAIMED: Final = Transition(
     Record.TICK,
     (_T.STARTED,),
     (_T.STARTED,),
-    "partitions_total = :partitions_total",
-    "a partition's first run holds the tick to a fan-out coordinator's claim with this worker's partitions",
+    "partitions_total BETWEEN :least AND :partitions_total",
+    "a partition's first run holds the tick to a fan-out coordinator's claim that has its partition and no more "
+    "partitions than this worker runs (a coordinator deployed before a raised shard count fanned out fewer)",
 )
 COUNT_DONE: Final = Transition(
     "count-done",

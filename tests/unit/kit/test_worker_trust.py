@@ -14,7 +14,17 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from tests.unit.kit.conftest import Aws
 from tests.unit.kit.test_worker import SCHEDULED, TICK, _deliver, _entry, _ledger_work_records, _partition_message
-from tests.unit.kit.toy import BUSINESS_DATE, ITEMS_TABLE, OUTPUTS_TABLE, TOY_JOB, Context, drain, seed, toy_job
+from tests.unit.kit.toy import (
+    BUSINESS_DATE,
+    ITEMS_TABLE,
+    OUTPUTS_TABLE,
+    TOY_JOB,
+    Context,
+    drain,
+    seed,
+    sqs_event,
+    toy_job,
+)
 
 
 def _items(aws: Aws) -> list[dict[str, Any]]:
@@ -46,17 +56,36 @@ def test_a_message_for_a_tick_nobody_claimed_changes_nothing(aws: Aws, caplog: p
     assert aws.dynamodb.scan(TableName="LedgerTable")["Items"] == []
 
 
-def test_a_message_for_a_tick_fanned_out_into_other_partitions_changes_nothing(
+def test_a_partition_beyond_a_tick_fanned_out_into_fewer_changes_nothing(
     aws: Aws, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # A worker deployed with a raised shard count (4) runs the 2-partition tick of a coordinator
+    # deployed before it with the tick's own count: a partition beyond it is no message of the tick.
     seed(aws.dynamodb, 12)
     _, _, coordinator, _ = toy_job(partitions=2)
     coordinator(dict(TICK), Context())
-    _, _, _, worker_of_four = toy_job()  # a deployment with 4 partitions meets the 2-partition tick
+    _, _, _, worker_of_four = toy_job()
 
-    reason = _refused(worker_of_four, _partition_message("1"), caplog)
+    reason = _refused(worker_of_four, _partition_message("3"), caplog)
 
-    assert reason == "the tick was fanned out into 2 partitions, but this worker runs 4"
+    assert reason == "the tick was fanned out into 2 partitions, which do not include this one (number 4)"
+    assert _ledger_work_records(aws) == []
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+
+
+def test_a_tick_fanned_out_into_more_partitions_than_the_worker_runs_changes_nothing(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A shard count lowered (4 to 2) while a tick of the old count is in flight, without the migration.
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, _ = toy_job()
+    coordinator(dict(TICK), Context())
+    _, _, _, worker_of_two = toy_job(partitions=2)
+
+    reason = _refused(worker_of_two, _partition_message("1"), caplog)
+
+    assert reason.startswith("the tick was fanned out into 4 partitions, more than the 2 this worker runs")
+    assert "docs/fan-out.md#changing-a-jobs-shard-count" in reason
     assert _ledger_work_records(aws) == []
     assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
 
@@ -114,3 +143,43 @@ def test_replayed_items_that_never_failed_change_nothing(aws: Aws, caplog: pytes
     assert reason == "replayed items that never failed in it: item-00011"
     assert _ledger_work_records(aws) == records
     assert _entry(aws) == entry
+
+
+def test_a_shard_count_raised_while_a_tick_is_in_flight_applies_every_item_once(aws: Aws) -> None:
+    # The coordinator ran the old code (2 shards), its workers the new (4): the tick keeps its count.
+    ids = seed(aws.dynamodb, 12, partitions=2)
+    _, _, coordinator, _ = toy_job(partitions=2)
+    coordinator(dict(TICK), Context())
+    _, _, _, worker_of_four = toy_job()
+
+    drained = drain(aws.sqs, aws.work_queue, worker_of_four)
+
+    assert drained.errors == []
+    outputs = aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"]
+    assert sorted(item["item_id"]["S"] for item in outputs) == ids
+    entry = _entry(aws)
+    assert entry["status"]["S"] == "succeeded"
+    assert json.loads(entry["summary"]["S"])["applied"] == len(ids)
+
+
+def test_a_message_of_a_newer_version_fails_by_name_and_settles_its_tick_on_its_last_receive(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, worker = toy_job()
+    coordinator(dict(TICK), Context())
+    newer = json.dumps(json.loads(_partition_message("1")) | {"version": 2})
+    runner = worker.clockless_runner
+
+    for receives in range(1, runner.settings().max_receives + 1):
+        message = {"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": newer}
+        event = sqs_event([message | {"Attributes": {"ApproximateReceiveCount": str(receives)}}])
+        with pytest.raises(BatchProcessingError):
+            worker(event, Context())
+
+    lines = [r for r in caplog.records if r.getMessage() == "work message unreadable; nothing was written"]
+    assert len(lines) == runner.settings().max_receives
+    assert all(r.levelname == "ERROR" for r in lines)
+    assert "field 'version' is 2" in str(getattr(lines[-1], "reason", ""))
+    assert "1" in _entry(aws)["partitions_exhausted"]["SS"]
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []

@@ -24,12 +24,13 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from clockless.fanout.buffer import start_buffered
-from clockless.fanout.messages import KIND_PARTITION, KIND_START, MessageKind, WorkMessage
+from clockless.fanout.messages import KIND_PARTITION, KIND_START, MessageKind, UnreadableMessageError, WorkMessage
 from clockless.fanout.partition import lease_owner, run_partition
 from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_attempt
 from clockless.fanout.replay import replay
 from clockless.fanout.start_watch import settle_start_watch
 from clockless.fanout.trust import UntrustedMessageError
+from clockless.fanout.unreadable import unreadable
 from clockless.fanout.watch import send_watch, settle_watch
 from clockless.fanout.worker import PartitionWorker
 from clockless.state import Outcome, watches
@@ -101,7 +102,11 @@ def dispatch(
     then the work DLQ). `receives`: its ApproximateReceiveCount; `receipt_handle`: its handle, for
     its visibility; `message_id`: its SQS id, which its watch names."""
     job = worker.job
-    message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
+    try:
+        message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions, versions=worker.versions)
+    except UnreadableMessageError as error:
+        unreadable(worker, error, context, receives=receives)
+        raise
     job.logger.thread_safe_append_keys(
         correlation_id=message.tick_key,
         job=message.job,

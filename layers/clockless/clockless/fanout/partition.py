@@ -142,11 +142,19 @@ def take_lease(
             raise UntrustedMessageError(message.tick_key, message.partition, never)
         return lease
     total = len(worker.partitions)
+    # A tick its coordinator fanned out into fewer partitions (deployed before a raised shard count)
+    # is run with its own count: this partition must be among its first ones (docs/fan-out.md).
+    least = worker.partitions.index(message.partition) + 1
     lease = records.acquire_first(
-        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, receives=receives, message_id=message_id
+        lease_until_ms=lease_until_ms,
+        hop=message.hop,
+        partitions_total=total,
+        least=least,
+        receives=receives,
+        message_id=message_id,
     )
     if lease.untrusted is not None:
-        raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
+        raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total, least))
     return lease
 
 

@@ -116,15 +116,18 @@ class TickStore:
                 return records
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def claimed_check(self, partitions_total: int) -> dict[str, Any]:
+    def claimed_check(self, partitions_total: int, least: int = 1) -> dict[str, Any]:
         """`check-tick-claimed`: the transaction action that holds a partition's first run to a
-        claimed, fanned-out tick of `partitions_total` partitions (clockless.fanout.trust)."""
+        claimed tick fanned out into `least` to `partitions_total` partitions (clockless.fanout.trust)."""
         return {
             "ConditionCheck": {
                 "TableName": self.table,
                 "Key": self.key,
                 "ConditionExpression": CHECK_TICK_CLAIMED.render(),
-                "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
+                "ExpressionAttributeValues": {
+                    ":least": {"N": str(least)},
+                    ":partitions_total": {"N": str(partitions_total)},
+                },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
@@ -308,10 +311,18 @@ class PartitionStore:
         )
 
     def acquire_first(
-        self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1, message_id: str = ""
+        self,
+        *,
+        lease_until_ms: int,
+        hop: int,
+        partitions_total: int,
+        least: int = 1,
+        receives: int = 1,
+        message_id: str = "",
     ) -> Lease:
         """Create the partition's record with this run's lease, in one transaction with the check
-        that the tick was fanned out into `partitions_total` (clockless.fanout.trust). A record that exists
+        that the tick was fanned out into `least` (the partition's place among this worker's, from 1)
+        to `partitions_total` partitions (clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
         create = self._lease_update(lease_until_ms, hop, TAKE_FIRST_LEASE.render(), receives, message_id)
@@ -320,7 +331,7 @@ class PartitionStore:
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         try:
             # botocore fills in ClientRequestToken: its own resend after a lost answer is a no-op.
-            tick_check = self.tick.claimed_check(partitions_total)
+            tick_check = self.tick.claimed_check(partitions_total, least)
             self.client.transact_write_items(TransactItems=[{"Update": create}, tick_check])
         except self.client.exceptions.TransactionCanceledException as error:
             mine, tick = cancellation_reasons(error, 2)[:2]

@@ -49,7 +49,7 @@ def reject_future_tick(tick_key: str, partition: str, scheduled_time: datetime, 
         raise UntrustedMessageError(tick_key, partition, error.problem) from None
 
 
-def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> str:
+def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int, least: int = 1) -> str:
     """Why the tick entry (as the failed check returned it) does not back the message."""
     tick = TickEntry.from_item(entry)
     if not tick.exists:
@@ -58,6 +58,13 @@ def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> s
     total = tick.partitions_total
     if total is None:
         return f"the ledger's entry (status {status}) was not claimed by a fan-out coordinator: no partitions_total"
+    if total > partitions_total:
+        return (
+            f"the tick was fanned out into {total} partitions, more than the {partitions_total} this worker runs: "
+            "a shard count lowered without its migration (docs/fan-out.md#changing-a-jobs-shard-count)"
+        )
+    if total < least:
+        return f"the tick was fanned out into {total} partitions, which do not include this one (number {least})"
     return f"the tick was fanned out into {total} partitions, but this worker runs {partitions_total}"
 
 

@@ -1,0 +1,59 @@
+"""A work message this worker cannot read, for a tick it names: failed by name, never dropped.
+
+Between a deploy's updates of the coordinator and the workers, a worker can receive a body written
+by code of another version, or for a partition beyond its own count (a coordinator with more
+shards). Each receive fails the message with an ERROR line naming why, and it comes back soon
+(the backoff of a failed run): the deploy's other half usually lands within those receives, and
+the message is then read. On its last receive a `partition` message's partition, when this worker
+runs it, is named on its tick entry (`partitions_exhausted`) and the finisher settles the tick
+`failed` naming it, as for a partition whose run failed every receive; SQS moves the message to
+the work DLQ, and `clockless work redrive` runs it once the workers read it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import EphemeralMetrics
+
+from clockless.fanout.messages import KIND_PARTITION, WorkMessage
+from clockless.fanout.partition import lease_owner
+from clockless.fanout.redelivery import exhausted
+from clockless.throttle import Budget
+from clockless.tick import format_scheduled_time
+
+if TYPE_CHECKING:
+    from clockless.fanout.messages import UnreadableMessageError
+    from clockless.fanout.worker import PartitionWorker
+
+
+def unreadable(worker: PartitionWorker, error: UnreadableMessageError, context: Any, *, receives: int) -> bool:
+    """The ERROR line for an unreadable message and, on its last receive, its partition named on its
+    tick. True: named (the caller raises the error on, for SQS and the work DLQ)."""
+    envelope = error.envelope
+    tick_key = f"{envelope.job}@{format_scheduled_time(envelope.scheduled_time)}"
+    settings = worker.settings()
+    last = receives >= settings.max_receives
+    worker.job.logger.error(
+        "work message unreadable; nothing was written",
+        extra={
+            "reason": str(error),
+            "tick": tick_key,
+            "partition": envelope.partition,
+            "receives": receives,
+            "last_receive": last,
+        },
+    )
+    if not last or envelope.kind != KIND_PARTITION or envelope.partition not in worker.partitions:
+        return False
+    message = WorkMessage(
+        KIND_PARTITION, envelope.job, envelope.scheduled_time, envelope.trigger, envelope.partition, {}
+    )
+    metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=worker.job.name)
+    metrics.add_dimension(name="job", value=worker.job.name)
+    try:
+        budget = Budget(context, settings.time_budget_ms / 1000, worker.clock)
+        return exhausted(worker, message, lease_owner(context), budget, metrics)
+    finally:
+        if metrics.metric_set:
+            metrics.flush_metrics()
