@@ -198,9 +198,7 @@ class WorkMessage:
             raise MalformedMessageError("<body>", f"is not JSON: {error}") from None
         if not isinstance(data, Mapping):
             raise MalformedMessageError("<body>", f"must be a JSON object, got {describe(data)}")
-        version = data.get("version", 1)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise MalformedMessageError("version", f"must be a positive integer, got {describe(version)}")
+        version = _version(data)
         kind = data.get("kind")
         if kind not in KINDS and version in versions:
             raise MalformedMessageError("kind", f"must be one of {', '.join(KINDS)}, got {describe(kind)}")
@@ -223,14 +221,7 @@ class WorkMessage:
             raise UnreadableMessageError(
                 "version", f"is {version}, which this worker cannot read (it reads {readable})", envelope
             )
-        if kind in (KIND_START, KIND_WATCH) and partition == "":
-            pass
-        elif partition not in partitions:
-            problem = f"must be one of this job's {len(partitions)} partitions, got {describe(partition)}"
-            if kind == KIND_PARTITION and partition:
-                # A coordinator with more shards than this worker (a deploy between them) sent it.
-                raise UnreadableMessageError("partition", problem, envelope)
-            raise MalformedMessageError("partition", problem)
+        _check_partition(envelope, partitions)
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise MalformedMessageError("params", f"must be a JSON object, got {describe(params)}")
@@ -242,7 +233,7 @@ class WorkMessage:
                 KIND_WATCH, job, scheduled_time, trigger, partition, params, hop, **_watch_fields(data), version=version
             )
         if kind != KIND_ITEMS:
-            return cls(MessageKind(kind), job, scheduled_time, trigger, partition, params, hop, version=version)
+            return cls(MessageKind(str(kind)), job, scheduled_time, trigger, partition, params, hop, version=version)
         items, keys, failures = _items(data)
         reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
         return cls(
@@ -259,6 +250,25 @@ class WorkMessage:
             failures,
             version=version,
         )
+
+
+def _version(data: Mapping[str, Any]) -> int:
+    version = data.get("version", 1)  # a body queued before versions existed
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise MalformedMessageError("version", f"must be a positive integer, got {describe(version)}")
+    return version
+
+
+def _check_partition(envelope: Envelope, partitions: Collection[str]) -> None:
+    partition = envelope.partition
+    if envelope.kind in (KIND_START, KIND_WATCH) and partition == "":
+        return
+    if partition not in partitions:
+        problem = f"must be one of this job's {len(partitions)} partitions, got {describe(partition)}"
+        if envelope.kind == KIND_PARTITION and partition:
+            # A coordinator with more shards than this worker (a deploy between them) sent it.
+            raise UnreadableMessageError("partition", problem, envelope)
+        raise MalformedMessageError("partition", problem)
 
 
 def _watch_fields(data: Mapping[str, Any]) -> dict[str, Any]:
