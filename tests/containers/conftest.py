@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from clockless_tools.engine.dockerd import bridge_gateway, log_offset, pull_attempts
+from clockless_tools.engine.sam_local import free_port
 from tests.conftest import PROJECT_ROOT
-from tests.containers.harness import Built, SamLocal, Stack, build, free_port
+from tests.containers.harness import Built, SamLocal, Stack, build
 
 
 @pytest.fixture(scope="module")

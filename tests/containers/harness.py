@@ -15,18 +15,18 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clockless_tools.engine.dockerd import Engine, find_engine
+from clockless_tools.engine.dockerd import Engine, EngineError, find_engine
 from clockless_tools.engine.runtime_image import host_architecture, image_present, runtime_image
-from clockless_tools.local.dynamodb import local_client
+from clockless_tools.engine.sam_local import free_port, serving
+from clockless_tools.engine.sam_local import lambda_client as sam_lambda_client
+from clockless_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION, local_client
 from clockless_tools.local.poller import OUTCOME_DONE, Message, SqsPoller
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
@@ -53,12 +53,6 @@ VOLATILE = frozenset(
         "message_id",
     }
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _volatile(name: str) -> bool:
@@ -233,27 +227,12 @@ class SamLocal:
         args = [str(SAM), "local", command, "--port", str(port), "--host", host, *self._local_options(), *extra]
         self.commands.append(args)
         log = self.log(command)
-        with log.open("w") as output:
-            process = subprocess.Popen(
-                args, cwd=self.root, env=self.environment(), stdout=output, stderr=subprocess.STDOUT, text=True
-            )
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                assert process.poll() is None, f"sam local {command} exited:\n{log.read_text()}"
-                with socket.socket() as probe:
-                    if probe.connect_ex((host, port)) == 0:
-                        break
-                assert time.monotonic() < deadline, f"sam local {command} did not listen:\n{log.read_text()}"
-                time.sleep(0.5)
-            yield process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            with serving(args, cwd=self.root, env=self.environment(), host=host, port=port, log=log) as process:
+                yield process
+        except EngineError as error:
+            # The log sits in a temporary folder CI does not keep: the failure carries it.
+            raise AssertionError(f"{error}\n{log.read_text()}") from error
 
 
 @dataclass(frozen=True)
@@ -282,17 +261,7 @@ def build(root: Path, build_dir: Path, architecture: str = "x86_64") -> Built:
 
 def lambda_client(host: str, port: int) -> Any:
     """A boto3 Lambda client on `sam local start-lambda`, as teams point theirs in integration tests."""
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "lambda",
-        endpoint_url=f"http://{host}:{port}",
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(read_timeout=300, retries={"max_attempts": 0}),
-    )
+    return sam_lambda_client(host, port, region=LOCAL_REGION, credentials=LOCAL_CREDENTIALS, read_timeout=300)
 
 
 def differences(ours: Mapping[str, list[Any]], theirs: Mapping[str, list[Any]]) -> list[str]:

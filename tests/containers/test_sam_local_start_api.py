@@ -35,11 +35,12 @@ import pytest
 
 from clockless.ledger import STATUS_SUCCEEDED, RunLedger
 from clockless_tools.engine.dockerd import bridge_gateway
+from clockless_tools.engine.sam_local import free_port
 from clockless_tools.local.poller import OUTCOME_DONE, Message, SqsPoller
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.services import LOCAL_SECRET_VALUE
 from job_trigger.repository import DynamoRequestRecords
-from tests.containers.harness import SamLocal, Stack, differences, free_port, lambda_client
+from tests.containers.harness import SamLocal, Stack, differences, lambda_client
 from tests.jobs import HOUR, job_where, jobs, project_template
 
 pytestmark = [pytest.mark.slow, pytest.mark.containers]

@@ -145,7 +145,9 @@ def _render_in_chromium(page: str, tmp_path: Path, name: str, *, width: int = 12
 
     def framed(document: str) -> str:
         return (
-            '<!doctype html><html><body style="margin:0">'
+            # Without a declared charset Chromium may guess windows-1252 for this file:// page and
+            # read the UTF-8 `…` inside srcdoc as `â€¦` (the flake seen under load).
+            '<!doctype html><html><head><meta charset=utf-8></head><body style="margin:0">'
             f'<iframe style="border:0;width:{width}px;height:1400px" srcdoc="{html.escape(document)}"></iframe>'
             "</body></html>"
         )

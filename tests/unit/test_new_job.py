@@ -25,8 +25,11 @@ from clockless_tools.cli.app import app
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.simulate.plan import RETRY_BACKOFF, plan_deliveries
 from clockless_tools.template.intrinsics import resolve
+from clockless_tools.template.loader import load_yaml
 from clockless_tools.template.model import Template
 from clockless_tools.timezones.check import check_template
+from clockless_tools.timezones.rule import LOCAL_TIME_SCHEDULE
+from job_trigger.settings import JobTriggerSettings
 from tests.conftest import PROJECT_ROOT
 from tests.jobs import jobs
 
@@ -324,6 +327,64 @@ def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(pro
     assert found.ticks_checked == 365
 
 
+def test_a_local_time_in_two_zones_is_one_declaration_whose_schedule_is_generated_and_held_to_it(
+    project: Path,
+) -> None:
+    # When a job keeps 07:30 in New York and in Chicago (12:30/11:30 UTC and 13:30/12:30 UTC with DST)
+    code, out, _ = new(project, PLAIN.job, "--at", "07:30", "--zones", "America/New_York,America/Chicago")
+
+    # Then its declaration says the local time once, and its Schedule is the cron of those UTC hours
+    assert code == 0, out
+    text = (project / "template.yaml").read_text(encoding="utf-8")
+    assert '      LocalTime: "07:30"\n      Schedule: cron(30 11,12,13 * * ? *)\n' in text
+    assert "      # America/New_York 12:30 UTC (UTC-05:00), 11:30 UTC (UTC-04:00)\n" in text
+    assert "      # America/Chicago 13:30 UTC (UTC-06:00), 12:30 UTC (UTC-05:00)\n" in text
+    template = Template.load(project / "template.yaml")
+    found = next(c for c in check_template(template, start=date(2027, 1, 1)).schedules if c.job == PLAIN.job)
+    assert found.ok, found.violations
+    # And its ticks are 07:30 in one zone each, two a day; the cron's third instant is no tick
+    spec = template.jobs[PLAIN.job].spec(template)
+    ticks = spec.ticks_between(datetime(2027, 7, 1, tzinfo=UTC), datetime(2027, 7, 2, tzinfo=UTC))
+    assert ticks == [datetime(2027, 7, 1, 11, 30, tzinfo=UTC), datetime(2027, 7, 1, 12, 30, tzinfo=UTC)]
+    assert not spec.is_tick(datetime(2027, 7, 1, 13, 30, tzinfo=UTC))
+    # And the numbers derived from them (the ticks an hour apart) hold the rules
+    assert [p for p in dead_man_alarm_problems(template) if p.job == PLAIN.job] == []
+    # And the HTTP trigger keeps the same ticks of the cron (rule trigger-schedules), refusing 13:30 in summer
+    trigger = template.function("JobTriggerFunction").environment[SCHEDULES_VARIABLE]
+    copied = json.loads(str(resolve(trigger, template)))[PLAIN.job]
+    assert copied == {
+        "ScheduleExpression": "cron(30 11,12,13 * * ? *)",
+        "ScheduleExpressionTimezone": "UTC",
+        "LocalTime": "07:30",
+        "OperatingTimeZones": "America/New_York,America/Chicago",
+    }
+    assert list(check_trigger_schedules(Project.at(project))) == []
+    settings = JobTriggerSettings.from_env({
+        "JOB_FUNCTIONS": json.dumps({PLAIN.job: "arn:aws:lambda:eu-west-1:123456789012:function:f"}),
+        "JOB_SCHEDULES": json.dumps({PLAIN.job: copied}), "LEDGER_TABLE_NAME": "l", "IDEMPOTENCY_TABLE_NAME": "i",
+        "TRIGGER_SECRET_ID": "s", "TRIGGER_SECRET_MAX_AGE_SECONDS": "300", "TRIGGER_WINDOW_MINUTES": "60",
+    })  # fmt: skip
+    placed = settings.job_schedules[PLAIN.job]
+    assert placed.is_tick(datetime(2027, 7, 1, 11, 30, tzinfo=UTC))
+    assert not placed.is_tick(datetime(2027, 7, 1, 13, 30, tzinfo=UTC))
+    # (a copy without the local time would let 13:30 through as a tick: planted, the rule names it)
+    entry = f', "LocalTime": "${{{PLAIN.stem}LocalTime}}", "OperatingTimeZones": "${{{PLAIN.stem}Zones}}"'
+    assert entry in text
+    (project / "template.yaml").write_text(text.replace(entry, "", 1), encoding="utf-8")
+    assert [v.message.split(", but")[0] for v in check_trigger_schedules(Project.at(project))] == [
+        f"{SCHEDULES_VARIABLE}[{PLAIN.job!r}].LocalTime is not set",
+        f"{SCHEDULES_VARIABLE}[{PLAIN.job!r}].OperatingTimeZones is not set",
+    ]
+    # And a Schedule edited away from the declaration fails the check, naming the cron to write
+    edited = text.replace("Schedule: cron(30 11,12,13 * * ? *)", "Schedule: cron(30 11,12 * * ? *)", 1)
+    drifted = Template(path=project / "template.yaml", document=load_yaml(edited))
+    check = next(c for c in check_template(drifted, start=date(2027, 1, 1)).schedules if c.job == PLAIN.job)
+    assert [(v.rule, v.detail.split(" (", 1)[0]) for v in check.violations] == [
+        (LOCAL_TIME_SCHEDULE, "ScheduleExpression cron(30 11,12 * * ? *) is not the cron of 07:30 local in "
+         "America/New_York, America/Chicago over the year: cron(30 11,12,13 * * ? *)")
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("options", "complaint"),
     [
@@ -340,6 +401,20 @@ def test_zones_and_a_local_time_rule_go_into_the_declaration_and_are_checked(pro
         (["--zones", "Europe/Atlantis"], "'Europe/Atlantis' is not an IANA time zone"),
         (["--local-time", "not_before=06:00"], "--local-time needs --zones"),
         (["--schedule", "cron(0 6 ? * MON *)"], "exceed the 7 days a CloudWatch alarm can look back"),
+        (["--at", "07:30", "--schedule", "cron(30 12 * * ? *)", "--zones", "America/New_York"],
+         "--at 07:30 writes the schedule"),
+        (["--at", "07:30"], "--at 07:30 needs --zones"),
+        # The job: 07:30 to 08:30 local in New York and Chicago, which no one UTC hour keeps.
+        (["--schedule", "cron(30 13 * * ? *)", "--zones", "America/New_York,America/Chicago",
+          "--local-time", "not_before=07:30,not_after=08:30"],
+         'or one declaration, a tick at 07:30 in each zone: LocalTime: "07:30" with Schedule: '
+         "cron(30 11,12,13 * * ? *), every UTC hour 07:30 falls on in the year "
+         "(`clockless new job <name> --at 07:30 --zones <zones>` writes both"),
+        (["--at", "7:30", "--zones", "America/New_York"], "--at: '7:30' is not a 24-hour HH:MM time"),
+        (["--at", "07:30", "--zones", "America/New_York,Asia/Kolkata"],
+         "falls on 2 different minute(s) of the UTC hour"),
+        (["--at", "07:30", "--zones", "America/New_York,America/Chicago", "--local-time", "not_before=08:00"],
+         "--at 07:30 breaks --local-time not_before=08:00 in the zone it serves on 730 ticks"),
     ],
 )  # fmt: skip
 def test_options_that_cannot_be_used_are_refused_and_nothing_is_written(

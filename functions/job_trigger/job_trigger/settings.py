@@ -10,10 +10,13 @@ from typing import Any
 
 from clockless.config import ConfigurationError, env_int, env_str, ledger_table_name
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless.schedule.local_clock import LocalClock, LocalClockError
 
 # The ScheduleV2 properties that place a job's ticks: JOB_SCHEDULES carries exactly these, as the
 # job's schedule declares them (rule trigger-schedules).
 SCHEDULE_PROPERTIES = ("ScheduleExpression", "ScheduleExpressionTimezone", "StartDate", "EndDate")
+# And, for a job with a local time (its Metadata's local_time and zones): which of its cron's instants are ticks.
+LOCAL_TIME_PROPERTIES = ("LocalTime", "OperatingTimeZones")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +82,26 @@ def _job_schedules(raw: str, *, jobs: Mapping[str, str]) -> dict[str, ScheduleSp
 
 def _schedule(job: str, properties: Any) -> ScheduleSpec:
     where = f"environment variable JOB_SCHEDULES, job {job!r}"
-    if not isinstance(properties, dict) or not set(properties) <= set(SCHEDULE_PROPERTIES):
-        raise ConfigurationError(f"{where}: must be an object of {', '.join(SCHEDULE_PROPERTIES)}")
+    known = (*SCHEDULE_PROPERTIES, *LOCAL_TIME_PROPERTIES)
+    if not isinstance(properties, dict) or not set(properties) <= set(known):
+        raise ConfigurationError(f"{where}: must be an object of {', '.join(known)}")
     try:
-        spec = ScheduleSpec.from_properties(properties)
+        spec = ScheduleSpec.from_properties(properties, local_clock=_local_clock(properties, where))
     except ScheduleExpressionError as error:
         raise ConfigurationError(f"{where}: {error}") from None
     if spec.kind == "rate" and spec.start_date is None:
         # Its ticks count from the schedule's creation, which the trigger cannot read.
         raise ConfigurationError(f"{where}: {spec.expression} has no StartDate, so its ticks cannot be placed")
     return spec
+
+
+def _local_clock(properties: Mapping[str, Any], where: str) -> LocalClock | None:
+    at, zones = (properties.get(name) for name in LOCAL_TIME_PROPERTIES)
+    if at is None and zones is None:
+        return None
+    if not isinstance(at, str) or not isinstance(zones, str):
+        raise ConfigurationError(f"{where}: LocalTime and OperatingTimeZones go together, as strings")
+    try:
+        return LocalClock.parse(at, zones.split(","), where=f"{where}, LocalTime")
+    except LocalClockError as error:
+        raise ConfigurationError(str(error)) from None

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from clockless.config import ConfigurationError, env_list, env_str
+from clockless.schedule.zones import is_iana_zone
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,10 +17,8 @@ class WindowGenerationSettings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WindowGenerationSettings:
         zones = env_list("OPERATING_TIME_ZONES", environ)
         for zone in zones:
-            try:
-                ZoneInfo(zone)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ConfigurationError(f"OPERATING_TIME_ZONES names an unknown IANA zone: {zone!r}") from None
+            if not is_iana_zone(zone):
+                raise ConfigurationError(f"OPERATING_TIME_ZONES names an unknown IANA zone: {zone!r}")
         return cls(
             programs_table=env_str("PROGRAMS_TABLE_NAME", environ),
             windows_table=env_str("WINDOWS_TABLE_NAME", environ),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from clockless.errors import ClocklessError
+from clockless.schedule.local_clock import NO_LOCAL_TIME, LocalClock, LocalClockError
 
 
 class ConfigurationError(ClocklessError, RuntimeError):
@@ -75,6 +76,20 @@ def ledger_table_name(environ: Mapping[str, str] | None = None) -> str:
 def ledger_retention_seconds(environ: Mapping[str, str] | None = None) -> int:
     """LEDGER_RETENTION_DAYS (at least 1), in seconds: how long a ledger entry is kept."""
     return env_int("LEDGER_RETENTION_DAYS", environ, minimum=1) * _DAY_SECONDS
+
+
+def local_clock(environ: Mapping[str, str] | None = None) -> LocalClock | None:
+    """LOCAL_TIME in OPERATING_TIME_ZONES (its declaration's LocalTime, in the zones it serves): the
+    local time a job's ticks keep; None when LOCAL_TIME is unset or `none`."""
+    text = env_optional("LOCAL_TIME", environ)
+    if text is None or text == NO_LOCAL_TIME:
+        return None
+    try:
+        return LocalClock.parse(
+            text, env_list("OPERATING_TIME_ZONES", environ), where="environment variable LOCAL_TIME"
+        )
+    except LocalClockError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 # What decides where a client connects: botocore reads these when it makes one.

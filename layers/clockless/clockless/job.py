@@ -26,6 +26,7 @@ from clockless.config import (
     env_str,
     ledger_retention_seconds,
     ledger_table_name,
+    local_clock,
     metrics_namespace,
 )
 from clockless.errors import DeclarationError
@@ -41,7 +42,7 @@ from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGua
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
 from clockless.run import JobFunction, JobRun
 from clockless.throttle import SYSTEM_CLOCK, Budget, Clock
-from clockless.tick import Tick, format_scheduled_time, utc_now
+from clockless.tick import Tick, Trigger, format_scheduled_time, utc_now
 
 # The idempotency key selects only the tick's identity from the data we hand Powertools.
 IDEMPOTENCY_KEY_JMESPATH: Final = "[job, scheduled_time]"
@@ -58,6 +59,9 @@ METRIC_HELD: Final = "TickHeldByOverlap"
 OUTCOME_EXECUTED: Final = "executed"
 OUTCOME_DUPLICATE: Final = "duplicate"
 OUTCOME_IN_PROGRESS: Final = "duplicate_in_progress"
+# A delivery at an instant that is not the job's local time in any of its zones: its cron fires at
+# every hour the local time can fall on (clockless.schedule.local_clock), and this was another.
+OUTCOME_NOT_A_TICK: Final = "not_a_tick"
 
 
 class LambdaContextLike(Protocol):
@@ -133,6 +137,7 @@ class ScheduledJob:
         self._injected_store = persistence_store
         self._store = PerEnvironment(self._make_store, STORE_ENVIRONMENT)
         self._settings = PerEnvironment(KitSettings.from_env)
+        self._local_clock = PerEnvironment(local_clock, ("LOCAL_TIME", "OPERATING_TIME_ZONES"))
         # Set by `clockless.fanout.FanOut`: this job's ticks are split into this many partitions.
         self.partitions_total: int | None = None
         # Throttles on the kit's own writes are waited out on this clock (tests set their own).
@@ -171,11 +176,30 @@ class ScheduledJob:
         @functools.wraps(fn)
         def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
             tick = Tick.from_event(event, expected_job=self.name)
+            skipped = self.not_a_tick(tick)
+            if skipped is not None:
+                return skipped
             return self.deliver(tick, fn, context)
 
         lambda_handler.clockless_job = self  # type: ignore[attr-defined]
         self.function = fn
         return lambda_handler
+
+    def not_a_tick(self, tick: Tick) -> dict[str, Any] | None:
+        """The result for a delivery at an instant that is not the job's local time (LOCAL_TIME) in any
+        of its zones, left unclaimed and unrecorded; None for a tick. An off-schedule run is asked for
+        at an instant that is no tick, and runs."""
+        clock = self._local_clock.get()
+        if clock is None or tick.trigger is Trigger.OFF_SCHEDULE or clock.serves(tick.scheduled_time):
+            return None
+        reason = f"{format_scheduled_time(tick.scheduled_time)} is not {clock.describe()}"
+        self.logger.info("delivery dropped: not a tick", extra={**tick.identity, "reason": reason})
+        return {**tick.identity, "outcome": OUTCOME_NOT_A_TICK, "reason": reason}
+
+    def zones_of(self, tick: Tick) -> tuple[str, ...]:
+        """The zones whose local time the tick is (LOCAL_TIME); () for a job without one."""
+        clock = self._local_clock.get()
+        return () if clock is None else clock.zones_at(tick.scheduled_time)
 
     def deliver(self, tick: Tick, fn: JobFunction, context: LambdaContextLike | None) -> dict[str, Any]:
         """One delivery of a tick: held back by the job's overlap policy, or run at most once

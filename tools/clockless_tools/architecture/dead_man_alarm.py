@@ -62,11 +62,12 @@ def _timing(definition: DeadManDefinition, spec: ScheduleSpec, grace: timedelta)
 
 
 def fire_bound(spec: ScheduleSpec, grace: timedelta, period: int) -> timedelta:
-    """The latest a well-shaped alarm fires after a missed tick (the tick before it on time):
-    the grace rounded up to whole periods of the evaluation range, plus one period."""
-    gap = spec.longest_gap()
+    """The latest a well-shaped alarm fires after a missed tick (the tick before it on time): the
+    evaluation range (longest gap plus grace, in whole periods) and one period after the tick before
+    it. For a schedule whose gaps differ (weekdays; a local time in two zones, ticks an hour apart
+    then 23 hours) that tick may be only the shortest gap earlier, so the bound counts from it."""
     step = timedelta(seconds=period)
-    return step * math.ceil((gap + grace) / step) - gap + step
+    return step * math.ceil((spec.longest_gap() + grace) / step) - spec.nominal_period() + step
 
 
 def _dimensions(metric: Mapping[str, Any]) -> dict[str, str]:
@@ -248,7 +249,13 @@ def _alarm_problems(
         found.append(
             (
                 f"{when} a missed tick in a simulated day of missing data; it must fire within {bound} "
-                f"({gap_grace}, rounded up to whole {definition.period} s periods, plus one period)",
+                f"({gap_grace}, rounded up to whole {definition.period} s periods, plus one period"
+                + (
+                    ""
+                    if spec.nominal_period() == spec.longest_gap()
+                    else f", after the tick before it, which may be only {spec.nominal_period()} earlier"
+                )
+                + ")",
                 shape,
             )
         )

@@ -4,9 +4,11 @@ ScheduleV2 event declares.
 A trigger (a function that reads `JOB_FUNCTIONS`) refuses an instant that is not one of the job's
 scheduled times, reading each job's schedule from `JOB_SCHEDULES`, written in template.yaml as the
 schedule's own properties (`ScheduleExpression`, `ScheduleExpressionTimezone`, `StartDate`,
-`EndDate`). A copy that drifts from the schedule (another expression, zone or bound, a job left
-out, a parameter's default written out where the schedule refers to the parameter) would refuse
-the job's real ticks or let other instants through as ticks.
+`EndDate`; for a job with a local time, `LocalTime` and its `OperatingTimeZones` joined by
+commas, from its Metadata, so the trigger keeps of the job's cron only the instants that are that
+time somewhere). A copy that drifts from the schedule (another expression, zone or bound, a job
+left out, a parameter's default written out where the schedule refers to the parameter) would
+refuse the job's real ticks or let other instants through as ticks.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from typing import Any, Final
 from clockless_tools.architecture.project import Project, Rule, Violation
 from clockless_tools.template.intrinsics import LocalNames, resolve
 from clockless_tools.template.loader import TemplateError
-from clockless_tools.template.model import Function, Schedule, Template
+from clockless_tools.template.model import OPERATING_ZONES_KEY, Function, Schedule, Template
 
 TRIGGER_SCHEDULES: Final = "trigger-schedules"
 JOB_MAP_VARIABLE: Final = "JOB_FUNCTIONS"
 SCHEDULES_VARIABLE: Final = "JOB_SCHEDULES"
 # What places a schedule's ticks; Scheduler evaluates a schedule without a zone in UTC.
 SCHEDULE_PROPERTIES: Final = ("ScheduleExpression", "ScheduleExpressionTimezone", "StartDate", "EndDate")
+# A job with a local time (Metadata local_time, in its operating_time_zones joined by commas): which
+# of its cron's instants are ticks.
+LOCAL_TIME_PROPERTIES: Final = ("LocalTime", "OperatingTimeZones")
+PLACING: Final = (*SCHEDULE_PROPERTIES, *LOCAL_TIME_PROPERTIES)
 _DEFAULTS: Final = {"ScheduleExpressionTimezone": "UTC"}
 _FIX: Final = (
     'write it as !Sub [\'{"<job>": {"ScheduleExpression": "${<Id>}", "ScheduleExpressionTimezone": "UTC"}, ...}\', '
@@ -83,14 +89,11 @@ def _check_trigger(project: Project, logical_id: str, fn: Function) -> Iterator[
 def _drift(job: str, given: Any, declared: Mapping[str, str], where: str) -> Iterator[str]:
     """What differs between the trigger's copy of a job's schedule and its declaration."""
     if not isinstance(given, Mapping):
-        yield f"{SCHEDULES_VARIABLE}[{job!r}] is not an object of {', '.join(SCHEDULE_PROPERTIES)}"
+        yield f"{SCHEDULES_VARIABLE}[{job!r}] is not an object of {', '.join(PLACING)}"
         return
-    for name in sorted(set(given) - set(SCHEDULE_PROPERTIES)):
-        yield (
-            f"{SCHEDULES_VARIABLE}[{job!r}] has {name!r}, which does not place ticks "
-            f"(only {', '.join(SCHEDULE_PROPERTIES)})"
-        )
-    for name in SCHEDULE_PROPERTIES:
+    for name in sorted(set(given) - set(PLACING)):
+        yield (f"{SCHEDULES_VARIABLE}[{job!r}] has {name!r}, which does not place ticks (only {', '.join(PLACING)})")
+    for name in PLACING:
         value = given.get(name, _DEFAULTS.get(name))
         value = None if value is None else str(value)
         if value != declared.get(name):
@@ -107,6 +110,10 @@ def _declared(schedule: Schedule, template: Template) -> dict[str, str]:
         value = schedule.properties.get(name, _DEFAULTS.get(name))
         if value is not None:
             declared[name] = str(resolve(value, template, LocalNames()))
+    if schedule.local_time is not None:
+        declared["LocalTime"] = schedule.local_time
+        zones = resolve(schedule.declared.get(OPERATING_ZONES_KEY), template, LocalNames())
+        declared["OperatingTimeZones"] = ",".join(zones) if isinstance(zones, list) else str(zones)
     return declared
 
 

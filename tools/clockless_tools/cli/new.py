@@ -1,4 +1,4 @@
-"""`clockless new job NAME [--schedule EXPR] [--zones Z,...] [--local-time RULE] [--fan-out]`: a new job's
+"""`clockless new job NAME [--schedule EXPR | --at HH:MM] [--zones Z,...] [--local-time RULE] [--fan-out]`: a new job's
 package, tests, demo seed, table and wiring."""
 
 from __future__ import annotations
@@ -46,6 +46,14 @@ def job(
             "E.g. --local-time not_before=06:00,same_local_date"
         ),
     ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            help="A local time kept in every one of --zones (instead of --schedule): its ticks are that time in "
+            "each zone, its Schedule the cron of every UTC hour it falls on. E.g. --at 07:30 "
+            "--zones America/New_York,America/Chicago"
+        ),
+    ] = None,
     project: Annotated[
         Path, typer.Option(help="The project's root (its template.yaml, functions/ and tests/). E.g. --project .")
     ] = Path(),
@@ -54,7 +62,7 @@ def job(
     its tests, its table and its declaration; print what is left to do."""
     root = project.resolve()
     try:
-        made = new_job(root, name, fan_out=fan_out, schedule=schedule, zones=zones, local_time=local_time)
+        made = new_job(root, name, fan_out=fan_out, schedule=schedule, zones=zones, local_time=local_time, at=at)
     except NewJobError as error:
         raise fail(str(error)) from None
     if root == PROJECT_ROOT:

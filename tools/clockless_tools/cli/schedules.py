@@ -251,6 +251,11 @@ def _print_schedule(check: ScheduleCheck) -> None:
         zones += ", ".join(declaration.zones)
         rule = declaration.rule.describe() if declaration.rule else "none (no local hour matters to this job)"
         _emit(f"     zones: {zones}\n     rule: {rule}")
+    if check.local_time is not None:
+        hours = "; ".join(escape(schedule.describe()) for schedule in check.zone_schedules)
+        _emit(
+            f"     local time: {check.local_time} in each zone ({hours}); a tick serves the zones whose clocks show it"
+        )
     for violation in check.violations:
         if violation.tick is None:
             _emit(f"     [red]✗ {violation.rule}[/]: {violation.detail}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from typing import Any, Final
 
 from clockless_tools.engine.dockerd import Engine, EngineError, bridge_gateway, require_engine
 from clockless_tools.engine.runtime_image import host_architecture, image_present, missing_image_error, runtime_image
+from clockless_tools.engine.sam_local import free_port, lambda_client, serving
 from clockless_tools.local.dynamodb import LOCAL_CREDENTIALS, LOCAL_REGION
 from clockless_tools.template.loader import PROJECT_ROOT
 
@@ -45,12 +45,6 @@ DOCUMENTED_ENDPOINT: Final = "http://host.docker.internal:8765"
 SEEDED_AT: Final = "2026-11-28T14:00:00Z"
 DEFAULT_FUNCTION: Final = "SessionCleanupFunction"
 DEFAULT_RUNS: Final = 3
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _environment(engine: Engine) -> dict[str, str]:
@@ -84,31 +78,6 @@ def _stack(host: str, port: int, workdir: Path) -> Iterator[None]:
         subprocess.run([*cli, "local", "down"], cwd=PROJECT_ROOT, env=env, capture_output=True, check=False)
 
 
-@contextlib.contextmanager
-def _start_lambda(command: list[str], env: dict[str, str], port: int, log: Path) -> Iterator[None]:
-    with log.open("w") as output:
-        process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise EngineError(f"sam local start-lambda exited {process.returncode}: see {log}")
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise EngineError(f"sam local start-lambda did not listen within 120 s: see {log}")
-            time.sleep(0.5)
-        yield
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def _seconds(values: Sequence[float]) -> dict[str, Any]:
     return {
         "median": round(statistics.median(values), 2),
@@ -137,7 +106,7 @@ def measure(function_id: str = DEFAULT_FUNCTION, runs: int = DEFAULT_RUNS) -> di
         build_dir = workdir / "build"
         parameters = ["--parameter-overrides", f"Architecture={architecture}"]
         _run([str(SAM), "build", "--build-dir", str(build_dir), *parameters], env, "sam build")
-        host, port = bridge_gateway(engine), _free_port()
+        host, port = bridge_gateway(engine), free_port()
         env_file = workdir / "env.local.json"
         env_file.write_text(
             LOCAL_ENV.read_text(encoding="utf-8").replace(DOCUMENTED_ENDPOINT, f"http://host.docker.internal:{port}"),
@@ -156,14 +125,18 @@ def measure(function_id: str = DEFAULT_FUNCTION, runs: int = DEFAULT_RUNS) -> di
                 started = time.monotonic()
                 _run([*invoke, "--event", str(events / "retry.json")], env, f"sam local invoke {function_id}")
                 cold.append(time.monotonic() - started)
-            lambda_port = _free_port()
+            lambda_port = free_port()
             serve = [
                 str(SAM), "local", "start-lambda", "--port", str(lambda_port), "--host", "127.0.0.1",
                 *options, "--warm-containers", "EAGER",
             ]  # fmt: skip
             payload = (events / "retry.json").read_bytes()
-            with _start_lambda(serve, env, lambda_port, workdir / "start-lambda.log"):
-                client = _lambda_client(lambda_port)
+            with serving(
+                serve, cwd=PROJECT_ROOT, env=env, host="127.0.0.1", port=lambda_port, log=workdir / "start-lambda.log"
+            ):
+                client = lambda_client(
+                    "127.0.0.1", lambda_port, region=LOCAL_REGION, credentials=LOCAL_CREDENTIALS, read_timeout=600
+                )
                 warm = []
                 for attempt in range(runs + 1):
                     started = time.monotonic()
@@ -187,20 +160,6 @@ def measure(function_id: str = DEFAULT_FUNCTION, runs: int = DEFAULT_RUNS) -> di
         "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
-
-
-def _lambda_client(port: int) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "lambda",
-        endpoint_url=f"http://127.0.0.1:{port}",
-        region_name=LOCAL_REGION,
-        aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        config=Config(read_timeout=600, retries={"max_attempts": 0}),
-    )
 
 
 def _commit() -> str | None:

@@ -103,8 +103,9 @@ def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys
         r"((?:            - |              )\w+: !FindInMap \[Jobs, \w+, Schedule\]\n"
         r"(?:              \w+: !FindInMap \[Jobs, \w+, Schedule\]\n)*)",
         rf'\1,\n              "{names.job}": {{"ScheduleExpression": "${{{names.stem}}}", '
-        rf'"ScheduleExpressionTimezone": "UTC"}}}}\n'
-        rf"\2              {names.stem}: !FindInMap [Jobs, {names.stem}, Schedule]\n",
+        rf'"ScheduleExpressionTimezone": "UTC"{_local_time_entry(names, schedule)}}}}}\n'
+        rf"\2              {names.stem}: !FindInMap [Jobs, {names.stem}, Schedule]\n"
+        + _local_time_variables(names, schedule),
         "JOB_SCHEDULES",
     )
     text = _sub_once(
@@ -116,6 +117,22 @@ def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys
     )
     _check(text, names, fan_out=fan_out)
     return text
+
+
+def _local_time_entry(names: JobNames, schedule: ScheduleKeys) -> str:
+    """A job with a LocalTime: its time and zones in the trigger's copy of its schedule."""
+    if not schedule.local_time:
+        return ""
+    return f', "LocalTime": "${{{names.stem}LocalTime}}", "OperatingTimeZones": "${{{names.stem}Zones}}"'
+
+
+def _local_time_variables(names: JobNames, schedule: ScheduleKeys) -> str:
+    if not schedule.local_time:
+        return ""
+    return (
+        f"              {names.stem}LocalTime: !FindInMap [Jobs, {names.stem}, LocalTime]\n"
+        f'              {names.stem}Zones: !Join [",", !FindInMap [Jobs, {names.stem}, OperatingTimeZones]]\n'
+    )
 
 
 def _loop_list(text: str, loop: str) -> re.Match[str] | None:

@@ -69,6 +69,7 @@ def new_job(
     schedule: str | None = None,
     zones: str | None = None,
     local_time: str | None = None,
+    at: str | None = None,
     checked_from: date | None = None,
 ) -> NewJob:
     """Make the job; `schedule`, `zones` and `local_time` (the CLI's options) set its declaration's
@@ -81,6 +82,7 @@ def new_job(
             fan_out=fan_out,
             zones=zones,
             local_time=local_time,
+            at=at,
             checked_from=checked_from or datetime.now(UTC).date(),
         )
     except (JobNameError, ScheduleOptionError) as error:
@@ -110,7 +112,7 @@ def new_job(
         fan_out,
         created=[*created, *sorted(path.relative_to(root).as_posix() for path in events)],
         edited=["template.yaml", "events/env.local.json"],
-        schedule_lines=None if schedule is None and zones is None and local_time is None else keys.lines,
+        schedule_lines=None if schedule is None and zones is None and local_time is None and at is None else keys.lines,
     )
 
 

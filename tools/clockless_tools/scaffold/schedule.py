@@ -20,6 +20,10 @@ the jobs' loop cannot set (rule rate-anchored); any other rate() is refused.
 `--zones` and `--local-time` are checked as `clockless schedules check` checks them, over the year
 from the given day: a schedule that breaks the rule is refused with the hours that would keep it,
 or what to do when none does.
+`--at 07:30` with `--zones` is a local time kept in every zone: it writes `LocalTime` and, as
+`Schedule`, the cron of every UTC hour that time falls on in the year (each zone's hours in a comment
+above it; `timezones/zone_schedules.py`), whose instants at that time in no zone the kit drops; the
+derived numbers come from the ticks that remain.
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ from clockless.schedule.expressions import (
     rate_period,
     utc_spec,
 )
+from clockless.schedule.local_clock import LocalClock, LocalClockError
 from clockless_tools.architecture.dead_man_alarm import expected_alarm_shape
 from clockless_tools.architecture.latest_success import PRECISION_SECONDS
 from clockless_tools.errors import ToolError
-from clockless_tools.timezones.check import one_year_from
+from clockless_tools.timezones.check import one_year_from, suggested_local_time
 from clockless_tools.timezones.declaration import parse_rule, parse_zones
 from clockless_tools.timezones.rule import (
     NOT_AFTER,
@@ -59,6 +64,7 @@ from clockless_tools.timezones.suggest import (
     seasons,
     suggest_utc_hours,
 )
+from clockless_tools.timezones.zone_schedules import local_time_cron, zone_schedules
 
 # The loops' defaults (template.yaml, the comment above Mappings: Jobs:).
 DEFAULT_SCHEDULE: Final = "cron(0 3 * * ? *)"
@@ -87,6 +93,8 @@ class ScheduleKeys:
     """The declaration lines, in order, beside Name, CodeUri, Package and Tables."""
 
     lines: tuple[str, ...]
+    # Whether they declare a LocalTime (the trigger's copy of the schedule then carries it too).
+    local_time: bool = False
 
 
 # What the command writes without --schedule: every other key the loop's default, a daily job's.
@@ -99,8 +107,13 @@ def schedule_keys(
     fan_out: bool,
     zones: str | None = None,
     local_time: str | None = None,
+    at: str | None = None,
     checked_from: date,
 ) -> ScheduleKeys:
+    if at is not None:
+        return _local_time_keys(
+            at, expression, fan_out=fan_out, zones=zones, local_time=local_time, checked_from=checked_from
+        )
     schedule = (expression or DEFAULT_SCHEDULE).strip()
     try:
         kind = expression_kind(schedule)
@@ -127,6 +140,53 @@ def schedule_keys(
     lines += _zone_lines(spec, schedule, zones, local_time, checked_from)
     lines += _derived_lines(spec, fan_out=fan_out)
     return ScheduleKeys(tuple(lines))
+
+
+def _local_time_keys(
+    at: str, expression: str | None, *, fan_out: bool, zones: str | None, local_time: str | None, checked_from: date
+) -> ScheduleKeys:
+    """--at: LocalTime, and the cron of the UTC hours it falls on in --zones as Schedule."""
+    if expression is not None:
+        raise ScheduleOptionError(
+            f"--at {at} writes the schedule (the cron of every UTC hour {at} falls on in --zones); leave out --schedule"
+        )
+    if zones is None:
+        raise ScheduleOptionError(
+            f"--at {at} needs --zones: the zones whose clocks the ticks keep (e.g. --zones Europe/Berlin)"
+        )
+    try:
+        zone_list = parse_zones([z.strip() for z in zones.split(",")], "--zones")
+        clock = LocalClock.parse(at, zone_list, where="--at")
+        begin, end = one_year_from(checked_from)
+        cron = local_time_cron(clock, begin, end)
+    except (DeclarationError, LocalClockError) as error:
+        raise ScheduleOptionError(str(error)) from None
+    spec = ScheduleSpec.of(cron, local_clock=clock)
+    lines = [
+        f"# A tick at {clock.at:%H:%M} in each zone; Schedule is every UTC hour that falls on in the year",
+        *(f"# {zone.describe()}" for zone in zone_schedules(clock, begin, end)),
+        "# (the kit drops the cron's other instants; `clockless schedules check` holds Schedule to LocalTime).",
+        f'LocalTime: "{clock.at:%H:%M}"',
+        f"Schedule: {cron}",
+        f"OperatingTimeZones: [{', '.join(zone_list)}]",
+    ]
+    if local_time is not None:
+        try:
+            rule = parse_rule(local_time.strip(), "--local-time")
+        except DeclarationError as error:
+            raise ScheduleOptionError(str(error)) from None
+        lines.append(f"LocalTimeRule: {local_time.strip()}")
+        broken = [
+            tick
+            for tick in spec.ticks_between(begin, end)
+            if rule is not None and breaches(rule, tick, clock.zones_at(tick))
+        ]
+        if broken:
+            raise ScheduleOptionError(
+                f"--at {at} breaks --local-time {local_time} in the zone it serves on {len(broken)} ticks of the year "
+                f"from {checked_from} (first {broken[0]:%Y-%m-%dT%H:%MZ}); pick an --at the rule allows"
+            )
+    return ScheduleKeys(tuple(lines + _derived_lines(spec, fan_out=fan_out)), local_time=True)
 
 
 def rate_as_cron(expression: str) -> str | None:
@@ -211,7 +271,8 @@ def _zone_lines(
     else:
         stretches = seasons(rule, zone_list, begin, end, minute=minute)
         per_zone = per_zone_hours(rule, zone_list, begin, end, minute=minute)
-        instead = no_hour_advice(stretches, zone_list, minute, per_zone)
+        local = suggested_local_time(rule, zone_list, begin, end)
+        instead = no_hour_advice(stretches, zone_list, minute, per_zone, local)
         instead += _wider_rule(rule, zone_list, begin, end, minute)
     raise ScheduleOptionError(
         f"--schedule {schedule} breaks --local-time {local_time} in {', '.join(zone_list)} on {len(broken)} ticks "

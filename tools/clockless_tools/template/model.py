@@ -11,12 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from clockless.schedule.expressions import ScheduleExpressionError, ScheduleSpec
+from clockless.schedule.local_clock import NO_LOCAL_TIME, LocalClock, LocalClockError
 from clockless_tools.template.loader import DEFAULT_TEMPLATE, TemplateError, load_yaml
 from clockless_tools.template.queues import EVENT_SOURCE_MAPPING_TYPE, QUEUE_TYPE, EventSourceMapping, Queue
 
 # `Metadata: clockless: worker_of: <Function>` on a function that applies another's fanned-out ticks.
 WORKER_OF_KEY = "worker_of"
 TABLES_KEY = "tables"
+# `Metadata: clockless: local_time: "07:30"` (Mappings.Jobs.<Id>.LocalTime): the job's ticks are
+# that time in one of its `operating_time_zones` (clockless.schedule.local_clock).
+LOCAL_TIME_KEY = "local_time"
+OPERATING_ZONES_KEY = "operating_time_zones"
 
 
 class ScheduleDefinitionError(TemplateError, ScheduleExpressionError):
@@ -28,6 +33,8 @@ class Schedule:
     function_id: str
     event_id: str
     properties: Mapping[str, Any]
+    # The function's `Metadata: clockless` block: its local time and zones, when it declares them.
+    declared: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def expression(self) -> str:
@@ -72,9 +79,41 @@ class Schedule:
             if template is not None and isinstance(value, Mapping) and set(value) == {"Ref"}:
                 properties[name] = template.parameter_default(str(value["Ref"]))
         try:
-            return ScheduleSpec.from_properties(properties, created=created)
+            return ScheduleSpec.from_properties(properties, created=created, local_clock=self.local_clock(template))
         except ScheduleExpressionError as error:
             raise ScheduleDefinitionError(f"{self.function_id}.Events.{self.event_id}: {error}") from None
+
+    @property
+    def local_time(self) -> str | None:
+        """The local time its function declares (`Metadata: clockless: local_time`), or None."""
+        value = self.declared.get(LOCAL_TIME_KEY)
+        return None if value is None or value == NO_LOCAL_TIME else str(value)
+
+    def local_clock(self, template: Template | None = None) -> LocalClock | None:
+        """The local time its ticks keep in the function's zones; None when it declares none.
+        `template` resolves zones given as `!Ref Parameter` to the parameter's default."""
+        where = f"{self.function_id}.Metadata.clockless.{LOCAL_TIME_KEY}"
+        value = self.declared.get(LOCAL_TIME_KEY)
+        if value is None or value == NO_LOCAL_TIME:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            # YAML 1.1 reads an unquoted 07:30 as the base-60 integer 450.
+            raise ScheduleDefinitionError(f'{where}: {value!r} is a number; quote the time, e.g. "07:30"')
+        zones: Any = self.declared.get(OPERATING_ZONES_KEY)
+        if isinstance(zones, Mapping) and set(zones) == {"Ref"}:
+            if template is None:
+                raise ScheduleDefinitionError(f"{where}: its zones are !Ref {zones['Ref']}; read with the template")
+            zones = template.parameter_default(str(zones["Ref"]))
+        if isinstance(zones, str):
+            zones = zones.split(",")
+        if not isinstance(zones, list) or not all(isinstance(zone, str) for zone in zones):
+            raise ScheduleDefinitionError(
+                f"{where}: needs {OPERATING_ZONES_KEY} as a list of IANA zones, got {zones!r}"
+            )
+        try:
+            return LocalClock.parse(str(value), zones, where=where)
+        except LocalClockError as error:
+            raise ScheduleDefinitionError(str(error)) from None
 
     @property
     def retry_max_event_age(self) -> int | None:
@@ -145,8 +184,15 @@ class Function:
     @property
     def schedules(self) -> list[Schedule]:
         events = self.properties.get("Events") or {}
+        block = self.metadata.get("clockless")
+        declared = block if isinstance(block, Mapping) else {}
         return [
-            Schedule(function_id=self.logical_id, event_id=event_id, properties=event.get("Properties") or {})
+            Schedule(
+                function_id=self.logical_id,
+                event_id=event_id,
+                properties=event.get("Properties") or {},
+                declared=declared,
+            )
             for event_id, event in events.items()
             if isinstance(event, Mapping) and event.get("Type") in ("ScheduleV2", "Schedule")
         ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from clockless import format_scheduled_time
 from clockless.schedule.expressions import ScheduleExpressionError
+from clockless.schedule.local_clock import LocalClock, LocalClockError
 from clockless_tools.template.intrinsics import resolve
 from clockless_tools.template.model import Function, Schedule, Template
 from clockless_tools.timezones.declaration import TimeDeclaration, missing_declaration_keys, read_declaration
@@ -23,12 +24,15 @@ from clockless_tools.timezones.event import (
 )
 from clockless_tools.timezones.rule import (
     DECLARED,
+    LOCAL_TIME_ENVIRONMENT_VARIABLE,
+    LOCAL_TIME_SCHEDULE,
     METADATA_KEY,
     NO_RULE,
     UTC_SCHEDULE,
     ZONES_ENVIRONMENT_VARIABLE,
     ZONES_KEY,
     ZONES_MATCH_ENVIRONMENT,
+    LocalTimeRule,
     breaches,
 )
 from clockless_tools.timezones.suggest import (
@@ -42,6 +46,7 @@ from clockless_tools.timezones.suggest import (
     seasons,
     suggest_utc_hours,
 )
+from clockless_tools.timezones.zone_schedules import ZoneSchedule, local_time_cron, zone_schedules
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,11 @@ class ScheduleCheck(ScheduledEvent):
     seasons: tuple[Season, ...] = ()
     # And when several zones share no hour but each has one: each zone's (`per_zone_hours`).
     per_zone: tuple[tuple[str, int], ...] = ()
+    # Then, when the rule names a first local time: that time as the job's LocalTime, and its cron.
+    local_time_advice: tuple[str, str] | None = None
+    # A job with a LocalTime: the time, and each zone's UTC hours for it over the year.
+    local_time: str | None = None
+    zone_schedules: tuple[ZoneSchedule, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -137,7 +147,9 @@ class ScheduleCheck(ScheduledEvent):
         """What to do when no daily UTC hour keeps the rule all year; None when one does."""
         if self.suggested_hours != () or not self.seasons or self.declaration is None:
             return None
-        return no_hour_advice(self.seasons, self.declaration.zones, self.suggestion_minute, self.per_zone)
+        return no_hour_advice(
+            self.seasons, self.declaration.zones, self.suggestion_minute, self.per_zone, self.local_time_advice
+        )
 
     def groups(self) -> list[ViolationGroup]:
         grouped: dict[tuple[Any, ...], list[LocalTimeViolation]] = {}
@@ -157,6 +169,14 @@ class ScheduleCheck(ScheduledEvent):
             "suggested_utc_hours": None if self.suggested_hours is None else list(self.suggested_hours),
             "suggested_expression": self.suggested_expression,
             "no_hour_advice": self.no_hour_advice,
+            "local_time": self.local_time,
+            "zone_schedules": {
+                schedule.zone: [
+                    {"utc_offset": offset, "utc": f"{hour:02d}:{minute:02d}"}
+                    for offset, hour, minute in schedule.offsets
+                ]
+                for schedule in self.zone_schedules
+            },
             "violations": [v.as_dict() for v in self.violations],
         }
 
@@ -254,8 +274,14 @@ def _check_schedule(
     # rules read it: one that never fires, or that Scheduler refuses, fails here too.
     try:
         schedule.spec(template).next_ticks(begin, 1)
+        clock = schedule.local_clock(template)
     except ScheduleExpressionError as error:
         raise expression_error(schedule, error) from None
+    if clock is not None:
+        violations.extend(
+            violation(LOCAL_TIME_SCHEDULE, detail)
+            for detail in _local_time_drift(function, schedule, clock, template, begin=begin, end=end)
+        )
     # A schedule outside UTC breaks utc_schedule above, and its ticks are still expanded in its
     # own zone (the tick engine places them as Scheduler does), so its local-time breaches show too.
     if declaration is None:
@@ -268,14 +294,16 @@ def _check_schedule(
         except ScheduleExpressionError as error:
             raise expression_error(schedule, error) from None
         for tick in ticks:
+            # A job with a local time serves, at each tick, the zones whose clocks show it.
+            served = declaration.zones if clock is None else clock.zones_at(tick)
             violations.extend(
                 violation(b.rule, b.detail, tick=tick, zone=b.zone, local_time=b.local_time, days_off=b.days_off)
-                for b in breaches(rule, tick, declaration.zones)
+                for b in breaches(rule, tick, served)
             )
     minute = fixed_minute(schedule.expression)
     suggested = (
         None
-        if declaration is None or rule is None
+        if declaration is None or rule is None or clock is not None
         else suggest_utc_hours(rule, declaration.zones, begin, end, minute=minute)
     )
     fitting = (
@@ -301,7 +329,55 @@ def _check_schedule(
             if fitting and declaration is not None and rule is not None
             else ()
         ),
+        local_time_advice=(
+            suggested_local_time(rule, declaration.zones, begin, end)
+            if fitting and declaration is not None and rule is not None
+            else None
+        ),
+        local_time=None if clock is None else f"{clock.at:%H:%M}",
+        zone_schedules=() if clock is None else zone_schedules(clock, begin, end),
     )
+
+
+def suggested_local_time(
+    rule: LocalTimeRule, zones: tuple[str, ...], begin: datetime, end: datetime
+) -> tuple[str, str] | None:
+    """The rule's first local time as a job's LocalTime and the cron that keeps it in `zones` (when
+    a tick at it keeps the rule in the zone it serves), or None."""
+    if rule.not_before is None or len(zones) < 2:
+        return None
+    clock = LocalClock(rule.not_before, zones)
+    try:
+        cron = local_time_cron(clock, begin, end)
+    except LocalClockError:
+        return None
+    return f"{rule.not_before:%H:%M}", cron
+
+
+def _local_time_drift(
+    function: Function, schedule: Schedule, clock: LocalClock, template: Template, *, begin: datetime, end: datetime
+) -> list[str]:
+    """How the schedule of a job with a local time differs from what its declaration gives: its
+    expression from the cron of its zones' hours, its LOCAL_TIME from its Metadata."""
+    found = []
+    try:
+        expected = local_time_cron(clock, begin, end)
+    except LocalClockError as error:
+        return [str(error)]
+    if schedule.expression != expected:
+        per_zone = "; ".join(zone.describe() for zone in zone_schedules(clock, begin, end))
+        found.append(
+            f"ScheduleExpression {schedule.expression} is not the cron of {clock.describe()} over the year: "
+            f"{expected} ({per_zone}); set the job's Schedule to it (Mappings.Jobs)"
+        )
+    value = function.environment.get(LOCAL_TIME_ENVIRONMENT_VARIABLE)
+    written = None if value is None else str(resolve(value, template))
+    if written != f"{clock.at:%H:%M}":
+        found.append(
+            f"Metadata.{METADATA_KEY}.local_time declares {clock.at:%H:%M} but the function's "
+            f"{LOCAL_TIME_ENVIRONMENT_VARIABLE} is {written or 'unset'} (the kit drops deliveries by it)"
+        )
+    return found
 
 
 def _environment_drift(function: Function, declaration: TimeDeclaration, template: Template) -> str | None:

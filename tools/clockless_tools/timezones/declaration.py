@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import time
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from clockless.schedule.zones import is_iana_zone
 from clockless_tools.template.loader import TemplateError
 from clockless_tools.template.model import Function, Template
 from clockless_tools.timezones.rule import (
@@ -81,10 +81,8 @@ def parse_zones(value: list[str], where: str) -> tuple[str, ...]:
     if not zones or "" in zones:
         raise DeclarationError(f"{where}: names an empty zone in {list(zones)!r}")
     for zone in zones:
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise DeclarationError(f"{where}: {zone!r} is not an IANA time zone") from None
+        if not is_iana_zone(zone):
+            raise DeclarationError(f"{where}: {zone!r} is not an IANA time zone")
     repeated = sorted(zone for zone, count in Counter(zones).items() if count > 1)
     if repeated:
         raise DeclarationError(f"{where}: lists {', '.join(repeated)} more than once")

@@ -27,6 +27,10 @@ SAME_LOCAL_DATE = "same_local_date"
 UTC_SCHEDULE = "utc_schedule"
 DECLARED = "declared"
 ZONES_MATCH_ENVIRONMENT = "zones_match_environment"
+# A job's Schedule is the cron its LocalTime gives in its zones, and LOCAL_TIME says the same time.
+LOCAL_TIME_SCHEDULE = "local_time_schedule"
+# The kit reads a job's local time from the environment: it must be the one the Metadata declares.
+LOCAL_TIME_ENVIRONMENT_VARIABLE = "LOCAL_TIME"
 
 RULE_KEYS = (NOT_BEFORE, NOT_AFTER, SAME_LOCAL_DATE)
 CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")

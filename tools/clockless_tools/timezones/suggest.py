@@ -180,6 +180,7 @@ def no_hour_advice(
     zones: Sequence[str],
     minute: int = 0,
     per_zone: Sequence[tuple[str, int]] = (),
+    local_time: tuple[str, str] | None = None,
 ) -> str:
     """What to do when no daily UTC hour keeps a rule all year: the stretches between the zones' offset
     changes (`seasons`) each with the hour that keeps it there, or, when even a stretch has none, what
@@ -190,6 +191,13 @@ def no_hour_advice(
         if per_zone
         else ""
     )
+    if local_time is not None:
+        at, cron = local_time
+        by_zone = (
+            f'; or one declaration, a tick at {at} in each zone: LocalTime: "{at}" with Schedule: {cron}, every UTC '
+            f"hour {at} falls on in the year (`clockless new job <name> --at {at} --zones <zones>` writes both; "
+            f"the kit drops the cron's instants that are {at} nowhere)" + by_zone
+        )
     if any(not season.hours for season in stretches):
         return (
             "no UTC hour keeps the rule even between the zones' offset changes: a daily tick cannot keep it in "

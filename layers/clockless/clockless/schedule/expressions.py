@@ -19,6 +19,10 @@ What Scheduler does, and so what this does (docs/schedules.md has the sources):
   (seconds and all: Scheduler's documented scheduled-time for such a schedule carries seconds).
 - `at()` fires once at its wall-clock time in the zone; `StartDate`/`EndDate` do not apply to it.
 - Recurring ticks fall in [StartDate, EndDate). Ticks are whole minutes (Scheduler's precision).
+
+A job may also declare a local time in several zones (`local_clock.LocalClock`, not a Scheduler
+property): its cron fires at every UTC hour that time can fall on, and only the instants at which
+some zone's clock shows it are the job's ticks.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any, Final, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from clockless.errors import ArgumentError, ClocklessError
 from clockless.schedule import cron as cron_fields
+from clockless.schedule.local_clock import LocalClock
+from clockless.schedule.zones import is_iana_zone
 from clockless.tick import format_scheduled_time
 
 _RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
@@ -44,6 +50,8 @@ _AT = re.compile(r"^at\((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\)$")
 _UNIT_SECONDS: Final = {"minute": 60, "hour": 3600, "day": 86400}
 
 Kind = Literal["cron", "rate", "at"]
+# A local time falls on each of its cron's hours at least once a year, or the cron lists an hour too many.
+_LOCAL_CLOCK_SEARCH: Final = timedelta(days=400)
 
 
 class ScheduleExpressionError(ClocklessError, ValueError):
@@ -112,6 +120,9 @@ class ScheduleSpec:
     end_date: datetime | None = None
     # rate() only, when there is no StartDate: the deployed schedule's creation time.
     created: datetime | None = None
+    # The job's local time in its zones (its declaration's LocalTime): of the cron's instants, only
+    # those at which one zone's clock shows it are ticks.
+    local_clock: LocalClock | None = None
 
     @classmethod
     def of(
@@ -122,24 +133,26 @@ class ScheduleSpec:
         start_date: Any = None,
         end_date: Any = None,
         created: datetime | None = None,
+        local_clock: LocalClock | None = None,
     ) -> ScheduleSpec:
         zone = timezone or "UTC"
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ScheduleExpressionError(f"ScheduleExpressionTimezone {zone!r} is not an IANA time zone") from None
+        if not is_iana_zone(zone):
+            raise ScheduleExpressionError(f"ScheduleExpressionTimezone {zone!r} is not an IANA time zone")
         spec = cls(
             expression=expression.strip(),
             timezone=zone,
             start_date=None if start_date is None else parse_schedule_date(start_date, field="StartDate"),
             end_date=None if end_date is None else parse_schedule_date(end_date, field="EndDate"),
             created=None if created is None else _utc(created),
+            local_clock=local_clock,
         )
         spec.validate()
         return spec
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, Any], *, created: datetime | None = None) -> ScheduleSpec:
+    def from_properties(
+        cls, properties: Mapping[str, Any], *, created: datetime | None = None, local_clock: LocalClock | None = None
+    ) -> ScheduleSpec:
         """From a ScheduleV2 event's (or an AWS::Scheduler::Schedule's) literal properties."""
         expression = properties.get("ScheduleExpression", properties.get("Schedule"))
         if not isinstance(expression, str):
@@ -154,6 +167,7 @@ class ScheduleSpec:
             start_date=properties.get("StartDate"),
             end_date=properties.get("EndDate"),
             created=created,
+            local_clock=local_clock,
         )
 
     # ------------------------------------------------------------------ validation
@@ -211,6 +225,11 @@ class ScheduleSpec:
                 )
         else:
             self._at  # noqa: B018
+        if self.local_clock is not None and kind != "cron":
+            raise ScheduleExpressionError(
+                f"{self.expression!r}: a local time ({self.local_clock.describe()}) is kept by a cron at the UTC "
+                "hours it falls on; write the schedule as that cron"
+            )
         if self.start_date is not None and self.end_date is not None and self.end_date <= self.start_date:
             raise ScheduleExpressionError(
                 f"EndDate {self.end_date.isoformat()} is not after StartDate {self.start_date.isoformat()}"
@@ -270,10 +289,18 @@ class ScheduleSpec:
         first occurrence), so the order holds across DST changes."""
         zone = self._zone
         wall_day = around.astimezone(zone).date() + (timedelta(days=-1) if forward else timedelta(days=1))
+        clock = self.local_clock
+        last = around
         for wall in self._cron.walk(wall_day, forward=forward):
             moment = _wall_to_utc(wall, zone)
-            if moment is not None:
+            if moment is None:
+                continue
+            if clock is None or clock.serves(moment):
+                last = moment
                 yield moment
+            elif abs(moment - last) > _LOCAL_CLOCK_SEARCH:
+                # A year and more of the cron's instants without the local time in any zone: none will.
+                return
 
     def previous_tick(self, at: datetime) -> datetime | None:
         """The last tick at or before `at`; None when the schedule has none."""
@@ -342,7 +369,7 @@ class ScheduleSpec:
             return (period,)
         if self.kind == "at":
             return ()
-        return _year_gaps(self.expression, self.timezone)
+        return _year_gaps(self.expression, self.timezone, self.local_clock)
 
     def nominal_period(self) -> timedelta:
         """The smallest gap between consecutive ticks over a year: how soon the next tick can follow."""
@@ -362,9 +389,9 @@ class ScheduleSpec:
 # Keyed by what the rhythm depends on: the rules, the CLI and the tests ask it of the same few
 # expressions again and again (each a year of ticks, 35,000 for every 15 minutes).
 @functools.lru_cache(maxsize=256)
-def _year_gaps(expression: str, timezone: str) -> tuple[timedelta, ...]:
+def _year_gaps(expression: str, timezone: str, local_clock: LocalClock | None) -> tuple[timedelta, ...]:
     """The distinct gaps between a cron's consecutive ticks over a year, without its bounds."""
-    plain = ScheduleSpec(expression, timezone)
+    plain = ScheduleSpec(expression, timezone, local_clock=local_clock)
     # A year from the first tick on or after a fixed date: a year field may start later.
     first = plain.next_ticks(datetime(2026, 12, 31, 23, 59, tzinfo=UTC), 1)
     if not first:
@@ -390,7 +417,8 @@ def not_a_tick(spec: ScheduleSpec, job: str, moment: datetime) -> str:
         for side, tick in zip(("before it", "after it"), spec.ticks_around(moment), strict=True)
     )
     instant = format_scheduled_time(moment)
-    return f"{instant} is not a tick of {job}'s schedule {spec.expression} (scheduled times: {around})"
+    clock = "" if spec.local_clock is None else f" at {spec.local_clock.describe()}"
+    return f"{instant} is not a tick of {job}'s schedule {spec.expression}{clock} (scheduled times: {around})"
 
 
 def utc_spec(expression: str) -> ScheduleSpec:
