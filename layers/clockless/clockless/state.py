@@ -514,6 +514,15 @@ COUNT_EXHAUSTED: Final = Transition(
     "attribute_exists(partitions_total)",
     "the partition added to partitions_exhausted (a set: once however often)",
 )
+COUNT_UNRUN: Final = Transition(
+    "count-unrun",
+    Record.TICK,
+    (_T.STARTED, _T.FAILED),
+    (_T.STARTED, _T.FAILED),
+    "partitions_total >= :least",
+    "a partition this worker cannot run (unreadable on its last receive) added to partitions_exhausted, only if "
+    "the tick has it (:least: its place among this worker's, or one past them for one beyond its count)",
+)
 SETTLE: Final = Transition(
     "settle",
     Record.TICK,
@@ -598,6 +607,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     NAME_DEAD_HOLDER,
     NAME_DEAD_UNLEASED,
     COUNT_EXHAUSTED,
+    COUNT_UNRUN,
     COUNT_REPLAYED,
     SETTLE,
     SETTLE_EXHAUSTED,

@@ -183,3 +183,41 @@ def test_a_message_of_a_newer_version_fails_by_name_and_settles_its_tick_on_its_
     assert "field 'version' is 2" in str(getattr(lines[-1], "reason", ""))
     assert "1" in _entry(aws)["partitions_exhausted"]["SS"]
     assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+
+
+def _every_receive(worker: Any, body: str) -> None:
+    for receives in range(1, worker.clockless_runner.settings().max_receives + 1):
+        message = {"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": body}
+        event = sqs_event([message | {"Attributes": {"ApproximateReceiveCount": str(receives)}}])
+        with pytest.raises(BatchProcessingError):
+            worker(event, Context())
+
+
+def test_a_partition_beyond_a_lowered_count_is_named_exhausted_on_its_last_receive(
+    aws: Aws,
+) -> None:
+    # The coordinator fanned out 4 partitions (the old count); every worker runs the lowered 2.
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, _ = toy_job()
+    coordinator(dict(TICK), Context())
+    _, _, _, worker_of_two = toy_job(partitions=2)
+
+    for partition in ("2", "3"):
+        _every_receive(worker_of_two, _partition_message(partition))
+
+    assert set(_entry(aws)["partitions_exhausted"]["SS"]) == {"2", "3"}
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+
+
+def test_a_partition_beyond_the_count_of_a_tick_that_has_none_names_nothing(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, worker_of_two = toy_job(partitions=2)
+    coordinator(dict(TICK), Context())
+    entry = _entry(aws)
+
+    _every_receive(worker_of_two, _partition_message("3"))
+
+    assert _entry(aws) == entry
+    assert any(r.getMessage() == "unreadable message names no partition of its tick" for r in caplog.records)

@@ -35,6 +35,7 @@ from clockless.state import (
     COUNT_DONE,
     COUNT_EXHAUSTED,
     COUNT_REPLAYED,
+    COUNT_UNRUN,
     FAIL_START,
     HAND_ON,
     LIST_FAILED,
@@ -154,6 +155,19 @@ class TickStore:
                 "UpdateExpression": f"ADD {EXHAUSTED} :partition",
                 "ConditionExpression": COUNT_EXHAUSTED.render(),
                 "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
+            }
+        }
+
+    def count_unrun(self, partition: str, least: int) -> dict[str, Any]:
+        """`count-unrun`: `partition`, which this worker cannot run, added to `partitions_exhausted`
+        only if the tick was fanned out into at least `least` partitions (so it has this one)."""
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.key,
+                "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                "ConditionExpression": COUNT_UNRUN.render(),
+                "ExpressionAttributeValues": {":partition": {"SS": [partition]}, ":least": {"N": str(least)}},
             }
         }
 
@@ -507,6 +521,25 @@ class PartitionStore:
             },
             self.tick.count_exhausted(self.partition),
         ]
+
+    def mark_unrun(self, least: int) -> bool:
+        """The partition, whose message this worker cannot read, named exhausted on its tick while it
+        is not done and only if the tick has it (`count-unrun`). False: it was done. A tick without
+        it (fanned out into fewer than `least`) is TickUnclaimed (nothing written)."""
+        actions = self.exhausted_actions()
+        actions[1] = self.tick.count_unrun(self.partition, least)
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+        except self.client.exceptions.TransactionCanceledException as error:
+            partition, tick = cancellation_reasons(error, 2)[:2]
+            if tick.get("Code") == "ConditionalCheckFailed":
+                raise TickUnclaimed(
+                    f"{self.job}@{self.scheduled_time} was not fanned out into {least} partitions or more"
+                ) from None
+            if partition.get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
+        return True
 
     def name_dead(self, seen_owner: str, now: int) -> bool:
         """The partition named exhausted by a watch that judged its message dead, if its record is

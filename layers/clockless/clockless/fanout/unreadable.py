@@ -4,10 +4,12 @@ Between a deploy's updates of the coordinator and the workers, a worker can rece
 by code of another version, or for a partition beyond its own count (a coordinator with more
 shards). Each receive fails the message with an ERROR line naming why, and it comes back soon
 (the backoff of a failed run): the deploy's other half usually lands within those receives, and
-the message is then read. On its last receive a `partition` message's partition, when this worker
-runs it, is named on its tick entry (`partitions_exhausted`) and the finisher settles the tick
-`failed` naming it, as for a partition whose run failed every receive; SQS moves the message to
-the work DLQ, and `clockless work redrive` runs it once the workers read it.
+the message is then read. On its last receive a `partition` message's partition is named on its
+tick entry (`partitions_exhausted`) and the finisher settles the tick `failed` naming it, as for a
+partition whose run failed every receive; SQS moves the message to the work DLQ, and `clockless
+work redrive` runs it once the workers read it. The name holds only if the tick has the partition
+(`count-unrun`): its place among this worker's partitions, or, for one beyond its count, a tick
+fanned out into more partitions than this worker runs (partition lists only grow at their end).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
+from clockless.fanout.finish import settle
 from clockless.fanout.messages import KIND_PARTITION, WorkMessage
 from clockless.fanout.partition import lease_owner
-from clockless.fanout.redelivery import exhausted
+from clockless.fanout.types import TickUnclaimed
 from clockless.throttle import Budget
 from clockless.tick import format_scheduled_time
 
@@ -44,8 +47,10 @@ def unreadable(worker: PartitionWorker, error: UnreadableMessageError, context: 
             "last_receive": last,
         },
     )
-    if not last or envelope.kind != KIND_PARTITION or envelope.partition not in worker.partitions:
+    if not last or envelope.kind != KIND_PARTITION or not envelope.partition:
         return False
+    mine = worker.partitions
+    least = mine.index(envelope.partition) + 1 if envelope.partition in mine else len(mine) + 1
     message = WorkMessage(
         KIND_PARTITION, envelope.job, envelope.scheduled_time, envelope.trigger, envelope.partition, {}
     )
@@ -53,7 +58,27 @@ def unreadable(worker: PartitionWorker, error: UnreadableMessageError, context: 
     metrics.add_dimension(name="job", value=worker.job.name)
     try:
         budget = Budget(context, settings.time_budget_ms / 1000, worker.clock)
-        return exhausted(worker, message, lease_owner(context), budget, metrics)
+        return named_unrun(worker, message, lease_owner(context), budget, metrics, least=least)
     finally:
         if metrics.metric_set:
             metrics.flush_metrics()
+
+
+def named_unrun(
+    worker: PartitionWorker, message: WorkMessage, owner: str, budget: Budget, metrics: EphemeralMetrics, *, least: int
+) -> bool:
+    """The partition named exhausted on its tick, if the tick has it, and the finisher run."""
+    try:
+        if worker.final_records(message, owner, budget).mark_unrun(least):
+            worker.job.logger.error(
+                "partition's message unreadable on its last receive; it goes to the work DLQ",
+                extra={"replay": f"clockless work redrive {message.job}"},
+            )
+            settle(worker, message, budget, metrics)
+    except TickUnclaimed as error:  # not a partition of that tick: nothing of it waits for this one
+        worker.job.logger.error("unreadable message names no partition of its tick", extra={"reason": str(error)})
+        return False
+    except Exception:  # the failure is what SQS must see, not this record's
+        worker.job.logger.warning("could not record the unreadable partition in the ledger", exc_info=True)
+        return False
+    return True
