@@ -23,7 +23,11 @@ def _package(function_id: str) -> Path:
     return Path(PROJECT.relative(path)).parent
 
 
-SCHEDULED = sorted(PROJECT.template.scheduled_functions)
+# Every job whose code has a repository of its own to write from (each `clockless new job` makes;
+# tick-reaper's writes are the kit's, clockless.reaper).
+SCHEDULED = sorted(
+    f for f in PROJECT.template.scheduled_functions if (PROJECT_ROOT / _package(f) / "repository.py").exists()
+)
 FIRST = SCHEDULED[0]
 
 # (what is planted, how the violation names it)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from clockless_tools.architecture import RULES, check
-from clockless_tools.scaffold.declaration import declare
+from clockless_tools.scaffold.declaration import declare, plain_loop_drift
 from clockless_tools.scaffold.names import JobNames
 from clockless_tools.scaffold.wiring import add_table
 from clockless_tools.template.model import Template
@@ -118,3 +118,23 @@ def test_cfn_lint_sam_validate_and_sam_build_accept_it(tmp_path: Path) -> None:
         assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout}\n{result.stderr}"
     built = (root / ".aws-sam" / "build" / "template.yaml").read_text(encoding="utf-8")
     assert "DigestFunction" in built
+
+
+def test_the_templates_loops_for_jobs_without_fan_out_are_the_fragments() -> None:
+    # The loops `clockless new job` writes and the ones the template holds stay one text: a change
+    # to one alone (a key the kit reads, added to the fragment only) breaks the next job added.
+    assert plain_loop_drift((PROJECT_ROOT / TEMPLATE).read_text(encoding="utf-8")) == []
+
+
+def test_a_line_the_templates_loop_lacks_is_named_at_its_line(declared: Path) -> None:
+    text = declared.read_text(encoding="utf-8")
+    dropped = "              LOCAL_TIME: !FindInMap [Jobs, !Ref Job, LocalTime, {DefaultValue: none}]\n"
+    start = text.index("  Fn::ForEach::JobsWithoutFanOut:\n")
+    at = text.index(dropped, start)
+    planted = text[:at] + text[at + len(dropped) :]
+
+    problems = plain_loop_drift(planted)
+
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"template.yaml:{planted[:at].count(chr(10)) + 1}: Fn::ForEach::JobsWithoutFanOut")
+    assert "LOCAL_TIME" in problems[0]

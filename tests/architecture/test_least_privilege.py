@@ -323,3 +323,22 @@ def _statements(planted: PlantedCopy, logical_id: str) -> dict[str, dict[str, An
         if isinstance(policy, dict) and "Statement" in policy
         for statement in policy["Statement"]
     }
+
+
+def test_the_ledger_query_is_the_tick_reapers_only_while_its_handler_runs_the_reaper(planted: PlantedCopy) -> None:
+    # Given the template as it is: the reaper's role may Query the ledger, which its code does
+    assert not [v for v in planted.violations("least-privilege") if "TickReaper" in v.resource]
+
+    # When its handler no longer runs the kit's reaper
+    planted.replace(
+        "functions/tick_reaper/tick_reaper/handler.py", "from clockless.reaper import", "from clockless.ledger import"
+    )
+
+    # Then the grant is one nothing of it sends
+    violation = found(
+        planted.violations("least-privilege"),
+        file=TEMPLATE,
+        resource="TickReaperFunction",
+        containing="may dynamodb:Query on LedgerTable",
+    )
+    assert "only overlap='skip' or 'buffer' sends" in violation.message

@@ -10,14 +10,16 @@ message")."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import pytest
 
 from clockless.fanout.watch import WATCH_MARGIN_SECONDS, wait_for_last_receive_ms
 from clockless.ledger import LedgerEntry
+from clockless.reaper import ReapedJob, StuckTicks, reap
 from clockless_tools.simulate.faults import MODEL_KINDS, AttemptDied, FaultKind
 from tests.integration.fanned_out_tick import (
     SCHEDULED,
@@ -369,3 +371,71 @@ def test_the_last_receives_watch_and_bound_meet_every_fault_and_the_tick_ends_as
 ) -> None:
     reference_run(tick)
     assert _last_receive_under_fault(tick, at, kind) == []
+
+
+# ----------------------------------------------------------------- every watch lost: the tick reaper
+# The double fault the watches leave to the work DLQ: the last receive's run dies and no watch over
+# it is ever delivered (the receive before it was not seen, its watch refused or lost). The tick
+# reaper (clockless.reaper) settles the tick once its bound has passed, whatever request the death
+# came after; a redrive then runs the partition to the clean run's tables and counters.
+REAPER_BOUND: Final = timedelta(minutes=10)
+# Each case starts an hour and a few visibility timeouts after the last on the same scheduled time, so
+# the tick's scheduled time falls further behind the clock than the template's 48 h lookback.
+REAPER_LOOKBACK: Final = timedelta(days=30)
+
+
+def _reaped_without_watches(tick: FannedOutTick, request: int, reaped_as: list[str] | None = None) -> list[str]:
+    _die_on_the_last_receive(tick, request)
+    where = f"died after request {request}, every watch lost"
+    # The poller: the partition message shows again (its bound, or the visibility timeout) and the
+    # receive past its count moves it to the work DLQ; each watch it meets is lost, never run.
+    tick.clock.shift(VISIBILITY + timedelta(seconds=1))
+    for message in _receive(tick):
+        assert json.loads(message["Body"])["kind"] == "watch", message["Body"]
+        tick.toy.sqs.delete_message(QueueUrl=tick.toy.work_queue, ReceiptHandle=message["ReceiptHandle"])
+    assert _left_in_work_queue(tick) == 0
+    tick.clock.shift(REAPER_BOUND)
+    now = datetime.fromtimestamp(time.time(), UTC)
+    reaped = reap(
+        StuckTicks(tick.toy.dynamodb, "LedgerTable"),
+        (ReapedJob(TOY_JOB, REAPER_BOUND),),
+        now=now,
+        lookback=REAPER_LOOKBACK,
+    )
+    entry = _entry(tick)
+    if reaped_as is not None:
+        reaped_as.extend([entry.status, str(entry.error)])
+    found = []
+    if entry.status == "started":
+        found.append(f"{where}: the tick is still started after the reaper ({reaped})")
+    elif entry.status == "failed" and [f.key for f in entry.failures][:1] not in (["partition 0"], ["1 partitions"]):
+        # named, or counted as never started when no run of it took its lease (no record to name)
+        found.append(f"{where}: failed without naming partition 0: {entry.error}")
+    _redrive(tick)
+    tick.drain()
+    found.extend(f"{where}: {problem}" for problem in problems(tick.state(), reference_run(tick)))
+    return found
+
+
+def test_a_death_on_the_last_receive_with_its_watch_lost_is_settled_by_the_reaper_then_redriven(
+    tick: FannedOutTick,
+) -> None:
+    reference_run(tick)
+    reaped_as: list[str] = []
+    assert _reaped_without_watches(tick, len(BEFORE_THE_RUN) + 2, reaped_as) == []
+    status, error = reaped_as
+    assert status == "failed"
+    assert error.startswith("partition 0 not done by the tick's bound")
+    assert _entry(tick).status == "succeeded"  # the redrive's done settled it again
+
+
+@pytest.mark.slow
+def test_a_death_after_any_request_with_every_watch_lost_leaves_no_tick_started_once_reaped(
+    tick: FannedOutTick,
+) -> None:
+    reference = reference_run(tick)
+    clean = len(reference.last_requests) + 1
+    failures: list[str] = []
+    for request in range(1, clean + 1):
+        failures.extend(_reaped_without_watches(tick, request))
+    assert not failures, "\n".join(failures)

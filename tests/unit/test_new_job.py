@@ -104,6 +104,10 @@ def test_a_new_job_gets_its_package_tests_and_table_and_no_project_list_edit(pro
     assert bool(template.workers_of(FANNED.function_id)) is fan_out
     if fan_out:
         assert template.work_queue_for_job(FANNED.job).logical_id == f"{FANNED.stem}WorkQueue"
+    # And a fanned-out job's stuck ticks are the tick reaper's, at its grace (rule reaper-covers-fan-out)
+    reaped = re.search(r"^        REAPED_JOBS: (\S+)$", (project / "template.yaml").read_text(encoding="utf-8"), re.M)
+    assert reaped is not None
+    assert (f"{FANNED.job}=135" in reaped.group(1).split(",")) is fan_out
     # And it says what is left to do
     said = " ".join(out.split())
     assert "left to do" in said
@@ -233,9 +237,10 @@ def test_a_schedule_given_writes_the_numbers_the_rules_ask_for(project: Path) ->
     # + 310 s of a failed partition's redelivery = 1,374 s, 23 min, rounded up to 25)
     code, out, _ = new(project, FANNED.job, "--fan-out", "--schedule", "cron(0/15 * * * ? *)")
 
-    # Then its declaration holds the schedule and the numbers derived from it
+    # Then its declaration holds the schedule and the numbers derived from it, its grace the reaper's bound
     assert code == 0, out
     text = (project / "template.yaml").read_text(encoding="utf-8")
+    assert re.search(rf"^        REAPED_JOBS: \S*,{FANNED.job}=25$", text, re.M)
     block = text[text.index(f"    {FANNED.stem}:\n") :].split("\n\n", 1)[0]
     for line in (
         "Schedule: cron(0/15 * * * ? *)",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from clockless_tools.simulate.report import JobReport, SimulationReport, bookkeeping_tables, job_tables
+from clockless_tools.simulate.report import JobReport, SimulationReport
 from clockless_tools.simulate.snapshot import ItemDifference, TableEffects
+from clockless_tools.simulate.tables import bookkeeping_tables, job_tables
 from clockless_tools.template.model import Template
 from tests.jobs import DAY, HOUR, job_where
 
@@ -58,6 +59,19 @@ def test_a_job_with_ticks_and_no_effect_gets_no_verdict_and_fails_the_run() -> N
         "no work seeded for subscription-expiry: 2 ticks delivered, no effect (its package has no demo.py: no data)"
     )
     assert "NOT proved (no work seeded for subscription-expiry)" in report.proved()
+
+
+def test_a_job_without_tables_of_its_own_is_judged_by_its_ticks_alone() -> None:
+    # Given a job whose writes are the kit's ledger only (tick-reaper settles other jobs' ticks)
+    reaper = JobReport("tick-reaper", "F", "cron(30 * * * ? *)", [], ticks_expected=2, has_demo=False)
+
+    report = _report(_job("a", ticks=2, effects=5), reaper)
+
+    # Then it has no table verdict to withhold: the run stands on its ticks, each once
+    assert not reaper.no_work
+    assert report.ok
+    reaper.ticks_missed = ["tick-reaper@2026-11-27T00:30:00Z"]
+    assert not _report(_job("a", ticks=2, effects=5), reaper).ok
 
 
 def test_items_done_twice_or_lost_are_counted_in_the_sentence() -> None:

@@ -488,7 +488,7 @@ COUNT_APPLIED: Final = Transition(
     None,
     "a lane's applied items counted in the transaction that applies them (their writes are conditional)",
 )
-# The tick entry's transitions (the finisher, the trust check, overlap).
+# The tick entry's transitions (the finisher, the trust check, overlap, the tick reaper).
 CHECK_TICK_CLAIMED: Final = Transition(
     "check-tick-claimed",
     Record.TICK,
@@ -586,7 +586,16 @@ FAIL_START: Final = Transition(
     (_T.BUFFERED,),
     (_T.FAILED,),
     "#status = :buffered AND overlap_with = :after",
-    "a start watch fails a buffered tick whose start message died",
+    "a start watch, or the tick reaper past the tick's bound, fails a buffered tick whose start never ran",
+)
+REAP: Final = Transition(
+    "reap",
+    Record.TICK,
+    (_T.STARTED,),
+    (_T.FAILED,),
+    "#status = :started AND claim_id = :claim "
+    "AND (attribute_not_exists(partitions_done) OR partitions_done = :done) AND attribute_exists(partitions_total)",
+    "the tick reaper fails a fanned-out tick not done by its bound, as it read it (same claim, same count done)",
 )
 
 TRANSITIONS: Final[tuple[Transition, ...]] = (
@@ -617,6 +626,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     CHECK_EARLIER,
     RELEASE_BUFFERED,
     FAIL_START,
+    REAP,
 )
 
 

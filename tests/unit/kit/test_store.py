@@ -115,7 +115,13 @@ TICK_CALLS: Final[Mapping[str, list[Callable[[TickStore], object]]]] = {
     ],
     "reported": [lambda t: t.reported()],
     "release_buffered": [lambda t: t.release_buffered(released_by=TICK, partitions_total=4)],
-    "fail_start": [lambda t: t.fail_start(after=TICK, error="died", mark="m")],
+    "fail_start": [
+        lambda t: t.fail_start(after=TICK, error="died", mark="m"),
+        lambda t: t.fail_start(after=TICK, error="died", mark="m", reaped=True),
+    ],
+    "reap": [
+        lambda t: t.reap(claim_id="c-1", partitions_done=2, error="not done", failures="[]", summary="{}", mark="m")
+    ],
 }
 
 

@@ -34,6 +34,7 @@ from clockless_tools.architecture.overlap_declared import OVERLAP_DECLARED_RULE
 from clockless_tools.architecture.partial_batch_failures import PARTIAL_BATCH_FAILURES_RULE
 from clockless_tools.architecture.project import Project, ProjectError, Rule, Violation
 from clockless_tools.architecture.rate_anchored import RATE_ANCHORED_RULE
+from clockless_tools.architecture.reaper_covers_fan_out import REAPER_COVERS_FAN_OUT_RULE
 from clockless_tools.architecture.schedule_delivery import SCHEDULE_DELIVERY_RULE
 from clockless_tools.architecture.scheduled_by_kit import SCHEDULED_BY_KIT_RULE
 from clockless_tools.architecture.secret_comparison import SECRET_COMPARISON_RULE
@@ -80,6 +81,7 @@ RULES: tuple[Rule, ...] = (
     WORK_QUEUE_REDRIVE_RULE,
     VISIBILITY_COVERS_TIMEOUT_RULE,
     SHARDS_MATCH_CONCURRENCY_RULE,
+    REAPER_COVERS_FAN_OUT_RULE,
     TENANT_KEYS_SPREAD_RULE,
     TIME_BUDGET_RULE,
     WORK_PERMISSIONS_RULE,

@@ -33,8 +33,10 @@ from typing import Any, Final
 from clockless.overlap import Overlap
 from clockless_tools.architecture.overlap_declared import declared_overlap, overlap_calls
 from clockless_tools.architecture.project import Project, Rule, SourceFile, Violation, per_file, sub_text
+from clockless_tools.architecture.reaper_covers_fan_out import runs_the_reaper
 from clockless_tools.architecture.work_permissions import allowed, grants_of
 from clockless_tools.template.model import Function
+from clockless_tools.template.queues import resource_id
 
 LEAST_PRIVILEGE: Final = "least-privilege"
 
@@ -168,7 +170,7 @@ def _check_overlap_grants(project: Project, logical_id: str, fn: Function) -> It
     if policy is None:
         return  # overlap-declared reports a policy it cannot read
     own = {p: [c for c in overlap_calls(project, job, p) if c.fn.logical_id == logical_id] for p in Overlap}
-    sent = {(call.resource, call.action) for call in own[policy]}
+    sent = {(call.resource, call.action) for call in own[policy]} | _reaper_calls(project, fn)
     grants = grants_of(project, fn)
     for call in own[Overlap.BUFFER]:
         if (call.resource, call.action) in sent or not allowed(grants, call.resource, call.action):
@@ -182,6 +184,13 @@ def _check_overlap_grants(project: Project, logical_id: str, fn: Function) -> It
             f"make the job's Mappings.Jobs entry say Overlap: {policy.value} (OverlapGrants then leaves it out), "
             f"or drop {call.action} on {call.resource} from {logical_id}'s Policies",
         )
+
+
+def _reaper_calls(project: Project, fn: Function) -> set[tuple[str, str]]:
+    """The ledger Query of a function whose handler runs the tick reaper (clockless.reaper reads the
+    tick entries and partition records of the jobs it settles)."""
+    ledger = resource_id(fn.environment.get("LEDGER_TABLE_NAME"))
+    return {(ledger, "dynamodb:Query")} if ledger and runs_the_reaper(project, fn) else set()
 
 
 def _allow_statements(where: str, document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:

@@ -8,7 +8,8 @@ loops' job lists (a fanned-out job: `Fn::ForEach::Jobs` and `JobOutputs`; one th
 from `template/fragments/jobs-without-fan-out.yaml`: a loop over an empty list is refused, so the
 template has them only while it has such a job), before the external trigger's section (the tables
 policy), after the last `*_TABLE_NAME` in `Globals`, into the trigger's `JOB_FUNCTIONS`,
-`JOB_SCHEDULES` (its Mappings.Jobs schedule, as the other jobs') and `DeliverTicks`. (Its
+`JOB_SCHEDULES` (its Mappings.Jobs schedule, as the other jobs') and `DeliverTicks`, and a fanned-out
+job into the tick reaper's `REAPED_JOBS` in `Globals` (with its grace). (Its
 dashboard, alarms and outputs are the loops'.) The result must load and expand with the new job's
 resources in it, or nothing is written.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clockless_tools.scaffold.names import JobNames
-from clockless_tools.scaffold.schedule import DAILY, ScheduleKeys
+from clockless_tools.scaffold.schedule import DAILY, FANNED_OUT_GRACE_MINUTES, ScheduleKeys
 from clockless_tools.scaffold.wiring import WiringError
 from clockless_tools.template.loader import TemplateError, load_yaml
 from clockless_tools.template.model import Template
@@ -115,6 +116,8 @@ def declare(text: str, names: JobNames, *, fan_out: bool, schedule: ScheduleKeys
         rf"\1                - !GetAtt {names.function_id}.Arn\n",
         "DeliverTicks",
     )
+    if fan_out:
+        text = _reaped(text, names, schedule)
     _check(text, names, fan_out=fan_out)
     return text
 
@@ -135,6 +138,15 @@ def _local_time_variables(names: JobNames, schedule: ScheduleKeys) -> str:
     )
 
 
+def _reaped(text: str, names: JobNames, schedule: ScheduleKeys) -> str:
+    """The fanned-out job added to the tick reaper's REAPED_JOBS with its grace as its bound (rule
+    reaper-covers-fan-out); a template without the reaper is left as it is (the rule says so)."""
+    stated = [line.split(":", 1)[1].strip() for line in schedule.lines if line.startswith("GraceMinutes:")]
+    grace = stated[0] if stated else str(FANNED_OUT_GRACE_MINUTES)
+    edited, count = re.subn(r"^(        REAPED_JOBS: \S+)$", rf"\1,{names.job}={grace}", text, count=1, flags=re.M)
+    return edited if count else text
+
+
 def _loop_list(text: str, loop: str) -> re.Match[str] | None:
     return re.search(rf"^(  Fn::ForEach::{loop}:\n    - Job\n    - \[[^\]\n]*)\]$", text, flags=re.M)
 
@@ -153,6 +165,32 @@ def plain_loops(stems: list[str]) -> tuple[str, str]:
     fragment = FRAGMENT.read_text(encoding="utf-8").replace("    - [NewJob]\n", f"    - [{', '.join(stems)}]\n")
     resources_loop, outputs_loop = fragment.split("\nResources:\n", 1)[1].split("\nOutputs:\n", 1)
     return _PLAIN_HEADING + resources_loop + "\n", outputs_loop
+
+
+def plain_loop_drift(text: str) -> list[str]:
+    """Where template.yaml's loops for the jobs without fan-out differ from the fragment's over the
+    same jobs (a change made to one and not the other: `clockless new job` writes the fragment's)."""
+    found = _loop_list(text, "JobsWithoutFanOut")
+    if found is None:
+        return []
+    stems = [stem.strip() for stem in found.group(1).rsplit("[", 1)[1].split(",") if stem.strip()]
+    problems = []
+    for name, written in zip(("JobsWithoutFanOut", "JobsWithoutFanOutOutputs"), plain_loops(stems), strict=True):
+        expected = written[written.index(f"  Fn::ForEach::{name}:") :]
+        start = text.find(f"  Fn::ForEach::{name}:\n")
+        if start < 0:
+            problems.append(f"template.yaml: no Fn::ForEach::{name} beside its jobs' other loop")
+            continue
+        lines, wanted = text[start:].splitlines(), expected.rstrip("\n").splitlines()
+        for number, (line, want) in enumerate(zip(lines, wanted, strict=False)):
+            if line != want:
+                at = text[:start].count("\n") + number + 1
+                problems.append(
+                    f"template.yaml:{at}: Fn::ForEach::{name} differs from {FRAGMENT.name}: "
+                    f"{want.strip()!r} expected, {line.strip()!r} found (change both, or neither)"
+                )
+                break
+    return problems
 
 
 def _with_plain_loops(text: str) -> str:

@@ -226,10 +226,7 @@ class DeliveryEngine:
         plan = current.plan
         deliveries = self._events(current)
         with self.runtime.function_environment(plan.function_id):
-            futures = [
-                pool.submit(self._deliver_one, plan.function_id, event, fault, lost)
-                for _, event, fault, lost in deliveries
-            ]
+            futures = [pool.submit(self._deliver_one, plan, event, fault, lost) for _, event, fault, lost in deliveries]
             outcomes = [future.result() for future in futures]
         records = []
         for (kind, event, _, _), result in zip(deliveries, outcomes, strict=True):
@@ -271,19 +268,22 @@ class DeliveryEngine:
         )
         return True
 
-    def _deliver_one(self, function_id: str, event: dict[str, Any], fault: int | None, lost: int | None) -> _Outcome:
+    def _deliver_one(self, plan: TickPlan, event: dict[str, Any], fault: int | None, lost: int | None) -> _Outcome:
         if fault is not None or lost is not None:
-            self.faults.arm(fault, lost_answers=() if lost is None else (lost,))
+            self.faults.arm(fault, lost_answers=() if lost is None else (lost,), count_spared=plan.count_spared)
         try:
-            result = self.runtime.call(function_id, event)
+            result = self.runtime.call(plan.function_id, event)
             found = result.get("outcome") if isinstance(result, Mapping) else None
             outcome = _Outcome(found if found in SUPPRESSED | HELD_OUTCOMES else OUTCOME_EXECUTED)
-        except InjectedFault as error:  # the delivery failed; Lambda sees an error and retries
+        except Exception as error:  # the delivery failed; Lambda sees an error and retries
+            # Powertools wraps a failed request to its own table in its own error: still ours.
+            injected = injected_cause(error)
             outcome = _Outcome(
-                OUTCOME_FAILED, f"{type(error).__name__}: {error}", injected=True, writes=error.writes_done
+                OUTCOME_FAILED,
+                f"{type(error).__name__}: {error}",
+                injected=injected is not None,
+                writes=0 if injected is None else injected.writes_done,
             )
-        except Exception as error:  # the job's own failure, treated the same way
-            outcome = _Outcome(OUTCOME_FAILED, f"{type(error).__name__}: {error}")
         finally:
             responses_lost = self.faults.lost_answers()
             self.faults.disarm()
@@ -297,3 +297,15 @@ class _Outcome:
     injected: bool = False
     writes: int = 0
     responses_lost: int = 0
+
+
+def injected_cause(error: BaseException) -> InjectedFault | None:
+    """The injected fault that caused `error` (itself, or one it was raised from), if any."""
+    seen: BaseException | None = error
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        if isinstance(seen, InjectedFault):
+            return seen
+        visited.add(id(seen))
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -29,6 +29,10 @@ class WorkerReport:
     redelivered: int = 0
     # invocations whose batch (or part of it) stayed on the queue: crashes, reported failures
     failed: int = 0
+    # those failures by the fault their invocation met ("none": it met none). A crash fails its
+    # invocation; of a duplicate's two concurrent invocations the one that finds the partition's lease
+    # held fails, and that may be the one recorded: no other failure has a cause.
+    failed_by_fault: dict[str, int] = field(default_factory=lambda: dict.fromkeys((*WORKER_FAULTS, "none"), 0))
     faults: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WORKER_FAULTS, 0))
     responses_lost: int = 0
     dead_lettered: int = 0
@@ -47,6 +51,7 @@ class WorkerReport:
             "messages": self.messages,
             "redelivered": self.redelivered,
             "failed": self.failed,
+            "failed_by_fault": self.failed_by_fault,
             "faults": self.faults,
             "responses_lost": self.responses_lost,
             "dead_lettered": self.dead_lettered,
@@ -93,7 +98,9 @@ def worker_report(
         report.invocations += 1
         report.messages += record.messages
         report.redelivered += record.redelivered
-        report.failed += record.outcome != OUTCOME_DONE
+        if record.outcome != OUTCOME_DONE:
+            report.failed += 1
+            report.failed_by_fault[record.fault if record.fault is not None and record.fault_fired else "none"] += 1
         report.responses_lost += record.responses_lost
         if record.fault is not None and record.fault_fired:
             report.faults[record.fault] += 1

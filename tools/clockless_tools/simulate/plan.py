@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from clockless import format_scheduled_time
+from clockless_tools.simulate.tables import job_tables
 from clockless_tools.template.model import Schedule, Template
 from clockless_tools.template.queues import literal_int
 
@@ -80,6 +81,9 @@ class TickPlan:
     lose_answer: int | None = None
     # chance that a work message of this tick meets a worker fault (`simulate.workers`)
     worker_fault_rate: float = 0.0
+    # A job that writes only the kit's own tables (the tick reaper writes the ledger): its faults
+    # count those requests, or it would never meet one.
+    count_spared: bool = False
 
     @property
     def key(self) -> str:
@@ -119,6 +123,7 @@ def plan_deliveries(
         # A late duplicate lands after the next tick; a one-time schedule has none, so a day later.
         period = timedelta(days=1) if spec.kind == "at" else spec.nominal_period()
         retries = RetryPolicy.of(template, schedule)
+        count_spared = not job_tables(template, schedule.function_id)
         delivered = [moment for moment in times if (job, moment) not in dropped]
         showcase = random.Random(f"{seed}/{job}").choice(delivered) if delivered else None  # noqa: S311
         for moment in delivered:
@@ -127,8 +132,9 @@ def plan_deliveries(
             first_at = moment + timedelta(seconds=rng.randint(0, 59))  # Scheduler fires within its minute
             fail_after: dict[int, int] = {}
             if full or rng.random() < P_FAILURE:
-                # The showcase tick fails on its first domain request, which every job makes.
-                fail_after[1] = 1 if full else rng.randint(1, 8)
+                # The showcase tick fails on its first domain request, which every job makes (a job
+                # of the kit's tables only: its first after the claim, whose answer it loses).
+                fail_after[1] = (2 if count_spared else 1) if full else rng.randint(1, 8)
                 if full or rng.random() < P_SECOND_FAILURE:
                     fail_after[2] = rng.randint(1, 8)
             burst = rng.randint(3, MAX_BURST) if full or rng.random() < P_BURST else 1
@@ -161,6 +167,7 @@ def plan_deliveries(
                         1 if full else (rng.randint(1, MAX_LOST_ANSWER_AT) if rng.random() < P_LOST_ANSWER else None)
                     ),
                     worker_fault_rate=1.0 if full else P_WORKER_FAULT,
+                    count_spared=count_spared,
                 )
             )
     plans.sort(key=lambda plan: (plan.scheduled_time, plan.job))

@@ -29,32 +29,13 @@ from clockless_tools.simulate.engine import (
 )
 from clockless_tools.simulate.fanout import WorkerReport, worker_report
 from clockless_tools.simulate.plan import TickPlan
-from clockless_tools.simulate.request import BOOKKEEPING_KINDS, SimulationRequest
+from clockless_tools.simulate.request import SimulationRequest
 from clockless_tools.simulate.slow_night import judge_overlap, ledger_entries, overlap_skipped, started_by_release
 from clockless_tools.simulate.snapshot import ItemDifference, Snapshot, TableEffects, compare_table, effects_between
+from clockless_tools.simulate.tables import bookkeeping_tables, job_tables
 from clockless_tools.simulate.workers import WorkerRecord
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
-
-
-def bookkeeping_tables(template: Template) -> set[str]:
-    """Logical ids of tables the kit keeps for itself (idempotency records, the run ledger)."""
-    return set(template.tables_of_kind(*BOOKKEEPING_KINDS))
-
-
-def job_tables(template: Template, function_id: str) -> list[str]:
-    """The domain tables the job's function and its workers declare (`Metadata: clockless: tables`)
-    or name in their own environment (`!Ref <Table>`; Globals' names every job's): where its effects
-    land."""
-    domain = template.tables.keys() - bookkeeping_tables(template)
-    found: list[str] = []
-    for logical_id in [function_id, *worker_functions(template, function_id)]:
-        function = template.function(logical_id)
-        named = [value.get("Ref") for value in function.own_environment.values() if isinstance(value, Mapping)]
-        for table in [*function.declared_tables, *named]:
-            if table in domain and table not in found:
-                found.append(str(table))
-    return found
 
 
 def key_attributes(template: Template, logical_id: str) -> list[str]:
@@ -104,8 +85,15 @@ class JobReport:
     @property
     def no_work(self) -> bool:
         """Ticks were delivered and even the reference replay (each tick once) changed nothing in the
-        job's tables: a verdict over zero effects would read the same as a real one, so there is none."""
-        return self.ticks_delivered > 0 and self.reference_effects_total == 0 and not self.reference_failures
+        job's tables: a verdict over zero effects would read the same as a real one, so there is none.
+        A job with no table of its own (tick-reaper, whose writes are the ledger's settled ticks) has
+        none to compare: its verdict is its ticks', each once."""
+        return (
+            bool(self.tables)
+            and self.ticks_delivered > 0
+            and self.reference_effects_total == 0
+            and not self.reference_failures
+        )
 
     @property
     def no_work_reason(self) -> str:
@@ -375,7 +363,7 @@ def build_report(
             report.effects[table] = effects_between(before.get(name, []), after.get(name, []), keys)
             report.reference_effects[table] = effects_between(before.get(name, []), reference_after.get(name, []), keys)
             report.differences.extend(differences[table])
-        if bad_rows is not None:
+        if bad_rows is not None and tables:  # a job with no table of its own has no row to plant
             report.bad_rows = judge_bad_rows(
                 job,
                 bad_rows.get(job),

@@ -25,9 +25,10 @@ from clockless_tools.local.seed import SeedPlan
 from clockless_tools.simulate.bad_rows import distinct_letters
 from clockless_tools.simulate.engine import DeliveryRecord
 from clockless_tools.simulate.plan import delivered_once, plan_deliveries
-from clockless_tools.simulate.report import SimulationReport, bookkeeping_tables, build_report
+from clockless_tools.simulate.report import SimulationReport, build_report
 from clockless_tools.simulate.request import Note, Progress, SimulationError, SimulationRequest
 from clockless_tools.simulate.slow_night import worker_lags
+from clockless_tools.simulate.tables import bookkeeping_tables
 from clockless_tools.simulate.workers import WorkerRecord
 from clockless_tools.template.intrinsics import LocalNames
 

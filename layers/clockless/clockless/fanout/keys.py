@@ -28,6 +28,8 @@ METRIC_PENDING: Final = "metric_pending"
 FAILURE_NOTES: Final = "failure_notes"
 # On the tick entry: the partitions whose message failed every receive (clockless.fanout.redelivery).
 EXHAUSTED: Final = "partitions_exhausted"
+# On a tick entry the tick reaper settled: when (kept when a late `done` settles it again, for operators).
+REAPED_AT: Final = "reaped_at"
 
 
 def work_job(job: str) -> str:

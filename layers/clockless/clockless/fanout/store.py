@@ -21,6 +21,7 @@ from clockless.fanout.keys import (
     FAILURE_NOTES,
     LAST_ERROR,
     METRIC_PENDING,
+    REAPED_AT,
     THROTTLE_CONTINUATIONS,
     lane_key,
     partition_key,
@@ -28,7 +29,7 @@ from clockless.fanout.keys import (
     work_job,
 )
 from clockless.fanout.types import FailedKeys, Lease, LeaseLost, TickUnclaimed
-from clockless.ledger import iso_now
+from clockless.ledger import FAILURES, SUMMARY_WHOLE_TICK, iso_now
 from clockless.overlap import START_FAILED
 from clockless.state import (
     CHECK_TICK_CLAIMED,
@@ -45,6 +46,7 @@ from clockless.state import (
     NAME_EXHAUSTED,
     NOTE_ERROR,
     NOTE_FAILURES,
+    REAP,
     RELEASE,
     RELEASE_BUFFERED,
     REPORTED,
@@ -231,35 +233,89 @@ class TickStore:
             return False
         return True
 
-    def fail_start(self, *, after: str, error: str, mark: str) -> bool:
+    def fail_start(self, *, after: str, error: str, mark: str, reaped: bool = False) -> bool:
         """`fail-start`: the buffered tick settled `failed`, only while it is still buffered behind
-        `after`, with `start_failed` (a redriven start message may still start it). True for the call
-        whose update applied, also when its answer was lost and the update resent (`mark`, a value
-        unique to the call, is found as `finished_by`)."""
+        `after`, with `start_failed` (a redriven start message may still start it), and `reaped_at`
+        when the tick reaper wrote it. True for the call whose update applied, also when its answer
+        was lost and the update resent (`mark`, a value unique to the call, is found as `finished_by`)."""
+        return self._fail(
+            FAIL_START,
+            f"SET #status = :failed, #error = :error, {START_FAILED} = :after",
+            {":error": {"S": error}, ":after": {"S": after}, ":buffered": {"S": TickStatus.BUFFERED.value}},
+            mark=mark,
+            reaped=reaped,
+        )
+
+    def reap(self, *, claim_id: str, partitions_done: int, error: str, failures: str, summary: str, mark: str) -> bool:
+        """`reap`: the started tick settled `failed` by the tick reaper, naming the partitions not
+        done (`failures`, as the ledger lists them; `summary`, its JSON), only while it is as the
+        reaper read it: `started` by `claim_id`, `partitions_done` done. True as `fail_start`."""
+        return self._fail(
+            REAP,
+            f"SET #status = :failed, #error = :error, {FAILURES} = :failures, summary = :summary, "
+            "summary_scope = :scope",
+            {
+                ":started": {"S": TickStatus.STARTED.value},
+                ":claim": {"S": claim_id},
+                ":done": {"N": str(partitions_done)},
+                ":error": {"S": error},
+                ":failures": {"S": failures},
+                ":summary": {"S": summary},
+                ":scope": {"S": SUMMARY_WHOLE_TICK},
+            },
+            mark=mark,
+            reaped=True,
+        )
+
+    def _fail(self, transition: Transition, update: str, values: dict[str, Any], *, mark: str, reaped: bool) -> bool:
+        # `finished_by`: a resend of this very update after a lost answer finds its own mark.
+        when = f", {REAPED_AT} = :now" if reaped else ""
         try:
             self.client.update_item(
                 TableName=self.table,
                 Key=self.key,
-                UpdateExpression=(
-                    "SET #status = :failed, #error = :error, finished_at = :now, finished_by = :mark, "
-                    f"{START_FAILED} = :after"
-                ),
-                ConditionExpression=FAIL_START.render(),
+                UpdateExpression=f"{update}, finished_at = :now, finished_by = :mark{when}",
+                ConditionExpression=transition.render(),
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues={
+                    **values,
                     ":failed": {"S": TickStatus.FAILED.value},
-                    ":error": {"S": error},
                     ":now": {"S": iso_now()},
                     ":mark": {"S": mark},
-                    ":after": {"S": after},
-                    ":buffered": {"S": TickStatus.BUFFERED.value},
                 },
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except self.client.exceptions.ConditionalCheckFailedException as refused:
-            # failed already: by this very update (its answer lost and resent), or by a duplicate watch
+            # failed already: by this very update (its answer lost and resent), or by a duplicate
+            # watch or reaper; or the tick moved on since it was read
             return TickEntry.from_item(refused.response.get("Item")).finished_by == mark
         return True
+
+
+def open_ticks(client: Any, table: str, job: str, start: str, end: str) -> list[TickEntry]:
+    """The tick reaper's read: `job`'s tick entries scheduled in [`start`, `end`] still `started`
+    or `buffered` (one Query per MB, read consistently)."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "job = :job AND scheduled_time BETWEEN :start AND :end",
+        "FilterExpression": "#status IN (:started, :buffered)",
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": {
+            ":job": {"S": job},
+            ":start": {"S": start},
+            ":end": {"S": end},
+            ":started": {"S": TickStatus.STARTED.value},
+            ":buffered": {"S": TickStatus.BUFFERED.value},
+        },
+        "ConsistentRead": True,
+    }
+    entries: list[TickEntry] = []
+    while True:
+        response = client.query(**request)
+        entries.extend(TickEntry.from_item(item) for item in response.get("Items") or [])
+        if "LastEvaluatedKey" not in response:
+            return entries
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 @dataclass
