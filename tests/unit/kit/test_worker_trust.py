@@ -209,6 +209,54 @@ def test_a_partition_beyond_a_lowered_count_is_named_exhausted_on_its_last_recei
     assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
 
 
+def test_every_partition_of_a_tick_fanned_out_into_more_than_the_worker_runs_is_named_and_it_settles_failed(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The coordinator fanned out 4 partitions (the old count); every worker runs the lowered 2:
+    # partitions 0 and 1 are refused (untrusted), 2 and 3 unreadable; none may leave it `started`.
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, _ = toy_job()
+    coordinator(dict(TICK), Context())
+    _, _, _, worker_of_two = toy_job(partitions=2)
+
+    for partition in ("0", "1", "2", "3"):
+        _every_receive(worker_of_two, _partition_message(partition))
+
+    entry = _entry(aws)
+    assert set(entry["partitions_exhausted"]["SS"]) == {"0", "1", "2", "3"}
+    assert entry["status"]["S"] == "failed"
+    refusals = [r for r in caplog.records if r.getMessage() == "work message refused; nothing was written"]
+    assert len(refusals) == 2 * worker_of_two.clockless_runner.settings().max_receives
+    assert aws.dynamodb.scan(TableName=OUTPUTS_TABLE)["Items"] == []
+
+
+def test_a_refused_partition_is_named_only_on_its_last_receive(aws: Aws) -> None:
+    seed(aws.dynamodb, 12)
+    _, _, coordinator, _ = toy_job()
+    coordinator(dict(TICK), Context())
+    _, _, _, worker_of_two = toy_job(partitions=2)
+    entry = _entry(aws)
+    last = worker_of_two.clockless_runner.settings().max_receives
+
+    for receives in range(1, last):
+        message = {"MessageId": "m-1", "ReceiptHandle": "r-1", "Body": _partition_message("0")}
+        event = sqs_event([message | {"Attributes": {"ApproximateReceiveCount": str(receives)}}])
+        with pytest.raises(BatchProcessingError):
+            worker_of_two(event, Context())
+
+    assert _entry(aws) == entry
+
+
+def test_a_partition_of_a_tick_nobody_claimed_is_not_named_on_its_last_receive(aws: Aws) -> None:
+    # A forged message (no coordinator claimed the tick) is refused every receive and names nothing.
+    seed(aws.dynamodb, 12)
+    _, _, _, worker = toy_job()
+
+    _every_receive(worker, _partition_message("0"))
+
+    assert aws.dynamodb.scan(TableName="LedgerTable")["Items"] == []
+
+
 def test_a_partition_beyond_the_count_of_a_tick_that_has_none_names_nothing(
     aws: Aws, caplog: pytest.LogCaptureFixture
 ) -> None:

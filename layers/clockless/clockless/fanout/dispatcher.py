@@ -30,7 +30,7 @@ from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_att
 from clockless.fanout.replay import replay
 from clockless.fanout.start_watch import settle_start_watch
 from clockless.fanout.trust import UntrustedMessageError
-from clockless.fanout.unreadable import unreadable
+from clockless.fanout.unreadable import refused, unreadable
 from clockless.fanout.watch import send_watch, settle_watch
 from clockless.fanout.worker import PartitionWorker
 from clockless.state import Outcome, watches
@@ -119,9 +119,9 @@ def dispatch(
     metrics = EphemeralMetrics(namespace=worker.settings().metrics_namespace, service=job.name)
     metrics.add_dimension(name="job", value=job.name)
     metrics.add_dimension(name="trigger", value=message.trigger.value)
+    budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
+    owner = lease_owner(context)
     try:
-        budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
-        owner = lease_owner(context)
         if message.kind in (KIND_PARTITION, KIND_START) and watches(receives, worker.settings().max_receives):
             send_watch(worker, message, owner, message_id=message_id, receives=receives, budget=budget)
         if receipt_handle is not None:
@@ -144,6 +144,7 @@ def dispatch(
     except UntrustedMessageError as error:
         # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
         job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})
+        refused(worker, message, error, owner=owner, budget=budget, metrics=metrics, receives=receives)
         raise
     finally:
         if metrics.metric_set:

@@ -44,7 +44,7 @@ from clockless.fanout.retry import (
     continuation_delay,
 )
 from clockless.fanout.store import PartitionStore, now_ms
-from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, why_not_claimed
+from clockless.fanout.trust import UntrustedMessageError, fanned_out_into_more, reject_future_tick, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
 from clockless.fanout.work import ReadsOutside
 from clockless.fanout.writer import BatchWriter
@@ -154,7 +154,12 @@ def take_lease(
         message_id=message_id,
     )
     if lease.untrusted is not None:
-        raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total, least))
+        raise UntrustedMessageError(
+            message.tick_key,
+            message.partition,
+            why_not_claimed(lease.untrusted, total, least),
+            more_partitions=fanned_out_into_more(lease.untrusted, total),
+        )
     return lease
 
 

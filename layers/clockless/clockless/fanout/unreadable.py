@@ -10,6 +10,10 @@ partition whose run failed every receive; SQS moves the message to the work DLQ,
 work redrive` runs it once the workers read it. The name holds only if the tick has the partition
 (`count-unrun`): its place among this worker's partitions, or, for one beyond its count, a tick
 fanned out into more partitions than this worker runs (partition lists only grow at their end).
+
+A partition within the worker's count of a tick fanned out into more is readable but refused
+(clockless.fanout.trust: the worker cannot run that tick's count); on its last receive it is named
+the same way (`refused`), so every partition of such a tick is named and the tick settles `failed`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from clockless.tick import format_scheduled_time
 
 if TYPE_CHECKING:
     from clockless.fanout.messages import UnreadableMessageError
+    from clockless.fanout.trust import UntrustedMessageError
     from clockless.fanout.worker import PartitionWorker
 
 
@@ -62,6 +67,27 @@ def unreadable(worker: PartitionWorker, error: UnreadableMessageError, context: 
     finally:
         if metrics.metric_set:
             metrics.flush_metrics()
+
+
+def refused(
+    worker: PartitionWorker,
+    message: WorkMessage,
+    error: UntrustedMessageError,
+    *,
+    owner: str,
+    budget: Budget,
+    metrics: EphemeralMetrics,
+    receives: int,
+) -> bool:
+    """A `partition` message refused because its tick was fanned out into more partitions than this
+    worker runs (a shard count lowered between them): its partition is the tick's but this worker
+    cannot run that tick, so on its last receive it is named as an unreadable one is. True: named."""
+    if not error.more_partitions or message.kind != KIND_PARTITION:
+        return False
+    if receives < worker.settings().max_receives:
+        return False
+    least = worker.partitions.index(message.partition) + 1
+    return named_unrun(worker, message, owner, budget, metrics, least=least)
 
 
 def named_unrun(
