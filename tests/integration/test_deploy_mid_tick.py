@@ -222,7 +222,7 @@ class World:
     @contextlib.contextmanager
     def fresh(self, clock: time_machine.Traveller, deploy: Deploy | None) -> Iterator[Deployed]:
         with self.tick.world(clock):
-            shipped = tuple(self.tick.runtime.handler(self.tick.work.worker).clockless_runner.partitions)  # type: ignore[union-attr, attr-defined]
+            shipped = tuple(self.tick.runtime.handler(self.tick.work.worker).clockless_runner.partitions)  # type: ignore[attr-defined]
             old, new = codes(self.change, shipped)
             if self.change == SHARDS:
                 reshard(self.tick, self.job, len(old.partitions))
