@@ -234,7 +234,8 @@ build: $(SAM_STAMP) ## sam validate --lint and sam build
 	$(SAM) validate --lint --region $(REGION)
 	$(SAM) build --parallel
 
-deploy: build ## sam deploy with samconfig.toml (needs AWS credentials); rate() StartDates set for now
+deploy: build ## sam deploy with samconfig.toml (needs AWS credentials); rate() StartDates set for now; a lowered shard count refused
+	$(CLOCKLESS) shards check --before-deploy $(OPERATE_ON)
 	overrides="$$($(CLOCKLESS) schedules start-dates)"; \
 	  $(SAM) deploy $${overrides:+--parameter-overrides $$overrides}
 

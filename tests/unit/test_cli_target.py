@@ -14,7 +14,7 @@ from clockless_tools.cli.app import app
 from clockless_tools.cli.target import TargetOptions, target_options
 
 TARGET_OPTIONS = ["--template", "--stack", "--region", "--profile", "--config-env", "--config-file", "--endpoint"]
-OPERATING = {"status", "backfill", "run-now", "pause", "resume", "drift", "work show", "work redrive"}
+OPERATING = {"status", "backfill", "run-now", "pause", "resume", "drift", "work show", "work redrive", "shards check"}
 
 
 def _leaves(command: Any, path: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -440,8 +440,9 @@ CHECK_TICK_CLAIMED: Final = Transition(
     Record.TICK,
     (_T.STARTED,),
     (_T.STARTED,),
-    "partitions_total = :partitions_total",
-    "a partition's first run holds the tick to a fan-out coordinator's claim with this worker's partitions",
+    "partitions_total BETWEEN :least AND :partitions_total",
+    "a partition's first run holds the tick to a fan-out coordinator's claim that has its partition and no more "
+    "partitions than this worker runs (a coordinator deployed before a raised shard count fanned out fewer)",
 )
 COUNT_DONE: Final = Transition(
     "count-done",
@@ -458,6 +459,15 @@ COUNT_EXHAUSTED: Final = Transition(
     (_T.STARTED, _T.FAILED),
     "attribute_exists(partitions_total)",
     "the partition added to partitions_exhausted (a set: once however often)",
+)
+COUNT_UNRUN: Final = Transition(
+    "count-unrun",
+    Record.TICK,
+    (_T.STARTED, _T.FAILED),
+    (_T.STARTED, _T.FAILED),
+    "partitions_total >= :least",
+    "a partition this worker cannot run (unreadable on its last receive) added to partitions_exhausted, only if "
+    "the tick has it (:least: its place among this worker's, or one past them for one beyond its count)",
 )
 SETTLE: Final = Transition(
     "settle",
@@ -550,6 +560,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     COUNT_DONE,
     NAME_EXHAUSTED,
     COUNT_EXHAUSTED,
+    COUNT_UNRUN,
     COUNT_REPLAYED,
     SETTLE,
     SETTLE_EXHAUSTED,

@@ -7,22 +7,22 @@ from typing import Final
 
 import pytest
 
-from clockless.fanout.messages import MessageKind, RetiredMessageError, WorkMessage
+from clockless.fanout.messages import MessageKind, RetiredMessageError, UnreadableMessageError, WorkMessage
 
 PARTITIONS: Final = ("0", "1")
 BODIES: Final = {
     MessageKind.PARTITION: (
         '{"hop":2,"job":"toy","kind":"partition","params":{"d":"2026-12-01"},"partition":"1",'
-        '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
+        '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule","version":1}'
     ),
     MessageKind.ITEMS: (
         '{"error":"boom","items":[{"id":"a"}],"job":"toy","keys":["a"],"kind":"items","params":{},'
-        '"partition":"0","scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
+        '"partition":"0","scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule","version":1}'
     ),
     MessageKind.START: (
         # as the kit writes a start (clockless.fanout.buffer): with an empty error and items
         '{"error":"","items":[],"job":"toy","kind":"start","params":{"after":"2026-12-01T01:00:00Z"},"partition":"",'
-        '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule"}'
+        '"scheduled_time":"2026-12-01T02:00:00Z","trigger":"schedule","version":1}'
     ),
 }
 # A watch over a late receive, as the release before the tick reaper wrote it (still queued at a deploy).
@@ -51,3 +51,29 @@ def test_a_watch_an_earlier_release_sent_is_a_retired_kind_not_a_malformed_messa
 
     assert raised.value.kind == "watch"
     assert "a kind an earlier release sent" in str(raised.value)
+
+
+def test_a_body_queued_before_versions_reads_as_version_1() -> None:
+    old = BODIES[MessageKind.PARTITION].replace(',"version":1', "")
+
+    message = WorkMessage.parse(old, job="toy", partitions=PARTITIONS)
+
+    assert message.version == 1
+    assert message.body() == BODIES[MessageKind.PARTITION]
+
+
+def test_a_body_of_an_unknown_version_is_refused_naming_its_tick() -> None:
+    newer = BODIES[MessageKind.PARTITION].replace('"version":1', '"version":2')
+
+    with pytest.raises(UnreadableMessageError, match="field 'version' is 2, which this worker cannot read") as caught:
+        WorkMessage.parse(newer, job="toy", partitions=PARTITIONS)
+
+    assert (caught.value.envelope.job, caught.value.envelope.partition) == ("toy", "1")
+    assert WorkMessage.parse(newer, job="toy", partitions=PARTITIONS, versions={1, 2}).version == 2
+
+
+def test_a_partition_beyond_this_workers_count_is_unreadable_not_dropped() -> None:
+    beyond = BODIES[MessageKind.PARTITION].replace('"partition":"1"', '"partition":"7"')
+
+    with pytest.raises(UnreadableMessageError, match="field 'partition' must be one of this job's 2 partitions"):
+        WorkMessage.parse(beyond, job="toy", partitions=PARTITIONS)

@@ -93,6 +93,7 @@ PARTITION_CALLS: Final[Mapping[str, list[Callable[[PartitionStore], object]]]] =
     "done_transaction": [lambda s: s.done_transaction(), lambda s: s.done_transaction(already_done=3)],
     "exhausted_actions": [lambda s: s.exhausted_actions()],
     "mark_exhausted": [lambda s: s.mark_exhausted()],
+    "mark_unrun": [lambda s: s.mark_unrun(3)],
     "note_failures": [lambda s: s.note_failures([{"S": "{}"}], max_listed=100)],
     "lane_counter": [lambda s: s.lane_counter(0, 7)],
     "failed_record": [lambda s: s.failed_record(["a"]), lambda s: s.failed_record(["a", "b", "c"])],
@@ -105,6 +106,7 @@ TICK_CALLS: Final[Mapping[str, list[Callable[[TickStore], object]]]] = {
     "claimed_check": [lambda t: t.claimed_check(4)],
     "count_done": [lambda t: t.count_done("3")],
     "count_exhausted": [lambda t: t.count_exhausted("3")],
+    "count_unrun": [lambda t: t.count_unrun("3", 4)],
     "settle": [
         lambda t: t.settle(SETTLE, "SET x = :x", {}),
         lambda t: t.settle(SETTLE_EXHAUSTED, "SET x = :x", {}),

@@ -26,6 +26,7 @@ from clockless_tools.cli import (
     pause,
     schedules,
     security,
+    shards,
     simulate,
     status,
     work,
@@ -89,6 +90,12 @@ app.add_typer(
     name="work",
     help="A fanned-out job's work queue and its dead-letter queue: show what failed, redrive it.",
     rich_help_panel=OPERATE,
+)
+app.add_typer(
+    shards.app,
+    name="shards",
+    help="A fanned-out job's shard count against its deployed ticks: a lowered count refused without its migration.",
+    rich_help_panel=CHECK,
 )
 app.add_typer(drift.app)
 app.add_typer(arch.app)

@@ -2,7 +2,7 @@
 with how to reach it, or the local runtime) and `@target_options`, which puts its seven options on
 a command's command line and hands the command one `TargetOptions`.
 
-Every command that reads or changes a deployment (status, backfill, run-now, pause, resume, drift,
+Every command that reads or changes a deployment (status, backfill, run-now, pause, resume, drift, shards check,
 work show, work redrive) takes the same options with the same help, so they are written here once,
 as click's shared-option decorators and pipx's shared arguments are.
 """
@@ -93,22 +93,29 @@ class TargetOptions:
     def open(self) -> tuple[Template, JobTarget]:
         """The template and where to act, or one line saying why not (exit 2)."""
         try:
-            template = Template.load(self.template)
-            if self.stack is not None:
-                connection = resolve_connection(
-                    self.stack,
-                    region=self.region,
-                    profile=self.profile,
-                    samconfig=self.config_file or self.template.resolve().parent / "samconfig.toml",
-                    config_env=self.config_env,
-                )
-                return template, open_stack(template, connection)
-            endpoint = self.endpoint if self.endpoint is not None else running_endpoint()
-            if endpoint is None:
-                raise fail(f"no embedded DynamoDB is running: start it with `make local-up`, or pass {flag('--stack')}")
-            return template, LocalTarget(template, require_endpoint(endpoint))
+            return self.open_target()
         except (TemplateError, OperationError) as error:
             raise fail(str(error)) from None
+
+    def open_target(self) -> tuple[Template, JobTarget]:
+        """The template and where to act; TemplateError or OperationError (StackNotDeployed for a
+        stack not found) saying why not."""
+        template = Template.load(self.template)
+        if self.stack is not None:
+            connection = resolve_connection(
+                self.stack,
+                region=self.region,
+                profile=self.profile,
+                samconfig=self.config_file or self.template.resolve().parent / "samconfig.toml",
+                config_env=self.config_env,
+            )
+            return template, open_stack(template, connection)
+        endpoint = self.endpoint if self.endpoint is not None else running_endpoint()
+        if endpoint is None:
+            raise OperationError(
+                f"no embedded DynamoDB is running: start it with `make local-up`, or pass {flag('--stack')}"
+            )
+        return template, LocalTarget(template, require_endpoint(endpoint))
 
 
 # Each field's option on the command line, in the order --help lists them.

@@ -42,6 +42,10 @@ CREDENTIALS_HINT = (
 )
 
 
+class StackNotDeployed(OperationError):
+    """The stack named is not deployed where it was looked for (a first `sam deploy` creates it)."""
+
+
 @dataclass(frozen=True)
 class Setting:
     """A resolved value and where it came from, for the error that names it."""
@@ -189,7 +193,7 @@ def open_stack(template: Template, connection: StackConnection) -> StackTarget:
                 raise
             deployed = samconfig_parameters(connection.samconfig, connection.config_env).get("stack_name")
             hint = f" ({connection.samconfig.name} [{connection.config_env}] deploys {deployed!r})" if deployed else ""
-            raise OperationError(
+            raise StackNotDeployed(
                 f"stack {connection.stack!r} not found in {session.region_name} (region from "
                 f"{connection.region.source or 'the profile'}): check --stack{hint} and --region"
             ) from None

@@ -23,11 +23,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from clockless.fanout.buffer import start_buffered
-from clockless.fanout.messages import MessageKind, RetiredMessageError, WorkMessage
-from clockless.fanout.partition import run_partition
+from clockless.fanout.messages import MessageKind, RetiredMessageError, UnreadableMessageError, WorkMessage
+from clockless.fanout.partition import lease_owner, run_partition
 from clockless.fanout.redelivery import come_back_soon, held_lease, hold_for_attempt
 from clockless.fanout.replay import replay
 from clockless.fanout.trust import UntrustedMessageError
+from clockless.fanout.unreadable import refused, unreadable
 from clockless.fanout.worker import PartitionWorker
 from clockless.state import Outcome
 from clockless.throttle import Budget
@@ -97,12 +98,15 @@ def dispatch(
     its visibility."""
     job = worker.job
     try:
-        message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions)
+        message = WorkMessage.parse(body, job=job.name, partitions=worker.partitions, versions=worker.versions)
     except RetiredMessageError as retired:
         # Queued by the release before this one (a watch): reported processed, so it neither
         # fails the batch nor waits in the work DLQ; the tick reaper settles what it watched.
         job.logger.warning("work message of a retired kind acknowledged; nothing done", extra={"kind": retired.kind})
         return Outcome.RETIRED
+    except UnreadableMessageError as error:
+        unreadable(worker, error, context, receives=receives)
+        raise
     job.logger.thread_safe_append_keys(
         correlation_id=message.tick_key,
         job=message.job,
@@ -115,8 +119,9 @@ def dispatch(
     metrics = EphemeralMetrics(namespace=worker.settings().metrics_namespace, service=job.name)
     metrics.add_dimension(name="job", value=job.name)
     metrics.add_dimension(name="trigger", value=message.trigger.value)
+    budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
+    owner = lease_owner(context)
     try:
-        budget = Budget(context, worker.settings().time_budget_ms / 1000, worker.clock)
         if receipt_handle is not None:
             hold_for_attempt(worker, receipt_handle, budget)
         match message.kind:
@@ -131,6 +136,7 @@ def dispatch(
     except UntrustedMessageError as error:
         # Reported failed: SQS moves it to the work DLQ after maxReceiveCount (clockless.fanout.trust).
         job.logger.error("work message refused; nothing was written", extra={"reason": error.reason})
+        refused(worker, message, error, owner=owner, budget=budget, metrics=metrics, receives=receives)
         raise
     finally:
         if metrics.metric_set:

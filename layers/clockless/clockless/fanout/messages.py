@@ -5,6 +5,14 @@ A body that is not one of them is a `MalformedMessageError` naming the field; th
 reports it as a batch item failure, so after maxReceiveCount it rests in the work DLQ. A body of
 a kind an earlier release sent and this one no longer runs is a `RetiredMessageError`, which the
 worker acknowledges.
+
+Every body carries its format's `version` (docs/fan-out.md#versions-a-deploy-in-the-middle-of-a-tick):
+a deploy updates the coordinator and the workers one at a time while the queue keeps its messages,
+so a worker may receive a body written by older or newer code. It reads the versions in
+`READABLE_VERSIONS` (a body without one was queued before versions existed: version 1, the same
+format); any other is an `UnreadableMessageError`, which names the tick and partition the body
+says (its envelope, whose fields keep their meaning in every version), so the message's last
+receive can fail the partition by name in the ledger rather than leave its tick `started`.
 """
 
 from __future__ import annotations
@@ -40,6 +48,12 @@ KINDS: Final = tuple(kind.value for kind in MessageKind)
 RETIRED_KINDS: Final = ("watch",)
 MAX_HOPS: Final = 100_000
 MAX_ERROR_LENGTH: Final = 200
+# The format this code writes, and the ones it reads. A change an older worker would misread (a
+# field whose meaning changes, one it must not ignore) is a new version, read beside the old one
+# for a deploy at least, before a later deploy writes it (docs/fan-out.md); a field an older
+# worker may safely ignore is not.
+VERSION: Final = 1
+READABLE_VERSIONS: Final = frozenset({VERSION})
 
 
 class MalformedMessageError(ClocklessError, ValueError):
@@ -59,6 +73,28 @@ class RetiredMessageError(ClocklessError):
 
 
 @dataclass(frozen=True, slots=True)
+class Envelope:
+    """What every version of a body says the same way: which tick and partition it is for."""
+
+    kind: str
+    job: str
+    scheduled_time: datetime
+    trigger: Trigger
+    partition: str
+
+
+class UnreadableMessageError(MalformedMessageError):
+    """A body this worker cannot read, though it names its tick (`envelope`): written by code of
+    another version, or for a partition this worker does not run (the shard count changed between
+    the coordinator and the worker). Nothing was written; on its last receive the worker names the
+    partition in the ledger (clockless.fanout.unreadable)."""
+
+    def __init__(self, field: str, problem: str, envelope: Envelope) -> None:
+        super().__init__(field, problem)
+        self.envelope = envelope
+
+
+@dataclass(frozen=True, slots=True)
 class WorkMessage:
     kind: MessageKind
     job: str
@@ -73,6 +109,7 @@ class WorkMessage:
     # and what failed each (clockless.items.FailedItem records), for the operator reading the DLQ.
     keys: list[str] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    version: int = VERSION
 
     @property
     def time_text(self) -> str:
@@ -114,6 +151,7 @@ class WorkMessage:
 
     def body(self) -> str:
         data: dict[str, Any] = {
+            "version": self.version,
             "kind": self.kind.value,
             "job": self.job,
             "scheduled_time": self.time_text,
@@ -133,17 +171,26 @@ class WorkMessage:
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def parse(cls, body: str, *, job: str, partitions: Collection[str]) -> WorkMessage:
+    def parse(
+        cls,
+        body: str,
+        *,
+        job: str,
+        partitions: Collection[str],
+        versions: Collection[int] = READABLE_VERSIONS,
+    ) -> WorkMessage:
+        """The message `body` says, for a worker of `job` running `partitions` that reads `versions`."""
         try:
             data = json.loads(body)
         except (TypeError, ValueError) as error:
             raise MalformedMessageError("<body>", f"is not JSON: {error}") from None
         if not isinstance(data, Mapping):
             raise MalformedMessageError("<body>", f"must be a JSON object, got {describe(data)}")
+        version = _version(data)
         kind = data.get("kind")
         if kind in RETIRED_KINDS:
             raise RetiredMessageError(kind)
-        if kind not in KINDS:
+        if kind not in KINDS and version in versions:
             raise MalformedMessageError("kind", f"must be one of {', '.join(KINDS)}, got {describe(kind)}")
         if data.get("job") != job:
             raise MalformedMessageError("job", f"names {describe(data.get('job'))}, but this worker runs {job!r}")
@@ -154,13 +201,17 @@ class WorkMessage:
         trigger_text = data.get("trigger", Trigger.SCHEDULE.value)
         if not isinstance(trigger_text, str) or trigger_text not in Trigger._value2member_map_:
             raise MalformedMessageError("trigger", f"must be one of {', '.join(Trigger)}, got {describe(trigger_text)}")
+        trigger = Trigger(trigger_text)
         partition = data.get("partition")
-        if kind == KIND_START and partition == "":
-            pass
-        elif not isinstance(partition, str) or partition not in partitions:
-            raise MalformedMessageError(
-                "partition", f"must be one of this job's {len(partitions)} partitions, got {describe(partition)}"
+        if not isinstance(partition, str):
+            raise MalformedMessageError("partition", f"must be a string, got {describe(partition)}")
+        envelope = Envelope(str(kind), job, scheduled_time, trigger, partition)
+        if version not in versions:
+            readable = ", ".join(str(v) for v in sorted(versions))
+            raise UnreadableMessageError(
+                "version", f"is {version}, which this worker cannot read (it reads {readable})", envelope
             )
+        _check_partition(envelope, partitions)
         params = data.get("params", {})
         if not isinstance(params, dict):
             raise MalformedMessageError("params", f"must be a JSON object, got {describe(params)}")
@@ -168,11 +219,42 @@ class WorkMessage:
         if isinstance(hop, bool) or not isinstance(hop, int) or not 0 <= hop <= MAX_HOPS:
             raise MalformedMessageError("hop", f"must be an integer from 0 to {MAX_HOPS}, got {describe(hop)}")
         if kind != KIND_ITEMS:
-            return cls(MessageKind(kind), job, scheduled_time, Trigger(trigger_text), partition, params, hop)
+            return cls(MessageKind(str(kind)), job, scheduled_time, trigger, partition, params, hop, version=version)
         items, keys, failures = _items(data)
         reason = str(data.get("error", ""))[:MAX_ERROR_LENGTH]
-        trigger = Trigger(trigger_text)
-        return cls(KIND_ITEMS, job, scheduled_time, trigger, partition, params, hop, items, reason, keys, failures)
+        return cls(
+            KIND_ITEMS,
+            job,
+            scheduled_time,
+            trigger,
+            partition,
+            params,
+            hop,
+            items,
+            reason,
+            keys,
+            failures,
+            version=version,
+        )
+
+
+def _version(data: Mapping[str, Any]) -> int:
+    version = data.get("version", 1)  # a body queued before versions existed
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise MalformedMessageError("version", f"must be a positive integer, got {describe(version)}")
+    return version
+
+
+def _check_partition(envelope: Envelope, partitions: Collection[str]) -> None:
+    partition = envelope.partition
+    if envelope.kind == KIND_START and partition == "":
+        return
+    if partition not in partitions:
+        problem = f"must be one of this job's {len(partitions)} partitions, got {describe(partition)}"
+        if envelope.kind == KIND_PARTITION and partition:
+            # A coordinator with more shards than this worker (a deploy between them) sent it.
+            raise UnreadableMessageError("partition", problem, envelope)
+        raise MalformedMessageError("partition", problem)
 
 
 def _items(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:

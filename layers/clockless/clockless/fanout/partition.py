@@ -44,7 +44,7 @@ from clockless.fanout.retry import (
     continuation_delay,
 )
 from clockless.fanout.store import PartitionStore, now_ms
-from clockless.fanout.trust import UntrustedMessageError, reject_future_tick, why_not_claimed
+from clockless.fanout.trust import UntrustedMessageError, fanned_out_into_more, reject_future_tick, why_not_claimed
 from clockless.fanout.types import Counters, Lease, LeaseLost
 from clockless.fanout.work import ReadsOutside
 from clockless.fanout.writer import BatchWriter
@@ -135,11 +135,19 @@ def take_lease(
             raise UntrustedMessageError(message.tick_key, message.partition, never)
         return lease
     total = len(worker.partitions)
+    # A tick its coordinator fanned out into fewer partitions (deployed before a raised shard count)
+    # is run with its own count: this partition must be among its first ones (docs/fan-out.md).
+    least = worker.partitions.index(message.partition) + 1
     lease = records.acquire_first(
-        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, receives=receives
+        lease_until_ms=lease_until_ms, hop=message.hop, partitions_total=total, least=least, receives=receives
     )
     if lease.untrusted is not None:
-        raise UntrustedMessageError(message.tick_key, message.partition, why_not_claimed(lease.untrusted, total))
+        raise UntrustedMessageError(
+            message.tick_key,
+            message.partition,
+            why_not_claimed(lease.untrusted, total, least),
+            more_partitions=fanned_out_into_more(lease.untrusted, total),
+        )
     return lease
 
 

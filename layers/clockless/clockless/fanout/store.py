@@ -28,7 +28,7 @@ from clockless.fanout.keys import (
     tick_key,
     work_job,
 )
-from clockless.fanout.types import FailedKeys, Lease, LeaseLost
+from clockless.fanout.types import FailedKeys, Lease, LeaseLost, TickUnclaimed
 from clockless.ledger import FAILURES, SUMMARY_WHOLE_TICK, iso_now
 from clockless.overlap import START_FAILED
 from clockless.state import (
@@ -36,6 +36,7 @@ from clockless.state import (
     COUNT_DONE,
     COUNT_EXHAUSTED,
     COUNT_REPLAYED,
+    COUNT_UNRUN,
     FAIL_START,
     HAND_ON,
     LIST_FAILED,
@@ -115,15 +116,18 @@ class TickStore:
                 return records
             request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def claimed_check(self, partitions_total: int) -> dict[str, Any]:
+    def claimed_check(self, partitions_total: int, least: int = 1) -> dict[str, Any]:
         """`check-tick-claimed`: the transaction action that holds a partition's first run to a
-        claimed, fanned-out tick of `partitions_total` partitions (clockless.fanout.trust)."""
+        claimed tick fanned out into `least` to `partitions_total` partitions (clockless.fanout.trust)."""
         return {
             "ConditionCheck": {
                 "TableName": self.table,
                 "Key": self.key,
                 "ConditionExpression": CHECK_TICK_CLAIMED.render(),
-                "ExpressionAttributeValues": {":partitions_total": {"N": str(partitions_total)}},
+                "ExpressionAttributeValues": {
+                    ":least": {"N": str(least)},
+                    ":partitions_total": {"N": str(partitions_total)},
+                },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
@@ -150,6 +154,19 @@ class TickStore:
                 "UpdateExpression": f"ADD {EXHAUSTED} :partition",
                 "ConditionExpression": COUNT_EXHAUSTED.render(),
                 "ExpressionAttributeValues": {":partition": {"SS": [partition]}},
+            }
+        }
+
+    def count_unrun(self, partition: str, least: int) -> dict[str, Any]:
+        """`count-unrun`: `partition`, which this worker cannot run, added to `partitions_exhausted`
+        only if the tick was fanned out into at least `least` partitions (so it has this one)."""
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": self.key,
+                "UpdateExpression": f"ADD {EXHAUSTED} :partition",
+                "ConditionExpression": COUNT_UNRUN.render(),
+                "ExpressionAttributeValues": {":partition": {"SS": [partition]}, ":least": {"N": str(least)}},
             }
         }
 
@@ -372,9 +389,12 @@ class PartitionStore:
             throttle_continuations=record.throttle_continuations or 0,
         )
 
-    def acquire_first(self, *, lease_until_ms: int, hop: int, partitions_total: int, receives: int = 1) -> Lease:
+    def acquire_first(
+        self, *, lease_until_ms: int, hop: int, partitions_total: int, least: int = 1, receives: int = 1
+    ) -> Lease:
         """Create the partition's record with this run's lease, in one transaction with the check
-        that the tick was fanned out into `partitions_total` (clockless.fanout.trust). A record that exists
+        that the tick was fanned out into `least` (the partition's place among this worker's, from 1)
+        to `partitions_total` partitions (clockless.fanout.trust). A record that exists
         already was created under that check: it is taken as `acquire` takes it.
         `Lease(untrusted=<the tick entry>)` when the check failed; nothing is written then."""
         create = self._lease_update(lease_until_ms, hop, TAKE_FIRST_LEASE.render(), receives)
@@ -383,7 +403,7 @@ class PartitionStore:
         create["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         try:
             # botocore fills in ClientRequestToken: its own resend after a lost answer is a no-op.
-            tick_check = self.tick.claimed_check(partitions_total)
+            tick_check = self.tick.claimed_check(partitions_total, least)
             self.client.transact_write_items(TransactItems=[{"Update": create}, tick_check])
         except self.client.exceptions.TransactionCanceledException as error:
             mine, tick = cancellation_reasons(error, 2)[:2]
@@ -546,6 +566,25 @@ class PartitionStore:
             },
             self.tick.count_exhausted(self.partition),
         ]
+
+    def mark_unrun(self, least: int) -> bool:
+        """The partition, whose message this worker cannot read, named exhausted on its tick while it
+        is not done and only if the tick has it (`count-unrun`). False: it was done. A tick without
+        it (fanned out into fewer than `least`) is TickUnclaimed (nothing written)."""
+        actions = self.exhausted_actions()
+        actions[1] = self.tick.count_unrun(self.partition, least)
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+        except self.client.exceptions.TransactionCanceledException as error:
+            partition, tick = cancellation_reasons(error, 2)[:2]
+            if tick.get("Code") == "ConditionalCheckFailed":
+                raise TickUnclaimed(
+                    f"{self.job}@{self.scheduled_time} was not fanned out into {least} partitions or more"
+                ) from None
+            if partition.get("Code") == "ConditionalCheckFailed":
+                return False
+            raise
+        return True
 
     def note_failures(self, notes: list[dict[str, Any]], *, max_listed: int) -> None:
         """`note-failures`: failure notes (JSON texts) appended while the record lists fewer than

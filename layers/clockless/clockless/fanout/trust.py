@@ -34,11 +34,15 @@ if TYPE_CHECKING:
 
 
 class UntrustedMessageError(ClocklessError, ValueError):
-    """A well-formed work message the ledger or the clock does not back; nothing was written."""
+    """A well-formed work message the ledger or the clock does not back; nothing was written.
+    `more_partitions`: the tick was fanned out into more partitions than this worker runs (a shard
+    count lowered between the coordinator and the worker), so the tick has this partition and is
+    named on the message's last receive (clockless.fanout.unreadable)."""
 
-    def __init__(self, tick_key: str, partition: str, reason: str) -> None:
+    def __init__(self, tick_key: str, partition: str, reason: str, *, more_partitions: bool = False) -> None:
         super().__init__(f"work message for {tick_key} partition {partition} refused: {reason}")
         self.reason = reason
+        self.more_partitions = more_partitions
 
 
 def reject_future_tick(tick_key: str, partition: str, scheduled_time: datetime, *, now: datetime | None = None) -> None:
@@ -49,7 +53,14 @@ def reject_future_tick(tick_key: str, partition: str, scheduled_time: datetime, 
         raise UntrustedMessageError(tick_key, partition, error.problem) from None
 
 
-def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> str:
+def fanned_out_into_more(entry: Mapping[str, Any] | None, partitions_total: int) -> bool:
+    """The tick entry (as the failed check returned it) was fanned out into more partitions than
+    `partitions_total`."""
+    total = TickEntry.from_item(entry).partitions_total
+    return total is not None and total > partitions_total
+
+
+def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int, least: int = 1) -> str:
     """Why the tick entry (as the failed check returned it) does not back the message."""
     tick = TickEntry.from_item(entry)
     if not tick.exists:
@@ -58,6 +69,13 @@ def why_not_claimed(entry: Mapping[str, Any] | None, partitions_total: int) -> s
     total = tick.partitions_total
     if total is None:
         return f"the ledger's entry (status {status}) was not claimed by a fan-out coordinator: no partitions_total"
+    if total > partitions_total:
+        return (
+            f"the tick was fanned out into {total} partitions, more than the {partitions_total} this worker runs: "
+            "a shard count lowered without its migration (docs/fan-out.md#changing-a-jobs-shard-count)"
+        )
+    if total < least:
+        return f"the tick was fanned out into {total} partitions, which do not include this one (number {least})"
     return f"the tick was fanned out into {total} partitions, but this worker runs {partitions_total}"
 
 

@@ -15,6 +15,10 @@ class LeaseLost(ClocklessError, RuntimeError):
     """Another worker holds the partition now: this one's lease ran out."""
 
 
+class TickUnclaimed(ClocklessError, RuntimeError):
+    """The tick entry a transaction checked was not claimed by a fan-out coordinator; nothing was written."""
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     """What acquiring a partition found."""

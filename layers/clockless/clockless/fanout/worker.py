@@ -19,6 +19,7 @@ from botocore.config import Config
 from clockless.config import CLIENT_ENVIRONMENT, PerEnvironment
 from clockless.fanout.continuation import HandOff
 from clockless.fanout.failures import FailureRecorder
+from clockless.fanout.messages import READABLE_VERSIONS
 from clockless.fanout.pacing import Pacer
 from clockless.fanout.queue import DeadLetters, WorkQueue
 from clockless.fanout.retry import FINAL_MARGIN_SECONDS, HAND_ON_MARGIN_SECONDS
@@ -55,6 +56,9 @@ class PartitionWorker:
         # Waits (throttle backoff, pacing) and the time budget are measured on this clock: tests
         # and the simulator set their own.
         self.clock: Clock = SYSTEM_CLOCK
+        # The message versions this code reads (clockless.fanout.messages); the deploy sweep sets
+        # an older worker's.
+        self.versions: frozenset[int] = READABLE_VERSIONS
         # The adaptive rate of each partition this warm worker ran, kept across its invocations.
         self._pacers: dict[str, Pacer] = {}
         # Tests and the bench read what the last run did.
