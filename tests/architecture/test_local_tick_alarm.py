@@ -4,35 +4,22 @@ on missing data are each planted and caught. A job without a LocalTime is not as
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from clockless_tools.architecture import check
 from clockless_tools.architecture.local_tick_alarm import LOCAL_TICK_ALARM, LOCAL_TICK_ALARM_RULE
 from clockless_tools.architecture.project import Project, Violation
 from tests.conftest import PROJECT_ROOT
-from tests.jobs import jobs
+from tests.jobs import LOCAL_TIME_0730, declared, jobs
 
 TEMPLATE = (PROJECT_ROOT / "template.yaml").read_text(encoding="utf-8")
 # The plain loop's job (its loop holds one): given 07:30 in New York and Chicago.
 PLAIN = next(job for job in jobs() if job.worker_id is None)
-LOCAL_TIME = {
-    "LocalTime": '"07:30"',
-    "Schedule": "cron(30 11,12,13 * * ? *)",
-    "OperatingTimeZones": "[America/New_York, America/Chicago]",
-}
 LOOP = "  Fn::ForEach::JobsWithoutFanOut:\n"
 
 
 def _with_local_time(text: str = TEMPLATE) -> str:
-    """The template with the plain job's declaration given LOCAL_TIME (its own lines for them replaced)."""
-    block = f"    {PLAIN.stem}:\n"
-    start = text.index(block, text.index("  Jobs:\n")) + len(block)
-    end = min(found.start() for found in re.finditer(r"\n(?=    \S|\n)", text[start:])) + start
-    body = "".join(
-        line + "\n" for line in text[start:end].splitlines() if line.strip().split(":")[0] not in LOCAL_TIME
-    ) + "".join(f"      {key}: {value}\n" for key, value in LOCAL_TIME.items())
-    return text[:start] + body.rstrip("\n") + text[end:]
+    return declared(text, PLAIN, LOCAL_TIME_0730)
 
 
 def _in_loop(text: str, old: str, new: str) -> str:
