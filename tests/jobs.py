@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -99,3 +100,25 @@ def job_where(
     raise AssertionError(
         f"template.yaml declares no job with period={period} fanned_out={fanned_out} local_time_rule={local_time_rule}"
     )
+
+
+# 07:30 in New York and Chicago, declared once (docs/time-zones.md): what `clockless new job --at 07:30
+# --zones America/New_York,America/Chicago` writes, for a test that needs a job with a local time.
+LOCAL_TIME_0730 = {
+    "LocalTime": '"07:30"',
+    "Schedule": "cron(30 11,12,13 * * ? *)",
+    "OperatingTimeZones": "[America/New_York, America/Chicago]",
+}
+
+
+def declared(text: str, job: Job, keys: dict[str, str]) -> str:
+    """template.yaml's text with the job's declaration (Mappings.Jobs) given these keys, its own lines
+    for them replaced."""
+    block = f"    {job.stem}:\n"
+    start = text.index(block, text.index("  Jobs:\n")) + len(block)
+    # The block ends at the next job's line (4 spaces in) or the blank line after the last job.
+    end = min(found.start() for found in re.finditer(r"\n(?=    \S|\n)", text[start:])) + start
+    body = "".join(
+        line + "\n" for line in text[start:end].splitlines() if line.strip().split(":")[0] not in keys
+    ) + "".join(f"      {key}: {value}\n" for key, value in keys.items())
+    return text[:start] + body.rstrip("\n") + text[end:]

@@ -66,6 +66,7 @@ def test_the_loop_writes_out_the_function_its_log_group_and_alarms_and_no_queue(
         "DigestDurationAlarm",
         "DigestErrorsAlarm",
         "DigestItemsFailedAlarm",
+        "DigestLocalTickMissedAlarm",
         "DigestTablesPolicy",
         "DigestTable",
         "DigestDashboard",

@@ -2,9 +2,9 @@
 third job, a small domain is filled in, and the rules, the job's own tests, its types and a short
 simulation of it are all green. Fails when a step the command should do (or the docs say) is missing.
 And the exercise of a team adding jobs at once, at a spread of schedules in a few mixes (minute :30,
-every 5, 10 and 15 minutes, weekdays, a rate(), a zone at a local hour; `MIXES`): in a copy of the
-whole project, `make docs` and then every suite, linter and check `make test` runs pass with no edit
-to the project's own tests or docs.
+every 5, 10 and 15 minutes, weekdays, a rate(), a zone at a local hour, a local time in two zones;
+`MIXES`): in a copy of the whole project, `make docs` and then every suite, linter and check
+`make test` runs pass with no edit to the project's own tests or docs.
 And the skeleton fanned out every 15 minutes, on an hour (a slow night) where a late tick leaves an item to the
 next tick: proved, with the note that its ledger counts moved (docs/simulation.md).
 
@@ -222,13 +222,14 @@ def run_in_copy(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 # Jobs a team adds at once, at the schedules teams write, a few mixes of them (each mix runs the whole
-# suite in its copy, so a mix costs one `make test` in CI): the issue's team (07:30 local, minute :30,
-# the Chicago one of its job per zone; every 10 and, the docs' example, every 15 minutes, fanned out);
-# a zone at a local hour, every 5 minutes, weekdays (a weekly calendar, its longest gap 3 days), a rate().
+# suite in its copy, so a mix costs one `make test` in CI): the issue's team (07:30 local in New York and
+# Chicago as one LocalTime declaration, its cron at minute :30 of three UTC hours; every 10 and, the docs'
+# example, every 15 minutes, fanned out); a zone at a local hour, every 5 minutes, weekdays (a weekly
+# calendar, its longest gap 3 days: a once-a-week cron is refused, no dead-man alarm can look back 7 days
+# plus a grace), a rate().
 MIXES: Final = {
     "minute-30-every-10-and-15": (
-        ["trial-expiry-notices", "--schedule", "cron(30 13 * * ? *)", "--zones", "America/Chicago",
-         "--local-time", "not_before=07:30,not_after=08:30"],
+        ["trial-expiry-notices", "--at", "07:30", "--zones", "America/New_York,America/Chicago"],
         ["stale-cart-purge", "--fan-out", "--schedule", "cron(0/10 * * * ? *)"],
         ["order-sweep", "--fan-out", "--schedule", "cron(0/15 * * * ? *)"],
     ),

@@ -16,6 +16,7 @@ import pytest
 
 from clockless.schedule.expressions import nominal_period
 from clockless_tools.operations.targets import dead_man_alarm_ids
+from clockless_tools.scaffold.schedule import page_period
 from clockless_tools.template.model import Template
 
 
@@ -56,7 +57,8 @@ def _job_problems(template: Template, job: str, metrics: dict[str, Metrics]) -> 
     if not succeeded:
         problems.append(f"{job}: no TickSucceeded widget")
     alarmed = _alarm_dimensions(template, job)
-    period = int(nominal_period(template.jobs[job].expression).total_seconds())
+    # Its period, or a day for a job with a local time (each zone's one tick a day).
+    period = page_period(template.jobs[job].spec(template))
     for widget, metric in succeeded:
         shown = dict(zip(metric[2::2], metric[3::2], strict=True))
         if alarmed is not None and shown != alarmed:

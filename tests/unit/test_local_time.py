@@ -159,24 +159,6 @@ def notices_tick(at: str, trigger: Trigger = Trigger.SCHEDULE) -> Tick:
     return Tick("notices", utc(at), schedule_arn=None, attempt=1, execution_id=None, trigger=trigger)
 
 
-def test_the_kit_drops_a_delivery_at_an_instant_that_is_07_30_nowhere_unclaimed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Given the notices job, whose cron also fires at 13:30 UTC in summer (09:30 and 08:30 local)
-    _, handler = notices_job(monkeypatch)
-
-    # When Scheduler delivers that instant (no table or ledger is configured: a claim would fail)
-    result = handler({"job": "notices", "scheduled_time": "2026-07-01T13:30:00Z", "trigger": "schedule"}, None)
-
-    # Then nothing is claimed or run, and the result says why
-    assert result == {
-        "job": "notices",
-        "scheduled_time": "2026-07-01T13:30:00Z",
-        "outcome": OUTCOME_NOT_A_TICK,
-        "reason": f"2026-07-01T13:30:00Z is not 07:30 local in {NY}, {CHICAGO}",
-    }
-
-
 def test_the_kit_runs_a_tick_for_the_zones_whose_clocks_show_it(monkeypatch: pytest.MonkeyPatch) -> None:
     job, _ = notices_job(monkeypatch)
 
@@ -184,8 +166,14 @@ def test_the_kit_runs_a_tick_for_the_zones_whose_clocks_show_it(monkeypatch: pyt
         return notices_tick(at, trigger)
 
     assert job.not_a_tick(tick("2026-07-01T11:30")) is None
-    assert job.zones_of(tick("2026-07-01T11:30")) == (NY,)
-    assert job.zones_of(tick("2026-12-01T13:30")) == (CHICAGO,)
+    assert NOTICES.zones_at(utc("2026-07-01T11:30")) == (NY,)
+    assert NOTICES.zones_at(utc("2026-12-01T13:30")) == (CHICAGO,)
+    assert job.not_a_tick(tick("2026-07-01T13:30")) == {
+        "job": "notices",
+        "scheduled_time": "2026-07-01T13:30:00Z",
+        "outcome": OUTCOME_NOT_A_TICK,
+        "reason": f"2026-07-01T13:30:00Z is not 07:30 local in {NY}, {CHICAGO}",
+    }
     # An off-schedule run is asked for at an instant that is no tick, and runs.
     assert job.not_a_tick(tick("2026-07-01T13:30", Trigger.OFF_SCHEDULE)) is None
 

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from clockless_tools.architecture import check as check_rules
 from clockless_tools.architecture.dead_man_alarm import dead_man_alarm_problems
 from clockless_tools.architecture.job_bounds import read_bounds
 from clockless_tools.architecture.latest_success import latest_success
+from clockless_tools.architecture.local_tick_alarm import LOCAL_TICK_ALARM_RULE
 from clockless_tools.architecture.project import Project
 from clockless_tools.architecture.trigger_schedules import SCHEDULES_VARIABLE, check_trigger_schedules
 from clockless_tools.cli.app import app
@@ -352,8 +354,12 @@ def test_a_local_time_in_two_zones_is_one_declaration_whose_schedule_is_generate
     ticks = spec.ticks_between(datetime(2027, 7, 1, tzinfo=UTC), datetime(2027, 7, 2, tzinfo=UTC))
     assert ticks == [datetime(2027, 7, 1, 11, 30, tzinfo=UTC), datetime(2027, 7, 1, 12, 30, tzinfo=UTC)]
     assert not spec.is_tick(datetime(2027, 7, 1, 13, 30, tzinfo=UTC))
-    # And the numbers derived from them (the ticks an hour apart) hold the rules
+    # And the numbers derived from them (the ticks an hour apart) hold the rules; its page sums a day
+    # (each zone's one tick), and each zone's missed tick is its LocalTickMissedAlarm's
     assert [p for p in dead_man_alarm_problems(template) if p.job == PLAIN.job] == []
+    assert "TickPeriodSeconds" not in text.split(f"    {PLAIN.stem}:\n", 1)[1].split("\n\n", 1)[0]
+    assert f"{PLAIN.stem}LocalTickMissedAlarm" in template.resources
+    assert check_rules(Project.at(project), [LOCAL_TICK_ALARM_RULE]) == []
     # And the HTTP trigger keeps the same ticks of the cron (rule trigger-schedules), refusing 13:30 in summer
     trigger = template.function("JobTriggerFunction").environment[SCHEDULES_VARIABLE]
     copied = json.loads(str(resolve(trigger, template)))[PLAIN.job]

@@ -220,7 +220,7 @@ def _drop_declared_variables(logical_id: str, properties: dict[str, Any], global
             continue
         if (
             name.endswith("_TABLE_NAME")
-            or name in ("OPERATING_TIME_ZONES", "LOCAL_TIME", "WORK_MAX_RECEIVES")
+            or name in ("OPERATING_TIME_ZONES", "LOCAL_TIME", "LOCAL_TICK_GRACE_MINUTES", "WORK_MAX_RECEIVES")
             or name.startswith("EMPTY_SESSION")
         ):
             del variables[name]
@@ -250,12 +250,10 @@ def test_the_declared_jobs_write_out_the_resources_the_template_had_before(templ
     raw = yaml.load(template.path.read_text(encoding="utf-8"), Loader=_CfnLoader)
     written_by_hand = {key for key in raw["Resources"] if not key.startswith("Fn::ForEach::")}
     # New on purpose: a job's TablesPolicy, its own dashboard page (the shared page held every job's lines),
-    # and its ItemsFailed alarm (items that failed alone, docs/tick-contract.md).
-    looped = {
-        key
-        for key in after["Resources"]
-        if key not in written_by_hand and not key.endswith(("TablesPolicy", "Dashboard", "ItemsFailedAlarm"))
-    }
+    # its ItemsFailed alarm (items that failed alone, docs/tick-contract.md) and its LocalTickMissed alarm
+    # (a zone of a LocalTime job, docs/time-zones.md).
+    new_on_purpose = ("TablesPolicy", "Dashboard", "ItemsFailedAlarm", "LocalTickMissedAlarm")
+    looped = {key for key in after["Resources"] if key not in written_by_hand and not key.endswith(new_on_purpose)}
 
     # The jobs the fixture had (a job added since has nothing to be compared with): every resource of
     # theirs is written out again.

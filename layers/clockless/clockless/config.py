@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Final
 
 from clockless.errors import ClocklessError
@@ -90,6 +91,18 @@ def local_clock(environ: Mapping[str, str] | None = None) -> LocalClock | None:
         )
     except LocalClockError as error:
         raise ConfigurationError(str(error)) from None
+
+
+def local_tick_grace(environ: Mapping[str, str] | None = None, *, longest: timedelta) -> timedelta:
+    """LOCAL_TICK_GRACE_MINUTES (the job's GraceMinutes): how long after its scheduled time a local
+    tick may still succeed, at least 1 minute and at most `longest` (clockless.local_ticks)."""
+    grace = timedelta(minutes=env_int("LOCAL_TICK_GRACE_MINUTES", environ, minimum=1))
+    if grace > longest:
+        raise ConfigurationError(
+            f"environment variable LOCAL_TICK_GRACE_MINUTES must be at most {int(longest.total_seconds()) // 60}, "
+            f"got {int(grace.total_seconds()) // 60}"
+        )
+    return grace
 
 
 # What decides where a client connects: botocore reads these when it makes one.

@@ -27,6 +27,7 @@ from clockless.config import (
     ledger_retention_seconds,
     ledger_table_name,
     local_clock,
+    local_tick_grace,
     metrics_namespace,
 )
 from clockless.errors import DeclarationError
@@ -37,6 +38,7 @@ from clockless.items import (
     parse_tolerance,
 )
 from clockless.ledger import FAILURES, SUMMARY_LAST_ATTEMPT, SUMMARY_WHOLE_TICK, iso_now
+from clockless.local_ticks import MAX_GRACE, METRIC_LOCAL_TICK_MISSED, SUCCESSES_READ, missed_local_ticks
 from clockless.observability import Observability, service_logger
 from clockless.overlap import DEFAULT_RUNNING_AT_MOST, Held, Overlap, OverlapGuard, parse_overlap
 from clockless.persistence import Delivery, LedgeredPersistenceLayer, Phase, Release
@@ -138,6 +140,9 @@ class ScheduledJob:
         self._store = PerEnvironment(self._make_store, STORE_ENVIRONMENT)
         self._settings = PerEnvironment(KitSettings.from_env)
         self._local_clock = PerEnvironment(local_clock, ("LOCAL_TIME", "OPERATING_TIME_ZONES"))
+        self._local_tick_grace = PerEnvironment(
+            functools.partial(local_tick_grace, longest=MAX_GRACE), ("LOCAL_TICK_GRACE_MINUTES",)
+        )
         # Set by `clockless.fanout.FanOut`: this job's ticks are split into this many partitions.
         self.partitions_total: int | None = None
         # Throttles on the kit's own writes are waited out on this clock (tests set their own).
@@ -176,6 +181,7 @@ class ScheduledJob:
         @functools.wraps(fn)
         def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
             tick = Tick.from_event(event, expected_job=self.name)
+            self.watch_local_ticks()
             skipped = self.not_a_tick(tick)
             if skipped is not None:
                 return skipped
@@ -196,10 +202,42 @@ class ScheduledJob:
         self.logger.info("delivery dropped: not a tick", extra={**tick.identity, "reason": reason})
         return {**tick.identity, "outcome": OUTCOME_NOT_A_TICK, "reason": reason}
 
-    def zones_of(self, tick: Tick) -> tuple[str, ...]:
-        """The zones whose local time the tick is (LOCAL_TIME); () for a job without one."""
+    def watch_local_ticks(self) -> None:
+        """A job with a local time: each zone whose latest local tick due by now (at least its grace,
+        LOCAL_TICK_GRACE_MINUTES, ago) has not succeeded, as an ERROR line and a `LocalTickMissed`
+        datapoint (by job and zone, and by job alone for its alarm). One Query of the ledger per
+        delivery, whatever the delivery is (clockless.local_ticks); a job without one asks nothing."""
         clock = self._local_clock.get()
-        return () if clock is None else clock.zones_at(tick.scheduled_time)
+        if clock is None:
+            return
+        grace = self._local_tick_grace.get()
+        now = utc_now()
+        succeeded, all_read = self.persistence_store().ledger.latest_successes(self.name, now, SUCCESSES_READ)
+        missed = missed_local_ticks(clock, now, grace, succeeded, all_read=all_read)
+        if not missed:
+            return
+        settings = self.settings()
+        for zone in missed:
+            last_seen = "none read" if zone.last_seen is None else format_scheduled_time(zone.last_seen)
+            self.logger.error(
+                "local tick missed",
+                extra={
+                    "job": self.name,
+                    "zone": zone.zone,
+                    "due": format_scheduled_time(zone.due),
+                    "last_local_tick_succeeded": last_seen,
+                    "reason": f"{self.name}: no {clock.at:%H:%M} tick in {zone.zone} succeeded since "
+                    f"{format_scheduled_time(zone.due)} (its grace {int(grace.total_seconds()) // 60} min "
+                    f"is over); the last one seen: {last_seen}",
+                },
+            )
+            metrics = EphemeralMetrics(namespace=settings.metrics_namespace, service=self.name)
+            metrics.add_dimension(name="job", value=self.name)
+            metrics.add_dimension(name="zone", value=zone.zone)
+            # The job's alarm watches the zones together: the same datapoint by job alone.
+            metrics.add_dimensions(job=self.name, service=self.name)
+            metrics.add_metric(name=METRIC_LOCAL_TICK_MISSED, unit=MetricUnit.Count, value=1)
+            metrics.flush_metrics()
 
     def deliver(self, tick: Tick, fn: JobFunction, context: LambdaContextLike | None) -> dict[str, Any]:
         """One delivery of a tick: held back by the job's overlap policy, or run at most once

@@ -146,6 +146,23 @@ class RunLedger:
         items = response.get("Items") or []
         return parse_scheduled_time(items[0]["scheduled_time"]["S"]) if items else None
 
+    def latest_successes(self, job: str, at_or_before: datetime, limit: int) -> tuple[list[datetime], bool]:
+        """The scheduled times of the job's latest `limit` succeeded ticks up to `at_or_before`, newest
+        first (one Query of the sparse index), and whether they are all it has (the read not cut)."""
+        response = self.client.query(
+            TableName=self.table_name,
+            IndexName=SUCCEEDED_INDEX,
+            KeyConditionExpression="succeeded_job = :job AND scheduled_time <= :until",
+            ExpressionAttributeValues={
+                ":job": {"S": job},
+                ":until": {"S": format_scheduled_time(at_or_before)},
+            },
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        found = [parse_scheduled_time(item["scheduled_time"]["S"]) for item in response.get("Items") or []]
+        return found, "LastEvaluatedKey" not in response
+
     def _entry_update(
         self, tick: Tick, update: str, condition: str, names: dict[str, str], values: dict[str, dict[str, str]]
     ) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from clockless_tools.architecture.layering import LAYERING_RULE
 from clockless_tools.architecture.least_privilege import LEAST_PRIVILEGE_RULE
 from clockless_tools.architecture.ledger_outlives_dedupe import LEDGER_OUTLIVES_DEDUPE_RULE
 from clockless_tools.architecture.ledger_queues_retained import LEDGER_QUEUES_RETAINED_RULE
+from clockless_tools.architecture.local_tick_alarm import LOCAL_TICK_ALARM_RULE
 from clockless_tools.architecture.local_time import LOCAL_TIME_RULE
 from clockless_tools.architecture.log_groups import LOG_GROUPS_RULE
 from clockless_tools.architecture.no_clock_in_app import NO_CLOCK_IN_APP_RULE
@@ -75,6 +76,7 @@ RULES: tuple[Rule, ...] = (
     FAILURE_PATHS_RULE,
     DURATION_BOUND_RULE,
     LOCAL_TIME_RULE,
+    LOCAL_TICK_ALARM_RULE,
     LOG_GROUPS_RULE,
     WORKER_BY_KIT_RULE,
     PARTIAL_BATCH_FAILURES_RULE,

@@ -58,6 +58,13 @@ def last_success_read() -> Operations:
     return {QUERY: 1}
 
 
+def local_tick_watch() -> Operations:
+    """What a job with a local time (LocalTime) adds to every delivery, a tick's, a duplicate's or one
+    dropped as `not_a_tick`: the ledger's Query of its latest successes, each zone's local tick
+    judged on them (clockless.local_ticks)."""
+    return {QUERY: 1}
+
+
 def items_per_transaction(actions_per_item: int) -> int:
     """Items a batch transaction holds: its item actions, whole items only, beside the lane's counter."""
     return MAX_ITEM_ACTIONS // actions_per_item
@@ -152,6 +159,11 @@ def rows(template: Template) -> list[Row]:
         Row("duplicate of a completed tick", duplicate_delivery()),
         Row("an attempt that fails, the kit's share (claim, then release)", failed_attempt()),
         Row("a job's logic reading `run.last_success`", last_success_read(), "added to its first delivery"),
+        Row(
+            "a job with a `LocalTime`, every delivery",
+            local_tick_watch(),
+            "added to each of the above; a delivery dropped as `not_a_tick` sends it alone",
+        ),
     ]
     jobs = [
         Row(

@@ -12,7 +12,8 @@ From the schedule's period and longest gap (the tick engine's):
   partition's redelivery), rounded up to 5 minutes;
 - `DeadManPeriodSeconds`, `DeadManPeriods`: the alarm shape the rule asks for (5-minute periods while
   gap + grace fit in a day, else hours);
-- `TickPeriodSeconds`: the period (its page's succeeded ticks, one per period).
+- `TickPeriodSeconds`: the period (its page's succeeded ticks, one per period); a day for a local
+  time (`--at`), whose zones each have one tick a day (their own dead-man: LocalTickMissedAlarm).
 A key whose loop default already passes is not written, so a daily job's block stays five lines.
 A `rate()` whose period divides the hour or the day is written as the cron of that rhythm counted
 from 00:00 UTC (a comment above it says so): a rate() counts from a StartDate, a per-job parameter
@@ -205,6 +206,16 @@ def rate_as_cron(expression: str) -> str | None:
     return None
 
 
+# A job with a local time: each zone has one tick a day, however close its cron's hours fall.
+LOCAL_TIME_PAGE_PERIOD: Final = 86400
+
+
+def page_period(spec: ScheduleSpec) -> int:
+    """The seconds its page sums succeeded ticks over (TickPeriodSeconds): its period, or a day for a
+    local time (each zone's one tick; a zone's missed one is its LocalTickMissedAlarm's)."""
+    return LOCAL_TIME_PAGE_PERIOD if spec.local_clock is not None else int(spec.nominal_period().total_seconds())
+
+
 def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
     period = int(spec.nominal_period().total_seconds())
     scheduler_age = min(3600, max(60, period // 4 // 60 * 60))
@@ -235,7 +246,7 @@ def _derived_lines(spec: ScheduleSpec, *, fan_out: bool) -> list[str]:
         "GraceMinutes": grace,
         "DeadManPeriodSeconds": alarm_period,
         "DeadManPeriods": alarm_periods,
-        "TickPeriodSeconds": period,
+        "TickPeriodSeconds": page_period(spec),
     }
     return [f"{key}: {value}" for key, value in values.items() if value != defaults[key]]
 

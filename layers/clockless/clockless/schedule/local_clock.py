@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from typing import Final
 from zoneinfo import ZoneInfo
 
@@ -64,6 +64,29 @@ class LocalClock:
             and local.minute == self.at.minute
             and local.second == 0
         )
+
+    def latest_in(self, zone: str, moment: datetime) -> datetime | None:
+        """The latest instant at or before `moment` at which `zone`'s clock showed `at`: the zone's
+        local tick due by then. A day whose clocks skip `at` (spring forward) has none, so the day
+        before's counts; a day whose clocks show it twice (fall back) has two. Its gap to the one
+        before is 23 or 25 hours across a change of offset; None when `zone` is not one of the clock's."""
+        if zone not in self.zones:
+            return None
+        place = ZoneInfo(zone)
+        utc = moment.astimezone(UTC)
+        today = utc.astimezone(place).date()
+        for back in range(3):
+            day = today - timedelta(days=back)
+            found = [
+                instant
+                for fold in (1, 0)
+                # An instant that does not read back as `at` fell in a skipped hour: no such local time.
+                if (instant := datetime.combine(day, self.at, place).replace(fold=fold).astimezone(UTC)) <= utc
+                and instant.astimezone(place).time() == self.at
+            ]
+            if found:
+                return max(found)
+        return None
 
     def serves(self, moment: datetime) -> bool:
         return bool(self.zones_at(moment))
