@@ -14,6 +14,7 @@ from clockless_tools.architecture.environment_size import (
     deployed_stack_name_max,
     environment_size,
 )
+from clockless_tools.template.intrinsics import LocalNames, resolve
 from clockless_tools.template.model import Template
 from tests.architecture.planting import PlantedCopy, found
 from tests.jobs import jobs
@@ -45,7 +46,10 @@ def test_the_template_holds_it(planted: PlantedCopy) -> None:
 def test_many_jobs_schedules_overflow_the_trigger(planted: PlantedCopy) -> None:
     # Given the trigger's schedules for 30 more jobs, as `clockless new job` would add them
     template = Template.load(planted.root / TEMPLATE)
-    schedules = json.loads(str(template.function(TRIGGER).own_environment["JOB_SCHEDULES"]))
+    # (a !Sub once a job's LocalTime and zones come from the Jobs map: resolved as the rule reads it)
+    schedules = json.loads(
+        str(resolve(template.function(TRIGGER).own_environment["JOB_SCHEDULES"], template, LocalNames()))
+    )
     schedules.update(
         {
             f"extra-job-{n:02d}": {"ScheduleExpression": "cron(0/15 * * * ? *)", "ScheduleExpressionTimezone": "UTC"}

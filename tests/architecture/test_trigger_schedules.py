@@ -14,16 +14,31 @@ import pytest
 
 from clockless_tools.architecture.trigger_schedules import SCHEDULES_VARIABLE, TRIGGER_SCHEDULES
 from clockless_tools.template.loader import load_yaml
-from clockless_tools.template.model import Template
+from clockless_tools.template.model import OPERATING_ZONES_KEY, Schedule, Template
 from clockless_tools.template.render import render
 from tests.architecture.planting import PlantedCopy, found
 
 TEMPLATE = "template.yaml"
 TRIGGER = "JobTriggerFunction"
 _TEMPLATE = Template.load()
-# Each job's tick-placing properties as its schedule declares them (literal in this template).
+
+
+def _zones(schedule: Schedule) -> str:
+    zones: Any = schedule.declared.get(OPERATING_ZONES_KEY)
+    if isinstance(zones, dict) and set(zones) == {"Ref"}:
+        zones = _TEMPLATE.parameter_default(str(zones["Ref"]))
+    return ",".join(zones) if isinstance(zones, list) else str(zones)
+
+
+# Each job's tick-placing properties as its schedule declares them (literal in this template), and a
+# LocalTime job's declaration and zones, which the trigger copies too.
 SCHEDULES = {
     job: {name: schedule.properties[name] for name in ("ScheduleExpression", "ScheduleExpressionTimezone")}
+    | (
+        {}
+        if schedule.local_time is None
+        else {"LocalTime": schedule.local_time, "OperatingTimeZones": _zones(schedule)}
+    )
     for job, schedule in _TEMPLATE.jobs.items()
 }
 FIRST_JOB, LAST_JOB = next(iter(SCHEDULES)), list(SCHEDULES)[-1]
