@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from clockless.ledger import RunLedger
+from clockless.ledger import STATUS_STARTED, RunLedger
 from clockless_tools.operations.pause import current_pause
 from clockless_tools.operations.targets import JobTarget
 from clockless_tools.template.model import Template
@@ -120,7 +120,7 @@ def latest_fanned_out(ledger: RunLedger, job: str) -> Fanned | None:
         scheduled_time = item["scheduled_time"]["S"]
         if latest is None:
             latest = Fanned(scheduled_time, int(item["partitions_total"]["N"]))
-        if item.get("status", {}).get("S") == "started":
+        if item.get("status", {}).get("S") == STATUS_STARTED:
             started = scheduled_time
             break
         if seen + 1 >= LOOK_BACK:
