@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from clockless_tools.bench import requests as expected
 from clockless_tools.cli.app import app
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
+from session_cleanup import repository
 from session_cleanup.logic import SessionRef
 from session_cleanup.repository import (
     EMPTY_INDEX_SHARDS,
@@ -72,6 +72,16 @@ def _counts(found: int, applied: int, already_done: int = 0) -> dict[str, int]:
         "failed": 0,
         "partitions": EMPTY_INDEX_SHARDS,
     }
+
+
+@pytest.fixture(autouse=True)
+def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The empty index at one key per partition (`param`: more): a Query per key, so the job's own
+    EMPTY_INDEX_KEYS would multiply every test's Queries by 16 for nothing the tests look at; the
+    request counts run at two, so a partition's read over its keys is counted too."""
+    per: int = getattr(request, "param", 1)
+    monkeypatch.setattr(repository, "EMPTY_INDEX_KEYS", per * EMPTY_INDEX_SHARDS)
+    return per
 
 
 @pytest.fixture
@@ -266,9 +276,19 @@ def test_next_tick_starts_from_the_last_success_and_heals_missed_ticks(
     assert _settled(ready, "2026-11-29T12:00:00Z") == _counts(found=2, applied=2)
 
 
+@pytest.mark.parametrize("keys_per_partition", [2], indirect=True)
 def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, keys_per_partition: int
 ) -> None:
+    # Given old empty sessions under both keys of one partition, besides the seed's two
+    keys = repository.EMPTY_INDEX_KEYS
+    ids = (f"s-{i:04d}" for i in range(10_000))
+    both = [
+        next(s for s in ids if index_shard_for(f"tenant-c#{s}", keys) == k) for k in ("3", str(3 + EMPTY_INDEX_SHARDS))
+    ]
+    DynamoSessionStore("SessionsTable").start_sessions(
+        [SessionRef("tenant-c", s, TICK - timedelta(hours=3)) for s in both]
+    )
     queues.url(queues.queue)
     with count_requests() as coordinator:
         runtime.call(FN, delivery(TICK_SAMPLE))
@@ -276,14 +296,15 @@ def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
         queues.drain()
 
     # The coordinator reads no session, and its logic reads the last success (the range starts
-    # there); each partition run reads its shard and the last settles the tick: counted as the one
+    # there); each partition run reads its keys and the last settles the tick: counted as the one
     # table of requests (docs/tick-flow.md) says.
     assert dict(coordinator.operations) == expected.coordinator(EMPTY_INDEX_SHARDS, reads_last_success=True)
-    due = Counter(
-        int(index_shard_for(f"{t}#{s}", EMPTY_INDEX_SHARDS))
-        for t, s in (("tenant-a", "old-empty-1"), ("tenant-b", "old-empty-2"))
-    )
-    items = [due[shard] for shard in range(EMPTY_INDEX_SHARDS)]
+    due = [
+        index_shard_for(f"{t}#{s}", keys)
+        for t, s in (("tenant-a", "old-empty-1"), ("tenant-b", "old-empty-2"), *(("tenant-c", s) for s in both))
+    ]
+    items = expected.items_by_key(due, EMPTY_INDEX_SHARDS, keys)
+    assert sum(map(sum, items)) == 4
     polled = ("ReceiveMessage", "DeleteMessage")
     assert {op: n for op, n in workers.operations.items() if op not in polled} == expected.tick_workers(
         items, actions_per_item=1, page_size=DEFAULT_PAGE_SIZE, outside_queries=1

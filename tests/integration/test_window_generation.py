@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, timedelta
@@ -25,6 +24,7 @@ from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.conftest import load_event
 from tests.integration.conftest import delivery, scan_all
 from tests.integration.work_queues import WorkQueues
+from window_generation import repository
 from window_generation.logic import Program
 from window_generation.repository import (
     DUE_INDEX_SHARDS,
@@ -82,6 +82,16 @@ EXPECTED_WINDOWS = [
 ]
 FANNED_OUT = {"fan_out": {"partitions": DUE_INDEX_SHARDS}, "business_date": "2026-11-28"}
 SETTLED = {"found": 2, "applied": 2, "already_done": 0, "failed": 0, "partitions": DUE_INDEX_SHARDS}
+
+
+@pytest.fixture(autouse=True)
+def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The due index at one key per partition (`param`: more): a Query per key, so the job's own
+    DUE_INDEX_KEYS would multiply every test's Queries by 16 for nothing the tests look at; the
+    request counts run at two, so a partition's read over its keys is counted too."""
+    per: int = getattr(request, "param", 1)
+    monkeypatch.setattr(repository, "DUE_INDEX_KEYS", per * DUE_INDEX_SHARDS)
+    return per
 
 
 @pytest.fixture
@@ -262,28 +272,37 @@ def test_malformed_tick_is_rejected_and_writes_nothing(
     assert queues.bodies(queues.queue) == []
 
 
+@pytest.mark.parametrize("keys_per_partition", [2], indirect=True)
 def test_requests_per_tick_coordinator_flat_and_workers_per_partition(
-    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues
+    ready: Any, runtime: LocalLambdaRuntime, queues: WorkQueues, keys_per_partition: int
 ) -> None:
+    # Given due programs under both keys of one partition, besides the seed's two
+    ids = (f"p-{i:04d}" for i in range(10_000))
+    both = [next(p for p in ids if _shard("tenant-c", p) == key) for key in ("5", str(5 + DUE_INDEX_SHARDS))]
+    DynamoProgramStore("ProgramsTable", "WindowsTable").save_programs(
+        [Program("tenant-c", program_id, 7, BUSINESS_DATE) for program_id in both]
+    )
     queues.url(queues.queue)
     with count_requests() as coordinator:
         runtime.call(FN, delivery(TICK_SAMPLE))
     with count_requests() as workers:
         queues.drain()
 
-    # The coordinator reads no program, whatever their number; each partition run reads its shard
-    # (the two due programs' shards hold one each) and the last settles the tick: counted as the
-    # one table of requests (docs/tick-flow.md) says.
+    # The coordinator reads no program, whatever their number; each partition run reads its keys
+    # (the due programs' keys hold one each) and the last settles the tick: counted as the one
+    # table of requests (docs/tick-flow.md) says.
     assert dict(coordinator.operations) == expected.coordinator(DUE_INDEX_SHARDS)
-    due = Counter(int(_shard(*key)) for key in (("tenant-a", "p-due"), ("tenant-a", "p-behind")))
-    items = [due[shard] for shard in range(DUE_INDEX_SHARDS)]
+    due = [_shard(*key) for key in (("tenant-a", "p-due"), ("tenant-a", "p-behind"), *(("tenant-c", p) for p in both))]
+    items = expected.items_by_key(due, DUE_INDEX_SHARDS, keys_per_partition * DUE_INDEX_SHARDS)
+    assert sum(map(sum, items)) == 4
     assert _without_the_poller(workers) == expected.tick_workers(
         items, actions_per_item=2, page_size=DEFAULT_PAGE_SIZE, outside_queries=1
     )
 
 
 def _shard(tenant_id: str, program_id: str) -> str:
-    return index_shard_for(program_key(tenant_id, program_id), DUE_INDEX_SHARDS)
+    """The program's due-index key, of the count the test runs at (`keys_per_partition`)."""
+    return index_shard_for(program_key(tenant_id, program_id), repository.DUE_INDEX_KEYS)
 
 
 def _without_the_poller(requests: Any) -> dict[str, int]:

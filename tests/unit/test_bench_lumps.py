@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from clockless.fanout.pacing import PacingSettings
+from clockless_tools.bench import lumps
 from clockless_tools.bench.lumps import granular
 from clockless_tools.bench.model import PARTITION_WCU, ItemCost, Night, predict
 
@@ -97,3 +98,10 @@ def test_each_partition_runs_records_on_the_jobs_work_key_are_claimed_and_comple
     # THEN the runs wait on the work key too: 32 x 6 units at 5 a second, not the tick key's 32 x 2
     assert alone.seconds < 32 * 6.0 / (PARTITION_WCU / 200) - 1.0 <= recorded.seconds
     assert recorded.transactions == alone.transactions == 32
+
+
+def test_a_workers_page_goes_on_into_its_next_key_and_is_packed_as_the_kit_packs_it() -> None:
+    # keys 0 (3 items), 1 (none) and 2 (5 items), pages of 4: the first page ends in key 2
+    assert list(lumps._worker_pages([(0, 3), (1, 0), (2, 5)], 4)) == [[((0, 3), (2, 1))], [((2, 4),)]]
+    # a page of 150 items over two keys: a transaction of 99 (all of key 0's 80, 19 of key 1's), then 51
+    assert list(lumps._worker_pages([(0, 80), (1, 70)], 200)) == [[((0, 80), (1, 19)), ((1, 51),)]]

@@ -227,3 +227,26 @@ def test_a_night_in_transactions_slower_than_its_target_misses_it_and_says_so() 
         with_slow.label
     )
     assert with_slow.target == "p95 < 600 s, in transactions too"
+
+
+def test_a_worker_reads_its_keys_one_after_the_other_so_more_keys_add_no_workers() -> None:
+    # GIVEN a night held by each worker's CPU, its items on 4 keys per worker instead of one
+    slow = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", cpu_seconds=0.01)
+    per_worker = (512 / 1_769) / 0.01
+    even = [1_000] * 64  # each of 16 workers reads 4 keys of 1,000 items
+    night = Night(64_000, workers=16, tenants=16, memory_mb=512, warm=WARM, partition_items=even, keys=64)
+
+    prediction = predict(slow, night)
+
+    # THEN the 16 workers take their 4,000 items each at their own rate, not 64 workers a key each
+    assert prediction.seconds == pytest.approx(4_000 / per_worker)
+    assert predict(slow, Night(64_000, workers=64, tenants=16, memory_mb=512, warm=WARM)).seconds < (
+        prediction.seconds / 3
+    )
+
+
+def test_a_night_needs_a_key_per_worker_and_a_worker_for_each_known_key() -> None:
+    with pytest.raises(ValueError, match="at least one key per worker"):
+        Night(MILLION, workers=16, keys=8)
+    with pytest.raises(ValueError, match="key_workers name the worker"):
+        Night(MILLION, workers=2, partition_items=[1, 2, 3], key_workers=[0, 1])

@@ -12,9 +12,11 @@ import pytest
 from clockless.dynamo import index_shard_for, shard_for
 from clockless.fanout.failures import entries_of
 from clockless_tools.template.model import Template
+from session_cleanup import repository
 from session_cleanup.logic import SessionRef, cleanup_range
 from session_cleanup.repository import (
     EMPTY_INDEX_PARTITIONS,
+    EMPTY_INDEX_SHARDS,
     TENANT_BUCKETS,
     DynamoSessionStore,
     SessionModel,
@@ -29,6 +31,16 @@ NOW = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
 GRACE = timedelta(hours=2)
 CUTOFF = NOW - GRACE
 TICK_KEY = "session-cleanup@2026-12-01T14:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The index at one key per partition (`param`: more; the job's own count is
+    EMPTY_INDEX_KEYS // EMPTY_INDEX_SHARDS): a Query per key, so its own count would multiply the Queries of every
+    test reading all partitions for nothing it looks at."""
+    per: int = getattr(request, "param", 1)
+    monkeypatch.setattr(repository, "EMPTY_INDEX_KEYS", per * EMPTY_INDEX_SHARDS)
+    return per
 
 
 @pytest.fixture
@@ -55,7 +67,8 @@ def _params(last_success: datetime | None = None) -> dict[str, str | None]:
 
 
 def _shard_of(session: SessionRef) -> str:
-    return index_shard_for(session_key(session), len(EMPTY_INDEX_PARTITIONS))
+    """The partition that reads the session's empty-index key."""
+    return str(int(index_shard_for(session_key(session), repository.EMPTY_INDEX_KEYS)) % EMPTY_INDEX_SHARDS)
 
 
 def _ids(client: Any) -> list[str]:
@@ -116,6 +129,7 @@ def test_a_session_that_gained_an_exercise_since_it_was_read_is_kept(
     assert _read_every_partition(work, _params()) == []
 
 
+@pytest.mark.parametrize("keys_per_partition", [1, 4], indirect=True)
 def test_a_partition_is_paged_with_cursors_and_every_session_is_read_once(
     store: DynamoSessionStore, work: SessionPartitionWork
 ) -> None:
@@ -131,6 +145,7 @@ def test_a_partition_is_paged_with_cursors_and_every_session_is_read_once(
     assert pages >= len(in_partition) // 3
 
 
+@pytest.mark.parametrize("keys_per_partition", [1, 4], indirect=True)
 def test_deleting_while_paging_reads_and_deletes_each_session_once(
     tables: Any, store: DynamoSessionStore, work: SessionPartitionWork
 ) -> None:
@@ -152,6 +167,7 @@ def test_deleting_while_paging_reads_and_deletes_each_session_once(
     assert _ids(tables) == []
 
 
+@pytest.mark.parametrize("keys_per_partition", [1, 4], indirect=True)
 def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_a_deleted_session_again(
     tables: Any, store: DynamoSessionStore, work: SessionPartitionWork
 ) -> None:

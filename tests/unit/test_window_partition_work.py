@@ -15,15 +15,19 @@ from clockless.dynamo import index_shard_for, shard_for
 from clockless.fanout.failures import OUTSIDE_RANGE, entries_of, outside_entries
 from clockless_tools.template.model import Template
 from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
+from window_generation import repository
 from window_generation.logic import Program
 from window_generation.repository import (
     DUE_INDEX_PARTITIONS,
+    DUE_INDEX_SHARDS,
     MAX_WINDOWS_PER_ITEM,
     TENANT_BUCKETS,
     DynamoProgramStore,
     ProgramModel,
     WindowModel,
     WindowPartitionWork,
+    due_index_keys,
+    due_shard_of,
     program_key,
     programs_partition_key,
 )
@@ -31,6 +35,16 @@ from window_generation.repository import (
 BUSINESS_DATE = date(2026, 12, 1)
 PARAMS = {"business_date": BUSINESS_DATE.isoformat()}
 TICK_KEY = "window-generation@2026-12-01T14:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The index at one key per partition (`param`: more; the job's own count is
+    DUE_INDEX_KEYS // DUE_INDEX_SHARDS): a Query per key, so its own count would multiply the Queries of every
+    test reading all partitions for nothing it looks at."""
+    per: int = getattr(request, "param", 1)
+    monkeypatch.setattr(repository, "DUE_INDEX_KEYS", per * DUE_INDEX_SHARDS)
+    return per
 
 
 @pytest.fixture
@@ -55,7 +69,8 @@ def work(store: DynamoProgramStore) -> WindowPartitionWork:
 
 
 def _shard_of(program: Program) -> str:
-    return index_shard_for(program_key(program.tenant_id, program.program_id), len(DUE_INDEX_PARTITIONS))
+    """The partition that reads the program's due-index key."""
+    return str(int(due_shard_of(program)) % DUE_INDEX_SHARDS)
 
 
 def _fullest_shard(programs: list[Program]) -> str:
@@ -113,14 +128,17 @@ def test_a_program_behind_gets_its_whole_chain_and_leaves_the_due_range_in_one_t
     assert _read_every_partition(work) == []
 
 
-def test_a_program_stored_under_another_shard_count_is_read_there_and_moves_to_its_shard_when_it_rolls(
+# at the job's own key count
+@pytest.mark.parametrize("keys_per_partition", [repository.DUE_INDEX_KEYS // DUE_INDEX_SHARDS], indirect=True)
+def test_a_program_stored_under_one_key_per_partition_is_read_there_and_moves_to_its_key_when_it_rolls(
     tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
 ) -> None:
-    # GIVEN a program written before the shard count (or its hash) changed: under another shard
+    # GIVEN a program written when the job wrote one due-index key per partition (its key of 32)
     program = Program("t", "older", 7, BUSINESS_DATE - timedelta(days=9))
     store.save_programs([program])
-    own = _shard_of(program)
-    old = str((int(own) + 1) % len(DUE_INDEX_PARTITIONS))
+    old = index_shard_for(program_key("t", "older"), DUE_INDEX_SHARDS)
+    own = due_shard_of(program)
+    assert old != own
     key = {"tenant_key": {"S": programs_partition_key("t", "older")}, "program_id": {"S": "older"}}
     tables.update_item(
         TableName="ProgramsTable",
@@ -129,11 +147,12 @@ def test_a_program_stored_under_another_shard_count_is_read_there_and_moves_to_i
         ExpressionAttributeValues={":s": {"S": old}},
     )
 
-    # WHEN its old shard's worker reads it and applies its roll
+    # WHEN the partition of that number reads it (its first key) and applies its roll
+    assert due_index_keys(old)[0] == old
     (read,) = read_all(work, old, PARAMS, 10)[0]
     assert apply(tables, work.writes(read, PARAMS, TICK_KEY)) is True
 
-    # THEN the roll put it under the shard the current count gives it (no backfill needed)
+    # THEN the roll put it under the key the current count gives it (no backfill needed)
     stored = tables.get_item(TableName="ProgramsTable", Key=key)["Item"]
     assert stored["due_shard"] == {"S": own}
     assert stored["current_window_end"] == {"S": "2026-12-06"}
@@ -183,6 +202,7 @@ def test_a_program_ended_since_it_was_read_is_not_rolled(
     assert _ends(tables) == {"due": BUSINESS_DATE.isoformat()}
 
 
+@pytest.mark.parametrize("keys_per_partition", [1, 4], indirect=True)
 def test_a_partition_is_paged_with_cursors_and_every_program_is_read_once(
     store: DynamoProgramStore, work: WindowPartitionWork
 ) -> None:
@@ -199,6 +219,7 @@ def test_a_partition_is_paged_with_cursors_and_every_program_is_read_once(
     assert pages in (-(-len(in_partition) // 3), len(in_partition) // 3 + 1)
 
 
+@pytest.mark.parametrize("keys_per_partition", [1, 4], indirect=True)
 def test_paging_while_applying_reads_each_program_once(
     tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
 ) -> None:
@@ -289,6 +310,7 @@ def test_bad_params_and_partitions_are_refused_before_any_read(work: WindowParti
         work.read(str(beyond), PARAMS, None, 10)
 
 
+@pytest.mark.parametrize("keys_per_partition", [1, 4], indirect=True)
 def test_a_worker_resuming_from_its_last_stored_cursor_never_finds_an_applied_program_again(
     tables: Any, store: DynamoProgramStore, work: WindowPartitionWork
 ) -> None:

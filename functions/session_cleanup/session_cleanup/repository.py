@@ -1,5 +1,5 @@
 """Workout sessions in DynamoDB: the `SessionStore` the sequential logic asks for, and the
-`SessionPartitionWork` a fanned-out tick's workers apply, one empty-index shard per partition."""
+`SessionPartitionWork` a fanned-out tick's workers apply, a partition reading its empty-index keys."""
 
 from __future__ import annotations
 
@@ -16,14 +16,17 @@ from pynamodb.models import Model
 
 from clockless import MalformedTickError, format_scheduled_time, parse_scheduled_time
 from clockless.dynamo import (
+    Rows,
     bind_table,
     bucketed_key,
     bucketed_row_key,
     decode_row,
     index_shard_for,
     is_condition_failure,
+    keys_page,
+    keys_rows,
+    partition_keys,
     raw_page,
-    raw_rows,
     tenant_of,
 )
 from clockless.fanout import Page
@@ -31,10 +34,15 @@ from clockless.items import FieldError
 from clockless.tick import MAX_YEAR, MIN_YEAR
 from session_cleanup.logic import CleanupRange, SessionRef
 
-# Empty sessions are spread over this many partitions of the sparse index: each GSI partition
-# key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick, run by one
-# worker: template.yaml's Mappings.Jobs.SessionCleanup.Shards (the loop's 16) is the same number
-# (rule shards-match-concurrency; docs/fan-out.md#changing-a-jobs-shard-count).
+# Empty sessions are spread over this many keys of the sparse index: each index partition key takes
+# about 1,000 WCU/s, and hundreds of keys hash evenly enough onto the index's physical partitions
+# (docs/fan-out.md#index-keys-and-partitions). Raising it is safe on a deployed table (every key a
+# lower count wrote is still read; a session keeps its key until it leaves the index); lowering it
+# is a migration (docs/fan-out.md#changing-a-jobs-shard-count).
+EMPTY_INDEX_KEYS: Final = 256
+# A fanned-out tick's partitions, one worker each: partition p reads the keys k with k % 16 == p
+# (`clockless.dynamo.partition_keys`). template.yaml's Mappings.Jobs.SessionCleanup.Shards (the
+# loop's 16) is the same number (rule shards-match-concurrency).
 EMPTY_INDEX_SHARDS: Final = 16
 EMPTY_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(EMPTY_INDEX_SHARDS))
 # One tenant's sessions are spread over this many partition key values (`<tenant>#<bucket>`, the
@@ -84,8 +92,8 @@ class DynamoSessionStore:
         self, *, started_after: datetime | None, started_at_or_before: datetime
     ) -> Iterator[SessionRef]:
         condition = _started_in(CleanupRange(since=started_after, cutoff=started_at_or_before))
-        for shard in EMPTY_INDEX_PARTITIONS:
-            for item in SessionModel.empty_index.query(shard, condition):
+        for key in range(EMPTY_INDEX_KEYS):
+            for item in SessionModel.empty_index.query(str(key), condition):
                 yield _session_of(item)
 
     def delete_if_empty(self, session: SessionRef) -> bool:
@@ -117,9 +125,10 @@ class DynamoSessionStore:
 
 
 class SessionPartitionWork:
-    """A fanned-out cleanup tick: one partition per empty-index shard, one item per session due
-    for deletion. An item's write deletes the session only if it is still empty, so a session
-    that gained an exercise since it was read is kept (and counted already done)."""
+    """A fanned-out cleanup tick: one partition per `EMPTY_INDEX_SHARDS`, each reading its
+    empty-index keys (`empty_index_keys`), one item per session due for deletion. An item's write
+    deletes the session only if it is still empty, so a session that gained an exercise since it
+    was read is kept (and counted already done)."""
 
     def __init__(self, store: DynamoSessionStore) -> None:
         # The store binds the model to the table the environment names.
@@ -128,28 +137,27 @@ class SessionPartitionWork:
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
     ) -> Page[dict[str, Any]]:
-        """Up to `limit` empty sessions of one shard in the tick's range, from `cursor`."""
-        shard = _shard(partition)
-        results = SessionModel.empty_index.query(
-            shard,
-            _started_in(range_param(params)),
-            limit=limit,
-            last_evaluated_key=dict(cursor) if cursor is not None else None,
-        )
-        rows, next_cursor = raw_page(results)
+        """Up to `limit` empty sessions of the partition's keys in the tick's range, from `cursor`."""
+        keys = empty_index_keys(partition)
+        due = _started_in(range_param(params))
+
+        def query(key: str, left: int, start: dict[str, Any] | None) -> Rows:
+            return raw_page(SessionModel.empty_index.query(key, due, limit=left, last_evaluated_key=start))
+
+        rows, next_cursor = keys_page(query, keys, cursor, limit, hash_key="empty_shard")
         return Page(items=rows, cursor=next_cursor)
 
     def read_outside(self, partition: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-        """The shard's empty-index rows whose key sorts after every instant: one Query; and, when the
-        tick's range has a start (the due read's BETWEEN leaves the low side open), those that sort
-        before every instant: a second (the kit fails each by name, clockless.fanout.ReadsOutside)."""
-        shard = _shard(partition)
-        yield from raw_rows(
-            functools.partial(SessionModel.empty_index.query, shard, SessionModel.started_at > LAST_INSTANT_KEY)
-        )
+        """The partition's empty-index rows whose key sorts after every instant: one Query per key;
+        and, when the tick's range has a start (the due read's BETWEEN leaves the low side open),
+        those that sort before every instant: a second per key (the kit fails each by name,
+        clockless.fanout.ReadsOutside)."""
+        keys = empty_index_keys(partition)
+        above = SessionModel.started_at > LAST_INSTANT_KEY
+        yield from keys_rows(lambda key: functools.partial(SessionModel.empty_index.query, key, above), keys)
         if range_param(params).since is not None:
             below = SessionModel.started_at < FIRST_INSTANT_KEY
-            yield from raw_rows(functools.partial(SessionModel.empty_index.query, shard, below))
+            yield from keys_rows(lambda key: functools.partial(SessionModel.empty_index.query, key, below), keys)
 
     @property
     def table(self) -> str:
@@ -189,7 +197,7 @@ def session_item(session: SessionRef, exercises: int = 0) -> SessionModel:
         session.session_id,
         started_at=format_scheduled_time(session.started_at),
         exercise_count=exercises,
-        empty_shard=None if exercises else index_shard_for(session_key(session), EMPTY_INDEX_SHARDS),
+        empty_shard=None if exercises else index_shard_for(session_key(session), EMPTY_INDEX_KEYS),
     )
 
 
@@ -235,10 +243,11 @@ def _session_of(item: SessionModel) -> SessionRef:
     return SessionRef(tenant_id=tenant_of(item.tenant_key), session_id=item.session_id, started_at=started_at)
 
 
-def _shard(partition: str) -> str:
+def empty_index_keys(partition: str) -> tuple[str, ...]:
+    """The empty-index keys a partition reads (of the current `EMPTY_INDEX_KEYS`)."""
     if partition not in EMPTY_INDEX_PARTITIONS:
         raise ValueError(f"partition must be an empty-index shard '0'..'{EMPTY_INDEX_SHARDS - 1}', got {partition!r}")
-    return partition
+    return partition_keys(int(partition), EMPTY_INDEX_SHARDS, EMPTY_INDEX_KEYS)
 
 
 def _text(data: Mapping[str, Any], name: str) -> str:

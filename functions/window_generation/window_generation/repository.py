@@ -1,5 +1,5 @@
 """Programs and windows in DynamoDB: the `ProgramStore` the sequential logic asks for, and the
-`WindowPartitionWork` a fanned-out tick's workers apply, one due-index shard per partition."""
+`WindowPartitionWork` a fanned-out tick's workers apply, a partition reading its due-index keys."""
 
 from __future__ import annotations
 
@@ -18,14 +18,17 @@ from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from clockless.dynamo import (
+    Rows,
     bind_table,
     bucketed_key,
     bucketed_row_key,
     decode_row,
     index_shard_for,
     is_condition_failure,
+    keys_page,
+    keys_rows,
+    partition_keys,
     raw_page,
-    raw_rows,
     tenant_keys,
     tenant_of,
 )
@@ -35,12 +38,16 @@ from window_generation.logic import Program, Window, windows_due
 
 STATUS_ACTIVE: Final = "ACTIVE"
 STATUS_ENDED: Final = "ENDED"
-# Active programs are spread over this many partitions of the sparse due index: each GSI
-# partition key takes about 1,000 WCU/s, and each shard is one partition of a fanned-out tick, run by
-# one worker: template.yaml's Mappings.Jobs.WindowGeneration.Shards is the same number (rule
-# shards-match-concurrency). Raising it is safe on a deployed table (every lower shard is still read,
-# and a program moves to its new shard when it next rolls); lowering it is a migration
-# (docs/fan-out.md#changing-a-jobs-shard-count).
+# Active programs are spread over this many keys of the sparse due index: each index partition key
+# takes about 1,000 WCU/s, and hundreds of keys hash evenly enough onto the index's physical
+# partitions that none holds many more than its share (32 keys put 6 on one of 23 at p95:
+# docs/fan-out.md#index-keys-and-partitions). Raising it is safe on a deployed table (a program
+# moves to its new key when it next rolls, and every key a lower count wrote is still read);
+# lowering it is a migration (docs/fan-out.md#changing-a-jobs-shard-count).
+DUE_INDEX_KEYS: Final = 512
+# A fanned-out tick's partitions, one worker each: partition p reads the keys k with k % 32 == p
+# (`clockless.dynamo.partition_keys`). template.yaml's Mappings.Jobs.WindowGeneration.Shards is the
+# same number (rule shards-match-concurrency).
 DUE_INDEX_SHARDS: Final = 32
 DUE_INDEX_PARTITIONS: Final = tuple(str(shard) for shard in range(DUE_INDEX_SHARDS))
 # A program's windows and its roll are one item of work, applied in one transaction of at most
@@ -111,8 +118,8 @@ class DynamoProgramStore:
 
     def find_due_programs(self, on_or_before: date) -> Iterator[Program]:
         cutoff = on_or_before.isoformat()
-        for shard in range(DUE_INDEX_SHARDS):
-            for item in ProgramModel.due_index.query(str(shard), ProgramModel.current_window_end <= cutoff):
+        for key in range(DUE_INDEX_KEYS):
+            for item in ProgramModel.due_index.query(str(key), ProgramModel.current_window_end <= cutoff):
                 yield _program_of(item)
 
     def roll_forward(self, program: Program, window: Window, *, tick_key: str) -> bool:
@@ -142,9 +149,10 @@ class DynamoProgramStore:
 
 
 class WindowPartitionWork:
-    """A fanned-out window-generation tick: one partition per due-index shard, one item per due
-    program. An item's writes are its due windows (each created only if new) and the program's
-    roll (only if it still ends where it was read and is active), applied together."""
+    """A fanned-out window-generation tick: one partition per `DUE_INDEX_SHARDS`, each reading its
+    due-index keys (`due_index_keys`), one item per due program. An item's writes are its due
+    windows (each created only if new) and the program's roll (only if it still ends where it was
+    read and is active), applied together."""
 
     def __init__(self, store: DynamoProgramStore) -> None:
         # The store binds the models to the tables the environment names.
@@ -153,23 +161,23 @@ class WindowPartitionWork:
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
     ) -> Page[dict[str, Any]]:
-        """Up to `limit` due programs of one shard, from `cursor` (None: from the start)."""
-        shard = _shard(partition)
-        business_date = business_date_param(params)
-        results = ProgramModel.due_index.query(
-            shard,
-            ProgramModel.current_window_end <= business_date.isoformat(),
-            limit=limit,
-            last_evaluated_key=dict(cursor) if cursor is not None else None,
-        )
-        rows, next_cursor = raw_page(results)
+        """Up to `limit` due programs of the partition's keys, from `cursor` (None: from the start)."""
+        keys = due_index_keys(partition)
+        cutoff = ProgramModel.current_window_end <= business_date_param(params).isoformat()
+
+        def query(key: str, left: int, start: dict[str, Any] | None) -> Rows:
+            return raw_page(ProgramModel.due_index.query(key, cutoff, limit=left, last_evaluated_key=start))
+
+        rows, next_cursor = keys_page(query, keys, cursor, limit, hash_key="due_shard")
         return Page(items=rows, cursor=next_cursor)
 
     def read_outside(self, partition: str, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-        """The shard's due-index rows whose key sorts after every date: one Query (the kit fails
-        each by name, clockless.fanout.ReadsOutside)."""
+        """The partition's due-index rows whose key sorts after every date: one Query per key (the
+        kit fails each by name, clockless.fanout.ReadsOutside)."""
         above = ProgramModel.current_window_end > LAST_DATE_KEY
-        return raw_rows(functools.partial(ProgramModel.due_index.query, _shard(partition), above))
+        return keys_rows(
+            lambda key: functools.partial(ProgramModel.due_index.query, key, above), due_index_keys(partition)
+        )
 
     @property
     def table(self) -> str:
@@ -222,10 +230,11 @@ def business_date_param(params: Mapping[str, Any]) -> date:
     return _date(params, "business_date", "window-generation params")
 
 
-def _shard(partition: str) -> str:
+def due_index_keys(partition: str) -> tuple[str, ...]:
+    """The due-index keys a partition reads (of the current `DUE_INDEX_KEYS`)."""
     if partition not in DUE_INDEX_PARTITIONS:
         raise ValueError(f"partition must be a due-index shard '0'..'{DUE_INDEX_SHARDS - 1}', got {partition!r}")
-    return partition
+    return partition_keys(int(partition), DUE_INDEX_SHARDS, DUE_INDEX_KEYS)
 
 
 def _program_of(item: ProgramModel) -> Program:
@@ -274,8 +283,8 @@ def _program_item(program: Program, *, active: bool) -> ProgramModel:
 
 
 def due_shard_of(program: Program) -> str:
-    """The due-index shard an active program is under, of the current `DUE_INDEX_SHARDS`."""
-    return index_shard_for(program_key(program.tenant_id, program.program_id), DUE_INDEX_SHARDS)
+    """The due-index key an active program is under, of the current `DUE_INDEX_KEYS`."""
+    return index_shard_for(program_key(program.tenant_id, program.program_id), DUE_INDEX_KEYS)
 
 
 def _roll(program: Program, last: Window) -> list[Action]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pynamodb.exceptions import AttributeDeserializationError
@@ -46,6 +46,83 @@ def index_shard_for(key: str, shards: int) -> str:
         raise DeclarationError(f"an index needs at least one shard, got {shards}")
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     return str(int.from_bytes(digest, "big") % shards)
+
+
+def partition_keys(partition: int, partitions: int, keys: int) -> tuple[str, ...]:
+    """The index shard keys one partition of a fanned-out tick reads: of the `keys` values a job
+    writes (`index_shard_for(..., keys)`), every `k` with `k % partitions == partition`.
+
+    Many keys even out how they hash onto the index's physical partitions (each takes about 1,000
+    write units per second); few partitions keep the workers to the template's
+    `MaximumConcurrency`. Keys 0 to `partitions - 1` are each read by the partition of the same
+    number, so rows written when a job wrote one key per partition are still read after its key
+    count is raised (docs/fan-out.md#index-keys-and-partitions)."""
+    if partitions < 1 or keys < partitions:
+        raise DeclarationError(f"an index needs at least one key per partition, got {keys} keys for {partitions}")
+    if not 0 <= partition < partitions:
+        raise ArgumentError(f"partition must be 0..{partitions - 1}, got {partition}")
+    return tuple(str(key) for key in range(partition, keys, partitions))
+
+
+# A partition's cursor over its keys: the key it is in, and where in it (None: from its start).
+CURSOR_KEY = "key"
+CURSOR_AFTER = "after"
+
+
+Rows = tuple[list[dict[str, Any]], dict[str, Any] | None]  # a page's rows, and the key after them
+
+
+def keys_page(
+    query: Callable[[str, int, dict[str, Any] | None], Rows],
+    keys: Sequence[str],
+    cursor: Mapping[str, Any] | None,
+    limit: int,
+    *,
+    hash_key: str,
+) -> Rows:
+    """Up to `limit` rows of a partition's index keys, read in order from `cursor`, and the cursor
+    after them (None: every key read). `query(key, limit, start)` is one page's Query of one key:
+    its rows and its `LastEvaluatedKey` (`raw_page` of a PynamoDB query).
+
+    A key that ends before the page is full hands the rest of the page to the next key, so a
+    partition of many mostly empty keys costs a Query per key, not a page (and a cursor write)
+    per key. A cursor without `key` is a page's `LastEvaluatedKey` as a partition of one key
+    stored it before its job's keys were raised: it names its key as `hash_key`."""
+    position, after = _cursor_position(keys, cursor, hash_key)
+    rows: list[dict[str, Any]] = []
+    while True:
+        found, last = query(keys[position], limit - len(rows), after)
+        rows.extend(found)
+        if last is not None:
+            return rows, {CURSOR_KEY: keys[position], CURSOR_AFTER: last}
+        position += 1
+        if position == len(keys):
+            return rows, None
+        if len(rows) >= limit:
+            return rows, {CURSOR_KEY: keys[position], CURSOR_AFTER: None}
+        after = None
+
+
+def _cursor_position(
+    keys: Sequence[str], cursor: Mapping[str, Any] | None, hash_key: str
+) -> tuple[int, dict[str, Any] | None]:
+    if cursor is None:
+        return 0, None
+    if CURSOR_KEY in cursor:
+        key, after = cursor[CURSOR_KEY], cursor.get(CURSOR_AFTER)
+    else:
+        key, after = next(iter(cursor.get(hash_key, {}).values()), None), dict(cursor)
+    if key not in keys or not (after is None or isinstance(after, Mapping)):
+        raise ArgumentError(f"cursor is not one of this partition's keys {keys[0]}..{keys[-1]}: {dict(cursor)!r}")
+    return keys.index(key), None if after is None else dict(after)
+
+
+def keys_rows(
+    query: Callable[[str], Callable[..., ResultIterator[Any]]], keys: Sequence[str]
+) -> Iterator[dict[str, Any]]:
+    """Every row of each of a partition's keys, undecoded (`raw_rows` of `query(key)`)."""
+    for key in keys:
+        yield from raw_rows(query(key))
 
 
 def bucketed_key(tenant_id: str, item_id: str, buckets: int) -> str:

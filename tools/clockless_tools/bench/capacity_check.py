@@ -21,6 +21,7 @@ wait for the visibility timeout), and the observed time within 25 % of the predi
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from dataclasses import replace
@@ -64,10 +65,13 @@ SCENARIOS: Final = (
 )
 
 
-def _partition_items(harness: Harness, cost: ItemCost) -> tuple[list[int], list[float], list[Counter[str]]]:
+def _partition_items(
+    harness: Harness, cost: ItemCost, workers: int
+) -> tuple[list[int], list[float], list[Counter[str]], list[int]]:
     """The night's items per shard key, counted on the job's shard index, largest first, with
-    the place each shard key hashes to and, when the index is the tenant table's, each shard's
-    items under each of that table's partition key values."""
+    the place each shard key hashes to, when the index is the tenant table's each shard's items
+    under each of that table's partition key values, and the worker that reads each key (key k:
+    worker k % workers, clockless.dynamo.partition_keys)."""
     table, _, index = cost.shard_index.partition("/")
     tenant_key = MotoTables(moto_dynamodb_backend()).shape(table)[0][0] if table == cost.tenant_table else None
     counts: Counter[str] = Counter()
@@ -82,13 +86,21 @@ def _partition_items(harness: Harness, cost: ItemCost) -> tuple[list[int], list[
                 if tenant_key is not None and tenant_key in item:
                     tenants.setdefault(canonical(shard), Counter())[canonical(item[tenant_key])] += 1
         if "LastEvaluatedKey" not in page:
-            ordered = counts.most_common()
+            # in the order each worker reads its keys (by number), so the model reads them in turn
+            ordered = sorted(counts.items(), key=lambda kv: _key_number(kv[0]))
             return (
                 [count for _, count in ordered],
                 [key_place(key) for key, _ in ordered],
                 [tenants.get(key, Counter()) for key, _ in ordered],
+                [_key_number(key) % workers for key, _ in ordered],
             )
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _key_number(key: str) -> int:
+    """A shard key's number, from its wire form (`canonical`: {"S": "12"})."""
+    (value,) = json.loads(key).values()
+    return int(value)
 
 
 def _dead_letters(harness: Harness, job: str) -> int:
@@ -157,7 +169,7 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
         )
         harness.reset_tables()
         harness.seed(replace(workload(job, items), tenants=tenants), in_process=True)
-        shard_items, shard_places, shard_tenants = _partition_items(harness, cost)
+        shard_items, shard_places, shard_tenants, readers = _partition_items(harness, cost, workers)
         night = Night(
             items,
             workers,
@@ -169,6 +181,8 @@ def check_job(harness: Harness, job: str, sizes: BenchSizes) -> tuple[list[Figur
             worker_supply=supply,
             partition_items=shard_items,
             fixed_seconds=free["coordinator_seconds"],
+            keys=max(len(shard_items), workers),
+            key_workers=readers,
         )
         # the tenant keys as seeded (tenant#bucket), each with its share of the items
         counts = tenant_key_counts(harness, cost.tenant_table) if cost.tenant_table else Counter({"": 1})

@@ -28,14 +28,22 @@ from clockless_tools.local.units import moto_dynamodb_backend
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
 from session_cleanup.logic import clean_up_empty_sessions
-from session_cleanup.repository import EMPTY_INDEX_SHARDS, DynamoSessionStore, SessionModel
+from session_cleanup.repository import EMPTY_INDEX_KEYS, EMPTY_INDEX_SHARDS, DynamoSessionStore, SessionModel
 from session_cleanup.settings import SessionCleanupSettings
 from window_generation.logic import business_date_of, generate_windows
-from window_generation.repository import DUE_INDEX_SHARDS, DynamoProgramStore, ProgramModel, _program_item
+from window_generation.repository import (
+    DUE_INDEX_KEYS,
+    DUE_INDEX_SHARDS,
+    DynamoProgramStore,
+    ProgramModel,
+    _program_item,
+)
 from window_generation.settings import WindowGenerationSettings
 
 # Partitions a tick fans out to: the shards of the job's sparse index.
 PARTITIONS: Final = {WINDOW_JOB: DUE_INDEX_SHARDS, CLEANUP_JOB: EMPTY_INDEX_SHARDS}
+# The index shard keys each job writes, read `PARTITIONS` to a tick (docs/fan-out.md#index-keys-and-partitions).
+INDEX_KEYS: Final = {WINDOW_JOB: DUE_INDEX_KEYS, CLEANUP_JOB: EMPTY_INDEX_KEYS}
 
 
 class Harness:

@@ -62,6 +62,7 @@ from clockless_tools.bench.model import (
     Night,
     Placement,
     even_placement,
+    key_workers,
     shard_items,
     slowest_partition,
     starting_ceilings,
@@ -105,10 +106,13 @@ class Granular:
     draws: int = SEEDS  # nights run, each with its own draw of the backoff
 
 
+Batch = tuple[tuple[int, int], ...]  # one transaction: (index shard key, its items) for each key in it
+
+
 @dataclass
 class _Lane:
     worker: int
-    batches: list[int]  # items of each transaction left, in order
+    batches: list[Batch]  # each transaction left, in order
     throttles: int = 0
     charges: dict[str, float] | None = None  # the current transaction's units on each bucket
     sending: bool = False  # the pacer has let the current transaction go
@@ -123,6 +127,49 @@ def _batches(items: int, page_size: int) -> Iterator[list[int]]:
         left -= page
         full, rest = divmod(page, MAX_ITEM_ACTIONS)
         yield [MAX_ITEM_ACTIONS] * full + ([rest] if rest else [])
+
+
+def _worker_pages(keys: list[tuple[int, int]], page_size: int) -> Iterator[list[Batch]]:
+    """A worker's pages over its keys, each `(key, items)` in the order it reads them: a page goes
+    on into the next key when one ends short (clockless.dynamo.keys_page), and each page is packed
+    into transactions as `_batches` packs one of `page_size` items."""
+    page: list[tuple[int, int]] = []  # (key, items) runs of the page being filled
+    filled = 0
+    for key, items in keys:
+        left = items
+        while left > 0:
+            taken = min(left, page_size - filled)
+            page.append((key, taken))
+            filled, left = filled + taken, left - taken
+            if filled == page_size:
+                yield _packed(page, page_size)
+                page, filled = [], 0
+    if filled:
+        yield _packed(page, page_size)
+
+
+def _packed(runs: list[tuple[int, int]], page_size: int) -> list[Batch]:
+    """A page's runs of items by key, cut into its transactions (`_batches`)."""
+    batches: list[Batch] = []
+    runs = list(runs)
+    for size in next(_batches(sum(items for _, items in runs), page_size)):
+        parts: list[tuple[int, int]] = []
+        wanted = size
+        while wanted:
+            key, items = runs[0]
+            taken = min(items, wanted)
+            parts.append((key, taken))
+            wanted -= taken
+            if taken == items:
+                runs.pop(0)
+            else:
+                runs[0] = (key, items - taken)
+        batches.append(tuple(parts))
+    return batches
+
+
+def _items(batch: Batch) -> int:
+    return sum(items for _, items in batch)
 
 
 def _spread(ranges: int, items: int) -> list[float]:
@@ -160,7 +207,8 @@ class _Charges:
 
 
 def _charges(cost: ItemCost, night: Night, placement: Placement) -> tuple[list[_Charges], dict[str, _Bucket]]:
-    """Per worker, what its items put on each bucket; and the buckets, full at the start."""
+    """Per index shard key (each entry of `shard_items`), what its items put on each bucket; and the
+    buckets, full at the start."""
     key = PARTITION_WCU / night.scale
     units = {**cost.table_wcu, **cost.index_wcu}
     buckets: dict[str, _Bucket] = {}
@@ -262,7 +310,12 @@ class _Night:
             self.buckets.setdefault(name, _Bucket(key, PARTITION_BUCKET_SECONDS, key * PARTITION_BUCKET_SECONDS))
         self.supply = worker_supply(cost, night.memory_mb) if night.worker_supply is None else night.worker_supply
         self.paced = cost.paced_units or cost.index_wcu.get(cost.shard_index, 0.0)
-        self.pages = [list(_batches(round(items), page_size)) for items in shard_items(night)]
+        # each worker's pages over its keys, one after the other (clockless.dynamo.keys_page)
+        readers = key_workers(night)
+        keys: list[list[tuple[int, int]]] = [[] for _ in range(max(readers, default=-1) + 1)]
+        for key, (items, worker) in enumerate(zip(shard_items(night), readers, strict=True)):
+            keys[worker].append((key, round(items)))
+        self.pages = [list(_worker_pages(mine, page_size)) for mine in keys]
         self.rng = rng
         self.lanes = lanes
         self.clock = _SimulatedClock()
@@ -282,7 +335,7 @@ class _Night:
         when it costs anything: one transaction, admitted when both keys have capacity."""
         if not self.run_charges:
             return False
-        self.push(now, _Lane(worker, [0], charges=dict(self.run_charges), ledger=which))
+        self.push(now, _Lane(worker, [()], charges=dict(self.run_charges), ledger=which))
         return True
 
     def start_page(self, worker: int, now: float) -> None:
@@ -290,7 +343,7 @@ class _Night:
             self.ledger_write(worker, now, "done")
             return
         page = self.pages[worker].pop(0)
-        ready = now + sum(page) / self.supply if self.supply > 0 else now
+        ready = now + sum(map(_items, page)) / self.supply if self.supply > 0 else now
         count = min(self.lanes, len(page))
         self.running[worker] = count
         for lane in range(count):
@@ -308,7 +361,7 @@ class _Night:
                 self.send(now, lane)
                 continue
             if self.paced:
-                self.pacers[lane.worker].take(lane.batches[0] * self.paced)
+                self.pacers[lane.worker].take(_items(lane.batches[0]) * self.paced)
             lane.sending = True
             self.push(now + self.clock.slept, lane)
         return self.end, self.sent, self.refused
@@ -318,7 +371,10 @@ class _Night:
         lane.sending = False
         pacer = self.pacers[lane.worker]
         if lane.charges is None:
-            lane.charges = self.per_worker[lane.worker].of(lane.batches[0], self.rng)
+            lane.charges = {}
+            for key, items in lane.batches[0]:
+                for name, units in self.per_worker[key].of(items, self.rng).items():
+                    lane.charges[name] = lane.charges.get(name, 0.0) + units
         if not all(self.buckets[name].at(now) > 0 for name in lane.charges):
             self.refused += 1
             pacer.throttled()

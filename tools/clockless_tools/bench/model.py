@@ -122,7 +122,7 @@ class Night:
     """What the night asks of DynamoDB and Lambda."""
 
     items: int
-    workers: int  # the worker's MaximumConcurrency, equal to the shards (rule shards-match-concurrency)
+    workers: int  # the worker's MaximumConcurrency, equal to the partitions (rule shards-match-concurrency)
     tenants: int = 1
     memory_mb: int = 512
     # None: cold (a new on-demand table); else write units/s declared per table or "table/index"
@@ -134,14 +134,23 @@ class Night:
     supply: float | None = None
     # items/s one worker can offer when it is known (this machine); None: Lambda's CPU share
     worker_supply: float | None = None
-    # the items of each partition (shard), when known; None: a hash spread over `workers` shards
+    # the items of each index shard key, when known; None: a hash spread over `keys` keys
     partition_items: Sequence[int] = field(default_factory=tuple)
     # time outside the writes (the coordinator's claim and fan-out), when measured
     fixed_seconds: float = 0.0
+    # the index shard keys the job writes (0: one per worker); worker w reads, one after the other,
+    # the keys k with k % workers == w (clockless.dynamo.partition_keys)
+    keys: int = 0
+    # the worker of each entry of `partition_items`, when known (as seeded); empty: entry i's is i % workers
+    key_workers: Sequence[int] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         if self.items <= 0 or self.workers <= 0 or self.tenants <= 0 or self.memory_mb <= 0 or self.scale <= 0:
             raise ValueError(f"a night needs positive items, workers, tenants, memory and scale: {self}")
+        if self.keys and self.keys < self.workers:
+            raise ValueError(f"a night needs at least one key per worker: {self.keys} keys, {self.workers} workers")
+        if self.key_workers and len(self.key_workers) != len(self.partition_items):
+            raise ValueError(f"a night's key_workers name the worker of each partition_items entry: {self}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,13 +206,31 @@ def worker_supply(cost: ItemCost, memory_mb: int) -> float:
 
 
 def shard_items(night: Night) -> list[float]:
-    """The items of each shard: as measured, or a hash spread with its largest at mean + 3 sd."""
+    """The items of each index shard key: as measured, or a hash spread with its largest at
+    mean + 3 sd."""
     if night.partition_items:
         return [float(n) for n in night.partition_items]
-    shards = min(night.workers, ACCOUNT_CONCURRENCY)
+    shards = night.keys or min(night.workers, ACCOUNT_CONCURRENCY)
     largest = slowest_partition(night.items, shards)
     rest = (night.items - largest) / (shards - 1) if shards > 1 else 0.0
     return [float(largest), *([rest] * (shards - 1))]
+
+
+def key_workers(night: Night) -> list[int]:
+    """The worker that reads each entry of `shard_items` (its keys one after the other, in order)."""
+    if night.key_workers:
+        return list(night.key_workers)
+    workers = min(night.workers, ACCOUNT_CONCURRENCY)
+    return [i % workers for i in range(len(shard_items(night)))]
+
+
+def _reading(remaining: Sequence[float], workers: Sequence[int]) -> list[int]:
+    """The key each worker is on: its first with items left (a worker reads its keys in turn)."""
+    current: dict[int, int] = {}
+    for i, left in enumerate(remaining):
+        if left > _DONE and workers[i] not in current:
+            current[workers[i]] = i
+    return sorted(current.values())
 
 
 def even_placement(cost: ItemCost, night: Night) -> Placement:
@@ -282,7 +309,8 @@ def predict(cost: ItemCost, night: Night, placement: Placement | None = None) ->
     own = min(per_worker, key / paced if paced else math.inf)
     own_name = "Lambda supply: each worker's CPU" if per_worker <= own else "GSI shard key: each worker's own"
     remaining = shard_items(night)
-    workers = min(len(remaining), ACCOUNT_CONCURRENCY)
+    readers = key_workers(night)
+    workers = min(len(set(readers)), ACCOUNT_CONCURRENCY)
     fixed = {"Lambda supply": workers * per_worker if night.supply is None else night.supply}
     if cost.work_key_wcu:
         fixed["ledger key: the job's work records"] = key / cost.work_key_wcu
@@ -295,7 +323,7 @@ def predict(cost: ItemCost, night: Night, placement: Placement | None = None) ->
     while any(left > _DONE for left in remaining):
         fleet = _fleet_bounds(cost, night, placement, ceilings, fixed)
         fleet_name = min(fleet, key=lambda n: fleet[n])
-        active = [i for i, left in enumerate(remaining) if left > _DONE]
+        active = _reading(remaining, readers)
         caps, cap_names = _shard_caps(cost, night, placement, ceilings, active, own=own, own_name=own_name)
         rates = _water_fill(caps, fleet[fleet_name])
         if not start_bounds:

@@ -21,7 +21,7 @@ from clockless.fanout.keys import work_job
 from clockless.fanout.settings import DEFAULT_KEY_WRITE_UNITS_PER_ITEM
 from clockless_tools.bench.cost import PRICES_READ_ON, fanned_out_cost, loop_cost
 from clockless_tools.bench.fanned_out import workload
-from clockless_tools.bench.harness import Harness, effect_of, partitions_sent
+from clockless_tools.bench.harness import INDEX_KEYS, Harness, effect_of, partitions_sent
 from clockless_tools.bench.latency import added_latency
 from clockless_tools.bench.lumps import Granular, granular
 from clockless_tools.bench.meter import measure
@@ -64,6 +64,7 @@ class JobMeasure:
     workers: int
     memory_mb: int
     run_seconds: float  # a worker run's length before it hands on (Timeout - time budget)
+    keys: int = 0  # the index shard keys the job writes, read `workers` to a tick (0: one per worker)
 
 
 def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
@@ -195,6 +196,7 @@ def job_measure(harness: Harness, job: str, sizes: BenchSizes) -> JobMeasure:
         workers=worker_concurrency(harness.template, job),
         memory_mb=worker.memory_size,
         run_seconds=worker.timeout - budget,
+        keys=INDEX_KEYS.get(job, 0),
     )
 
 
@@ -210,7 +212,7 @@ def scenarios(measured: JobMeasure) -> Iterator[tuple[str, Night]]:
     for items in SIZES:
         for tenancy, tenants in (("one_tenant", 1), ("spread", SPREAD_TENANTS)):
             for start, declared in (("cold", None), ("warm", warm)):
-                night = Night(items, measured.workers, tenants, measured.memory_mb, warm=declared)
+                night = Night(items, measured.workers, tenants, measured.memory_mb, warm=declared, keys=measured.keys)
                 yield f"{items // MILLION}m.{tenancy}.{start}", night
 
 
@@ -312,7 +314,9 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
                     "transactions": transactions.transactions,
                     "refusals": round(transactions.refusals, 1),
                 }
-        spread = over_placements(cost, Night(MILLION, measured.workers, SPREAD_TENANTS, measured.memory_mb, warm=warm))
+        spread = over_placements(
+            cost, Night(MILLION, measured.workers, SPREAD_TENANTS, measured.memory_mb, warm=warm, keys=measured.keys)
+        )
         fanned = fanned_out_cost(
             MILLION,
             cost.total_wcu,

@@ -13,12 +13,12 @@ from datetime import date, timedelta
 from typing import Any, Final
 
 from clockless import format_scheduled_time
-from clockless.dynamo import tenant_of
+from clockless.dynamo import Rows, keys_page, tenant_of
 from clockless.fanout import Page
 from clockless_tools.bench.harness import Harness
 from clockless_tools.bench.results import WINDOW_JOB
-from session_cleanup.repository import EMPTY_INDEX_SHARDS, SessionModel
-from window_generation.repository import DUE_INDEX_SHARDS, STATUS_ACTIVE, ProgramModel
+from session_cleanup.repository import EMPTY_INDEX_SHARDS, SessionModel, empty_index_keys
+from window_generation.repository import DUE_INDEX_SHARDS, STATUS_ACTIVE, ProgramModel, due_index_keys
 
 Item = dict[str, Any]
 SHARDS: Final = {WINDOW_JOB: DUE_INDEX_SHARDS, "session-cleanup": EMPTY_INDEX_SHARDS}
@@ -26,7 +26,8 @@ SHARDS: Final = {WINDOW_JOB: DUE_INDEX_SHARDS, "session-cleanup": EMPTY_INDEX_SH
 
 @dataclass
 class RawWork:
-    """`PartitionWork` for one job over the harness's tables; partitions are shard numbers."""
+    """`PartitionWork` for one job over the harness's tables; partitions are the job's own, each
+    reading its index keys as the job's does (`clockless.dynamo.keys_page`)."""
 
     harness: Harness
     job: str
@@ -35,14 +36,17 @@ class RawWork:
     def shards(self) -> int:
         return SHARDS[self.job]
 
-    def query(self, partition: str) -> dict[str, Any]:
+    def keys(self, partition: str) -> tuple[str, ...]:
+        return due_index_keys(partition) if self.job == WINDOW_JOB else empty_index_keys(partition)
+
+    def query(self, key: str) -> dict[str, Any]:
         if self.job == WINDOW_JOB:
             return {
                 "TableName": self.harness.window_settings.programs_table,
                 "IndexName": ProgramModel.due_index.Meta.index_name,
                 "KeyConditionExpression": "due_shard = :shard AND current_window_end <= :date",
                 "ExpressionAttributeValues": {
-                    ":shard": {"S": partition},
+                    ":shard": {"S": key},
                     ":date": {"S": self.harness.layout.business_date.isoformat()},
                 },
             }
@@ -51,17 +55,22 @@ class RawWork:
             "TableName": self.harness.cleanup_settings.sessions_table,
             "IndexName": SessionModel.empty_index.Meta.index_name,
             "KeyConditionExpression": "empty_shard = :shard AND started_at <= :cutoff",
-            "ExpressionAttributeValues": {":shard": {"S": partition}, ":cutoff": {"S": cutoff}},
+            "ExpressionAttributeValues": {":shard": {"S": key}, ":cutoff": {"S": cutoff}},
         }
 
     def read(
         self, partition: str, params: Mapping[str, Any], cursor: Mapping[str, Any] | None, limit: int
     ) -> Page[Item]:
-        request = {**self.query(partition), "Limit": limit}
-        if cursor is not None:
-            request["ExclusiveStartKey"] = dict(cursor)
-        page = self.harness.client.query(**request)
-        return Page(items=list(page["Items"]), cursor=page.get("LastEvaluatedKey"))
+        def query(key: str, left: int, start: dict[str, Any] | None) -> Rows:
+            request = {**self.query(key), "Limit": left}
+            if start is not None:
+                request["ExclusiveStartKey"] = start
+            page = self.harness.client.query(**request)
+            return list(page["Items"]), page.get("LastEvaluatedKey")
+
+        hash_key = "due_shard" if self.job == WINDOW_JOB else "empty_shard"
+        rows, next_cursor = keys_page(query, self.keys(partition), cursor, limit, hash_key=hash_key)
+        return Page(items=rows, cursor=next_cursor)
 
     def read_all(self, partition: str) -> list[Item]:
         items: list[Item] = []

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from clockless.dynamo import partition_keys
 from clockless.fanout.writer import MAX_ITEM_ACTIONS
 from clockless_tools.template.model import Template
 
@@ -80,21 +81,27 @@ def coordinator(partitions: int, *, reads_last_success: bool = False) -> Operati
 
 
 def partition_run(
-    pages: Sequence[int], actions_per_item: int, *, finishes_tick: bool = False, outside_queries: int = 0
+    pages: Sequence[int],
+    actions_per_item: int,
+    *,
+    finishes_tick: bool = False,
+    outside_queries: int = 0,
+    queries: int | None = None,
 ) -> Operations:
     """One worker run over one partition whose pages hold `pages` items each (the last page short
-    or empty): the message's visibility bound to the attempt, the lease with the ledger's check, a
-    Query per page, a transaction per `items_per_transaction` items of a page, a cursor after each
-    page but the last, a Query per side of the index's key range its due read leaves open
-    (`outside_queries`: clockless.fanout.ReadsOutside, none found), done with the tick's
-    `partitions_done`, the finisher's look at the tick; the run that finishes the tick adds the
-    counters' Query, the settling update and the note that `TickSucceeded` is out."""
+    or empty): the message's visibility bound to the attempt, the lease with the ledger's check,
+    the pages' Queries (`queries`; None: one a page, a partition of one index key), a transaction
+    per `items_per_transaction` items of a page, a cursor after each page but the last, the
+    Queries of the keys outside its index's range (`outside_queries`: clockless.fanout.ReadsOutside,
+    none found), done with the tick's `partitions_done`, the finisher's look at the tick; the run
+    that finishes the tick adds the counters' Query, the settling update and the note that
+    `TickSucceeded` is out."""
     per = items_per_transaction(actions_per_item)
     counts = Counter(
         {
             VISIBILITY: 1,
             TRANSACT: 1 + sum(-(-items // per) for items in pages) + 1,
-            QUERY: len(pages) + outside_queries,
+            QUERY: (len(pages) if queries is None else queries) + outside_queries,
             UPDATE: len(pages) - 1,
             GET: 1,
         }
@@ -104,16 +111,59 @@ def partition_run(
     return _ops(counts)
 
 
+def key_pages(items_by_key: Sequence[int], page_size: int) -> tuple[list[int], int]:
+    """The pages a partition reads over its index keys holding `items_by_key` items each, and their
+    Queries (`clockless.dynamo.keys_page`): a key that ends short hands the rest of the page to the
+    next; a Query that fills the page ends it with a cursor in its key (DynamoDB returns a
+    `LastEvaluatedKey` at the limit), so the next page queries that key again."""
+    if page_size < 1 or not items_by_key or any(items < 0 for items in items_by_key):
+        raise ValueError(f"a partition reads one key or more, pages of one item or more: {items_by_key}, {page_size}")
+    pages: list[int] = []
+    queries = rows = 0
+    for items in items_by_key:
+        left = items
+        while True:
+            queries += 1
+            taken = min(left, page_size - rows)
+            rows, left = rows + taken, left - taken
+            if rows < page_size:
+                break  # the key ended short: the page goes on in the next key
+            pages.append(rows)
+            rows = 0
+    pages.append(rows)
+    return pages, queries
+
+
+def items_by_key(item_keys: Iterable[str], partitions: int, keys: int) -> list[list[int]]:
+    """Each partition's items by index key, in the order it reads its keys, from the index key of
+    every due item (`tick_workers`' first argument)."""
+    found = Counter(item_keys)
+    return [[found[key] for key in partition_keys(partition, partitions, keys)] for partition in range(partitions)]
+
+
 def tick_workers(
-    items_by_partition: Sequence[int], actions_per_item: int, page_size: int, *, outside_queries: int = 0
+    items_by_partition: Sequence[Sequence[int]],
+    actions_per_item: int,
+    page_size: int,
+    *,
+    outside_queries: int = 0,
 ) -> Operations:
-    """Every partition run of one clean tick, each partition's items read `page_size` to a page; the
-    last partition finishes the tick."""
+    """Every partition run of one clean tick, each partition's items by index key (in the order
+    it reads its keys), read `page_size` to a page; `outside_queries` per key; the last partition
+    finishes the tick."""
     total: Counter[str] = Counter()
-    for number, items in enumerate(items_by_partition):
-        pages = [page_size] * (items // page_size) + [items % page_size]
+    for number, items_by_key in enumerate(items_by_partition):
+        pages, queries = key_pages(items_by_key, page_size)
         last = number == len(items_by_partition) - 1
-        total.update(partition_run(pages, actions_per_item, finishes_tick=last, outside_queries=outside_queries))
+        total.update(
+            partition_run(
+                pages,
+                actions_per_item,
+                finishes_tick=last,
+                outside_queries=outside_queries * len(items_by_key),
+                queries=queries,
+            )
+        )
     return _ops(total)
 
 
@@ -181,10 +231,16 @@ def rows(template: Template) -> list[Row]:
             f"+ 1 `TransactWriteItems` per {per[0]} items of a page at 1 action an item, {per[1]} at 2",
         ),
         Row(
+            "each further index key of a partition run",
+            {QUERY: 1},
+            "its Query, in the page the key before it left short (`clockless.dynamo.keys_page`); "
+            "one more when a page fills in it",
+        ),
+        Row(
             "a partition run's look at the keys outside its index's range",
             {QUERY: 1},
-            "per side of the key range its due read leaves open (`ReadsOutside`): one after a `<=` "
-            "read, two after a `BETWEEN`; rows found there fail by name",
+            "per index key, per side of the key range its due read leaves open (`ReadsOutside`): one "
+            "after a `<=` read, two after a `BETWEEN`; rows found there fail by name",
         ),
         Row("each further page of a partition run", {QUERY: 1, UPDATE: 1}, "its Query, the cursor before it"),
         Row(

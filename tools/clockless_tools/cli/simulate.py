@@ -124,6 +124,14 @@ def simulate(
             "hourly: at most 29 ticks; docs/simulation.md). What CI runs; `make run FULL=1`.",
         ),
     ] = False,
+    keys_per_partition: Annotated[
+        int | None,
+        typer.Option(
+            help="Index keys each partition of a fanned-out job reads in the replays (default 2; the jobs' own "
+            "16 multiply the night's Queries, docs/simulation.md#index-keys; not with --endpoint). "
+            "E.g. --keys-per-partition 16",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     template: TemplateOption = DEFAULT_TEMPLATE,
 ) -> None:
@@ -153,6 +161,7 @@ def simulate(
             bad_rows=bad_rows,
             # `make run`'s default day: a sub-hourly job's ticks sampled (--full or --from: every tick)
             sample=not full and not start,
+            keys_per_partition=keys_per_partition,
         )
         request.validate()
     except SimulationInputError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -14,6 +15,7 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from clockless_tools.local.capacity import CapacitySettings, DynamoDBCapacity, Start, capacity_settings
+from clockless_tools.local.moto_queries import queries_read_their_key
 from clockless_tools.local.moto_sqs import requests_one_at_a_time
 from clockless_tools.template.intrinsics import LocalNames
 from clockless_tools.template.model import Template
@@ -144,10 +146,13 @@ class SerializedDynamoDB:
 def make_moto_server(host: str, port: int, capacity: CapacitySettings | None = None) -> BaseWSGIServer:
     """moto's server app, as `moto.server` builds it, behind `SerializedDynamoDB` (and DynamoDB's
     write throughput rules, when `capacity` says which); its SQS answers one request at a time
-    (`clockless_tools.local.moto_sqs`)."""
+    (`clockless_tools.local.moto_sqs`), and its Queries walk only the asked key's items
+    (`clockless_tools.local.moto_queries`)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
     requests_one_at_a_time()
+    queries_read_their_key()
+    _action_names_remembered()
 
     class HostsRemembered(DomainDispatcherApplication):
         """moto finds a request's backend from its host name by listing its own package directory
@@ -172,6 +177,19 @@ def make_moto_server(host: str, port: int, capacity: CapacitySettings | None = N
     server = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
     server.serialized = app  # type: ignore[attr-defined]
     return server
+
+
+def _action_names_remembered() -> None:
+    """moto finds whether a request's action is one its response class answers by listing the
+    class's members (`inspect.getmembers`, a few hundred) on every request: a twenty-fifth of
+    `make run`'s CPU. A class's functions do not change while the server runs (this project patches
+    moto's backends, not its response classes), so each class's names are listed once."""
+    from moto.core import responses
+
+    stock = getattr(responses, "method_names_from_class")  # noqa: B009 - moto imports it, not exports it
+    if getattr(stock, "cache_info", None) is not None:
+        return
+    setattr(responses, "method_names_from_class", functools.cache(lambda clazz: frozenset(stock(clazz))))  # noqa: B010
 
 
 @dataclass

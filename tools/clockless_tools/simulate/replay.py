@@ -46,6 +46,7 @@ from clockless_tools.local.poller import SqsPoller
 from clockless_tools.local.queues import create_queues, queue_url, sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.local.seed import SeedPlan, describe, plant_bad_rows, seed_jobs
+from clockless_tools.simulate import index_keys
 from clockless_tools.simulate.bad_rows import planted_summary
 from clockless_tools.simulate.engine import DeliveryEngine, DeliveryRecord
 from clockless_tools.simulate.faults import FaultInjector
@@ -105,7 +106,7 @@ def replay(spec: Mapping[str, Any], channel: TextIO, commands: TextIO) -> dict[s
         create_queues(template, endpoint, names)
         client = dynamodb_client(endpoint)
         runtime = LocalLambdaRuntime(template, endpoint, names)
-        seeded, without_demo = _seed(runtime, spec.get("seed"))
+        seeded, without_demo = _seed(runtime, spec.get("seed"), spec.get("keys_per_partition"))
         if seeded:
             send(channel, note=f"seeded {seeded}")
         # Planted before the seeded tables are dumped: the reference meets the very same rows.
@@ -220,15 +221,22 @@ def _plant(runtime: LocalLambdaRuntime, seed: Mapping[str, Any]) -> dict[str, li
     return plant_bad_rows(runtime, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"]))
 
 
-def _seed(runtime: LocalLambdaRuntime, seed: Mapping[str, Any] | None) -> tuple[str | None, list[str]]:
-    """What was seeded (one line) and the jobs without demo data."""
+def _seed(
+    runtime: LocalLambdaRuntime, seed: Mapping[str, Any] | None, keys_per_partition: int | None
+) -> tuple[str | None, list[str]]:
+    """What was seeded (one line) and the jobs without demo data; first, in both replays, the jobs
+    set to their index keys per partition (`clockless_tools.simulate.index_keys`)."""
+    keys = index_keys.apply(keys_per_partition)
     if not seed:
         return None, []
     plan = SeedPlan(**seed["plan"])
     seeded = seed_jobs(
         runtime, plan, start=datetime.fromisoformat(seed["start"]), end=datetime.fromisoformat(seed["end"])
     )
-    return describe(seeded, plan), [job.job for job in seeded if job.summary is None]
+    said = describe(seeded, plan)
+    if said is not None and keys is not None:
+        said = f"{said}; {keys}"
+    return said, [job.job for job in seeded if job.summary is None]
 
 
 def _stream(

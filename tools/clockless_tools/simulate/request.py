@@ -27,6 +27,10 @@ Progress = Callable[[str, int, int], None]
 Note = Callable[[str], None]
 
 
+# The index keys per partition of the replays on their own tables (clockless_tools.simulate.index_keys).
+DEFAULT_KEYS_PER_PARTITION: Final = 2
+
+
 class SimulationInputError(ToolError, ValueError):
     """Bad input (range, --drop, template): nothing was run."""
 
@@ -123,6 +127,16 @@ class SimulationRequest:
     bad_rows: bool = False
     # `make run`'s default day: a job ticking more often than hourly is sampled (`sampled_ticks`).
     sample: bool = False
+    # The index keys each partition of a fanned-out job reads in the replays (None: 2 on the
+    # simulation's own tables, the jobs' own counts against --endpoint): clockless_tools.simulate.index_keys.
+    keys_per_partition: int | None = None
+
+    @property
+    def replayed_keys_per_partition(self) -> int | None:
+        """The count the replays run the jobs at (None: the jobs' own)."""
+        if self.endpoint is not None:
+            return None
+        return DEFAULT_KEYS_PER_PARTITION if self.keys_per_partition is None else self.keys_per_partition
 
     def scheduled(self) -> dict[str, int]:
         """Every job's ticks in the range, sampled or not: what a sampled run says it left out of."""
@@ -139,6 +153,15 @@ class SimulationRequest:
             raise SimulationInputError(
                 "--bad-rows plants rows while the simulation seeds its own embedded DynamoDB; "
                 "a running one (--endpoint) is seeded by `clockless local seed`: drop --endpoint or --bad-rows"
+            )
+        if self.keys_per_partition is not None and self.endpoint is not None:
+            raise SimulationInputError(
+                "--keys-per-partition applies to the tables the simulation seeds; a running DynamoDB (--endpoint) "
+                "was seeded at the jobs' own counts: drop --endpoint or --keys-per-partition"
+            )
+        if self.keys_per_partition is not None and self.keys_per_partition < 1:
+            raise SimulationInputError(
+                f"--keys-per-partition {self.keys_per_partition}: a partition reads one key or more"
             )
         if self.start >= self.end:
             raise SimulationInputError(

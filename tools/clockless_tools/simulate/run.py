@@ -106,6 +106,8 @@ def run_simulation(
         "template": str(template.path),
         "worker_seed": str(request.seed),
         "spared_tables": sorted(names.table_name(table) for table in bookkeeping_tables(template)),
+        # both replays, so the reference reads the keys the simulation's seeding wrote
+        "keys_per_partition": request.replayed_keys_per_partition,
     }
     with tempfile.TemporaryDirectory(prefix="clockless-simulate-") as tmp:
         workdir = Path(tmp)
