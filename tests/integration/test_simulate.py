@@ -277,6 +277,7 @@ def test_bad_input_is_one_line_and_exit_code_2() -> None:
         ("--endpoint", "http://127.0.0.1:9"): "nothing answers",
         ("--endpoint", "localhost:8765"): "is not an http(s) URL",
         ("--full",): "give one of --full and --from",
+        ("--keys-per-partition", "0"): "a partition reads one key or more",
     }
     for args, problem in cases.items():
         result = CliRunner().invoke(app, ["simulate", "--from", FROM, "--to", TO, *args])
@@ -284,3 +285,12 @@ def test_bad_input_is_one_line_and_exit_code_2() -> None:
         assert result.exit_code == 2, args
         assert problem in result.stderr, (args, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.slow  # a third simulation, its faults met past a partition's first index key: CI runs it
+def test_every_fanned_out_tick_takes_effect_once_when_each_partition_reads_two_index_keys() -> None:
+    code, report = simulate("--from", FROM, "--to", TO, "--seed", "11", "--tenants", "1", "--keys-per-partition", "2")
+
+    assert code == 0, report["proved"]
+    assert "index keys: 2 per partition" in report["seeded"], report["seeded"]
+    assert all(job["workers"]["ledger_differences"] == [] for job in report["jobs"])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from clockless_tools.simulate.request import (
+    DEFAULT_KEYS_PER_PARTITION,
     SAMPLED_CONSECUTIVE,
     SimulationInputError,
     SimulationRequest,
@@ -93,3 +95,16 @@ def test_a_sampled_run_keeps_the_ticks_asked_to_drop_and_a_full_one_every_tick(t
     assert len(every.validate()[HOURLY_JOB.name]) == sampled.scheduled()[HOURLY_JOB.name] == 144
     # And a job ticking hourly or less often is never sampled
     assert sampled.validate()[DAILY_JOB.name] == every.validate()[DAILY_JOB.name]
+
+
+def test_the_replays_keys_per_partition_are_theirs_only_on_their_own_tables(template: Template) -> None:
+    # the default, on the simulation's own tables: one key per partition (docs/simulation.md#index-keys)
+    assert SimulationRequest(template, START, END).replayed_keys_per_partition == DEFAULT_KEYS_PER_PARTITION
+    assert SimulationRequest(template, START, END, keys_per_partition=2).replayed_keys_per_partition == 2
+    # on a running DynamoDB, seeded at the jobs' own counts: those, and the option refused
+    on_server = SimulationRequest(template, START, END, endpoint="http://127.0.0.1:8765")
+    assert on_server.replayed_keys_per_partition is None
+    with pytest.raises(SimulationInputError, match="drop --endpoint or --keys-per-partition"):
+        replace(on_server, keys_per_partition=2).validate()
+    with pytest.raises(SimulationInputError, match="--keys-per-partition 0: a partition reads one key or more"):
+        SimulationRequest(template, START, END, keys_per_partition=0).validate()

@@ -127,7 +127,7 @@ def simulate(
     keys_per_partition: Annotated[
         int | None,
         typer.Option(
-            help="Index keys each partition of a fanned-out job reads in the replays (default 2; the jobs' own "
+            help="Index keys each partition of a fanned-out job reads in the replays (default 1; the jobs' own "
             "16 multiply the night's Queries, docs/simulation.md#index-keys; not with --endpoint). "
             "E.g. --keys-per-partition 16",
         ),

@@ -1,15 +1,15 @@
-"""The index keys each partition of a fanned-out job reads in a replay: 2, not the jobs' own 16.
+"""The index keys each partition of a fanned-out job reads in a replay: 1, not the jobs' own 16.
 
 Window generation writes 512 due-index keys over 32 partitions and session cleanup 256 over 16
 (docs/fan-out.md#index-keys-and-partitions): each partition run makes a Query per key and one or
 two more per key for the rows outside the due range, nearly all of which find nothing in the demo
-data. At the jobs' own count those Queries took about three times `make run`'s CPU
-(docs/simulation.md#index-keys), for no path that two keys per partition do not take: a page going
-on into the next key, a cursor in a key that is not the partition's first, a continuation or a
-retry resuming there. So a replay that seeds its own tables runs the jobs at `keys_per_partition`
-keys per partition (`clockless_tools.simulate.request.DEFAULT_KEYS_PER_PARTITION`; the seeding and
-every tick alike, both replays), and the report says so. A replay against a running DynamoDB
-(`--endpoint`) reads what `clockless local seed` wrote, at the jobs' own counts, and changes nothing.
+data. At the jobs' own count those Queries took about three times `make run`'s CPU, and at two
+keys a partition still a few per cent more than one (docs/simulation.md#index-keys), against a
+budget of none. So a replay that seeds its own tables runs the jobs at `keys_per_partition` keys
+per partition (`clockless_tools.simulate.request.DEFAULT_KEYS_PER_PARTITION`; the seeding and every
+tick alike, both replays), and the report says so; `--keys-per-partition 2` runs every fault past
+a partition's keys. A replay against a running DynamoDB (`--endpoint`) reads what `clockless local
+seed` wrote, at the jobs' own counts, and changes nothing.
 """
 
 from __future__ import annotations

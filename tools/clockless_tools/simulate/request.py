@@ -28,7 +28,7 @@ Note = Callable[[str], None]
 
 
 # The index keys per partition of the replays on their own tables (clockless_tools.simulate.index_keys).
-DEFAULT_KEYS_PER_PARTITION: Final = 2
+DEFAULT_KEYS_PER_PARTITION: Final = 1
 
 
 class SimulationInputError(ToolError, ValueError):
@@ -127,7 +127,7 @@ class SimulationRequest:
     bad_rows: bool = False
     # `make run`'s default day: a job ticking more often than hourly is sampled (`sampled_ticks`).
     sample: bool = False
-    # The index keys each partition of a fanned-out job reads in the replays (None: 2 on the
+    # The index keys each partition of a fanned-out job reads in the replays (None: 1 on the
     # simulation's own tables, the jobs' own counts against --endpoint): clockless_tools.simulate.index_keys.
     keys_per_partition: int | None = None
 
