@@ -105,3 +105,11 @@ def test_a_workers_page_goes_on_into_its_next_key_and_is_packed_as_the_kit_packs
     assert list(lumps._worker_pages([(0, 3), (1, 0), (2, 5)], 4)) == [[((0, 3), (2, 1))], [((2, 4),)]]
     # a page of 150 items over two keys: a transaction of 99 (all of key 0's 80, 19 of key 1's), then 51
     assert list(lumps._worker_pages([(0, 80), (1, 70)], 200)) == [[((0, 80), (1, 19)), ((1, 51),)]]
+
+
+def test_a_transaction_holds_as_many_items_as_the_kit_packs_for_their_actions() -> None:
+    # a window's Put and its program's Update: 49 items beside the lane's counter; a Delete: 99
+    window = ItemCost({"windows": 2.0, "programs": 2.0}, {"programs/due": 2.0}, "programs", "programs/due", 0.0)
+    assert replace(window, actions_per_item=2).items_per_transaction == 49
+    assert window.items_per_transaction == 99
+    assert list(lumps._worker_pages([(0, 100)], 200, 49)) == [[((0, 49),), ((0, 49),), ((0, 2),)]]

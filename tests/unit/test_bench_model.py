@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from clockless_tools.bench import model
 from clockless_tools.bench.cost import RRU_PER_MILLION, WRU_PER_MILLION, fanned_out_cost, loop_cost
 from clockless_tools.bench.lumps import Granular
 from clockless_tools.bench.model import (
@@ -16,6 +17,7 @@ from clockless_tools.bench.model import (
     Night,
     Placement,
     declared_for,
+    floor,
     over_placements,
     predict,
     slowest_partition,
@@ -189,6 +191,7 @@ def test_the_model_warns_when_a_tables_tenants_are_each_one_key() -> None:
             "1m.one_tenant.warm",
             night,
             over_placements(cost, night, samples=20),
+            cost=cost,
             loop_seconds=0.0,
             warning=one_key_warning(cost),
         )
@@ -215,7 +218,8 @@ def test_a_night_in_transactions_slower_than_its_target_misses_it_and_says_so() 
     # WHEN the same placement's night in whole transactions takes longer than the target
     slow = Granular(seconds=650.0, low=640.0, high=660.0, transactions=10_000, refusals=5.0, draws=3)
     fluid_only, with_slow = (
-        night_figure("job", "1m.spread.warm", night, spread, loop_seconds=0.0, transactions=t) for t in (None, slow)
+        night_figure("job", "1m.spread.warm", night, spread, cost=WINDOW, loop_seconds=0.0, transactions=t)
+        for t in (None, slow)
     )
 
     # THEN the figure prints it beside the fluid p95, and the target is missed
@@ -250,3 +254,54 @@ def test_a_night_needs_a_key_per_worker_and_a_worker_for_each_known_key() -> Non
         Night(MILLION, workers=16, keys=8)
     with pytest.raises(ValueError, match="key_workers name the worker"):
         Night(MILLION, workers=2, partition_items=[1, 2, 3], key_workers=[0, 1])
+
+
+def test_the_floor_is_the_tightest_tables_write_units_at_its_declared_rate_and_is_printed_with_the_ratio() -> None:
+    # GIVEN 1M items, 2 write units each on the windows and programs tables and on the due index,
+    # every one declared at 16,000 write units per second
+    night = Night(MILLION, workers=16, tenants=16, warm=WARM, supply=ANY_SUPPLY)
+
+    least = floor(WINDOW, night)
+
+    # THEN each needs 1M x 2 / 16,000 = 125 s; the ledger's counters, declared below a new table's
+    # 4,000, take theirs at 4,000
+    assert least.seconds == pytest.approx(MILLION * 2 / WARM["programs"])
+    assert least.binding in {"windows", "programs", "programs/due"}
+    assert set(least.by_table) == {"windows", "programs", "ledger", "programs/due"}
+    assert least.by_table["ledger"] == pytest.approx(MILLION * (2 / 49) / NEW_WCU)
+    # and no night is faster than it
+    spread = over_placements(WINDOW, night, samples=20)
+    assert spread.expected >= least.seconds * (1 - 1e-9)
+    figure = night_figure("job", "1m.spread.warm", night, spread, cost=WINDOW, loop_seconds=0.0)
+    assert f"{least.seconds:,.0f} s, expected {spread.expected / least.seconds:.2f}x it" in figure.label
+    # a cold night's floor is a new table's 4,000 units per second
+    assert floor(WINDOW, Night(MILLION, workers=16)).seconds == pytest.approx(MILLION * 2 / NEW_WCU)
+
+
+def test_growth_is_an_option_and_splits_each_partition_in_two() -> None:
+    # GIVEN a cold 10M night, long past 30 minutes at a new table's 4,000 units per second
+    grown = predict(WINDOW, Night(10 * MILLION, workers=16, tenants=16, supply=ANY_SUPPLY))
+    held = predict(WINDOW, Night(10 * MILLION, workers=16, tenants=16, supply=ANY_SUPPLY, growth=False))
+
+    # THEN without growth no ceiling doubles and the night is slower; with it, it doubles
+    assert held.growth_steps == 0
+    assert grown.growth_steps > 0
+    assert held.seconds > grown.seconds
+    # and a table's partitions split in two: 23 that no longer serve 40,000 units become 46, not 40
+    assert model._split(23, 40_000.0, 1.0) == 46
+    assert model._split(4, 8_000.0, 1.0) == 8
+    assert model._split(4, 4_000.0, 1.0) == 4
+
+
+def test_the_bound_named_is_what_held_the_worker_that_ends_the_night() -> None:
+    # GIVEN one worker with ten times the items of the others, each held by its own CPU
+    slow = ItemCost(WINDOW.table_wcu, WINDOW.index_wcu, "programs", "programs/due", cpu_seconds=0.01)
+    night = Night(
+        11_000, workers=2, tenants=16, memory_mb=512, warm=WARM, partition_items=[10_000, 1_000], growth=False
+    )
+
+    prediction = predict(slow, night)
+
+    # THEN what bound the long worker, all night, is named, and only its seconds are counted
+    assert prediction.bound == "Lambda supply: each worker's CPU"
+    assert prediction.binding == {prediction.bound: pytest.approx(prediction.seconds)}

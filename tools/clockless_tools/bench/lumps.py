@@ -119,17 +119,21 @@ class _Lane:
     ledger: str = ""  # "claim" or "done": the partition run's write on the tick's ledger entry
 
 
-def _batches(items: int, page_size: int) -> Iterator[list[int]]:
-    """Each page's transactions (items in each), as the kit packs them: 99 items, then the rest."""
+def _batches(items: int, page_size: int, per_transaction: int = MAX_ITEM_ACTIONS) -> Iterator[list[int]]:
+    """Each page's transactions (items in each), as the kit packs them: `per_transaction` items
+    (MAX_ITEM_ACTIONS // the item's actions: 49 for window generation, 99 for session cleanup),
+    then the rest."""
     left = items
     while left > 0:
         page = min(page_size, left)
         left -= page
-        full, rest = divmod(page, MAX_ITEM_ACTIONS)
-        yield [MAX_ITEM_ACTIONS] * full + ([rest] if rest else [])
+        full, rest = divmod(page, per_transaction)
+        yield [per_transaction] * full + ([rest] if rest else [])
 
 
-def _worker_pages(keys: list[tuple[int, int]], page_size: int) -> Iterator[list[Batch]]:
+def _worker_pages(
+    keys: list[tuple[int, int]], page_size: int, per_transaction: int = MAX_ITEM_ACTIONS
+) -> Iterator[list[Batch]]:
     """A worker's pages over its keys, each `(key, items)` in the order it reads them: a page goes
     on into the next key when one ends short (clockless.dynamo.keys_page), and each page is packed
     into transactions as `_batches` packs one of `page_size` items."""
@@ -142,17 +146,17 @@ def _worker_pages(keys: list[tuple[int, int]], page_size: int) -> Iterator[list[
             page.append((key, taken))
             filled, left = filled + taken, left - taken
             if filled == page_size:
-                yield _packed(page, page_size)
+                yield _packed(page, page_size, per_transaction)
                 page, filled = [], 0
     if filled:
-        yield _packed(page, page_size)
+        yield _packed(page, page_size, per_transaction)
 
 
-def _packed(runs: list[tuple[int, int]], page_size: int) -> list[Batch]:
+def _packed(runs: list[tuple[int, int]], page_size: int, per_transaction: int) -> list[Batch]:
     """A page's runs of items by key, cut into its transactions (`_batches`)."""
     batches: list[Batch] = []
     runs = list(runs)
-    for size in next(_batches(sum(items for _, items in runs), page_size)):
+    for size in next(_batches(sum(items for _, items in runs), page_size, per_transaction)):
         parts: list[tuple[int, int]] = []
         wanted = size
         while wanted:
@@ -315,7 +319,7 @@ class _Night:
         keys: list[list[tuple[int, int]]] = [[] for _ in range(max(readers, default=-1) + 1)]
         for key, (items, worker) in enumerate(zip(shard_items(night), readers, strict=True)):
             keys[worker].append((key, round(items)))
-        self.pages = [list(_worker_pages(mine, page_size)) for mine in keys]
+        self.pages = [list(_worker_pages(mine, page_size, cost.items_per_transaction)) for mine in keys]
         self.rng = rng
         self.lanes = lanes
         self.clock = _SimulatedClock()

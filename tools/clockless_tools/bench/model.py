@@ -14,8 +14,10 @@ its shard count (template.yaml). The limits are AWS's, each from its page (`SOUR
   per second ("DynamoDB on-demand capacity mode"); a declared WarmThroughput starts it there
   instead ("Understanding DynamoDB warm throughput");
 - `GROWTH_SECONDS`: on-demand serves up to double a previous peak; the peak may double only after
-  30 minutes (re:Post "on-demand table throttling"): every 30 minutes the model raises a ceiling
-  to double the peak the fleet put on it in the 30 minutes before, and halves its partitions with it;
+  30 minutes (re:Post "on-demand table throttling"): with `Night.growth`, every 30 minutes the model
+  raises a ceiling to double the peak the fleet put on it in the 30 minutes before, and splits each
+  of its partitions in two until they serve it (as the emulator does); without it (the targets)
+  the night holds at the ceilings it starts with;
 - `TABLE_QUOTA_WCU`: 40,000 write request units per second per on-demand table (default quota);
 - `VCPU_MB`: Lambda gives a function CPU in proportion to its memory, one vCPU at 1,769 MB; a
   worker's Python is one thread, so its supply is min(1, memory / 1,769) / (CPU seconds per item);
@@ -23,9 +25,11 @@ its shard count (template.yaml). The limits are AWS's, each from its page (`SOUR
 - Burst capacity (300 s of unused capacity) is left out: AWS says not to count on it, and it
   never lifts a partition past its own limit, which is what binds a big night.
 
-The night, for one placement of the keys, run forward in time: each shard's worker goes at the
-least of its CPU supply, its own shard key (1,000 / index units per item: the pacing) and its
-share of its index partition (the shards hashed onto one GSI partition share its 1,000 units).
+The night, for one placement of the keys, run forward in time: each worker reads its index shard
+keys one after the other (`Night.keys` of them over `Night.workers`: key k is worker k % workers'),
+and goes at the least of its CPU supply, its current key's own limit (1,000 / index units per item:
+the pacing) and that key's share of its index partition (the keys being written on one GSI
+partition at once share its 1,000 units).
 The fleet as a whole goes at most at the least of the fleet bounds: the busiest tenant partition
 (1,000 / (tenant-table units per item x the share of the tenant keys on it)), the busiest
 partition of every other table (its keys are many: N / partitions + 3 standard deviations of a
@@ -33,8 +37,9 @@ hash spread), the ledger key every worker writes (1,000 / its units per item), e
 index's current ceiling, Lambda's supply. Workers share the fleet's rate fairly (AIMD: water
 filling); when a shard is done the others speed up; every 30 minutes a ceiling grows to double the
 peak of the window before (on-demand's growth, its partitions halved with it). The tick ends
-with its last shard, plus the coordinator's own time when measured. What set the time is the
-limit that bound the longest (`Prediction.bound`).
+with its last worker, plus the coordinator's own time when measured. What set the time is the
+limit that held that last worker the longest (`Prediction.bound`). `floor` is the yardstick: the
+night's write units on each table and index at the ceiling it starts with, the tightest binding.
 
 Over placements (`over_placements`): the same for `PLACEMENTS` random placements of the tenant and
 shard keys: the expected time and the 95th percentile, with the placement at the p95.
@@ -49,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from clockless.fanout.writer import MAX_ITEM_ACTIONS
 from clockless_tools.local.partitions import (
     PARTITION_WRITE_UNITS,
     HashRanges,
@@ -111,6 +117,17 @@ class ItemCost:
     # on the same `<job>#work` key, per partition run: its partition record's lease, cursor and done
     # (a fixed cost too: bench/lumps.py runs it beside the tick entry's, the fluid leaves it out)
     work_key_wcu_per_run: float = 0.0
+    # the write actions one item's transaction holds (window generation: a window's Put and its
+    # program's Update; session cleanup: a Delete), as counted: the kit packs
+    # MAX_ITEM_ACTIONS // this many items to a transaction
+    actions_per_item: int = 1
+    # every measured run's client CPU per item (`cpu_seconds` is their least): their spread is the
+    # machine's load, printed beside the figure
+    cpu_seconds_runs: tuple[float, ...] = ()
+
+    @property
+    def items_per_transaction(self) -> int:
+        return max(1, MAX_ITEM_ACTIONS // max(1, self.actions_per_item))
 
     @property
     def total_wcu(self) -> float:
@@ -143,6 +160,9 @@ class Night:
     keys: int = 0
     # the worker of each entry of `partition_items`, when known (as seeded); empty: entry i's is i % workers
     key_workers: Sequence[int] = field(default_factory=tuple)
+    # on-demand growth modelled: every 30 minutes a ceiling doubles to the peak before, each of its
+    # partitions split in two (False: the night holds at its starting ceilings, as the targets do)
+    growth: bool = True
 
     def __post_init__(self) -> None:
         if self.items <= 0 or self.workers <= 0 or self.tenants <= 0 or self.memory_mb <= 0 or self.scale <= 0:
@@ -257,8 +277,17 @@ def starting_ceilings(cost: ItemCost, night: Night) -> dict[str, float]:
     }
 
 
-def _partitions(ceiling: float, scale: float) -> HashRanges:
-    return HashRanges(partitions_for(ceiling * scale, NEW_RCU))
+def _partitions(ceiling: float, scale: float, count: int | None = None) -> HashRanges:
+    """The partitions of a table or index at `ceiling`: the least count that serves it, or `count`
+    when growth has split them (each in two, so no key leaves the range that holds it)."""
+    return HashRanges(count or partitions_for(ceiling * scale, NEW_RCU))
+
+
+def _split(count: int, ceiling: float, scale: float) -> int:
+    """The partitions after growth to `ceiling`: each of `count` split in two until they serve it."""
+    while count * PARTITION_WCU < ceiling * scale * (1 - 1e-9):
+        count *= 2
+    return count
 
 
 def _water_fill(caps: Sequence[float], total: float) -> list[float]:
@@ -275,7 +304,13 @@ def _water_fill(caps: Sequence[float], total: float) -> list[float]:
 
 
 def _fleet_bounds(
-    cost: ItemCost, night: Night, placement: Placement, ceilings: Mapping[str, float], fixed: Mapping[str, float]
+    cost: ItemCost,
+    night: Night,
+    placement: Placement,
+    ceilings: Mapping[str, float],
+    fixed: Mapping[str, float],
+    *,
+    counts: Mapping[str, int] | None = None,
 ) -> dict[str, float]:
     key = PARTITION_WCU / night.scale
     units = {**cost.table_wcu, **cost.index_wcu}
@@ -284,7 +319,7 @@ def _fleet_bounds(
         if not units[name]:
             continue
         bounds[f"on-demand: {name}"] = ceiling / units[name]
-        ranges = _partitions(ceiling, night.scale)
+        ranges = _partitions(ceiling, night.scale, (counts or {}).get(name))
         if name == cost.tenant_table:
             keys = {str(i): place for i, place in enumerate(placement.tenant_keys)}
             given = placement.tenant_shares
@@ -315,24 +350,32 @@ def predict(cost: ItemCost, night: Night, placement: Placement | None = None) ->
     if cost.work_key_wcu:
         fixed["ledger key: the job's work records"] = key / cost.work_key_wcu
     ceilings = starting_ceilings(cost, night)
+    counts = {name: partitions_for(ceiling * night.scale, NEW_RCU) for name, ceiling in ceilings.items()}
     units = {**cost.table_wcu, **cost.index_wcu}
-    binding: defaultdict[str, float] = defaultdict(float)
+    # what bound each worker, step by step: the night ends with its last worker, so the limit named
+    # is the one that held that worker longest (`Prediction.bound`)
+    history: list[tuple[float, dict[int, str]]] = []
     start_bounds: dict[str, float] = {}
-    now, steps, window_end = 0.0, 0, GROWTH_SECONDS
+    now, steps, window_end = 0.0, 0, GROWTH_SECONDS if night.growth else math.inf
     peaks = dict.fromkeys(ceilings, 0.0)  # the highest write units/s on each, this window
+    last_worker = readers[0] if readers else 0
     while any(left > _DONE for left in remaining):
-        fleet = _fleet_bounds(cost, night, placement, ceilings, fixed)
+        fleet = _fleet_bounds(cost, night, placement, ceilings, fixed, counts=counts)
         fleet_name = min(fleet, key=lambda n: fleet[n])
         active = _reading(remaining, readers)
-        caps, cap_names = _shard_caps(cost, night, placement, ceilings, active, own=own, own_name=own_name)
+        caps, cap_names = _shard_caps(
+            cost, night, placement, ceilings, active, own=own, own_name=own_name, counts=counts
+        )
         rates = _water_fill(caps, fleet[fleet_name])
         if not start_bounds:
             start_bounds = {**fleet, "shard keys": sum(caps)}
         finish = [remaining[i] / rate for i, rate in zip(active, rates, strict=True) if rate > 0]
         step = min(min(finish, default=math.inf), window_end - now)
         fleet_limited = sum(rates) < sum(caps) * (1 - 1e-9)
-        last = max(range(len(active)), key=lambda j: remaining[active[j]] / rates[j] if rates[j] > 0 else math.inf)
-        binding[fleet_name if fleet_limited else cap_names[last]] += step
+        history.append(
+            (step, {readers[i]: fleet_name if fleet_limited else cap_names[j] for j, i in enumerate(active)})
+        )
+        last_worker = readers[active[0]]  # the last step's: the worker that ends the night
         for i, rate in zip(active, rates, strict=True):
             remaining[i] = max(0.0, remaining[i] - rate * step)
         for name in ceilings:
@@ -342,9 +385,14 @@ def predict(cost: ItemCost, night: Night, placement: Placement | None = None) ->
             grown = False
             for name, ceiling in ceilings.items():
                 ceilings[name] = max(ceiling, min(TABLE_QUOTA_WCU / night.scale, 2 * peaks[name]))
+                counts[name] = _split(counts[name], ceilings[name], night.scale)
                 grown = grown or ceilings[name] > ceiling * (1 + 1e-9)
             steps += grown
             window_end += GROWTH_SECONDS
+    binding: defaultdict[str, float] = defaultdict(float)
+    for step, names in history:
+        if last_worker in names:
+            binding[names[last_worker]] += step
     bound = max(binding, key=lambda n: binding[n])
     largest = int(max(shard_items(night)))
     return Prediction(now + night.fixed_seconds, bound, start_bounds, own, largest, steps, dict(binding))
@@ -359,12 +407,13 @@ def _shard_caps(
     *,
     own: float,
     own_name: str,
+    counts: Mapping[str, int] | None = None,
 ) -> tuple[list[float], list[str]]:
     """Each active shard's own limit: its worker, and its share of its index partition."""
     shard_wcu = cost.index_wcu.get(cost.shard_index, 0.0)
     if not shard_wcu or cost.shard_index not in ceilings:
         return [own] * len(active), [own_name] * len(active)
-    ranges = _partitions(ceilings[cost.shard_index], night.scale)
+    ranges = _partitions(ceilings[cost.shard_index], night.scale, (counts or {}).get(cost.shard_index))
     where = [ranges.index(placement.shard_keys[i]) for i in active]
     sharing = {q: where.count(q) for q in set(where)}
     caps, names = [], []
@@ -400,6 +449,30 @@ def over_placements(cost: ItemCost, night: Night, samples: int = PLACEMENTS, see
         kinds=dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
         placement_at_p95=placement_at_p95,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The least time the declared throughput allows: every table's and index's write units of the
+    night at its ceiling from the first second, nothing else in the way."""
+
+    seconds: float
+    binding: str  # the table or index whose ceiling sets it
+    by_table: dict[str, float]  # seconds each table's and index's ceiling alone needs
+
+
+def floor(cost: ItemCost, night: Night) -> Floor:
+    """items x counted write units per item / write units per second the table serves from the
+    start (the declared WarmThroughput, or a new on-demand table's), per table and index; the
+    tightest binds. The kit's own tables (its records on a few keys) are left out, as bookkeeping."""
+    units = {**cost.table_wcu, **cost.index_wcu}
+    by_table = {
+        name: night.items * units[name] / ceiling
+        for name, ceiling in starting_ceilings(cost, night).items()
+        if units[name] and name.partition("/")[0] not in cost.bookkeeping
+    }
+    binding = max(by_table, key=lambda name: by_table[name])
+    return Floor(by_table[binding], binding, by_table)
 
 
 def declared_for(cost: ItemCost, items_per_second: float) -> dict[str, float]:

@@ -33,6 +33,7 @@ from clockless_tools.bench.model import (
     Night,
     Spread,
     declared_for,
+    floor,
     over_placements,
     predict,
 )
@@ -45,6 +46,11 @@ SIZES: Final = (MILLION, 10 * MILLION)
 SPREAD_TENANTS: Final = 16
 TENANT_KEY_HINT: Final = "tenant"  # the partition key attribute that names a tenant
 SHARD_KEY_HINT: Final = "_shard"  # the index partition key attribute that names a shard
+# The unmetered ticks a job's client CPU per item is measured on: the least is taken, all are printed.
+CPU_RUNS: Final = 3
+# A write action of a transaction costs twice a plain write's units: 2 per KB (DynamoDB's
+# read/write capacity unit consumption for transactions).
+TRANSACTIONAL_UNITS_PER_ACTION: Final = 2.0
 LANE_RECORD: Final = "#l"  # in a work record's sort key: a lane's counters (clockless.fanout.keys.lane_key)
 # (items, tenancy, start) -> seconds the p95 placement must stay under (issues 20 and 30)
 TARGETS: Final = {
@@ -71,8 +77,9 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     """Write units per item by table and index (metered), and client CPU per item (unmetered)."""
     tables = MotoTables(moto_dynamodb_backend())
     runs = {}
+    cpu_runs: list[float] = []
     keys: Counter[str] = Counter()
-    for metered in (True, False):
+    for metered in (True, *([False] * CPU_RUNS)):
         harness.reset_tables()
         harness.seed(workload(job, items), in_process=True)
         # the workload is one tenant's: the key values its items are under are its buckets
@@ -92,6 +99,8 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         if ledger["status"] != "succeeded":
             raise BenchError(f"{job}: the measured tick ended {ledger}")
         runs[metered] = (measured, rig.client_cpu_seconds)
+        if not metered:
+            cpu_runs.append(rig.client_cpu_seconds / items)
     read_units = runs[True][0].read_units
     writes = runs[True][0].writes
     assert writes is not None
@@ -113,12 +122,16 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
     work_key = sum(units for key, units in work_records.items() if LANE_RECORD in key.rpartition("|")[2])
     work_runs = sum(work_records.values()) - work_key
     tick_key = max((units for key, units in writes.by_partition_key.items() if key.endswith(f"|{job}")), default=0.0)
+    # an item's write actions, counted: its units on the job's own tables, 2 per action in a
+    # transaction (each item under 1 KB)
+    domain_units = sum(units for table, units in table_wcu.items() if table not in harness.bookkeeping_tables)
     return ItemCost(
         table_wcu,
         index_wcu,
         tenant_table,
         shard_index,
-        runs[False][1] / items,
+        # the least of the unmetered runs: what the work costs, the rest being the machine's load
+        min(cpu_runs),
         work_key / items,
         read_units=read_units / items,
         tenant_buckets=max(1, len(keys)) if tenant_table else 1,
@@ -126,6 +139,8 @@ def item_cost(harness: Harness, job: str, items: int) -> ItemCost:
         bookkeeping=harness.bookkeeping_tables,
         tick_key_wcu_per_run=tick_key / worker_concurrency(harness.template, job),
         work_key_wcu_per_run=work_runs / worker_concurrency(harness.template, job),
+        actions_per_item=max(1, round(domain_units / TRANSACTIONAL_UNITS_PER_ACTION)),
+        cpu_seconds_runs=tuple(cpu_runs),
     )
 
 
@@ -212,7 +227,16 @@ def scenarios(measured: JobMeasure) -> Iterator[tuple[str, Night]]:
     for items in SIZES:
         for tenancy, tenants in (("one_tenant", 1), ("spread", SPREAD_TENANTS)):
             for start, declared in (("cold", None), ("warm", warm)):
-                night = Night(items, measured.workers, tenants, measured.memory_mb, warm=declared, keys=measured.keys)
+                # without on-demand growth: the targets hold at the throughput the night starts with
+                night = Night(
+                    items,
+                    measured.workers,
+                    tenants,
+                    measured.memory_mb,
+                    warm=declared,
+                    keys=measured.keys,
+                    growth=False,
+                )
                 yield f"{items // MILLION}m.{tenancy}.{start}", night
 
 
@@ -238,6 +262,7 @@ def night_figure(
     night: Night,
     spread: Spread,
     *,
+    cost: ItemCost,
     loop_seconds: float,
     warning: str = "",
     transactions: Granular | None = None,
@@ -249,16 +274,25 @@ def night_figure(
         ""
         if transactions is None
         else f"; in whole transactions at that placement (the kit's pacing and backoff, its mean over "
-        f"{transactions.draws} draws; no on-demand growth, so past 30 minutes an upper bound): "
+        f"{transactions.draws} draws; no on-demand growth"
+        f"{'' if not night.growth else ', so past 30 minutes an upper bound'}): "
         f"{transactions.seconds:,.0f} s ({transactions.low:,.0f}-{transactions.high:,.0f})"
     )
     worst = max(spread.p95, 0.0 if transactions is None else transactions.seconds)
+    least = floor(cost, night)
+    yardstick = (
+        f"; the floor the declared throughput sets ({least.binding}: items x write units per item / its write "
+        f"units per second): {least.seconds:,.0f} s, expected {spread.expected / least.seconds:.2f}x it, "
+        f"p95 {spread.p95 / least.seconds:.2f}x"
+    )
     return Figure(
         f"night.{job}.{name}.seconds",
         f"{job}: modelled seconds for {night.items:,} due items on DynamoDB, {night.tenants} tenant(s), "
-        f"{'tables warmed to the shards rate' if night.warm else 'new on-demand tables'}, {night.workers} workers: "
+        f"{'tables warmed to the shards rate' if night.warm else 'new on-demand tables'}, "
+        f"{'with' if night.growth else 'without'} on-demand growth, {night.workers} workers"
+        f"{'' if not night.keys else f' over {night.keys} index keys'}: "
         f"the 95th percentile over {spread.samples:,} placements of the keys on partitions (the loop: "
-        f"{loop_seconds:,.0f} s); at it, bound by {spread.at_p95.bound}{in_transactions}{warning}",
+        f"{loop_seconds:,.0f} s); at it, bound by {spread.at_p95.bound}{yardstick}{in_transactions}{warning}",
         "s",
         spread.p95,
         spread.expected,
@@ -286,15 +320,30 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
             transactions = granular(cost, night, spread.placement_at_p95, seeds=seeds) if seeds else None
             figures.append(
                 night_figure(
-                    job, name, night, spread, loop_seconds=loop_seconds, warning=warning, transactions=transactions
+                    job,
+                    name,
+                    night,
+                    spread,
+                    cost=cost,
+                    loop_seconds=loop_seconds,
+                    warning=warning,
+                    transactions=transactions,
                 )
             )
             at = spread.at_p95
+            least = floor(cost, night)
             rows[name] = {
                 "items": night.items,
                 "tenants": night.tenants,
+                "index_keys": night.keys or night.workers,
+                "on_demand_growth": night.growth,
+                "floor_seconds": round(least.seconds, 1),
+                "floor_binding": least.binding,
+                "floor_seconds_by_table": {k: round(v, 1) for k, v in least.by_table.items()},
                 "expected_seconds": round(spread.expected, 1),
                 "p95_seconds": round(spread.p95, 1),
+                "expected_over_floor": round(spread.expected / least.seconds, 3),
+                "p95_over_floor": round(spread.p95 / least.seconds, 3),
                 "even_placement_seconds": round(predict(cost, night).seconds, 1),
                 "loop_seconds": round(loop_seconds),
                 "bound_at_p95": at.bound,
@@ -352,10 +401,16 @@ def measure_night(harness: Harness, sizes: BenchSizes) -> tuple[list[Figure], di
                 "wcu_per_run_on_work_key": round(cost.work_key_wcu_per_run, 2),
                 "wcu_per_run_on_tick_key": round(cost.tick_key_wcu_per_run, 2),
                 "rcu_per_item": round(cost.read_units, 4),
+                "actions_per_item": cost.actions_per_item,
+                "items_per_transaction": cost.items_per_transaction,
                 "tenant_table": cost.tenant_table,
                 "tenant_buckets": cost.tenant_buckets,
                 "shard_index": cost.shard_index,
                 "client_cpu_ms_per_item": round(cost.cpu_seconds * 1000, 4),
+                "client_cpu_ms_per_item_runs": [round(run * 1000, 4) for run in cost.cpu_seconds_runs],
+                "client_cpu_spread": round(max(cost.cpu_seconds_runs) / cost.cpu_seconds - 1, 3)
+                if cost.cpu_seconds_runs and cost.cpu_seconds
+                else 0.0,
                 "loop_ms_per_item": round(measured.loop_seconds_per_item * 1000, 3),
                 "loop_wcu_per_item": round(measured.loop_wcu_per_item, 3),
                 "loop_rcu_per_item": round(measured.loop_rcu_per_item, 3),
