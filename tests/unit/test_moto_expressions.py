@@ -108,7 +108,9 @@ def test_moto_asks_for_node_types_at_every_node_through_the_patched_method() -> 
     assert "processors" in inspect.getsource(validators.Validator.validate)
 
 
-def test_the_patch_answers_what_moto_answers_and_restores_moto() -> None:
+def test_the_patch_answers_what_moto_answers_and_restores_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    installed = DepthFirstTraverser.__dict__["nodes_to_be_processed"]
+    monkeypatch.setattr(DepthFirstTraverser, "nodes_to_be_processed", getattr(installed, "stock", installed))
     original = DepthFirstTraverser.__dict__["nodes_to_be_processed"]
     processor = validators.ActionCountValidator()
     expected = processor.nodes_to_be_processed()

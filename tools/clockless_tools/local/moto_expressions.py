@@ -55,6 +55,7 @@ def node_types_read_once() -> Iterator[dict[type, tuple[type, ...]]]:
             kinds = known[type(self)] = tuple(self._processing_map())
         return kinds
 
+    nodes_to_be_processed.stock = getattr(original, "stock", original)  # type: ignore[attr-defined]
     DepthFirstTraverser.nodes_to_be_processed = nodes_to_be_processed
     try:
         yield known
