@@ -80,6 +80,12 @@ def _own_tables(template: Template, function_ids: list[str]) -> list[str]:
     return []
 
 
+def fanned_out(template: Template | None = None) -> list[Job]:
+    """Every fanned-out job, the fewest partitions first: a test that proves a kit path on one job in
+    `make test` (CI's slow tier the others) takes the first, since a tick costs its partitions' runs."""
+    return sorted((job for job in jobs(template) if job.worker_id is not None), key=lambda job: job.shards)
+
+
 def job_where(
     *,
     period: timedelta | None = None,

@@ -11,6 +11,8 @@ import pytest
 
 from clockless_tools.local.dynamodb import EmbeddedDynamoDB, dynamodb_client, local_environment
 from clockless_tools.local.in_process import served_in_process
+from clockless_tools.local.moto_expressions import expressions_evaluated_cheaply
+from clockless_tools.local.moto_serializer import attribute_values_read_directly
 from clockless_tools.local.moto_transactions import transactions_snapshot_touched_items
 from clockless_tools.local.poller import Invocation, SqsPoller
 from clockless_tools.local.queues import sqs_client
@@ -18,7 +20,6 @@ from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
 from tests.moto_backends import FreshBackends
-from tests.moto_parse_cache import update_expressions_parsed_once
 
 
 @pytest.fixture(scope="session")
@@ -28,12 +29,15 @@ def dynamodb_server() -> Iterator[EmbeddedDynamoDB]:
     # over HTTP), and its transactions copy only the items they name, not every table they touch
     # (the same answers: tests/integration/test_in_process.py and test_bench.py). Unlimited, as
     # moto is, unless a test enforces DynamoDB's throughput on it (`EmbeddedDynamoDB.enforce`).
-    # Each UpdateExpression parsed once (tests/moto_parse_cache.py).
+    # Each UpdateExpression parsed once, its validators' node types read once and each attribute
+    # value serialized directly, as the simulator's server does (clockless_tools/local/
+    # moto_expressions.py, moto_serializer.py).
     with (
         EmbeddedDynamoDB(port=0) as server,
         served_in_process(server.endpoint, server.app),
         transactions_snapshot_touched_items(),
-        update_expressions_parsed_once(),
+        expressions_evaluated_cheaply(),
+        attribute_values_read_directly(),
     ):
         yield server
 

@@ -46,7 +46,7 @@ from clockless_tools.local.dynamodb import patched_environ
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 from tests.integration.test_fault_model import LAMBDA_RETRY_DELAYS, Tick
-from tests.jobs import Job, jobs
+from tests.jobs import Job, fanned_out, jobs
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -301,7 +301,7 @@ def job_world(
 # changes and orders: 434 s of CPU, three quarters of it window generation's 32 shards); the other
 # jobs meet the deploy at their first boundary (after the coordinator), the middle one and their
 # last (before the delivery that finishes the tick).
-CHEAPEST: Final = min(FANNED_OUT, key=lambda job: job.shards)
+CHEAPEST: Final = fanned_out()[0]
 MIDDLE: Final = "the middle boundary"
 EVERY: Final = "every boundary"
 ENDS: Final = "first, middle and last boundary"

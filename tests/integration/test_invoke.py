@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from clockless_tools.cli.app import app
 from tests.conftest import EVENTS, PROJECT_ROOT
 from tests.integration.conftest import scan_all
-from tests.jobs import job_where
+from tests.jobs import fanned_out
 
 # A fanned-out job of the template: invoke drains its work queue through its worker.
-JOB = job_where(fanned_out=True)
+JOB = fanned_out()[0]
 TICK = JOB.sample()["scheduled_time"]
 
 

@@ -20,17 +20,12 @@ import pytest
 from clockless.overlap import Overlap
 from clockless.tick import format_scheduled_time
 from clockless_tools.local.runtime import LocalLambdaRuntime
-from clockless_tools.template.model import Template
 from tests.integration.work_queues import WorkQueues
+from tests.jobs import fanned_out
 
-FANNED_OUT = [
-    (schedule.job, fn.logical_id)
-    for fn in Template.load().scheduled_functions.values()
-    if Template.load().workers_of(fn.logical_id)
-    for schedule in fn.schedules[:1]
-]
-# The policies are the kit's coordinator and worker, each job's only its parameters: the first
-# fanned-out job proves them in `make test`, CI's `make test-slow` every other job too.
+FANNED_OUT = [(job.name, job.function_id) for job in fanned_out()]
+# The policies are the kit's coordinator and worker, each job's only its parameters: the fanned-out
+# job with the fewest partitions proves them in `make test`, CI's `make test-slow` every other too.
 JOB_PATHS = [FANNED_OUT[0], *(pytest.param(*job, marks=pytest.mark.slow) for job in FANNED_OUT[1:])]
 
 

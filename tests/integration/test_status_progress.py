@@ -13,10 +13,10 @@ from clockless_tools.operations.status import fanned_out_lines, job_status, tabl
 from clockless_tools.operations.targets import LocalTarget
 from clockless_tools.operations.work import show, work_queues
 from clockless_tools.template.model import Template
-from tests.jobs import job_where
+from tests.jobs import fanned_out
 
 # A fanned-out job: its progress is its partitions and lanes.
-JOB = job_where(fanned_out=True).name
+JOB = fanned_out()[0].name
 RUNNING, FINISHED = "2026-11-29T10:00:00Z", "2026-11-29T09:00:00Z"
 NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)

@@ -11,6 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from clockless_tools.local.moto_expressions import expressions_evaluated_cheaply
+from clockless_tools.local.moto_serializer import attribute_values_read_directly
 from tests.unit.kit.toy import create_tables, kit_environment
 
 
@@ -24,7 +26,8 @@ class Aws:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    with mock_aws():
+    # moto's expressions and answers made cheap, as on the integration tests' servers.
+    with mock_aws(), expressions_evaluated_cheaply(), attribute_values_read_directly():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
         create_tables(dynamodb)

@@ -20,8 +20,10 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -149,13 +151,60 @@ def docker(engine: Engine, *args: str, check: bool = True) -> subprocess.Complet
     return result
 
 
-def bridge_gateway(engine: Engine) -> str:
-    """The default bridge's gateway: the host's address as containers on that bridge see it (Linux)."""
-    gateway = docker(engine, "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}")
-    address = gateway.stdout.strip()
-    if not address:
-        raise EngineError(f"{engine.where} reports no gateway for its bridge network")
-    return address
+# How long a bridge may go without an address: a CI run once read an empty gateway from a dockerd
+# that had answered for a minute, and the next start on the same machine had one at once.
+GATEWAY_WAIT_SECONDS: Final = 10.0
+SIOCGIFADDR: Final = 0x8915
+
+
+def bridge_gateway(engine: Engine, wait_seconds: float = GATEWAY_WAIT_SECONDS) -> str:
+    """The default bridge's gateway: the host's address as containers on that bridge see it (Linux).
+    Read from the network's IPAM config, else from the bridge interface itself (the same address),
+    polled for `wait_seconds` before an EngineError that shows what the engine reported."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        inspected = docker(engine, "network", "inspect", "bridge").stdout
+        address, reported = gateway_of(inspected)
+        if address:
+            return address
+        if time.monotonic() >= deadline:
+            raise EngineError(f"{engine.where} reports no gateway for its bridge network ({reported})")
+        time.sleep(0.5)
+
+
+def gateway_of(inspected: str, interface_address: Callable[[str], str | None] | None = None) -> tuple[str, str]:
+    """(the gateway, or "" if none yet; what was reported) from `docker network inspect bridge`'s JSON."""
+    try:
+        networks = json.loads(inspected)
+        network = networks[0]
+        configs = (network.get("IPAM") or {}).get("Config") or []
+        options = network.get("Options") or {}
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError):
+        return "", f"not a network inspection: {inspected[:200]!r}"
+    for config in configs:
+        gateway = str(config.get("Gateway") or "").strip()
+        if gateway:
+            return gateway, ""
+    name = str(options.get("com.docker.network.bridge.name") or "docker0")
+    found = (interface_address or ipv4_of)(name)
+    if found:
+        return found, ""
+    return "", f"IPAM config {json.dumps(configs)}, and interface {name} has no IPv4 address"
+
+
+def ipv4_of(interface: str) -> str | None:
+    """The IPv4 address of a network interface on this host (Linux's SIOCGIFADDR); None without one."""
+    try:
+        import fcntl  # Linux and macOS only: the lookup is skipped where it does not exist.
+    except ImportError:
+        return None
+    request = struct.pack("256s", interface.encode()[:15])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            answer = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, request)
+        except OSError:
+            return None
+    return socket.inet_ntoa(answer[20:24])
 
 
 def require_engine() -> Engine:
