@@ -33,6 +33,7 @@ from session_cleanup.repository import (
     sessions_partition_key,
 )
 from tests.conftest import load_event
+from tests.index_keys import keys_per_partition_fixture
 from tests.integration.conftest import delivery, scan_all
 from tests.integration.work_queues import WorkQueues
 
@@ -74,14 +75,7 @@ def _counts(found: int, applied: int, already_done: int = 0) -> dict[str, int]:
     }
 
 
-@pytest.fixture(autouse=True)
-def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """The empty index at one key per partition (`param`: more): a Query per key, so the job's own
-    EMPTY_INDEX_KEYS would multiply every test's Queries by 16 for nothing the tests look at; the
-    request counts run at two, so a partition's read over its keys is counted too."""
-    per: int = getattr(request, "param", 1)
-    monkeypatch.setattr(repository, "EMPTY_INDEX_KEYS", per * EMPTY_INDEX_SHARDS)
-    return per
+keys_per_partition = keys_per_partition_fixture(repository, "EMPTY_INDEX_KEYS", EMPTY_INDEX_SHARDS)
 
 
 @pytest.fixture

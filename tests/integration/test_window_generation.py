@@ -22,6 +22,7 @@ from clockless_tools.bench import requests as expected
 from clockless_tools.local.botocore_hooks import count_requests
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from tests.conftest import load_event
+from tests.index_keys import keys_per_partition_fixture
 from tests.integration.conftest import delivery, scan_all
 from tests.integration.work_queues import WorkQueues
 from window_generation import repository
@@ -84,14 +85,7 @@ FANNED_OUT = {"fan_out": {"partitions": DUE_INDEX_SHARDS}, "business_date": "202
 SETTLED = {"found": 2, "applied": 2, "already_done": 0, "failed": 0, "partitions": DUE_INDEX_SHARDS}
 
 
-@pytest.fixture(autouse=True)
-def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """The due index at one key per partition (`param`: more): a Query per key, so the job's own
-    DUE_INDEX_KEYS would multiply every test's Queries by 16 for nothing the tests look at; the
-    request counts run at two, so a partition's read over its keys is counted too."""
-    per: int = getattr(request, "param", 1)
-    monkeypatch.setattr(repository, "DUE_INDEX_KEYS", per * DUE_INDEX_SHARDS)
-    return per
+keys_per_partition = keys_per_partition_fixture(repository, "DUE_INDEX_KEYS", DUE_INDEX_SHARDS)
 
 
 @pytest.fixture

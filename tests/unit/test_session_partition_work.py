@@ -25,6 +25,7 @@ from session_cleanup.repository import (
     session_key,
     sessions_partition_key,
 )
+from tests.index_keys import keys_per_partition_fixture
 from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 
 NOW = datetime(2026, 12, 1, 14, 0, tzinfo=UTC)
@@ -33,14 +34,7 @@ CUTOFF = NOW - GRACE
 TICK_KEY = "session-cleanup@2026-12-01T14:00:00Z"
 
 
-@pytest.fixture(autouse=True)
-def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """The index at one key per partition (`param`: more; the job's own count is
-    EMPTY_INDEX_KEYS // EMPTY_INDEX_SHARDS): a Query per key, so its own count would multiply the Queries of every
-    test reading all partitions for nothing it looks at."""
-    per: int = getattr(request, "param", 1)
-    monkeypatch.setattr(repository, "EMPTY_INDEX_KEYS", per * EMPTY_INDEX_SHARDS)
-    return per
+keys_per_partition = keys_per_partition_fixture(repository, "EMPTY_INDEX_KEYS", EMPTY_INDEX_SHARDS)
 
 
 @pytest.fixture

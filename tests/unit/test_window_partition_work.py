@@ -14,6 +14,7 @@ import pytest
 from clockless.dynamo import index_shard_for, shard_for
 from clockless.fanout.failures import OUTSIDE_RANGE, entries_of, outside_entries
 from clockless_tools.template.model import Template
+from tests.index_keys import keys_per_partition_fixture
 from tests.unit.partition_work_support import apply, items_of, moto_tables, read_all
 from window_generation import repository
 from window_generation.logic import Program
@@ -37,14 +38,7 @@ PARAMS = {"business_date": BUSINESS_DATE.isoformat()}
 TICK_KEY = "window-generation@2026-12-01T14:00:00Z"
 
 
-@pytest.fixture(autouse=True)
-def keys_per_partition(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """The index at one key per partition (`param`: more; the job's own count is
-    DUE_INDEX_KEYS // DUE_INDEX_SHARDS): a Query per key, so its own count would multiply the Queries of every
-    test reading all partitions for nothing it looks at."""
-    per: int = getattr(request, "param", 1)
-    monkeypatch.setattr(repository, "DUE_INDEX_KEYS", per * DUE_INDEX_SHARDS)
-    return per
+keys_per_partition = keys_per_partition_fixture(repository, "DUE_INDEX_KEYS", DUE_INDEX_SHARDS)
 
 
 @pytest.fixture
