@@ -19,6 +19,7 @@ from clockless_tools.local.queues import sqs_client
 from clockless_tools.local.runtime import LocalLambdaRuntime
 from clockless_tools.template.model import Template
 from tests.conftest import load_event
+from tests.index_keys import example_jobs_at_one_key_per_partition
 from tests.moto_backends import FreshBackends
 
 
@@ -126,3 +127,13 @@ def run_tick(runtime: LocalLambdaRuntime, function_id: str, event: dict[str, Any
 def drain_workers(runtime: LocalLambdaRuntime) -> list[Invocation]:
     """Every message the template's SQS event source mappings can see, handed to their workers."""
     return SqsPoller(runtime, runtime.endpoint).drain()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def example_index_keys() -> Iterator[dict[tuple[str, str], int]]:
+    """The example jobs' indexes at one key per partition in this process, from the session's start
+    (before any module's seeded world): a Query per key, and the jobs' own 16 per partition would
+    multiply the Queries of every test running their ticks for nothing it looks at. A module that
+    needs their own counts asks `tests.index_keys.at_own_counts`; the jobs' modules, more keys."""
+    with example_jobs_at_one_key_per_partition() as own:
+        yield own

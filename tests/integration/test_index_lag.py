@@ -43,6 +43,7 @@ from clockless_tools.template.events import Attempt, render_input, schedule_arn
 from clockless_tools.template.model import Template
 from session_cleanup.demo import LEAD, plan_sessions
 from session_cleanup.repository import DynamoSessionStore
+from tests.index_keys import at_own_counts
 from tests.integration.test_fault_model import (
     DEMO_TABLES,
     LAMBDA_RETRY_DELAYS,
@@ -416,3 +417,10 @@ def test_every_page_of_every_job_survives_an_index_that_lags(
             )
             failures += [f"{job} delivery {page.delivery} page {page.read}: {p}" for p in problems]
     assert not failures, "\n".join(failures)
+
+
+@pytest.fixture(autouse=True)
+def own_index_keys(example_index_keys: dict[tuple[str, str], int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The jobs' own index keys (not the integration tests' one per partition): a redelivery here
+    resumes among a partition's many keys."""
+    at_own_counts(example_index_keys, monkeypatch)
