@@ -6,9 +6,11 @@ import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Final
+from typing import Any
 
 import pytest
+
+from clockless_tools.simulate.index_keys import JOBS
 
 
 def keys_per_partition_fixture(repository: ModuleType, keys: str, partitions: int) -> Any:
@@ -27,22 +29,16 @@ def keys_per_partition_fixture(repository: ModuleType, keys: str, partitions: in
     return keys_per_partition
 
 
-# (module, its count's name, its partitions' name): the example jobs' indexes.
-EXAMPLE_INDEXES: Final = (
-    ("window_generation.repository", "DUE_INDEX_KEYS", "DUE_INDEX_SHARDS"),
-    ("session_cleanup.repository", "EMPTY_INDEX_KEYS", "EMPTY_INDEX_SHARDS"),
-)
-
-
 @contextmanager
 def example_jobs_at_one_key_per_partition() -> Iterator[dict[tuple[str, str], int]]:
-    """Both example jobs' indexes at one key per partition for the duration, yielding their own
-    counts. A key written at one per partition (0..partitions-1) is the first key its partition reads
+    """The indexes of the jobs that write more keys than they run partitions (the simulator's list,
+    `clockless_tools.simulate.index_keys.JOBS`) at one key per partition for the duration, yielding
+    their own counts. A key written at one per partition (0..partitions-1) is the first key its partition reads
     at any count, so a CLI run in a process of its own, at the jobs' own counts, still finds what this
     process seeded."""
     own: dict[tuple[str, str], int] = {}
     with pytest.MonkeyPatch.context() as patch:
-        for name, keys, partitions in EXAMPLE_INDEXES:
+        for name, keys, partitions in JOBS:
             module = importlib.import_module(name)
             own[(name, keys)] = getattr(module, keys)
             patch.setattr(module, keys, getattr(module, partitions))
