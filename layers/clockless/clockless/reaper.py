@@ -41,7 +41,7 @@ from typing import Any, Final
 
 from clockless.errors import ClocklessError
 from clockless.fanout.finisher import Finisher
-from clockless.fanout.store import TickStore, open_ticks
+from clockless.fanout.tick_store import TickStore, open_ticks
 from clockless.items import MAX_LISTED, REASON_PARTITION, FailedItem, dump_listed
 from clockless.state import PartitionRecord, Settle, TickEntry, TickStatus
 from clockless.tick import format_scheduled_time, parse_scheduled_time

@@ -18,7 +18,7 @@ import time_machine
 
 from clockless.fanout.coordinator import FanOut
 from clockless.fanout.keys import partition_key, tick_key
-from clockless.fanout.store import TickStore
+from clockless.fanout.tick_store import TickStore
 from clockless.items import load_listed
 from clockless.reaper import (
     CHANGED,

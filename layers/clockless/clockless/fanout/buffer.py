@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from clockless.errors import DeclarationError
 from clockless.fanout.messages import KIND_START, WorkMessage
-from clockless.fanout.store import TickStore
+from clockless.fanout.tick_store import TickStore
 from clockless.fanout.trust import UntrustedMessageError
 from clockless.ledger import RunLedger
 from clockless.overlap import buffered_after

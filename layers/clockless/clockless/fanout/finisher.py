@@ -17,7 +17,7 @@ from typing import Any
 
 from clockless.fanout.failures import failures_noted
 from clockless.fanout.keys import EXHAUSTED, METRIC_PENDING
-from clockless.fanout.store import TickStore
+from clockless.fanout.tick_store import TickStore
 from clockless.fanout.types import Counters
 from clockless.items import NO_TOLERANCE, REASON_PARTITION, FailedItem, Tolerance, dump_listed, listed
 from clockless.ledger import FAILURES, SUMMARY_WHOLE_TICK, iso_now
